@@ -1,0 +1,58 @@
+// The L4 config: what the data plane runs. Both modes produce it — `serve` from a file,
+// `proxy` from a CanaryRelease — and it is always validated and frozen before use.
+
+export type Protocol = 'tcp' | 'udp';
+export type BalanceStrategy = 'wrr' | 'random';
+
+export interface BackendConfig {
+  readonly name: string;
+  readonly host: string;
+  readonly port: number;
+  /** Integer 0–100; 0 = no new traffic. */
+  readonly weight: number;
+  /** Set when a `--weight` override replaced the weight the source asked for; holds that weight. */
+  readonly overriddenFrom?: number;
+}
+
+export interface ListenAddress {
+  /** undefined = every address, dual-stack (IPv4 and IPv6). */
+  readonly host: string | undefined;
+  readonly port: number;
+}
+
+export interface UdpOptions {
+  /** > 0: end a session after this many replies (nginx proxy_responses). 0 = unlimited. */
+  readonly responses: number;
+  readonly maxSessions: number;
+}
+
+export interface ListenerConfig {
+  /** Unique; used in metric labels. */
+  readonly name: string;
+  readonly protocol: Protocol;
+  readonly listen: ListenAddress;
+  readonly balance: BalanceStrategy;
+  readonly backends: readonly BackendConfig[];
+  /** tcp: how long a backend connect may take before the next backend is tried. */
+  readonly connectTimeoutMs: number;
+  /** tcp: a connection idle both ways this long is closed (nginx proxy_timeout); udp: session idle. */
+  readonly idleTimeoutMs: number;
+  /** tcp: cap on concurrent client connections; 0 = no cap. */
+  readonly maxConnections: number;
+  /** Passive health (nginx max_fails / fail_timeout): this many connect failures within
+   * failTimeoutMs mark a backend failed for failTimeoutMs. */
+  readonly maxFails: number;
+  readonly failTimeoutMs: number;
+  readonly udp: UdpOptions;
+}
+
+export interface L4Config {
+  readonly listeners: readonly ListenerConfig[];
+}
+
+/** `--weight LISTENER:BACKEND=N` */
+export interface WeightOverride {
+  readonly listener: string;
+  readonly backend: string;
+  readonly weight: number;
+}

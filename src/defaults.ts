@@ -1,0 +1,17 @@
+// Defaults shared by the config loader, the CLI and the control loop. nginx's stream-module
+// defaults where nginx has one, so operators migrating from it see the same behaviour.
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+/** nginx proxy_timeout default: 10 minutes. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 600_000;
+/** UDP sessions idle out much sooner than TCP connections. */
+export const DEFAULT_UDP_IDLE_TIMEOUT_MS = 30_000;
+export const DEFAULT_MAX_FAILS = 1;
+export const DEFAULT_FAIL_TIMEOUT_MS = 10_000;
+export const DEFAULT_UDP_MAX_SESSIONS = 65_536;
+export const DEFAULT_ADMIN_PORT = 9090;
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+/** How long a listener removed by a reload lets its live connections finish. */
+export const DEFAULT_LISTENER_GRACE_MS = 30_000;
+export const DEFAULT_PORT_BASE = 8080;
+export const METRIC_PREFIX = 'canary_l4_';
