@@ -1,0 +1,154 @@
+// The extra measurements: memory with many idle connections, memory under a slow reader, and what
+// canary-l4's metrics cost. Each is a workload of its own, selectable with --only.
+import { connect, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CANARY_NO_METRICS, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { CHILD_FD_LIMIT, treeRssKiB } from './processes.ts';
+import { httpKeepalive, tcpBulk8, tcpShort, udpMax, type Workload, type WorkloadContext } from './workloads.ts';
+
+/** 10 000, unless a single proxy process cannot hold two fds per connection under the fd limit. */
+const IDLE_CONNECTIONS = Math.min(10_000, Math.floor((CHILD_FD_LIMIT - 200) / 2));
+const CONNECT_BATCH = 500;
+const CONNECT_TIMEOUT_MS = 5_000;
+/** Time for the proxy to finish its upstream connects before RSS is read. */
+const SETTLE_MS = 2_000;
+const SLOW_READERS = 20;
+const SLOW_READ_INTERVAL_MS = 100;
+/** A proxy that ignores backpressure would eat the machine: stop the workload beyond this. */
+const SLOW_READER_RSS_LIMIT_KIB = 2 * 1024 * 1024;
+
+const KIB_PER_MIB = 1024;
+const realProxy = (proxy: ProxyVariant): boolean => proxy !== 'direct';
+
+function requirePid(proxy: RunningProxy): number {
+  if (proxy.pid === undefined) throw new Error(`${proxy.name} has no process to measure`);
+  return proxy.pid;
+}
+
+function openConnection(port: number): Promise<Socket | undefined> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const fail = (): void => {
+      socket.destroy();
+      resolve(undefined);
+    };
+    socket.setTimeout(CONNECT_TIMEOUT_MS, fail);
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      socket.setTimeout(0);
+      socket.on('error', () => {}); // a proxy closing idle connections is a result, not a crash
+      resolve(socket);
+    });
+  });
+}
+
+export const idleConnections: Workload = {
+  name: 'idle-rss',
+  title: `${IDLE_CONNECTIONS.toLocaleString('en-US')} idle TCP connections${IDLE_CONNECTIONS < 10_000 ? ` (fd limit ${CHILD_FD_LIMIT})` : ''}`,
+  metrics: [
+    { key: 'connections', label: 'connections open', unit: '' },
+    { key: 'rssBeforeMiB', label: 'RSS before', unit: 'MiB', lowerIsBetter: true },
+    { key: 'rssIdleMiB', label: 'RSS with them open', unit: 'MiB', lowerIsBetter: true },
+    { key: 'kibPerConnection', label: 'memory per connection', unit: 'KiB', lowerIsBetter: true },
+  ],
+  recordsUsage: false,
+  appliesTo: realProxy,
+  run: async (proxy) => {
+    const pid = requirePid(proxy);
+    const rssBefore = treeRssKiB(pid);
+    const sockets: Socket[] = [];
+    try {
+      for (let opened = 0; opened < IDLE_CONNECTIONS; opened += CONNECT_BATCH) {
+        const batch = await Promise.all(Array.from({ length: Math.min(CONNECT_BATCH, IDLE_CONNECTIONS - opened) }, () => openConnection(proxy.ports.http)));
+        sockets.push(...batch.filter((socket): socket is Socket => socket !== undefined));
+      }
+      await sleep(SETTLE_MS);
+      const open = sockets.filter((socket) => !socket.destroyed).length;
+      const rssIdle = treeRssKiB(pid);
+      return {
+        connections: open,
+        rssBeforeMiB: rssBefore / KIB_PER_MIB,
+        rssIdleMiB: rssIdle / KIB_PER_MIB,
+        kibPerConnection: open === 0 ? Number.NaN : (rssIdle - rssBefore) / open,
+      };
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await sleep(1_000); // let the proxy tear them down before the next measurement
+    }
+  },
+};
+
+/** A client that asks for an endless body and then reads one chunk per interval. */
+function slowReader(port: number, onBytes: (count: number) => void): Socket {
+  const socket = connect({ host: '127.0.0.1', port }, () => {
+    socket.write('GET /stream HTTP/1.1\r\nHost: bench\r\n\r\n');
+  });
+  socket.on('error', () => {});
+  socket.on('data', (chunk: Buffer) => {
+    onBytes(chunk.length);
+    socket.pause();
+  });
+  const resumeTimer = setInterval(() => socket.resume(), SLOW_READ_INTERVAL_MS);
+  socket.on('close', () => clearInterval(resumeTimer));
+  return socket;
+}
+
+export const slowReaders: Workload = {
+  name: 'slow-reader-rss',
+  title: `${SLOW_READERS} slow readers of an endless download`,
+  metrics: [
+    { key: 'rssBeforeMiB', label: 'RSS before', unit: 'MiB', lowerIsBetter: true },
+    { key: 'peakRssMiB', label: 'peak RSS', unit: 'MiB', lowerIsBetter: true },
+    { key: 'readMiBPerSecond', label: 'read by the clients', unit: 'MiB/s' },
+  ],
+  recordsUsage: false,
+  appliesTo: realProxy,
+  run: async (proxy, { seconds }) => {
+    const pid = requirePid(proxy);
+    const rssBefore = treeRssKiB(pid);
+    let peakRss = rssBefore;
+    let bytesRead = 0;
+    const readers = Array.from({ length: SLOW_READERS }, () => slowReader(proxy.ports.http, (count) => (bytesRead += count)));
+    const startedAt = performance.now();
+    try {
+      // Twice the normal run: buffers along the path need a while to fill up.
+      while (performance.now() - startedAt < 2 * seconds * 1_000) {
+        await sleep(250);
+        peakRss = Math.max(peakRss, treeRssKiB(pid));
+        if (peakRss > SLOW_READER_RSS_LIMIT_KIB) break;
+      }
+    } finally {
+      for (const reader of readers) reader.destroy();
+    }
+    const elapsed = (performance.now() - startedAt) / 1_000;
+    await sleep(1_000);
+    return { rssBeforeMiB: rssBefore / KIB_PER_MIB, peakRssMiB: peakRss / KIB_PER_MIB, readMiBPerSecond: bytesRead / KIB_PER_MIB / KIB_PER_MIB / elapsed };
+  },
+};
+
+/** Measured with metrics on and off back to back, alternating which goes first per repetition. */
+const METERED_WORKLOADS: readonly Workload[] = [tcpBulk8, tcpShort, httpKeepalive, udpMax];
+
+export const metricsCost: Workload = {
+  name: 'metrics-cost',
+  title: 'canary-l4 metrics on ÷ off (same repetition, higher = cheaper metrics)',
+  metrics: METERED_WORKLOADS.map((workload) => ({ key: workload.name, label: workload.title, unit: '× of --no-metrics' })),
+  recordsUsage: false,
+  appliesTo: (proxy) => proxy === 'canary-l4',
+  run: async (withMetrics, context: WorkloadContext) => {
+    const withoutMetrics = context.proxies.get(CANARY_NO_METRICS);
+    if (withoutMetrics === undefined) throw new Error(`${CANARY_NO_METRICS} was not started`);
+    if (withoutMetrics instanceof Error) throw new Error(`${CANARY_NO_METRICS} failed to start: ${withoutMetrics.message}`);
+    const ratios: Record<string, number> = {};
+    for (const workload of METERED_WORKLOADS) {
+      const key = workload.metrics[0]?.key ?? '';
+      const pair = context.repetition % 2 === 0 ? [withMetrics, withoutMetrics] : [withoutMetrics, withMetrics];
+      const values = new Map<RunningProxy, number>();
+      for (const proxy of pair) values.set(proxy, (await workload.run(proxy, context))[key] ?? Number.NaN);
+      ratios[workload.name] = (values.get(withMetrics) ?? Number.NaN) / (values.get(withoutMetrics) ?? Number.NaN);
+    }
+    return ratios;
+  },
+};
+
+export const EXTRA_WORKLOADS: readonly Workload[] = [idleConnections, slowReaders, metricsCost];

@@ -1,0 +1,220 @@
+// Child processes of the harness: spawned with a raised fd limit, each in its own process group,
+// all killed when the harness exits for any reason (also Ctrl-C). Plus /proc sampling of CPU and RSS.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+const WANTED_FD_LIMIT = 65_536;
+const RAISE_HARD_FD_LIMIT = `ulimit -Hn ${WANTED_FD_LIMIT} 2>/dev/null`;
+
+/** The fd limit children get: 65 536 where root may raise the hard limit, else the hard limit
+ * (containers without CAP_SYS_RESOURCE). Config generators and the idle workload size to it. */
+export const CHILD_FD_LIMIT = Number(spawnSync('sh', ['-c', `${RAISE_HARD_FD_LIMIT}; ulimit -Hn`], { encoding: 'utf8' }).stdout.trim()) || 1_024;
+const CLOCK_TICKS_PER_SECOND = 100;
+const STDERR_TAIL_CHARS = 2_000;
+
+export interface Child {
+  readonly name: string;
+  readonly process: ChildProcess;
+  readonly pid: number;
+  /** Last output of the child, for error messages. */
+  outputTail(): string;
+  exited(): boolean;
+  stop(): Promise<void>;
+}
+
+const liveChildren = new Set<Child>();
+
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+export function killAllChildren(): void {
+  for (const child of liveChildren) killGroup(child.pid, 'SIGKILL');
+  liveChildren.clear();
+}
+
+let exitHooksInstalled = false;
+function installExitHooks(): void {
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  process.on('exit', killAllChildren);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      console.error(`\n${signal}: stopping every child process`);
+      killAllChildren();
+      process.exit(130);
+    });
+  }
+}
+
+/** Spawns `command args` via a shell that raises the fd limit first (root may raise the hard limit). */
+export function startChild(name: string, command: string, args: readonly string[], cwd?: string): Child {
+  installExitHooks();
+  const raiseLimitThenExec = `${RAISE_HARD_FD_LIMIT}; ulimit -n ${CHILD_FD_LIMIT}; exec "$@"`;
+  const proc = spawn('sh', ['-c', raiseLimitThenExec, 'sh', command, ...args], {
+    cwd,
+    detached: true, // own process group: the whole tree (nginx workers too) dies with one kill
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  if (proc.pid === undefined) throw new Error(`could not spawn ${command}`);
+  const pid = proc.pid;
+  let tail = '';
+  let hasExited = false;
+  const keepTail = (chunk: Buffer): void => {
+    tail = (tail + chunk.toString()).slice(-STDERR_TAIL_CHARS);
+  };
+  proc.stdout?.on('data', keepTail);
+  proc.stderr?.on('data', keepTail);
+  const exitPromise = new Promise<void>((resolve) => {
+    proc.on('exit', (code, signal) => {
+      hasExited = true;
+      tail += `\n[exited: ${signal ?? `code ${code}`}]`;
+      resolve();
+    });
+  });
+  const child: Child = {
+    name,
+    process: proc,
+    pid,
+    outputTail: () => tail.trim(),
+    exited: () => hasExited,
+    async stop() {
+      liveChildren.delete(child);
+      if (hasExited) return;
+      killGroup(pid, 'SIGTERM');
+      const killed = await Promise.race([exitPromise.then(() => true), sleep(3_000).then(() => false)]);
+      if (!killed) killGroup(pid, 'SIGKILL');
+      await exitPromise;
+    },
+  };
+  liveChildren.add(child);
+  return child;
+}
+
+/** Runs a bounded command to completion and returns its stdout; rejects with its output on failure. */
+export async function runToCompletion(command: string, args: readonly string[], timeoutMs: number): Promise<string> {
+  const child = startChild(command, command, args);
+  let stdout = '';
+  child.process.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  const timer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.process.on('close', resolve));
+  clearTimeout(timer);
+  liveChildren.delete(child);
+  if (code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${code ?? 'killed'}): ${child.outputTail().slice(-500)}`);
+  return stdout;
+}
+
+export async function waitFor(what: string, check: () => Promise<boolean>, child: Child | undefined, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child?.exited()) throw new Error(`${child.name} exited before ${what}: ${child.outputTail()}`);
+    if (await check()) return;
+    await sleep(100);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${child ? `: ${child.outputTail()}` : ''}`);
+}
+
+export function tcpPortOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+export async function httpOk(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(1_000) });
+    await response.arrayBuffer();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+// ---- /proc sampling -------------------------------------------------------------------------
+
+/** pid and its descendants: nginx/HAProxy/cluster workers count towards the proxy. */
+function processTree(rootPid: number): number[] {
+  const childrenOf = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat === undefined) continue;
+    const siblings = childrenOf.get(stat.ppid) ?? [];
+    siblings.push(Number(entry));
+    childrenOf.set(stat.ppid, siblings);
+  }
+  const tree: number[] = [];
+  const pending = [rootPid];
+  for (let pid = pending.pop(); pid !== undefined; pid = pending.pop()) {
+    tree.push(pid);
+    pending.push(...(childrenOf.get(pid) ?? []));
+  }
+  return tree;
+}
+
+function readStat(pid: number): { ppid: number; cpuTicks: number } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may contain spaces and parentheses; the fields after the last ')' are fixed.
+    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    // After the name: state(3) ppid(4) ... utime(14) stime(15), so indices shift by 3.
+    return { ppid: Number(fields[1]), cpuTicks: Number(fields[11]) + Number(fields[12]) };
+  } catch {
+    return undefined;
+  }
+}
+
+function readRssKiB(pid: number): number {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match?.[1] === undefined ? 0 : Number(match[1]);
+  } catch {
+    return 0;
+  }
+}
+
+export function treeRssKiB(rootPid: number): number {
+  return processTree(rootPid).reduce((sum, pid) => sum + readRssKiB(pid), 0);
+}
+
+function treeCpuTicks(rootPid: number): number {
+  return processTree(rootPid).reduce((sum, pid) => sum + (readStat(pid)?.cpuTicks ?? 0), 0);
+}
+
+export interface ResourceUsage {
+  /** 100 = one core busy for the whole workload. */
+  readonly cpuPercent: number;
+  readonly peakRssKiB: number;
+}
+
+/** Samples CPU (utime+stime delta) and peak RSS of a process tree while `work` runs. */
+export async function measureWhile<T>(rootPid: number | undefined, work: () => Promise<T>): Promise<{ result: T; usage: ResourceUsage | undefined }> {
+  if (rootPid === undefined) return { result: await work(), usage: undefined };
+  const startTicks = treeCpuTicks(rootPid);
+  const startedAt = performance.now();
+  let peakRssKiB = treeRssKiB(rootPid);
+  const sampler = setInterval(() => {
+    peakRssKiB = Math.max(peakRssKiB, treeRssKiB(rootPid));
+  }, 250);
+  try {
+    const result = await work();
+    const seconds = (performance.now() - startedAt) / 1_000;
+    const cpuSeconds = (treeCpuTicks(rootPid) - startTicks) / CLOCK_TICKS_PER_SECOND;
+    peakRssKiB = Math.max(peakRssKiB, treeRssKiB(rootPid));
+    return { result, usage: { cpuPercent: (100 * cpuSeconds) / seconds, peakRssKiB } };
+  } finally {
+    clearInterval(sampler);
+  }
+}

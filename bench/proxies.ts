@@ -1,0 +1,181 @@
+// The proxies under test, each on its own ports, all with the same 90/10 split over the same
+// backends and the same worker count. `direct` is no proxy: the load generator talks to backend a.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BACKEND_PORTS } from './backends.ts';
+import { NGINX_STREAM_MODULE } from './install.ts';
+import { CHILD_FD_LIMIT, startChild, waitFor, tcpPortOpen, httpOk, type Child } from './processes.ts';
+import { PROJECT_NODE, PROJECT_ROOT } from './paths.ts';
+
+export const PROXY_NAMES = ['direct', 'nginx', 'haproxy', 'canary-l4'] as const;
+export type ProxyName = (typeof PROXY_NAMES)[number];
+/** canary-l4 started with `--no-metrics`: only for the metrics-cost workload. */
+export const CANARY_NO_METRICS = 'canary-l4-no-metrics';
+export type ProxyVariant = ProxyName | typeof CANARY_NO_METRICS;
+
+export interface ListenPorts {
+  readonly bulk: number;
+  readonly http: number;
+  /** undefined: this proxy does not do UDP (HAProxy). */
+  readonly udp: number | undefined;
+}
+
+export interface RunningProxy {
+  readonly name: ProxyVariant;
+  readonly ports: ListenPorts;
+  /** Root of the proxy's process tree, for CPU and RSS; undefined for `direct`. */
+  readonly pid: number | undefined;
+  stop(): Promise<void>;
+}
+
+interface Split {
+  readonly name: 'bulk' | 'http' | 'udp';
+  readonly protocol: 'tcp' | 'udp';
+  readonly port: number;
+  readonly backends: readonly { name: string; port: number; weight: number }[];
+}
+
+/** The one split every proxy gets; only the listen port differs. */
+function splits(ports: ListenPorts): Split[] {
+  const b = BACKEND_PORTS;
+  const tcpAndUdp: Split[] = [
+    { name: 'bulk', protocol: 'tcp', port: ports.bulk, backends: [{ name: 'a', port: b.iperf3, weight: 90 }, { name: 'b', port: b.iperf3, weight: 10 }] },
+    { name: 'http', protocol: 'tcp', port: ports.http, backends: [{ name: 'a', port: b.httpA, weight: 90 }, { name: 'b', port: b.httpB, weight: 10 }] },
+  ];
+  if (ports.udp !== undefined) {
+    tcpAndUdp.push({ name: 'udp', protocol: 'udp', port: ports.udp, backends: [{ name: 'a', port: b.udpA, weight: 90 }, { name: 'b', port: b.udpB, weight: 10 }] });
+  }
+  return tcpAndUdp;
+}
+
+const portsFrom = (base: number, udp: boolean): ListenPorts => ({ bulk: base + 1, http: base + 2, udp: udp ? base + 3 : undefined });
+
+// ---- config generators (pure) ----------------------------------------------------------------
+
+/** nginx defaults otherwise (proxy_buffer_size 16k, tcp_nodelay on): nginx as people run it. */
+export function nginxConfig(ports: ListenPorts, workers: number, dir: string): string {
+  const blocks = splits(ports).map((split) => `
+  upstream ${split.name} {
+${split.backends.map((backend) => `    server 127.0.0.1:${backend.port} weight=${backend.weight};`).join('\n')}
+  }
+  server {
+    listen 127.0.0.1:${split.port}${split.protocol === 'udp' ? ' udp' : ''} reuseport;
+    proxy_pass ${split.name};
+  }`);
+  return `load_module ${NGINX_STREAM_MODULE};
+worker_processes ${workers};
+worker_rlimit_nofile ${CHILD_FD_LIMIT};
+daemon off;
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'error.log')} warn;
+events { worker_connections ${CHILD_FD_LIMIT}; }
+stream {${blocks.join('\n')}
+}
+`;
+}
+
+/** HAProxy refuses to start when 2 fds per connection do not fit in its fd limit. */
+const HAPROXY_MAXCONN = Math.floor((CHILD_FD_LIMIT - 200) / 2);
+
+export function haproxyConfig(ports: ListenPorts, workers: number): string {
+  const sections = splits(ports)
+    .filter((split) => split.protocol === 'tcp')
+    .map((split) => `
+frontend ${split.name}
+  bind 127.0.0.1:${split.port}
+  default_backend ${split.name}
+
+backend ${split.name}
+  balance roundrobin
+${split.backends.map((backend) => `  server ${backend.name} 127.0.0.1:${backend.port} weight ${backend.weight}`).join('\n')}
+`);
+  return `global
+  nbthread ${workers}
+  maxconn ${HAPROXY_MAXCONN}
+
+defaults
+  mode tcp
+  maxconn ${HAPROXY_MAXCONN}
+  timeout connect 5s
+  timeout client 10m
+  timeout server 10m
+${sections.join('')}`;
+}
+
+/** The L4 config of design §3 (JSON is valid YAML). */
+export function canaryConfig(ports: ListenPorts): string {
+  const listeners = splits(ports).map((split) => ({
+    name: split.name,
+    protocol: split.protocol,
+    listen: `127.0.0.1:${split.port}`,
+    backends: split.backends.map((backend) => ({ name: backend.name, host: '127.0.0.1', port: backend.port, weight: backend.weight })),
+  }));
+  return `${JSON.stringify({ listeners }, null, 2)}\n`;
+}
+
+// ---- starting them --------------------------------------------------------------------------
+
+const READY_TIMEOUT_MS = 15_000;
+
+/** Waits until the proxy is ready; a proxy that never gets there is stopped, not left behind. */
+async function whenReady(name: ProxyVariant, ports: ListenPorts, child: Child, ready: () => Promise<void>): Promise<RunningProxy> {
+  try {
+    await ready();
+  } catch (error) {
+    await child.stop();
+    throw error;
+  }
+  return { name, ports, pid: child.pid, stop: () => child.stop() };
+}
+
+async function waitForTcpListeners(ports: ListenPorts, child: Child): Promise<void> {
+  await waitFor(`${child.name} bulk listener`, () => tcpPortOpen(ports.bulk), child, READY_TIMEOUT_MS);
+  await waitFor(`${child.name} http listener`, () => tcpPortOpen(ports.http), child, READY_TIMEOUT_MS);
+}
+
+function workdir(root: string, name: string): string {
+  const dir = join(root, name);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+export async function startProxy(name: ProxyVariant, workers: number, scratchRoot: string): Promise<RunningProxy> {
+  switch (name) {
+    case 'direct':
+      return {
+        name,
+        ports: { bulk: BACKEND_PORTS.iperf3, http: BACKEND_PORTS.httpA, udp: BACKEND_PORTS.udpA },
+        pid: undefined,
+        stop: async () => {},
+      };
+    case 'nginx': {
+      const ports = portsFrom(16_000, true);
+      const dir = workdir(scratchRoot, name);
+      const configFile = join(dir, 'nginx.conf');
+      writeFileSync(configFile, nginxConfig(ports, workers, dir));
+      const child = startChild(name, 'nginx', ['-c', configFile, '-p', dir, '-e', join(dir, 'error.log')]);
+      return whenReady(name, ports, child, () => waitForTcpListeners(ports, child));
+    }
+    case 'haproxy': {
+      const ports = portsFrom(17_000, false);
+      const configFile = join(workdir(scratchRoot, name), 'haproxy.cfg');
+      writeFileSync(configFile, haproxyConfig(ports, workers));
+      const child = startChild(name, 'haproxy', ['-db', '-f', configFile]);
+      return whenReady(name, ports, child, () => waitForTcpListeners(ports, child));
+    }
+    case 'canary-l4':
+    case CANARY_NO_METRICS: {
+      const base = name === 'canary-l4' ? 18_000 : 19_000;
+      const ports = portsFrom(base, true);
+      const adminPort = base + 90;
+      const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');
+      writeFileSync(configFile, canaryConfig(ports));
+      const args = ['src/cli/main.ts', 'serve', '--config', configFile, '--admin-port', String(adminPort), '--workers', String(workers), '--log-level', 'warn'];
+      if (name === CANARY_NO_METRICS) args.push('--no-metrics');
+      const child = startChild(name, PROJECT_NODE, args, PROJECT_ROOT);
+      return whenReady(name, ports, child, () =>
+        waitFor(`${name} /readyz`, () => httpOk(`http://127.0.0.1:${adminPort}/readyz`), child, READY_TIMEOUT_MS),
+      );
+    }
+  }
+}

@@ -1,0 +1,171 @@
+// `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]`
+// Side-by-side benchmark of canary-l4 against nginx's stream module and HAProxy on loopback.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, release, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ensureInstalled, type Tool } from './install.ts';
+import { startBackends } from './backends.ts';
+import { CANARY_NO_METRICS, PROXY_NAMES, startProxy, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { killAllChildren, measureWhile } from './processes.ts';
+import { MAIN_WORKLOADS, type Workload, type WorkloadContext } from './workloads.ts';
+import { EXTRA_WORKLOADS } from './extras.ts';
+import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
+
+const ALL_WORKLOADS: readonly Workload[] = [...MAIN_WORKLOADS, ...EXTRA_WORKLOADS];
+/** Lets sockets in TIME_WAIT and CPU frequency settle between two measurements. */
+const PAUSE_BETWEEN_RUNS_MS = 300;
+
+interface Options {
+  readonly quick: boolean;
+  readonly workers: number;
+  readonly repeats: number;
+  readonly seconds: number;
+  readonly workloads: readonly Workload[];
+  readonly proxies: readonly ProxyName[];
+}
+
+function positiveInteger(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${flag} must be a positive integer, got "${text}"`);
+  return value;
+}
+
+function pickByName<T>(flag: string, text: string | undefined, all: readonly T[], nameOf: (item: T) => string): T[] {
+  if (text === undefined) return [...all];
+  return text.split(',').map((name) => {
+    const found = all.find((item) => nameOf(item) === name.trim());
+    if (found === undefined) throw new Error(`--${flag}: unknown "${name}"; one of ${all.map(nameOf).join(', ')}`);
+    return found;
+  });
+}
+
+function parseOptions(argv: readonly string[]): Options {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: 'boolean', default: false },
+      workers: { type: 'string' },
+      repeats: { type: 'string' },
+      seconds: { type: 'string' },
+      only: { type: 'string' },
+      proxies: { type: 'string' },
+    },
+  });
+  return {
+    quick: values.quick,
+    workers: positiveInteger('workers', values.workers, 1),
+    repeats: positiveInteger('repeats', values.repeats, values.quick ? 1 : 3),
+    seconds: positiveInteger('seconds', values.seconds, values.quick ? 2 : 4),
+    workloads: pickByName('only', values.only, ALL_WORKLOADS, (workload) => workload.name),
+    proxies: pickByName('proxies', values.proxies, PROXY_NAMES, (name) => name),
+  };
+}
+
+function toolsNeeded(options: Options): Tool[] {
+  const tools: Tool[] = ['iperf3', 'wrk'];
+  if (options.proxies.includes('nginx')) tools.push('nginx', 'nginxStream');
+  if (options.proxies.includes('haproxy')) tools.push('haproxy');
+  return tools;
+}
+
+function toolVersions(): Record<string, string> {
+  const firstLine = (command: string, flag: string): string => {
+    const result = spawnSync(command, [flag], { encoding: 'utf8' });
+    return `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n')[0] ?? 'unknown';
+  };
+  return { nginx: firstLine('nginx', '-v'), haproxy: firstLine('haproxy', '-v'), iperf3: firstLine('iperf3', '-v'), wrk: firstLine('wrk', '-v'), node: process.version };
+}
+
+function describe(values: Readonly<Record<string, number>>): string {
+  return Object.entries(values)
+    .map(([key, value]) => `${key}=${Number.isInteger(value) ? value : value.toFixed(2)}`)
+    .join(' ');
+}
+
+/** Rotating the order per repetition keeps "who ran first" from biasing one proxy. */
+function rotate<T>(items: readonly T[], by: number): T[] {
+  const shift = items.length === 0 ? 0 : by % items.length;
+  return [...items.slice(shift), ...items.slice(0, shift)];
+}
+
+async function measureOnce(workload: Workload, proxy: RunningProxy | Error, proxyName: ProxyVariant, context: WorkloadContext): Promise<Measurement> {
+  const base = { repetition: context.repetition, workload: workload.name, proxy: proxyName };
+  if (proxy instanceof Error) return { ...base, values: {}, error: `did not start: ${proxy.message}` };
+  try {
+    const pid = workload.recordsUsage ? proxy.pid : undefined;
+    const { result, usage } = await measureWhile(pid, () => workload.run(proxy, context));
+    const values = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
+    return { ...base, values };
+  } catch (error) {
+    return { ...base, values: {}, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions(process.argv.slice(2));
+  const startedAt = new Date();
+  ensureInstalled(toolsNeeded(options));
+  const scratch = mkdtempSync(join(tmpdir(), 'canary-l4-bench-'));
+  process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
+
+  console.log(`Starting backends (iperf3, 2 HTTP, 2 UDP echo) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
+  const backends = await startBackends();
+  const variants: ProxyVariant[] = [...options.proxies];
+  if (options.proxies.includes('canary-l4') && options.workloads.some((workload) => workload.name === 'metrics-cost')) variants.push(CANARY_NO_METRICS);
+  const proxies = new Map<ProxyVariant, RunningProxy | Error>();
+  for (const name of variants) {
+    const proxy = await startProxy(name, options.workers, scratch).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+    proxies.set(name, proxy);
+    if (proxy instanceof Error) console.log(`  ${name}: FAILED to start — ${proxy.message.split('\n')[0]}`);
+  }
+
+  const measurements: Measurement[] = [];
+  for (let repetition = 0; repetition < options.repeats; repetition++) {
+    const context: WorkloadContext = { seconds: options.seconds, repetition, proxies };
+    for (const workload of options.workloads) {
+      for (const proxyName of rotate(options.proxies.filter(workload.appliesTo), repetition)) {
+        const measurement = await measureOnce(workload, proxies.get(proxyName) ?? new Error('not started'), proxyName, context);
+        measurements.push(measurement);
+        const outcome = measurement.error === undefined ? describe(measurement.values) : `FAILED: ${measurement.error.split('\n')[0]}`;
+        console.log(`[${repetition + 1}/${options.repeats}] ${workload.name} · ${proxyName}: ${outcome}`);
+        await sleep(PAUSE_BETWEEN_RUNS_MS);
+      }
+    }
+  }
+
+  for (const proxy of proxies.values()) if (!(proxy instanceof Error)) await proxy.stop();
+  for (const backend of backends) await backend.stop();
+
+  const columns = options.proxies.filter((name) => measurements.some((m) => m.proxy === name));
+  const summary = summarize(options.workloads, columns, measurements);
+  const heading = `## canary-l4 vs nginx stream vs HAProxy — ${startedAt.toISOString()}, ${cpus().length} CPUs, ${options.workers} worker(s) each, ${options.repeats} repetition(s) of ${options.seconds} s`;
+  console.log(`\n${markdownTable(heading, columns, summary)}\n`);
+  const file = writeResultsJson(
+    {
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      command: process.argv.slice(2),
+      options: { ...options, workloads: options.workloads.map((workload) => workload.name) },
+      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, kernel: release() },
+      tools: toolVersions(),
+      metrics: Object.fromEntries(options.workloads.map((workload) => [workload.name, metricsOf(workload)])),
+      measurements,
+      summary,
+    },
+    startedAt,
+  );
+  console.log(`Results: ${file}`);
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(`bench failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+} finally {
+  killAllChildren();
+}

@@ -1,0 +1,187 @@
+// The main workloads: load generators (iperf3, wrk, the UDP client), their output parsers, and
+// what each workload reports. Every run is bounded in time.
+import { fileURLToPath } from 'node:url';
+import type { ProxyVariant, RunningProxy } from './proxies.ts';
+import { runToCompletion } from './processes.ts';
+import { PROJECT_NODE } from './paths.ts';
+import type { FixedRateResult, MaxRateResult } from './udp-client.ts';
+
+export interface MetricSpec {
+  readonly key: string;
+  readonly label: string;
+  readonly unit: string;
+  readonly lowerIsBetter?: boolean;
+}
+
+export interface WorkloadContext {
+  /** Length of one load-generator run. */
+  readonly seconds: number;
+  /** 0-based; lets workloads alternate the order of paired runs. */
+  readonly repetition: number;
+  readonly proxies: ReadonlyMap<ProxyVariant, RunningProxy | Error>;
+}
+
+export interface Workload {
+  readonly name: string;
+  readonly title: string;
+  readonly metrics: readonly MetricSpec[];
+  /** Record the proxy's CPU % and peak RSS over the run. */
+  readonly recordsUsage: boolean;
+  appliesTo(proxy: ProxyVariant): boolean;
+  run(proxy: RunningProxy, context: WorkloadContext): Promise<Record<string, number>>;
+}
+
+/** Generous slack on top of a run's nominal length before its load generator is killed. */
+const PROCESS_SLACK_MS = 15_000;
+export const UDP_FIXED_RATE_PER_SECOND = 40_000;
+const WRK_CONNECTIONS = 50;
+const CONNECTION_CLOSE_SCRIPT = fileURLToPath(new URL('connection-close.lua', import.meta.url));
+const UDP_CLIENT_SCRIPT = fileURLToPath(new URL('udp-client.ts', import.meta.url));
+
+// ---- iperf3 ---------------------------------------------------------------------------------
+
+interface Iperf3Report {
+  readonly error?: string;
+  readonly end?: { readonly sum_received?: { readonly bits_per_second?: number } };
+}
+
+export function parseIperf3Gbps(json: string): number {
+  const report = JSON.parse(json) as Iperf3Report;
+  if (report.error !== undefined) throw new Error(`iperf3: ${report.error}`);
+  const bitsPerSecond = report.end?.sum_received?.bits_per_second;
+  if (bitsPerSecond === undefined) throw new Error('iperf3: no end.sum_received.bits_per_second in its -J output');
+  return bitsPerSecond / 1e9;
+}
+
+async function iperf3Gbps(port: number, streams: number, seconds: number): Promise<number> {
+  const args = ['--client', '127.0.0.1', '--port', String(port), '--time', String(seconds), '--parallel', String(streams), '--connect-timeout', '3000', '--json'];
+  // iperf3 -J reports its own errors as JSON on stdout and exits non-zero: parse them either way.
+  const output = await runToCompletion('iperf3', args, seconds * 1_000 + PROCESS_SLACK_MS).catch((error: Error) => {
+    const json = error.message.slice(error.message.indexOf('{'));
+    return json.startsWith('{') ? json : Promise.reject(error);
+  });
+  return parseIperf3Gbps(output);
+}
+
+// ---- wrk ------------------------------------------------------------------------------------
+
+export interface WrkResult {
+  readonly requestsPerSecond: number;
+  readonly p50Ms: number | undefined;
+  readonly p99Ms: number | undefined;
+  /** Socket errors plus non-2xx/3xx responses. */
+  readonly errors: number;
+}
+
+const MS_PER_UNIT: Readonly<Record<string, number>> = { us: 0.001, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+function wrkLatencyMs(output: string, percentile: number): number | undefined {
+  const match = new RegExp(`^\\s*${percentile}%\\s+([\\d.]+)(us|ms|s|m|h)\\s*$`, 'm').exec(output);
+  if (match?.[1] === undefined || match[2] === undefined) return undefined;
+  return Number(match[1]) * (MS_PER_UNIT[match[2]] ?? Number.NaN);
+}
+
+export function parseWrk(output: string): WrkResult {
+  const rate = /^Requests\/sec:\s+([\d.]+)/m.exec(output)?.[1];
+  if (rate === undefined) throw new Error(`wrk: no Requests/sec in its output: ${output.slice(-300)}`);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1];
+  const errors = (socketErrors?.slice(1) ?? []).reduce((sum, count) => sum + Number(count), 0) + Number(non2xx ?? 0);
+  return { requestsPerSecond: Number(rate), p50Ms: wrkLatencyMs(output, 50), p99Ms: wrkLatencyMs(output, 99), errors };
+}
+
+async function wrk(port: number, seconds: number, oneRequestPerConnection: boolean): Promise<WrkResult> {
+  const args = ['--threads', '1', '--connections', String(WRK_CONNECTIONS), '--duration', `${seconds}s`, '--timeout', '2s', '--latency'];
+  if (oneRequestPerConnection) args.push('--script', CONNECTION_CLOSE_SCRIPT);
+  args.push(`http://127.0.0.1:${port}/`);
+  return parseWrk(await runToCompletion('wrk', args, seconds * 1_000 + PROCESS_SLACK_MS));
+}
+
+// ---- UDP client -----------------------------------------------------------------------------
+
+async function udpClient<T>(port: number, args: readonly string[], seconds: number): Promise<T> {
+  const output = await runToCompletion(PROJECT_NODE, [UDP_CLIENT_SCRIPT, String(port), ...args], seconds * 1_000 + PROCESS_SLACK_MS);
+  const lastLine = output.trim().split('\n').at(-1) ?? '';
+  return JSON.parse(lastLine) as T;
+}
+
+function udpPort(proxy: RunningProxy): number {
+  if (proxy.ports.udp === undefined) throw new Error(`${proxy.name} has no UDP listener`);
+  return proxy.ports.udp;
+}
+
+// ---- the workloads --------------------------------------------------------------------------
+
+const anyProxy = (): boolean => true;
+const udpCapable = (proxy: ProxyVariant): boolean => proxy !== 'haproxy';
+
+function tcpBulk(streams: number): Workload {
+  return {
+    name: `tcp-bulk-${streams}`,
+    title: `TCP bulk, ${streams} stream${streams === 1 ? '' : 's'}`,
+    metrics: [{ key: 'gbps', label: 'throughput', unit: 'Gbit/s' }],
+    recordsUsage: true,
+    appliesTo: anyProxy,
+    run: async (proxy, { seconds }) => ({ gbps: await iperf3Gbps(proxy.ports.bulk, streams, seconds) }),
+  };
+}
+
+export const tcpBulk1 = tcpBulk(1);
+export const tcpBulk8 = tcpBulk(8);
+
+export const tcpShort: Workload = {
+  name: 'tcp-short',
+  title: 'Short connections (HTTP, Connection: close)',
+  metrics: [{ key: 'connectionsPerSecond', label: 'rate', unit: 'conn/s' }],
+  recordsUsage: true,
+  appliesTo: anyProxy,
+  run: async (proxy, { seconds }) => {
+    const result = await wrk(proxy.ports.http, seconds, true);
+    return { connectionsPerSecond: result.requestsPerSecond, errors: result.errors };
+  },
+};
+
+export const httpKeepalive: Workload = {
+  name: 'http-keepalive',
+  title: `Keep-alive HTTP, ${WRK_CONNECTIONS} connections`,
+  metrics: [
+    { key: 'requestsPerSecond', label: 'rate', unit: 'req/s' },
+    { key: 'p50Ms', label: 'p50 latency', unit: 'ms', lowerIsBetter: true },
+    { key: 'p99Ms', label: 'p99 latency', unit: 'ms', lowerIsBetter: true },
+  ],
+  recordsUsage: true,
+  appliesTo: anyProxy,
+  run: async (proxy, { seconds }) => {
+    const result = await wrk(proxy.ports.http, seconds, false);
+    return { requestsPerSecond: result.requestsPerSecond, p50Ms: result.p50Ms ?? Number.NaN, p99Ms: result.p99Ms ?? Number.NaN, errors: result.errors };
+  },
+};
+
+export const udpMax: Workload = {
+  name: 'udp-max',
+  title: 'UDP round trips, max rate of one bounded client',
+  metrics: [{ key: 'roundTripsPerSecond', label: 'rate', unit: 'round trips/s' }],
+  recordsUsage: true,
+  appliesTo: udpCapable,
+  run: async (proxy, { seconds }) => {
+    const result = await udpClient<MaxRateResult>(udpPort(proxy), ['max', String(seconds)], seconds);
+    return { roundTripsPerSecond: result.roundTripsPerSecond };
+  },
+};
+
+export const udpLoss: Workload = {
+  name: 'udp-loss',
+  title: `UDP at a fixed ${UDP_FIXED_RATE_PER_SECOND.toLocaleString('en-US')}/s`,
+  metrics: [
+    { key: 'lossPercent', label: 'loss', unit: '%', lowerIsBetter: true },
+    { key: 'sentPerSecond', label: 'achieved send rate', unit: '/s' },
+  ],
+  recordsUsage: true,
+  appliesTo: udpCapable,
+  run: async (proxy, { seconds }) => {
+    const result = await udpClient<FixedRateResult>(udpPort(proxy), ['rate', String(seconds), String(UDP_FIXED_RATE_PER_SECOND)], seconds);
+    return { lossPercent: result.lossPercent, sentPerSecond: result.sentPerSecond };
+  },
+};
+
+export const MAIN_WORKLOADS: readonly Workload[] = [tcpBulk1, tcpBulk8, tcpShort, httpKeepalive, udpMax, udpLoss];

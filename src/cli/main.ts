@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// canary-l4: the command line. Flags become options here; the work is done elsewhere.
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { ConfigError } from '../errors.ts';
+import { serveCommand } from './commands/serve.ts';
+import { demoCommand } from './commands/demo.ts';
+
+/** Startup failures a user can cause are one line per problem and a non-zero exit, no stack. */
+function exitWith(err: unknown): never {
+  const message = err instanceof ConfigError || err instanceof Error ? err.message : String(err);
+  process.stderr.write(`canary-l4: ${message.split('\n').join('\ncanary-l4: ')}\n`);
+  process.exit(err instanceof ConfigError ? 2 : 1);
+}
+
+try {
+  await yargs(hideBin(process.argv))
+    .scriptName('canary-l4')
+    .env('CANARY_L4')
+    .command(serveCommand)
+    .command(demoCommand)
+    .demandCommand(1, 'name a command: serve or demo (see --help)')
+    .strict()
+    .help()
+    .alias('h', 'help')
+    .wrap(Math.min(110, process.stdout.columns ?? 110))
+    .epilog('Every flag can also be set in the environment as CANARY_L4_<FLAG>, e.g. CANARY_L4_ADMIN_PORT=9100.')
+    .fail((message, err) => {
+      if (err) throw err;
+      process.stderr.write(`canary-l4: ${message}\nRun canary-l4 --help for usage.\n`);
+      process.exit(2);
+    })
+    .parseAsync();
+} catch (err) {
+  exitWith(err);
+}

@@ -1,0 +1,41 @@
+// Flags shared by every command. Each can also come from the environment as CANARY_L4_<FLAG>
+// (e.g. CANARY_L4_ADMIN_PORT=9100), which is how the container image sets them.
+import type { Argv } from 'yargs';
+import { LOG_LEVELS, createLogger, type LogLevel } from '../log.ts';
+import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LISTENER_GRACE_MS } from '../defaults.ts';
+import type { RuntimeOptions } from '../runtime.ts';
+
+export function withCommonOptions<T>(yargs: Argv<T>) {
+  return yargs
+    .option('log-level', { choices: LOG_LEVELS, default: 'info' as LogLevel, describe: 'Log level of the JSON logs on stdout' })
+    .option('admin-port', { type: 'number', default: DEFAULT_ADMIN_PORT, describe: 'Port of the admin HTTP server (/metrics /healthz /readyz /config); 0 = any free port' })
+    .option('admin-host', { type: 'string', describe: 'Address of the admin HTTP server [default: every address]' })
+    .option('drain-timeout', { type: 'number', default: DEFAULT_DRAIN_TIMEOUT_MS / 1000, describe: 'Seconds live connections may take to finish after SIGTERM/SIGINT' })
+    .option('listener-grace', { type: 'number', default: DEFAULT_LISTENER_GRACE_MS / 1000, describe: 'Seconds a listener removed by a reload keeps serving its live connections' })
+    .check((argv) => {
+      const port = argv['admin-port'];
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--admin-port: must be an integer 0-65535, got ${port}`);
+      for (const flag of ['drain-timeout', 'listener-grace'] as const) {
+        const value = argv[flag];
+        if (!Number.isFinite(value) || value < 0) throw new Error(`--${flag}: must be a number of seconds >= 0, got ${value}`);
+      }
+      return true;
+    });
+}
+
+export interface CommonArgs {
+  logLevel: LogLevel;
+  adminPort: number;
+  adminHost: string | undefined;
+  drainTimeout: number;
+  listenerGrace: number;
+}
+
+export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
+  return {
+    log: createLogger(argv.logLevel),
+    adminHost: argv.adminHost,
+    adminPort: argv.adminPort,
+    listenerGraceMs: argv.listenerGrace * 1000,
+  };
+}

@@ -1,0 +1,416 @@
+// Turns a config document (design §3) into a validated, fully defaulted, deeply frozen L4Config.
+// Validation reports every problem in one pass: each reader records what is wrong and returns a
+// placeholder so the walk can go on; the placeholders never escape, because validateConfig throws
+// as soon as one problem was recorded.
+
+import { readFile } from 'node:fs/promises';
+import { isIP, isIPv4, isIPv6 } from 'node:net';
+import { LineCounter, parseDocument } from 'yaml';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_FAIL_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_FAILS,
+  DEFAULT_UDP_IDLE_TIMEOUT_MS,
+  DEFAULT_UDP_MAX_SESSIONS,
+} from '../defaults.ts';
+import { ConfigError } from '../errors.ts';
+import type {
+  BackendConfig,
+  BalanceStrategy,
+  L4Config,
+  ListenAddress,
+  ListenerConfig,
+  Protocol,
+  UdpOptions,
+} from './types.ts';
+
+/** Listener and backend names end up in metric labels, log lines and `--weight` flags. */
+export const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,63}$/;
+export const NAME_RULE = '1-63 characters from A-Z a-z 0-9 _ . -';
+export const MAX_WEIGHT = 100;
+
+/** Reads and validates a config file; every failure, I/O included, is a ConfigError. */
+export async function loadConfigFile(path: string): Promise<L4Config> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new ConfigError(path, [`cannot read the file (${reason})`], { cause: error });
+  }
+  return parseConfig(text, path);
+}
+
+/** Parses a YAML or JSON document (JSON is YAML) and validates it. `source` names it in errors. */
+export function parseConfig(text: string, source: string): L4Config {
+  return validateConfig(parseYaml(text, source), source);
+}
+
+/** Validates a raw document, from a file or built by the control loop, into an L4Config. */
+export function validateConfig(raw: unknown, source: string): L4Config {
+  const problems: string[] = [];
+  const config = readConfig(raw, problems);
+  if (problems.length > 0) throw new ConfigError(source, problems);
+  return config;
+}
+
+function parseYaml(text: string, source: string): unknown {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (document.errors.length > 0) {
+    throw new ConfigError(
+      source,
+      document.errors.map((error) => {
+        const { line, col } = lineCounter.linePos(error.pos[0]);
+        // The library's own wording for this one sends the reader to its API.
+        const what =
+          error.code === 'MULTIPLE_DOCS'
+            ? 'a config file holds one YAML document, this is the start of a second'
+            : error.message.replace(/\s+/g, ' ');
+        return `line ${line}, column ${col}: ${what}`;
+      }),
+    );
+  }
+  try {
+    return document.toJS();
+  } catch (error) {
+    // An alias to a missing anchor, or too many aliases (a "billion laughs" document).
+    throw new ConfigError(source, [(error as Error).message], { cause: error });
+  }
+}
+
+// ---- the document ----------------------------------------------------------------------------
+
+const ROOT_KEYS = ['listeners'] as const satisfies readonly (keyof L4Config)[];
+const LISTENER_KEYS = [
+  'name',
+  'protocol',
+  'listen',
+  'balance',
+  'backends',
+  'connectTimeoutMs',
+  'idleTimeoutMs',
+  'maxConnections',
+  'maxFails',
+  'failTimeoutMs',
+  'udp',
+] as const satisfies readonly (keyof ListenerConfig)[];
+// `overriddenFrom` is set by `--weight` only, never by a document.
+const BACKEND_KEYS = ['name', 'host', 'port', 'weight'] as const satisfies readonly (keyof BackendConfig)[];
+const UDP_KEYS = ['responses', 'maxSessions'] as const satisfies readonly (keyof UdpOptions)[];
+
+const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
+const BALANCE_STRATEGIES: readonly BalanceStrategy[] = ['wrr', 'random'];
+
+interface IntegerRule {
+  readonly min: number;
+  readonly max: number;
+  readonly expected: string;
+}
+const WEIGHT: IntegerRule = { min: 0, max: MAX_WEIGHT, expected: `an integer 0-${MAX_WEIGHT}` };
+const BACKEND_PORT: IntegerRule = { min: 1, max: 65_535, expected: 'an integer 1-65535' };
+// setTimeout's ceiling: a longer delay does not wait, it fires at once.
+const MILLISECONDS: IntegerRule = { min: 1, max: 2_147_483_647, expected: 'an integer 1-2147483647 (milliseconds)' };
+const POSITIVE: IntegerRule = { min: 1, max: Number.MAX_SAFE_INTEGER, expected: 'a positive integer' };
+const NON_NEGATIVE: IntegerRule = { min: 0, max: Number.MAX_SAFE_INTEGER, expected: 'an integer >= 0' };
+
+const DOCUMENT_PATH = '(document)';
+
+function readConfig(raw: unknown, problems: string[]): L4Config {
+  // An empty file reads as null: report the missing list rather than a puzzling "got null".
+  const root = readMapping(raw ?? {}, DOCUMENT_PATH, ROOT_KEYS, problems);
+  // An empty list is valid: the Kubernetes mode has no listener once a release is archived.
+  const items = root === undefined ? [] : readList(root.listeners, 'listeners', 0, 'a list of listeners', problems);
+  const listeners = items.map((item, index) => readListener(item, `listeners[${index}]`, problems));
+  reportDuplicateNames(listeners, (index) => `listeners[${index}]`, problems);
+  reportPortClashes(listeners, problems);
+  return Object.freeze({ listeners: Object.freeze(listeners.filter((listener) => listener !== undefined)) });
+}
+
+function readListener(raw: unknown, path: string, problems: string[]): ListenerConfig | undefined {
+  const fields = readMapping(raw, path, LISTENER_KEYS, problems);
+  if (fields === undefined) return undefined;
+  const at = (key: string): string => `${path}.${key}`;
+  // Read in the order of design §3, so problems come out in the order a typical file has them.
+  const name = readName(fields.name, at('name'), problems);
+  const protocol = readChoice(fields.protocol, at('protocol'), PROTOCOLS, 'tcp', problems);
+  const listen = readListen(fields.listen, at('listen'), problems);
+  const balance = readChoice(fields.balance, at('balance'), BALANCE_STRATEGIES, 'wrr', problems);
+  const backendItems = readList(fields.backends, at('backends'), 1, 'a list of at least one backend', problems);
+  const backends = backendItems.map((item, index) => readBackend(item, `${at('backends')}[${index}]`, problems));
+  reportDuplicateNames(backends, (index) => `${at('backends')}[${index}]`, problems);
+  const idleTimeoutDefault = protocol === 'udp' ? DEFAULT_UDP_IDLE_TIMEOUT_MS : DEFAULT_IDLE_TIMEOUT_MS;
+  return Object.freeze({
+    name,
+    protocol,
+    listen,
+    balance,
+    backends: Object.freeze(backends.filter((backend) => backend !== undefined)),
+    connectTimeoutMs: readInteger(fields.connectTimeoutMs, at('connectTimeoutMs'), MILLISECONDS, problems, DEFAULT_CONNECT_TIMEOUT_MS),
+    idleTimeoutMs: readInteger(fields.idleTimeoutMs, at('idleTimeoutMs'), MILLISECONDS, problems, idleTimeoutDefault),
+    maxConnections: readInteger(fields.maxConnections, at('maxConnections'), NON_NEGATIVE, problems, 0),
+    maxFails: readInteger(fields.maxFails, at('maxFails'), POSITIVE, problems, DEFAULT_MAX_FAILS),
+    failTimeoutMs: readInteger(fields.failTimeoutMs, at('failTimeoutMs'), MILLISECONDS, problems, DEFAULT_FAIL_TIMEOUT_MS),
+    udp: readUdpOptions(fields.udp, at('udp'), problems),
+  });
+}
+
+function readBackend(raw: unknown, path: string, problems: string[]): BackendConfig | undefined {
+  const fields = readMapping(raw, path, BACKEND_KEYS, problems);
+  if (fields === undefined) return undefined;
+  return Object.freeze({
+    name: readName(fields.name, `${path}.name`, problems),
+    host: readHost(fields.host, `${path}.host`, problems),
+    port: readInteger(fields.port, `${path}.port`, BACKEND_PORT, problems),
+    // No default weight: in a canary tool a forgotten weight must not quietly become an even split.
+    weight: readInteger(fields.weight, `${path}.weight`, WEIGHT, problems),
+  });
+}
+
+function readUdpOptions(raw: unknown, path: string, problems: string[]): UdpOptions {
+  const fields = raw === undefined ? {} : (readMapping(raw, path, UDP_KEYS, problems) ?? {});
+  return Object.freeze({
+    responses: readInteger(fields.responses, `${path}.responses`, NON_NEGATIVE, problems, 0),
+    maxSessions: readInteger(fields.maxSessions, `${path}.maxSessions`, POSITIVE, problems, DEFAULT_UDP_MAX_SESSIONS),
+  });
+}
+
+function reportDuplicateNames(
+  items: readonly ({ readonly name: string } | undefined)[],
+  pathOf: (index: number) => string,
+  problems: string[],
+): void {
+  const firstIndexByName = new Map<string, number>();
+  items.forEach((item, index) => {
+    if (item === undefined || item.name === '') return; // already reported
+    const firstIndex = firstIndexByName.get(item.name);
+    if (firstIndex === undefined) firstIndexByName.set(item.name, index);
+    else problems.push(`${pathOf(index)}.name: must be unique, ${pathOf(firstIndex)} has it too, got ${describe(item.name)}`);
+  });
+}
+
+// ---- listen addresses and port clashes -------------------------------------------------------
+
+const LISTEN_EXPECTED = 'a port 0-65535, "port", "host:port" or "[ipv6]:port"';
+// Port 0 asks the system for a free port (the demo, tests): it never clashes. An invalid listen
+// value is recorded as this placeholder, so it takes no part in the clash check either.
+const UNBOUND: ListenAddress = Object.freeze({ host: undefined, port: 0 });
+
+function readListen(value: unknown, path: string, problems: string[]): ListenAddress {
+  if (value === undefined) {
+    problems.push(`${path}: is required (${LISTEN_EXPECTED})`);
+    return UNBOUND;
+  }
+  const address = parseListenAddress(value);
+  if (address !== undefined) return address;
+  const bracketHint =
+    typeof value === 'string' && /:.*:/.test(value) && !value.startsWith('[')
+      ? ' (an IPv6 address goes in brackets, as in "[::1]:8080")'
+      : '';
+  problems.push(`${path}: must be ${LISTEN_EXPECTED}, got ${describe(value)}${bracketHint}`);
+  return UNBOUND;
+}
+
+function parseListenAddress(value: unknown): ListenAddress | undefined {
+  if (typeof value === 'number') return listenPort(undefined, value);
+  if (typeof value !== 'string') return undefined;
+  if (/^\d{1,5}$/.test(value)) return listenPort(undefined, Number(value));
+  const bracketed = /^\[([^\]]+)\]:(\d{1,5})$/.exec(value);
+  if (bracketed?.[1] !== undefined && isIPv6(bracketed[1])) return listenPort(bracketed[1], Number(bracketed[2]));
+  const hostPort = /^([^:[\]]+):(\d{1,5})$/.exec(value);
+  const host = hostPort?.[1];
+  if (host === '*') return listenPort(undefined, Number(hostPort?.[2])); // nginx's spelling of "every address"
+  if (host !== undefined && (isIPv4(host) || isDnsName(host))) return listenPort(host, Number(hostPort?.[2]));
+  return undefined;
+}
+
+function listenPort(host: string | undefined, port: number): ListenAddress | undefined {
+  return Number.isInteger(port) && port >= 0 && port <= 65_535 ? Object.freeze({ host, port }) : undefined;
+}
+
+function formatListenAddress({ host, port }: ListenAddress): string {
+  if (host === undefined) return `*:${port}`;
+  return isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function reportPortClashes(listeners: readonly (ListenerConfig | undefined)[], problems: string[]): void {
+  listeners.forEach((listener, index) => {
+    if (listener === undefined || listener.listen.port === 0) return;
+    const earlierIndex = listeners.findIndex(
+      (other, otherIndex) =>
+        otherIndex < index &&
+        other !== undefined &&
+        other.protocol === listener.protocol &&
+        other.listen.port === listener.listen.port &&
+        hostsOverlap(other.listen.host, listener.listen.host),
+    );
+    const earlier = listeners[earlierIndex];
+    if (earlier === undefined) return;
+    problems.push(
+      `listeners[${index}].listen: "${listener.name}" clashes with "${earlier.name}" (listeners[${earlierIndex}], ` +
+        `${formatListenAddress(earlier.listen)}) on ${listener.protocol} port ${listener.listen.port}, ` +
+        `got ${describe(formatListenAddress(listener.listen))}`,
+    );
+  });
+}
+
+/**
+ * Whether two listen hosts can collide on one port. Every-address listeners take the port on every
+ * address: undefined and "::" (dual-stack in Node) collide with anything, "0.0.0.0" with anything
+ * but an IPv6 literal. Names are not resolved, so only equal names collide with each other.
+ */
+function hostsOverlap(a: string | undefined, b: string | undefined): boolean {
+  if (a === undefined || b === undefined || a === '::' || b === '::') return true;
+  if (a === '0.0.0.0') return !isIPv6(b);
+  if (b === '0.0.0.0') return !isIPv6(a);
+  return normalizeHost(a) === normalizeHost(b);
+}
+
+function normalizeHost(host: string): string {
+  return host.toLowerCase().replace(/\.$/, '');
+}
+
+// ---- field readers ---------------------------------------------------------------------------
+
+type Mapping = Readonly<Record<string, unknown>>;
+
+function isMapping(value: unknown): value is Mapping {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function readMapping(value: unknown, path: string, knownKeys: readonly string[], problems: string[]): Mapping | undefined {
+  if (!isMapping(value)) {
+    problems.push(`${path}: must be a mapping, got ${describe(value)}`);
+    return undefined;
+  }
+  for (const key of Object.keys(value)) {
+    if (knownKeys.includes(key)) continue;
+    const suggestion = closestKey(key, knownKeys);
+    const hint = suggestion === undefined ? `; known keys: ${knownKeys.join(', ')}` : `, did you mean "${suggestion}"?`;
+    problems.push(`${childPath(path, key)}: unknown key${hint}`);
+  }
+  return value;
+}
+
+function readList(value: unknown, path: string, minLength: number, expected: string, problems: string[]): readonly unknown[] {
+  if (value === undefined) {
+    problems.push(`${path}: is required (${expected})`);
+    return [];
+  }
+  if (!Array.isArray(value) || value.length < minLength) {
+    problems.push(`${path}: must be ${expected}, got ${describe(value)}`);
+    return Array.isArray(value) ? value : [];
+  }
+  return value;
+}
+
+function readInteger(value: unknown, path: string, rule: IntegerRule, problems: string[], fallback?: number): number {
+  if (value === undefined) {
+    if (fallback !== undefined) return fallback;
+    problems.push(`${path}: is required (${rule.expected})`);
+    return rule.min;
+  }
+  if (typeof value === 'number' && Number.isInteger(value) && value >= rule.min && value <= rule.max) return value;
+  problems.push(`${path}: must be ${rule.expected}, got ${describe(value)}`);
+  return rule.min;
+}
+
+function readChoice<T extends string>(value: unknown, path: string, choices: readonly T[], fallback: T, problems: string[]): T {
+  if (value === undefined) return fallback;
+  const choice = choices.find((candidate) => candidate === value);
+  if (choice !== undefined) return choice;
+  problems.push(`${path}: must be ${choices.map((candidate) => `"${candidate}"`).join(' or ')}, got ${describe(value)}`);
+  return fallback;
+}
+
+function readName(value: unknown, path: string, problems: string[]): string {
+  if (value === undefined) {
+    problems.push(`${path}: is required (${NAME_RULE})`);
+    return '';
+  }
+  if (typeof value === 'string' && NAME_PATTERN.test(value)) return value;
+  problems.push(`${path}: must be ${NAME_RULE}, got ${describe(value)}`);
+  return '';
+}
+
+const HOST_EXPECTED = 'an IP address or a DNS name';
+
+function readHost(value: unknown, path: string, problems: string[]): string {
+  if (value === undefined) {
+    problems.push(`${path}: is required (${HOST_EXPECTED})`);
+    return '';
+  }
+  if (typeof value === 'string' && (isIP(value) !== 0 || isDnsName(value))) return value;
+  const bracketHint = typeof value === 'string' && value.startsWith('[') ? ' (write an IPv6 address without brackets)' : '';
+  problems.push(`${path}: must be ${HOST_EXPECTED}, got ${describe(value)}${bracketHint}`);
+  return '';
+}
+
+const DNS_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+
+function isDnsName(name: string): boolean {
+  const labels = name.replace(/\.$/, '').split('.');
+  const topLevel = labels.at(-1) ?? '';
+  // An all-numeric last label is a mistyped IPv4 address ("10.0.0.256"), never a name.
+  return name.length <= 253 && labels.every((label) => DNS_LABEL.test(label)) && !/^\d+$/.test(topLevel);
+}
+
+// ---- problem wording -------------------------------------------------------------------------
+
+function childPath(path: string, key: string): string {
+  const segment = /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+  return path === DOCUMENT_PATH ? segment.replace(/^\./, '') : `${path}${segment}`;
+}
+
+/** A value as the user wrote it, short enough for one line. */
+function describe(value: unknown): string {
+  let text = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  if (typeof value === 'object' && value !== null) {
+    try {
+      text = JSON.stringify(value);
+    } catch {
+      text = Array.isArray(value) ? 'a list' : 'a mapping'; // a circular YAML alias
+    }
+  }
+  return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
+}
+
+/** The known key a typo most likely meant, ignoring case, "_" and "-" (idle_timeout_ms). */
+function closestKey(key: string, knownKeys: readonly string[]): string | undefined {
+  const typed = looseForm(key);
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const known of knownKeys) {
+    const distance = editDistance(typed, looseForm(known));
+    if (distance < bestDistance && distance <= Math.max(1, Math.floor(known.length / 3))) {
+      best = known;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+function looseForm(key: string): string {
+  return key.toLowerCase().replace(/[-_]/g, '');
+}
+
+/** Levenshtein distance where swapping two neighbours counts as one edit (optimal string alignment). */
+function editDistance(a: string, b: string): number {
+  let beforePrevious: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      let best = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, (beforePrevious[j - 2] ?? 0) + 1);
+      }
+      current.push(best);
+    }
+    beforePrevious = previous;
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}

@@ -1,0 +1,58 @@
+// Label selectors of Services (equality-based maps) and the check that keeps the two versions apart.
+
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Labels, SelectorOperations } from './types.ts';
+
+/** The selector with `remove` dropped, then `add` set. Absolute: applying it to the same input twice
+ * gives the same result, so a retried step never stacks operations. */
+export function applyOperations(selector: Labels, operations: SelectorOperations | undefined): Labels {
+  const result: Record<string, string> = { ...selector };
+  for (const key of operations?.remove ?? []) delete result[key];
+  Object.assign(result, operations?.add ?? {});
+  return result;
+}
+
+export function selectorsEqual(a: Labels | undefined, b: Labels | undefined): boolean {
+  const aKeys = Object.keys(a ?? {});
+  return aKeys.length === Object.keys(b ?? {}).length && aKeys.every((key) => a?.[key] === b?.[key]);
+}
+
+/** Service semantics: an empty selector selects no pod (the Service has no managed endpoints). */
+export function selectorMatches(selector: Labels, labels: Labels | undefined): boolean {
+  const entries = Object.entries(selector);
+  return entries.length > 0 && entries.every(([key, value]) => labels?.[key] === value);
+}
+
+/** `a=1,b=2`, keys sorted, as kubectl prints selectors. */
+export function formatSelector(selector: Labels): string {
+  const text = Object.keys(selector).sort().map((key) => `${key}=${selector[key]}`).join(',');
+  return text === '' ? '<empty>' : text;
+}
+
+/** Pods that are, or may become, endpoints: not terminating, not finished. */
+export function livePods(pods: readonly V1Pod[]): readonly V1Pod[] {
+  return pods.filter((pod) => pod.metadata?.deletionTimestamp == null
+    && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed');
+}
+
+export function podsMatching(selector: Labels, pods: readonly V1Pod[]): readonly string[] {
+  return pods.filter((pod) => selectorMatches(selector, pod.metadata?.labels))
+    .map((pod) => pod.metadata?.name ?? '<unnamed>');
+}
+
+export interface SelectorOverlap {
+  readonly first: Labels;
+  readonly second: Labels;
+  /** Both selectors are the same map: every pod of one is a pod of the other. */
+  readonly identical: boolean;
+  /** Pods matched by both, by name. */
+  readonly pods: readonly string[];
+}
+
+/** Whether two selectors would send traffic to the same pods; undefined when they are apart. */
+export function findOverlap(first: Labels, second: Labels, pods: readonly V1Pod[]): SelectorOverlap | undefined {
+  const identical = selectorsEqual(first, second);
+  const shared = pods.filter((pod) => selectorMatches(first, pod.metadata?.labels) && selectorMatches(second, pod.metadata?.labels))
+    .map((pod) => pod.metadata?.name ?? '<unnamed>');
+  return identical || shared.length > 0 ? { first, second, identical, pods: shared } : undefined;
+}

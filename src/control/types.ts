@@ -1,0 +1,121 @@
+// The CanaryRelease API (group canary-l4.io, version v1alpha1) and the names canary-l4 writes on
+// the objects it manages. Field names follow the seed (design §5) so its users recognise them.
+// Custom objects reach us as plain JSON (CustomObjectsApi returns `any`), so timestamps are strings.
+
+export const GROUP = 'canary-l4.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'CanaryRelease';
+export const PLURAL = 'canaryreleases';
+
+/** On the forked/canary copies: the release that owns them. Also the key of the default proxy selector. */
+export const LABEL_RELEASE = `${GROUP}/release`;
+/** On the copies: `forked` or `canary`. */
+export const LABEL_ROLE = `${GROUP}/role`;
+/** On the copies: the name of the original Service they were made from. */
+export const LABEL_SERVICE = `${GROUP}/service`;
+/** On an original Service: its selector and ports as they were before the release touched it (JSON). */
+export const ANNOTATION_ORIGINAL = `${GROUP}/original`;
+/** On the CanaryRelease: the Services are restored before the release may go. */
+export const FINALIZER = `${GROUP}/restore-services`;
+
+export type Labels = Readonly<Record<string, string>>;
+
+/** HTTP and HTTPS are proxied as TCP, as the seed did. */
+export type SpecProtocol = 'TCP' | 'UDP' | 'HTTP' | 'HTTPS';
+/** The Kubernetes spelling of the protocols the data plane speaks. */
+export type PortProtocol = 'TCP' | 'UDP';
+export type TransitionType = 'Adopted' | 'Deprecated';
+/** "" = running. */
+export type Transition = '' | TransitionType;
+
+export interface SelectorOperations {
+  /** Labels set, or overwritten. */
+  readonly add?: Labels;
+  /** Keys dropped. Applied before `add`, so a key in both ends up set. */
+  readonly remove?: readonly string[];
+}
+
+export interface CanaryPortSpec {
+  readonly port: number;
+  /** Default TCP. */
+  readonly protocol?: SpecProtocol;
+  /** weight = the canary's percentage (0–100); missing = 0. */
+  readonly config?: { readonly weight?: number };
+}
+
+export interface CanaryServiceSpec {
+  readonly service: string;
+  readonly canaryServiceOperations?: SelectorOperations;
+  readonly forkedServiceOperations?: SelectorOperations;
+  readonly ports?: readonly CanaryPortSpec[];
+}
+
+export interface CanaryReleaseSpec {
+  readonly services?: readonly CanaryServiceSpec[];
+  readonly transition?: Transition;
+}
+
+export type ConditionType = 'Available' | 'Progressing' | 'Failure' | 'Archived';
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+export interface CanaryReleaseCondition {
+  readonly type: ConditionType;
+  readonly status: ConditionStatus;
+  readonly reason: string;
+  readonly message: string;
+  /** RFC 3339, whole seconds. Changes only when `status` changes. */
+  readonly lastTransitionTime: string;
+  readonly observedGeneration: number;
+}
+
+export interface PortStatus {
+  readonly service: string;
+  readonly port: number;
+  readonly protocol: PortProtocol;
+  /** Allocated once, never moved while the port stays in the release. */
+  readonly proxyPort: number;
+  /** The canary weight in effect (after any --weight override). Unlisted ports: 0 (100 % stable). */
+  readonly weight: number;
+  /** The --weight override in effect, or null when the spec weight applies. */
+  readonly override: number | null;
+}
+
+export type TransitionReason = 'Requested' | 'ReleaseDeleted' | 'ServiceDeleted' | 'SelectorChanged';
+
+/** A transition, recorded before its first step so that it survives the trigger going away
+ * (a restored Service no longer shows the selector change that started the deprecation). */
+export interface TransitionRecord {
+  readonly type: TransitionType;
+  readonly reason: TransitionReason;
+  readonly message: string;
+}
+
+export interface CanaryReleaseStatus {
+  /** "" until a transition is complete, then Adopted or Deprecated (terminal). */
+  readonly phase: Transition;
+  readonly observedGeneration: number;
+  /** The transition under way or done; it wins over later spec changes. */
+  readonly transition: TransitionRecord | null;
+  readonly conditions: readonly CanaryReleaseCondition[];
+  readonly ports: readonly PortStatus[];
+}
+
+export interface CanaryReleaseMetadata {
+  readonly name: string;
+  readonly namespace?: string;
+  readonly uid: string;
+  readonly generation?: number;
+  readonly resourceVersion?: string;
+  readonly finalizers?: readonly string[];
+  readonly deletionTimestamp?: string;
+}
+
+export interface CanaryRelease {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata: CanaryReleaseMetadata;
+  readonly spec?: CanaryReleaseSpec;
+  /** As read from the cluster: anything may be missing (a fresh object has no status). */
+  readonly status?: Partial<CanaryReleaseStatus>;
+}

@@ -1,0 +1,164 @@
+// Applies whole L4 configs to the running listeners: new listeners are bound first, and only when
+// all of them are bound does the new config take over; a bind failure leaves the old config
+// serving untouched. Listeners are identified by protocol and address, not by name, so renaming a
+// listener or changing its backends never re-binds its socket or cuts its connections.
+import type { Logger } from 'pino';
+import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
+import { BackendHealth } from './passive-health.ts';
+import { buildSnapshot, type ListenerSnapshot } from './routing.ts';
+import type { StatsRegistry } from './stats.ts';
+import type { Listener } from './listener.ts';
+import { TcpListener } from './tcp-listener.ts';
+import { UdpListener } from './udp-listener.ts';
+
+export interface DataPlaneOptions {
+  readonly log: Logger;
+  readonly stats: StatsRegistry;
+  /** How long a listener removed by a reload keeps serving its live connections. */
+  readonly listenerGraceMs: number;
+}
+
+export interface BackendState {
+  readonly listener: string;
+  readonly backend: string;
+  readonly weight: number;
+  readonly healthy: boolean;
+}
+
+interface RunningListener {
+  readonly listener: Listener;
+  snapshot: ListenerSnapshot;
+}
+
+export class DataPlane {
+  readonly #options: DataPlaneOptions;
+  readonly #running = new Map<string, RunningListener>();
+  readonly #health = new Map<string, BackendHealth>();
+  readonly #draining = new Set<Promise<void>>();
+  #config: L4Config = { listeners: [] };
+  #queue: Promise<unknown> = Promise.resolve();
+  #stopped = false;
+
+  constructor(options: DataPlaneOptions) {
+    this.#options = options;
+  }
+
+  /** The config being served. */
+  get config(): L4Config {
+    return this.#config;
+  }
+
+  /** Ports with a bound listener of the current config, per protocol. */
+  listeningPorts(): { tcp: Set<number>; udp: Set<number> } {
+    const ports = { tcp: new Set<number>(), udp: new Set<number>() };
+    for (const { snapshot } of this.#running.values()) ports[snapshot.config.protocol].add(snapshot.config.listen.port);
+    return ports;
+  }
+
+  /** Live TCP connections plus UDP sessions, across listeners (draining ones included). */
+  get activeConnections(): number {
+    let total = 0;
+    for (const { listener } of this.#running.values()) total += listener.activeConnections;
+    return total;
+  }
+
+  backendStates(now = Date.now()): BackendState[] {
+    return [...this.#running.values()].flatMap(({ snapshot }) =>
+      snapshot.backends.map((b) => ({
+        listener: snapshot.config.name,
+        backend: b.config.name,
+        weight: b.config.weight,
+        healthy: b.health.isAvailable(now),
+      })),
+    );
+  }
+
+  /** Applies configs one at a time, in call order. Rejects (old config kept) if a listener cannot bind. */
+  apply(config: L4Config): Promise<void> {
+    const next = this.#queue.then(() => this.#apply(config));
+    this.#queue = next.catch(() => {});
+    return next;
+  }
+
+  /** Stop accepting everywhere and let live traffic finish for up to graceMs. */
+  async shutdown(graceMs: number): Promise<void> {
+    await this.#queue;
+    this.#stopped = true;
+    const running = [...this.#running.values()];
+    this.#running.clear();
+    await Promise.all([...running.map(({ listener }) => listener.drain(graceMs)), ...this.#draining]);
+  }
+
+  async #apply(config: L4Config): Promise<void> {
+    if (this.#stopped) throw new Error('the data plane is shutting down; config not applied');
+    const wanted = new Map(config.listeners.map((listener) => [listenerKey(listener), listener]));
+    const added: [string, RunningListener][] = [];
+    try {
+      for (const [key, listenerConfig] of wanted) {
+        if (this.#running.has(key)) continue;
+        const snapshot = this.#snapshot(listenerConfig);
+        const listener =
+          listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, this.#options.log) : new UdpListener(snapshot, this.#options.log);
+        added.push([key, { listener, snapshot }]);
+        await listener.listen();
+      }
+    } catch (err) {
+      await Promise.all(added.map(([, { listener }]) => listener.drain(0)));
+      throw err;
+    }
+
+    for (const [key, running] of this.#running) {
+      const listenerConfig = wanted.get(key);
+      if (listenerConfig === undefined) {
+        this.#running.delete(key);
+        this.#drainInBackground(running);
+      } else {
+        running.snapshot = this.#snapshot(listenerConfig);
+        running.listener.update(running.snapshot);
+      }
+    }
+    for (const [key, running] of added) this.#running.set(key, running);
+    this.#pruneHealth(config);
+    this.#config = config;
+  }
+
+  #snapshot(config: ListenerConfig): ListenerSnapshot {
+    const { stats } = this.#options;
+    return buildSnapshot(config, stats.listener(config.name), (backend) => ({
+      health: this.#healthOf(config, backend),
+      stats: stats.backend(config.name, backend.name),
+    }));
+  }
+
+  /** Health follows the backend across reloads as long as its name and address stay the same. */
+  #healthOf(listener: ListenerConfig, backend: BackendConfig): BackendHealth {
+    const key = backendKey(listener, backend);
+    let health = this.#health.get(key);
+    if (!health) this.#health.set(key, (health = new BackendHealth()));
+    return health;
+  }
+
+  #pruneHealth(config: L4Config): void {
+    const kept = new Set(config.listeners.flatMap((listener) => listener.backends.map((b) => backendKey(listener, b))));
+    for (const key of this.#health.keys()) if (!kept.has(key)) this.#health.delete(key);
+  }
+
+  #drainInBackground(running: RunningListener): void {
+    const { name } = running.snapshot.config;
+    const { log, listenerGraceMs } = this.#options;
+    log.info({ listener: name, active: running.listener.activeConnections }, 'listener removed; draining its connections');
+    const drained = running.listener.drain(listenerGraceMs).then(() => {
+      this.#draining.delete(drained);
+      log.info({ listener: name }, 'listener drained');
+    });
+    this.#draining.add(drained);
+  }
+}
+
+function listenerKey(listener: ListenerConfig): string {
+  return `${listener.protocol}|${listener.listen.host ?? '*'}|${listener.listen.port}`;
+}
+
+function backendKey(listener: ListenerConfig, backend: BackendConfig): string {
+  return `${listener.name}|${backend.name}|${backend.host}|${backend.port}`;
+}

@@ -1,0 +1,53 @@
+// What the data plane needs of a listener, whatever its protocol, and the address handling both share.
+import net from 'node:net';
+import type { ListenAddress, ListenerConfig } from '../config/types.ts';
+import type { ListenerSnapshot } from './routing.ts';
+
+export interface Listener {
+  listen(): Promise<void>;
+  /** New connections or sessions follow the new snapshot at once; live ones keep theirs. */
+  update(snapshot: ListenerSnapshot): void;
+  /** Stop accepting; let live connections or sessions finish for up to graceMs, then end them. */
+  drain(graceMs: number): Promise<void>;
+  readonly activeConnections: number;
+}
+
+/** No host means every address, IPv4 and IPv6 alike. */
+export function listenOptions(listen: ListenAddress): net.ListenOptions {
+  return listen.host === undefined ? { port: listen.port, ipv6Only: false } : { host: listen.host, port: listen.port };
+}
+
+export function describeAddress(listen: ListenAddress): string {
+  if (listen.host === undefined) return `*:${listen.port}`;
+  return net.isIPv6(listen.host) ? `[${listen.host}]:${listen.port}` : `${listen.host}:${listen.port}`;
+}
+
+/** A bind failure as one line naming the listener, the address and what to do about it. */
+export function bindError(config: ListenerConfig, err: NodeJS.ErrnoException): Error {
+  const where = `listener "${config.name}" cannot listen on ${config.protocol} ${describeAddress(config.listen)}`;
+  const hint =
+    err.code === 'EADDRINUSE'
+      ? 'the address is in use by another process or listener; choose another port or stop the other one'
+      : err.code === 'EACCES'
+        ? 'permission denied; use a port above 1023 or grant CAP_NET_BIND_SERVICE'
+        : err.code === 'EADDRNOTAVAIL'
+          ? 'no local interface has that address; use one of this host\'s addresses or omit the host'
+          : err.message;
+  return Object.assign(new Error(`${where}: ${hint} (${err.code ?? 'error'})`), { code: err.code });
+}
+
+/** Waits for every member to leave the set, forcing the stragglers out after graceMs. */
+export function drainSet<T>(members: Set<T>, graceMs: number, force: (member: T) => void): Promise<void> {
+  return new Promise((resolve) => {
+    const deadline = Date.now() + graceMs;
+    const check = () => {
+      if (members.size === 0) return resolve();
+      if (Date.now() >= deadline) {
+        for (const member of members) force(member);
+        return resolve();
+      }
+      setTimeout(check, Math.min(100, Math.max(1, deadline - Date.now()))).unref();
+    };
+    check();
+  });
+}

@@ -1,0 +1,74 @@
+// Plain-number counters owned by the data plane. Incrementing a number costs nanoseconds where a
+// labelled prom-client inc() costs ~160 ns (notes/performance.md), so the hot path only touches
+// these; the admin server turns them into Prometheus metrics at scrape time. Counters live as long
+// as the process, across reloads, so they stay monotonic.
+
+/** Upper bounds in seconds, shared by every duration histogram. */
+export const DURATION_BUCKETS: readonly number[] = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 600, 1800, 3600,
+];
+
+export class DurationHistogram {
+  readonly counts: number[] = DURATION_BUCKETS.map(() => 0);
+  count = 0;
+  sum = 0;
+
+  observe(seconds: number): void {
+    this.count++;
+    this.sum += seconds;
+    for (let i = 0; i < DURATION_BUCKETS.length; i++) {
+      if (seconds <= DURATION_BUCKETS[i]!) {
+        this.counts[i]!++;
+        return;
+      }
+    }
+  }
+}
+
+export type ConnectErrorReason = 'timeout' | 'refused' | 'reset' | 'unreachable' | 'other';
+export type RefusalReason = 'no_backend' | 'max_connections' | 'draining';
+export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full';
+
+export class BackendStats {
+  /** TCP connections established to this backend, or UDP sessions opened to it. */
+  connections = 0;
+  active = 0;
+  bytesToBackend = 0;
+  bytesToClient = 0;
+  datagramsToBackend = 0;
+  datagramsToClient = 0;
+  readonly connectErrors: Record<ConnectErrorReason, number> = { timeout: 0, refused: 0, reset: 0, unreachable: 0, other: 0 };
+  readonly connectDuration = new DurationHistogram();
+  /** TCP connection or UDP session lifetime. */
+  readonly sessionDuration = new DurationHistogram();
+}
+
+export class ListenerStats {
+  /** Client connections accepted (TCP) or sessions requested (UDP). */
+  accepted = 0;
+  readonly refused: Record<RefusalReason, number> = { no_backend: 0, max_connections: 0, draining: 0 };
+  readonly udpDropped: Record<UdpDropReason, number> = { no_backend: 0, max_sessions: 0, queue_full: 0 };
+}
+
+export class StatsRegistry {
+  readonly listeners = new Map<string, ListenerStats>();
+  /** Keyed by listener name, then backend name. */
+  readonly backends = new Map<string, Map<string, BackendStats>>();
+  reloadsSucceeded = 0;
+  reloadsFailed = 0;
+  lastReloadSuccessSeconds = 0;
+
+  listener(name: string): ListenerStats {
+    let stats = this.listeners.get(name);
+    if (!stats) this.listeners.set(name, (stats = new ListenerStats()));
+    return stats;
+  }
+
+  backend(listener: string, backend: string): BackendStats {
+    let byName = this.backends.get(listener);
+    if (!byName) this.backends.set(listener, (byName = new Map()));
+    let stats = byName.get(backend);
+    if (!stats) byName.set(backend, (stats = new BackendStats()));
+    return stats;
+  }
+}

@@ -1,0 +1,151 @@
+// One TCP listener: accepts, picks a backend, connects with a timeout and fails over, then joins the
+// two sockets. Reloads swap the routing snapshot; live connections keep the one they started with.
+import net from 'node:net';
+import type { Logger } from 'pino';
+import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
+import type { ConnectErrorReason } from './stats.ts';
+import { joinSockets } from './tcp-pipe.ts';
+import { bindError, drainSet, listenOptions, type Listener } from './listener.ts';
+
+export class TcpListener implements Listener {
+  readonly #server: net.Server;
+  readonly #log: Logger;
+  readonly #connections = new Set<net.Socket>();
+  #snapshot: ListenerSnapshot;
+
+  constructor(snapshot: ListenerSnapshot, log: Logger) {
+    this.#snapshot = snapshot;
+    this.#log = log.child({ listener: snapshot.config.name });
+    // Paused until the upstream is connected: early client bytes wait in the kernel, not in memory.
+    this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true });
+    this.#server.on('connection', (client) => this.#accept(client));
+    this.#server.on('drop', () => this.#snapshot.stats.refused.max_connections++);
+    this.#applyCap();
+  }
+
+  get activeConnections(): number {
+    return this.#connections.size;
+  }
+
+  listen(): Promise<void> {
+    const { config } = this.#snapshot;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error) => reject(bindError(config, err));
+      this.#server.once('error', onError);
+      this.#server.listen(listenOptions(config.listen), () => {
+        this.#server.off('error', onError);
+        this.#server.on('error', (err) => this.#log.error({ err }, 'listener error'));
+        resolve();
+      });
+    });
+  }
+
+  update(snapshot: ListenerSnapshot): void {
+    this.#snapshot = snapshot;
+    this.#applyCap();
+  }
+
+  drain(graceMs: number): Promise<void> {
+    this.#server.close();
+    return drainSet(this.#connections, graceMs, (socket) => socket.destroy());
+  }
+
+  #applyCap(): void {
+    const cap = this.#snapshot.config.maxConnections;
+    this.#server.maxConnections = cap > 0 ? cap : Infinity;
+  }
+
+  #accept(client: net.Socket): void {
+    const snapshot = this.#snapshot;
+    snapshot.stats.accepted++;
+    this.#connections.add(client);
+    client.once('close', () => this.#connections.delete(client));
+    // Until joined, a client error (it gave up) just ends the attempt; joinSockets takes over after.
+    const ignoreEarlyError = () => {};
+    client.on('error', ignoreEarlyError);
+    this.#connectUpstream(client, snapshot, new Set(), () => client.off('error', ignoreEarlyError));
+  }
+
+  #connectUpstream(client: net.Socket, snapshot: ListenerSnapshot, tried: Set<number>, joined: () => void): void {
+    if (client.destroyed) return;
+    const index = chooseBackend(snapshot, tried, Date.now());
+    if (index === -1) {
+      snapshot.stats.refused.no_backend++;
+      client.resetAndDestroy();
+      return;
+    }
+    tried.add(index);
+    const backend = snapshot.backends[index]!;
+    const { config } = snapshot;
+    const started = performance.now();
+    const upstream = net.connect({
+      host: backend.config.host,
+      port: backend.config.port,
+      allowHalfOpen: true,
+      noDelay: true,
+    });
+    const timer = setTimeout(() => upstream.destroy(connectTimeout(config.connectTimeoutMs)), config.connectTimeoutMs);
+    const abandon = () => upstream.destroy();
+    client.once('close', abandon);
+
+    upstream.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      client.off('close', abandon);
+      if (client.destroyed) return;
+      this.#recordConnectFailure(backend, err, snapshot);
+      this.#connectUpstream(client, snapshot, tried, joined);
+    });
+    upstream.once('connect', () => {
+      clearTimeout(timer);
+      client.off('close', abandon);
+      upstream.removeAllListeners('error');
+      const { stats } = backend;
+      stats.connectDuration.observe((performance.now() - started) / 1000);
+      stats.connections++;
+      stats.active++;
+      backend.health.recordSuccess();
+      joined();
+      joinSockets(client, upstream, stats, config.idleTimeoutMs, () => {
+        stats.active--;
+        stats.sessionDuration.observe((performance.now() - started) / 1000);
+      });
+    });
+  }
+
+  #recordConnectFailure(backend: BackendRuntime, err: NodeJS.ErrnoException, snapshot: ListenerSnapshot): void {
+    const { config } = snapshot;
+    const reason = connectErrorReason(err);
+    backend.stats.connectErrors[reason]++;
+    const now = Date.now();
+    const wasAvailable = backend.health.isAvailable(now);
+    backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs);
+    if (wasAvailable && !backend.health.isAvailable(now)) {
+      this.#log.warn(
+        { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, reason, err: err.message },
+        `backend marked failed for ${config.failTimeoutMs} ms after connect failure`,
+      );
+    }
+  }
+}
+
+function connectTimeout(ms: number): NodeJS.ErrnoException {
+  return Object.assign(new Error(`connect timed out after ${ms} ms`), { code: 'ETIMEDOUT' });
+}
+
+export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReason {
+  switch (err.code) {
+    case 'ETIMEDOUT':
+      return 'timeout';
+    case 'ECONNREFUSED':
+      return 'refused';
+    case 'ECONNRESET':
+      return 'reset';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'unreachable';
+    default:
+      return 'other';
+  }
+}

@@ -1,0 +1,55 @@
+// Joins an accepted client socket and its upstream socket: bytes both ways with backpressure (a
+// slow reader pauses the fast writer, so memory per connection stays bounded by the socket
+// buffers), half-close carried across, a reset or error on one side ends the other, and an idle
+// timeout for the pair.
+import type { Socket } from 'node:net';
+
+export interface PipeCounters {
+  bytesToBackend: number;
+  bytesToClient: number;
+}
+
+export function joinSockets(
+  client: Socket,
+  upstream: Socket,
+  counters: PipeCounters,
+  idleTimeoutMs: number,
+  onClosed: () => void,
+): void {
+  forward(client, upstream, (n) => (counters.bytesToBackend += n));
+  forward(upstream, client, (n) => (counters.bytesToClient += n));
+
+  const abortBoth = (err?: Error) => {
+    // A reset is passed on as a reset, so the peer learns the stream broke rather than ended.
+    const reset = (err as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+    for (const socket of [client, upstream]) {
+      if (socket.destroyed) continue;
+      if (reset) socket.resetAndDestroy();
+      else socket.destroy();
+    }
+  };
+  client.on('error', abortBoth);
+  upstream.on('error', abortBoth);
+  // Activity in either direction reads or writes the client socket, so its timer covers both ways.
+  client.setTimeout(idleTimeoutMs, () => abortBoth());
+
+  // A clean close means both directions of that socket ended, and those ends were passed on, so
+  // the other socket closes by itself once its pending bytes are out; errors went through abortBoth.
+  let open = 2;
+  const closed = () => {
+    if (--open === 0) onClosed();
+  };
+  client.once('close', closed);
+  upstream.once('close', closed);
+  client.resume();
+}
+
+function forward(from: Socket, to: Socket, count: (bytes: number) => void): void {
+  from.on('data', (chunk: Buffer) => {
+    count(chunk.length);
+    if (!to.write(chunk)) from.pause();
+  });
+  to.on('drain', () => from.resume());
+  // Half-close: the peer's FIN becomes our FIN on the other side once the bytes before it are out.
+  from.on('end', () => to.end());
+}

@@ -1,0 +1,200 @@
+// One UDP listener: a session per client address and port, each with its own connected upstream
+// socket to the backend picked when the session began; replies leave from the listening socket so
+// the client sees the address it sent to. Sessions end when idle, after `responses` replies, or when
+// the backend refuses (ICMP port unreachable).
+import dgram from 'node:dgram';
+import net from 'node:net';
+import dns from 'node:dns';
+import type { Logger } from 'pino';
+import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
+import { bindError, describeAddress, drainSet, type Listener } from './listener.ts';
+
+/** Datagrams held per session while its upstream socket is still binding/connecting. */
+const MAX_PENDING_DATAGRAMS = 64;
+const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * dgram looks up every destination, even an IP literal, and by default answers on a later tick.
+ * Answering IP literals at once saves a deferred callback per datagram (notes/performance.md).
+ */
+const immediateLookup = ((hostname: string, options: dns.LookupOptions | number, callback: (err: Error | null, address: string, family: number) => void) => {
+  const family = net.isIP(hostname);
+  if (family !== 0) return callback(null, hostname, family);
+  dns.lookup(hostname, { family: typeof options === 'number' ? options : (options.family ?? 0) }, callback);
+}) as unknown as NonNullable<dgram.SocketOptions['lookup']>;
+
+class UdpSession {
+  readonly upstream: dgram.Socket;
+  readonly backend: BackendRuntime;
+  readonly clientAddress: string;
+  readonly clientPort: number;
+  readonly started = performance.now();
+  lastTick: number;
+  replies = 0;
+  /** Datagrams waiting for the upstream socket to connect; null once connected. */
+  pending: Buffer[] | null = [];
+
+  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number) {
+    this.backend = backend;
+    this.clientAddress = clientAddress;
+    this.clientPort = clientPort;
+    this.lastTick = tick;
+    this.upstream = dgram.createSocket({ type: net.isIPv6(backend.config.host) ? 'udp6' : 'udp4', lookup: immediateLookup });
+  }
+}
+
+export class UdpListener implements Listener {
+  readonly #socket: dgram.Socket;
+  readonly #log: Logger;
+  /** Client address → client port → session: two small lookups instead of building a string key per datagram. */
+  readonly #sessions = new Map<string, Map<number, UdpSession>>();
+  readonly #live = new Set<UdpSession>();
+  #snapshot: ListenerSnapshot;
+  #tick = 0;
+  #sweep: NodeJS.Timeout | undefined;
+  #draining = false;
+
+  constructor(snapshot: ListenerSnapshot, log: Logger) {
+    this.#snapshot = snapshot;
+    this.#log = log.child({ listener: snapshot.config.name });
+    const { host } = snapshot.config.listen;
+    const type = host === undefined || net.isIPv6(host) ? 'udp6' : 'udp4';
+    this.#socket = dgram.createSocket({ type, ipv6Only: false, lookup: immediateLookup });
+    this.#socket.on('message', (msg, rinfo) => this.#onClientDatagram(msg, rinfo.address, rinfo.port));
+  }
+
+  get activeConnections(): number {
+    return this.#live.size;
+  }
+
+  listen(): Promise<void> {
+    const { config } = this.#snapshot;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error) => reject(bindError(config, err));
+      this.#socket.once('error', onError);
+      this.#socket.bind({ port: config.listen.port, address: config.listen.host }, () => {
+        this.#socket.off('error', onError);
+        this.#socket.on('error', (err) => this.#log.error({ err }, 'listener error'));
+        try {
+          this.#socket.setRecvBufferSize(RECEIVE_BUFFER_BYTES);
+        } catch (err) {
+          this.#log.debug({ err }, 'could not enlarge the receive buffer');
+        }
+        this.#startSweep();
+        this.#log.debug({ address: describeAddress(config.listen) }, 'udp listener bound');
+        resolve();
+      });
+    });
+  }
+
+  update(snapshot: ListenerSnapshot): void {
+    const idleChanged = snapshot.config.idleTimeoutMs !== this.#snapshot.config.idleTimeoutMs;
+    this.#snapshot = snapshot;
+    if (idleChanged) this.#startSweep();
+  }
+
+  async drain(graceMs: number): Promise<void> {
+    this.#draining = true;
+    await drainSet(this.#live, graceMs, (session) => this.#end(session));
+    clearInterval(this.#sweep);
+    this.#socket.close();
+  }
+
+  /** Idle expiry by a tick counter the sweep bumps, so a datagram costs no clock read. */
+  #startSweep(): void {
+    clearInterval(this.#sweep);
+    const idleMs = this.#snapshot.config.idleTimeoutMs;
+    const tickMs = Math.min(1000, Math.max(10, Math.floor(idleMs / 4)));
+    const idleTicks = Math.ceil(idleMs / tickMs);
+    this.#sweep = setInterval(() => {
+      const tick = ++this.#tick;
+      for (const session of this.#live) if (tick - session.lastTick > idleTicks) this.#end(session);
+    }, tickMs);
+    this.#sweep.unref();
+  }
+
+  #onClientDatagram(msg: Buffer, address: string, port: number): void {
+    let session = this.#sessions.get(address)?.get(port);
+    if (session === undefined) {
+      session = this.#open(address, port);
+      if (session === undefined) return;
+    }
+    session.lastTick = this.#tick;
+    const { stats } = session.backend;
+    if (session.pending !== null) {
+      if (session.pending.length >= MAX_PENDING_DATAGRAMS) {
+        this.#snapshot.stats.udpDropped.queue_full++;
+        return;
+      }
+      session.pending.push(msg);
+    } else {
+      session.upstream.send(msg);
+    }
+    stats.datagramsToBackend++;
+    stats.bytesToBackend += msg.length;
+  }
+
+  #open(address: string, port: number): UdpSession | undefined {
+    const snapshot = this.#snapshot;
+    const listenerStats = snapshot.stats;
+    listenerStats.accepted++;
+    if (this.#draining) {
+      listenerStats.refused.draining++;
+      return undefined;
+    }
+    if (this.#live.size >= snapshot.config.udp.maxSessions) {
+      listenerStats.udpDropped.max_sessions++;
+      return undefined;
+    }
+    const index = chooseBackend(snapshot, null, Date.now());
+    if (index === -1) {
+      listenerStats.udpDropped.no_backend++;
+      return undefined;
+    }
+    const backend = snapshot.backends[index]!;
+    const session = new UdpSession(backend, address, port, this.#tick);
+    const responses = snapshot.config.udp.responses;
+    let byPort = this.#sessions.get(address);
+    if (byPort === undefined) this.#sessions.set(address, (byPort = new Map()));
+    byPort.set(port, session);
+    this.#live.add(session);
+    backend.stats.connections++;
+    backend.stats.active++;
+
+    const { upstream } = session;
+    upstream.on('message', (reply) => {
+      session.lastTick = this.#tick;
+      backend.stats.datagramsToClient++;
+      backend.stats.bytesToClient += reply.length;
+      this.#socket.send(reply, session.clientPort, session.clientAddress);
+      if (responses > 0 && ++session.replies >= responses) this.#end(session);
+    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNREFUSED') {
+        backend.stats.connectErrors.refused++;
+        backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs);
+      } else {
+        backend.stats.connectErrors.other++;
+        this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
+      }
+      this.#end(session);
+    });
+    upstream.connect(backend.config.port, backend.config.host, () => {
+      const pending = session.pending;
+      session.pending = null;
+      if (pending !== null) for (const datagram of pending) upstream.send(datagram);
+    });
+    return session;
+  }
+
+  #end(session: UdpSession): void {
+    if (!this.#live.delete(session)) return;
+    const byPort = this.#sessions.get(session.clientAddress);
+    byPort?.delete(session.clientPort);
+    if (byPort?.size === 0) this.#sessions.delete(session.clientAddress);
+    const { stats } = session.backend;
+    stats.active--;
+    stats.sessionDuration.observe((performance.now() - session.started) / 1000);
+    session.upstream.close();
+  }
+}

@@ -1,0 +1,465 @@
+/**
+ * The verbs: get, list, create, update, patch, delete, on any served type, with kube-apiserver's
+ * rules for resourceVersion preconditions, the status subresource split, generation, no-op writes,
+ * finalizers and deletionTimestamp, and propagation policies. HTTP-free: the server module maps
+ * requests onto these methods, and the garbage collector calls them too.
+ */
+import { randomUUID } from 'node:crypto';
+import { ApiError, errors } from './errors.ts';
+import { clone, deepEqual, isObject, type KObject } from './json.ts';
+import { KindHooks } from './kinds.ts';
+import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch.ts';
+import { apiVersionOf, Registry, type ResourceType, typeFromCrd, typeKey } from './registry.ts';
+import { matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
+import { Store } from './store.ts';
+
+/** A request's target collection: type, requested version and namespace ('' when cluster-wide). */
+export interface Target {
+  rt: ResourceType;
+  version: string;
+  namespace: string;
+}
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+}
+
+export interface DeleteOptions {
+  propagationPolicy?: string;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  dryRun?: boolean;
+}
+
+export type PropagationPolicy = 'Foreground' | 'Background' | 'Orphan';
+
+export const PATCH_TYPES = {
+  json: 'application/json-patch+json',
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+} as const;
+
+const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+/** RFC 3339 in whole seconds, as kube-apiserver writes metav1.Time. */
+export function nowRfc3339(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function randomSuffix(): string {
+  const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+  let s = '';
+  for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
+  return s;
+}
+
+/** Everything but metadata (and status, when status is a subresource): what bumps generation. */
+function specPart(rt: ResourceType, o: KObject): KObject {
+  const { metadata: _m, status: _s, apiVersion: _a, kind: _k, ...rest } = o;
+  return rt.statusSubresource ? rest : { ...rest, status: o.status };
+}
+
+/** Object minus fields that never make a write "real" (RV, managedFields). */
+function comparable(o: KObject): KObject {
+  const { resourceVersion: _rv, managedFields: _mf, ...meta } = o.metadata ?? {};
+  return { ...o, metadata: meta };
+}
+
+export class FakeApi {
+  readonly registry = new Registry();
+  readonly store = new Store();
+  readonly hooks: KindHooks;
+  /** Called after any write so the GC (and namespace controller) can run. */
+  onChange: () => void = () => {};
+  /** Called when a CRD is removed, so open watches on its type can be closed. */
+  onTypeRemoved: (key: string) => void = () => {};
+
+  constructor(opts: { serviceCidr: string }) {
+    this.hooks = new KindHooks(opts.serviceCidr);
+    const nsType = this.registry.lookup('', 'v1', 'namespaces')!;
+    for (const ns of SYSTEM_NAMESPACES) this.create({ rt: nsType, version: 'v1', namespace: '' }, { metadata: { name: ns } });
+  }
+
+  /** The object as served under the requested version. */
+  present(t: { rt: ResourceType; version: string }, obj: KObject): KObject {
+    return { apiVersion: apiVersionOf(t.rt.group, t.version), kind: t.rt.kind, ...obj };
+  }
+
+  #stored(rt: ResourceType, obj: KObject): KObject {
+    const { apiVersion: _a, kind: _k, ...rest } = obj;
+    return { apiVersion: apiVersionOf(rt.group, rt.versions[0]!), kind: rt.kind, ...rest };
+  }
+
+  // ------------------------------------------------------------------------- get / list
+
+  get(t: Target, name: string): KObject {
+    const obj = this.store.get(typeKey(t.rt.group, t.rt.plural), t.namespace, name);
+    if (!obj) throw errors.notFound(t.rt.group, t.rt.plural, name);
+    return this.present(t, obj);
+  }
+
+  /** Build a matcher for label/field selectors; throws 400 on a bad selector. */
+  matcher(rt: ResourceType, labelSelector?: string, fieldSelector?: string): (o: KObject) => boolean {
+    try {
+      const labels = parseLabelSelector(labelSelector);
+      const supported = ['metadata.name', 'metadata.namespace', ...rt.extraFieldSelectors];
+      const fields = parseFieldSelector(fieldSelector, supported);
+      return (o) => matchLabels(labels, o.metadata?.labels) && matchFields(fields, o);
+    } catch (e) {
+      if (e instanceof SelectorError) throw errors.badRequest(e.message);
+      throw e;
+    }
+  }
+
+  list(t: Target, opts: ListOptions = {}): KObject {
+    const key = typeKey(t.rt.group, t.rt.plural);
+    const match = this.matcher(t.rt, opts.labelSelector, opts.fieldSelector);
+    const ns = t.rt.namespaced && t.namespace ? t.namespace : undefined;
+    const idOf = (o: KObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    let items = this.store
+      .list(key, ns)
+      .filter(match)
+      .sort((a, b) => (idOf(a) < idOf(b) ? -1 : idOf(a) > idOf(b) ? 1 : 0));
+    let rv = this.store.resourceVersion;
+    let cont = '';
+    let remaining: number | undefined;
+    if (opts.continue) {
+      let token: { rv: number; start: string };
+      try {
+        token = JSON.parse(Buffer.from(opts.continue, 'base64url').toString('utf8'));
+      } catch {
+        throw errors.badRequest('continue key is not valid: illegal base64 data');
+      }
+      if (token.rv < this.store.compactionFloor)
+        throw errors.expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.');
+      rv = token.rv;
+      items = items.filter((o) => idOf(o) > token.start);
+    }
+    if (opts.limit && opts.limit > 0 && items.length > opts.limit) {
+      remaining = items.length - opts.limit;
+      items = items.slice(0, opts.limit);
+      cont = Buffer.from(JSON.stringify({ rv, start: idOf(items[items.length - 1]!) })).toString('base64url');
+    }
+    const metadata: KObject = { resourceVersion: String(rv) };
+    if (cont) {
+      metadata.continue = cont;
+      metadata.remainingItemCount = remaining;
+    }
+    // Typed (built-in) lists carry no apiVersion/kind on items; unstructured (CR) lists do.
+    const present = (o: KObject) => {
+      if (t.rt.builtin) {
+        const { apiVersion: _a, kind: _k, ...rest } = o;
+        return rest;
+      }
+      return this.present(t, o);
+    };
+    return { kind: t.rt.listKind, apiVersion: apiVersionOf(t.rt.group, t.version), metadata, items: items.map(present) };
+  }
+
+  // ------------------------------------------------------------------------- create
+
+  create(t: Target, body: unknown, opts: { dryRun?: boolean } = {}): KObject {
+    const { rt } = t;
+    if (!isObject(body)) throw errors.badRequest('the body of the request was not a JSON object');
+    this.#checkKind(t, body);
+    const obj = this.#stored(rt, clone(body));
+    const meta: KObject = isObject(obj.metadata) ? obj.metadata : (obj.metadata = {});
+    if (rt.namespaced) {
+      if (meta.namespace && meta.namespace !== t.namespace)
+        throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      meta.namespace = t.namespace;
+    } else delete meta.namespace;
+    if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomSuffix()}`;
+    this.#validateName(rt, meta.name);
+    if (meta.resourceVersion) throw errors.badRequest('resourceVersion should not be set on objects to be created');
+    if (rt.namespaced) this.#checkNamespaceWritable(rt, t.namespace, meta.name);
+    const key = typeKey(rt.group, rt.plural);
+    if (this.store.get(key, t.namespace, meta.name)) throw errors.alreadyExists(rt.group, rt.plural, meta.name);
+
+    meta.uid = randomUUID();
+    meta.creationTimestamp = nowRfc3339();
+    meta.generation = 1;
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    this.#validateOwnerRefs(rt, meta);
+    if (rt.statusSubresource) {
+      const status = this.hooks.initialStatus(rt, obj);
+      if (status === undefined) delete obj.status;
+      else obj.status = status;
+    }
+    this.hooks.applyDefaults(rt, obj);
+    if (rt.crdName === undefined && key === 'apiextensions.k8s.io/customresourcedefinitions') this.#validateCrd(obj);
+    this.hooks.allocate(rt, obj);
+    if (opts.dryRun) {
+      this.hooks.release(rt, obj);
+      return this.present(t, { ...obj, metadata: { ...meta, resourceVersion: String(this.store.resourceVersion) } });
+    }
+    const stored = this.store.commit('ADDED', key, obj);
+    if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#registerCrd(stored);
+    this.onChange();
+    return this.present(t, stored);
+  }
+
+  #checkKind(t: Target, body: KObject): void {
+    if (body.kind !== undefined && body.kind !== t.rt.kind)
+      throw errors.badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${t.rt.kind})`);
+    const want = apiVersionOf(t.rt.group, t.version);
+    if (body.apiVersion !== undefined && body.apiVersion !== want && !t.rt.versions.some((v) => apiVersionOf(t.rt.group, v) === body.apiVersion))
+      throw errors.badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${want})`);
+  }
+
+  #validateName(rt: ResourceType, name: unknown): void {
+    const field = 'metadata.name';
+    if (typeof name !== 'string' || name === '')
+      throw errors.invalid(rt.group, rt.kind, '', [{ field, message: 'Required value: name or generateName is required', reason: 'FieldValueRequired' }]);
+    const re = rt.plural === 'services' && rt.group === '' ? DNS1035_LABEL : rt.plural === 'namespaces' && rt.group === '' ? DNS1123_LABEL : DNS1123_SUBDOMAIN;
+    const max = re === DNS1123_SUBDOMAIN ? 253 : 63;
+    if (!re.test(name) || name.length > max)
+      throw errors.invalid(rt.group, rt.kind, name, [{ field, message: `Invalid value: "${name}": a lowercase RFC 1123 name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character` }]);
+  }
+
+  #validateOwnerRefs(rt: ResourceType, meta: KObject): void {
+    const refs = meta.ownerReferences;
+    if (refs === undefined) return;
+    if (!Array.isArray(refs)) throw errors.badRequest('metadata.ownerReferences must be a list');
+    let controllers = 0;
+    for (const [i, r] of refs.entries()) {
+      for (const f of ['apiVersion', 'kind', 'name', 'uid'])
+        if (!isObject(r) || !r[f])
+          throw errors.invalid(rt.group, rt.kind, meta.name, [{ field: `metadata.ownerReferences[${i}].${f}`, message: 'Required value', reason: 'FieldValueRequired' }]);
+      if ((r as KObject).controller === true) controllers++;
+    }
+    if (controllers > 1)
+      throw errors.invalid(rt.group, rt.kind, meta.name, [{ field: 'metadata.ownerReferences', message: 'Invalid value: only one reference can have Controller set to true' }]);
+  }
+
+  #checkNamespaceWritable(rt: ResourceType, namespace: string, name: string): void {
+    const ns = this.store.get('/namespaces', '', namespace);
+    if (!ns) throw errors.notFound('', 'namespaces', namespace);
+    if (ns.metadata.deletionTimestamp)
+      throw errors.forbidden(rt.group, rt.plural, name, `unable to create new content in namespace ${namespace} because it is being terminated`);
+  }
+
+  #validateCrd(crd: KObject): void {
+    const spec = crd.spec ?? {};
+    const plural = spec.names?.plural;
+    const name = crd.metadata.name;
+    const causes: Array<{ field: string; message: string }> = [];
+    if (!spec.group) causes.push({ field: 'spec.group', message: 'Required value' });
+    if (!plural) causes.push({ field: 'spec.names.plural', message: 'Required value' });
+    if (!spec.names?.kind) causes.push({ field: 'spec.names.kind', message: 'Required value' });
+    if (spec.scope !== 'Namespaced' && spec.scope !== 'Cluster') causes.push({ field: 'spec.scope', message: `Unsupported value: "${String(spec.scope)}": supported values: "Cluster", "Namespaced"` });
+    if (!Array.isArray(spec.versions) || spec.versions.length === 0) causes.push({ field: 'spec.versions', message: 'Invalid value: must have exactly one version marked as storage version' });
+    else if (spec.versions.filter((v: KObject) => v.storage).length !== 1) causes.push({ field: 'spec.versions', message: 'Invalid value: must have exactly one version marked as storage version' });
+    if (plural && spec.group && name !== `${plural}.${spec.group}`) causes.push({ field: 'metadata.name', message: `Invalid value: "${name}": must be spec.names.plural+"."+spec.group` });
+    if (causes.length) throw errors.invalid('apiextensions.k8s.io', 'CustomResourceDefinition', name, causes);
+    const existing = this.registry.byKey(typeKey(spec.group, plural));
+    if (existing && existing.crdName !== name)
+      throw errors.invalid('apiextensions.k8s.io', 'CustomResourceDefinition', name, [{ field: 'spec.names.plural', message: `Invalid value: "${plural}": already served` }]);
+  }
+
+  #registerCrd(crd: KObject): void {
+    const t = typeFromCrd(crd);
+    const prev = this.registry.all().find((x) => x.crdName === crd.metadata.name);
+    if (prev && (!t || prev.group !== t.group || prev.plural !== t.plural)) {
+      this.registry.remove(prev.group, prev.plural);
+      this.store.dropType(typeKey(prev.group, prev.plural));
+      this.onTypeRemoved(typeKey(prev.group, prev.plural));
+    }
+    if (t) this.registry.set(t);
+  }
+
+  #unregisterCrd(crd: KObject): void {
+    const prev = this.registry.all().find((x) => x.crdName === crd.metadata.name);
+    if (!prev) return;
+    const key = typeKey(prev.group, prev.plural);
+    this.registry.remove(prev.group, prev.plural);
+    this.store.dropType(key);
+    this.onTypeRemoved(key);
+  }
+
+  // ------------------------------------------------------------------------- update / patch
+
+  update(t: Target, name: string, body: unknown, subresource: string, opts: { dryRun?: boolean } = {}): KObject {
+    if (!isObject(body)) throw errors.badRequest('the body of the request was not a JSON object');
+    this.#checkKind(t, body);
+    const bodyName = body.metadata?.name;
+    if (bodyName !== undefined && bodyName !== name)
+      throw errors.badRequest(`the name of the object (${String(bodyName)}) does not match the name on the URL (${name})`);
+    return this.write(t, name, () => clone(body), { subresource, requireRv: !t.rt.builtin, dryRun: opts.dryRun });
+  }
+
+  patch(t: Target, name: string, contentType: string, body: unknown, subresource: string, opts: { dryRun?: boolean } = {}): KObject {
+    const accepted = [PATCH_TYPES.json, PATCH_TYPES.merge, ...(t.rt.builtin ? [PATCH_TYPES.strategic] : []), PATCH_TYPES.apply];
+    if (!accepted.includes(contentType as any) || contentType === PATCH_TYPES.apply) {
+      if (contentType === PATCH_TYPES.apply)
+        throw new ApiError(415, 'UnsupportedMediaType', 'the fake apiserver does not implement server-side apply (application/apply-patch+yaml)');
+      throw errors.unsupportedMediaType(contentType, accepted);
+    }
+    const mutate = (cur: KObject): KObject => {
+      try {
+        let out: unknown;
+        if (contentType === PATCH_TYPES.merge) {
+          if (!isObject(body)) throw new PatchError('malformed', 'merge patch must be a JSON object');
+          out = mergePatch(cur, body);
+        } else if (contentType === PATCH_TYPES.json) out = jsonPatch(cur, body);
+        else out = strategicMergePatch(cur, body, t.rt.patchMeta);
+        if (!isObject(out)) throw new PatchError('failed', 'patch result is not an object');
+        return out;
+      } catch (e) {
+        if (e instanceof PatchError) {
+          if (e.kind === 'malformed') throw errors.badRequest(e.message);
+          throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: e.message }]);
+        }
+        throw e;
+      }
+    };
+    return this.write(t, name, mutate, { subresource, requireRv: false, dryRun: opts.dryRun });
+  }
+
+  /**
+   * The update pipeline shared by PUT, PATCH and the garbage collector. `mutate` gets a copy of the
+   * current object and returns the candidate. A non-empty `metadata.resourceVersion` in the
+   * candidate is a precondition (409 if stale).
+   */
+  write(t: Target, name: string, mutate: (cur: KObject) => KObject, opts: { subresource?: string; requireRv?: boolean; dryRun?: boolean }): KObject {
+    const { rt } = t;
+    const key = typeKey(rt.group, rt.plural);
+    const cur = this.store.get(key, t.namespace, name);
+    if (!cur) throw errors.notFound(rt.group, rt.plural, name);
+    const candidate = mutate(clone(cur));
+    if (!isObject(candidate.metadata)) candidate.metadata = {};
+    if (candidate.metadata.name !== name)
+      throw errors.badRequest(`the name of the object (${String(candidate.metadata.name)}) does not match the name on the URL (${name})`);
+    if (rt.namespaced && candidate.metadata.namespace && candidate.metadata.namespace !== t.namespace)
+      throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    const rvIn = candidate.metadata.resourceVersion;
+    if (rvIn !== undefined && rvIn !== null && rvIn !== '' && String(rvIn) !== cur.metadata.resourceVersion)
+      throw errors.conflict(rt.group, rt.plural, name);
+    if ((rvIn === undefined || rvIn === null || rvIn === '') && opts.requireRv)
+      throw errors.invalid(rt.group, rt.kind, name, [{ field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
+
+    let next: KObject;
+    if (opts.subresource === 'status') {
+      next = clone(cur);
+      if (candidate.status === undefined) delete next.status;
+      else next.status = candidate.status;
+    } else if (opts.subresource) {
+      throw errors.noRoute();
+    } else {
+      next = this.#stored(rt, candidate);
+      if (rt.statusSubresource) {
+        if (cur.status === undefined) delete next.status;
+        else next.status = clone(cur.status);
+      }
+      for (const f of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
+        if (cur.metadata[f] === undefined) delete next.metadata[f];
+        else next.metadata[f] = cur.metadata[f];
+      }
+      if (rt.namespaced) next.metadata.namespace = t.namespace;
+      else delete next.metadata.namespace;
+      this.#validateOwnerRefs(rt, next.metadata);
+      this.hooks.applyDefaults(rt, next);
+      this.hooks.preserveAllocations(rt, next, cur);
+      if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#validateCrd(next);
+      if (cur.metadata.deletionTimestamp) {
+        const before = new Set<string>(cur.metadata.finalizers ?? []);
+        const added = ((next.metadata.finalizers ?? []) as string[]).filter((f) => !before.has(f));
+        if (added.length)
+          throw errors.invalid(rt.group, rt.kind, name, [{ field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => `"${f}"`).join(', ')}}`, reason: 'FieldValueForbidden' }]);
+      }
+      if (!deepEqual(specPart(rt, next), specPart(rt, cur))) next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
+    }
+    next.metadata.resourceVersion = cur.metadata.resourceVersion;
+    if (Array.isArray(next.metadata.finalizers) && next.metadata.finalizers.length === 0) delete next.metadata.finalizers;
+
+    // A write that changes nothing keeps the RV and emits no event.
+    if (deepEqual(comparable(next), comparable(cur))) return this.present(t, cur);
+    if (opts.dryRun) return this.present(t, next);
+    if (next.metadata.deletionTimestamp && !(next.metadata.finalizers?.length > 0)) return this.present(t, this.#remove(rt, next));
+    const stored = this.store.commit('MODIFIED', key, next);
+    if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#registerCrd(stored);
+    this.onChange();
+    return this.present(t, stored);
+  }
+
+  // ------------------------------------------------------------------------- delete
+
+  /** Returns the HTTP code and body kube-apiserver would send for a DELETE. */
+  delete(t: Target, name: string, opts: DeleteOptions = {}): { code: number; body: KObject } {
+    const { rt } = t;
+    const key = typeKey(rt.group, rt.plural);
+    const cur = this.store.get(key, t.namespace, name);
+    if (!cur) throw errors.notFound(rt.group, rt.plural, name);
+    const pre = opts.preconditions ?? {};
+    if (pre.uid && pre.uid !== cur.metadata.uid)
+      throw errors.conflict(rt.group, rt.plural, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${cur.metadata.uid}`);
+    if (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion)
+      throw errors.conflict(rt.group, rt.plural, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`);
+    const policy = (opts.propagationPolicy ?? 'Background') as PropagationPolicy;
+    if (!['Foreground', 'Background', 'Orphan'].includes(policy))
+      throw errors.invalid(rt.group, rt.kind, name, [{ field: 'propagationPolicy', message: `Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"` }]);
+
+    const finalizers = new Set<string>(cur.metadata.finalizers ?? []);
+    if (policy === 'Foreground') {
+      finalizers.add('foregroundDeletion');
+      finalizers.delete('orphan');
+    } else if (policy === 'Orphan') {
+      finalizers.add('orphan');
+      finalizers.delete('foregroundDeletion');
+    }
+    const isNamespace = key === '/namespaces';
+    if (cur.metadata.deletionTimestamp) {
+      // Already terminating: a repeated DELETE changes nothing (propagation policy is not switched).
+      return { code: 200, body: this.present(t, cur) };
+    }
+    if (finalizers.size > 0 || isNamespace) {
+      const next = clone(cur);
+      next.metadata.deletionTimestamp = nowRfc3339();
+      next.metadata.deletionGracePeriodSeconds = 0;
+      if (finalizers.size > 0) next.metadata.finalizers = [...finalizers];
+      if (!isNamespace) next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
+      if (isNamespace) next.status = { ...(next.status ?? {}), phase: 'Terminating' };
+      if (opts.dryRun) return { code: 200, body: this.present(t, next) };
+      const stored = this.store.commit('MODIFIED', key, next);
+      this.onChange();
+      return { code: 200, body: this.present(t, stored) };
+    }
+    if (opts.dryRun) return { code: 200, body: this.#deleteResponse(t, cur) };
+    const final = this.#remove(rt, cur);
+    return { code: 200, body: this.#deleteResponse(t, final) };
+  }
+
+  #deleteResponse(t: Target, obj: KObject): KObject {
+    if (t.rt.returnDeletedObject) return this.present(t, obj);
+    return {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Success',
+      details: { name: obj.metadata.name, group: t.rt.group, kind: t.rt.plural, uid: obj.metadata.uid },
+    };
+  }
+
+  /** Remove an object for good (DELETED event), releasing allocations and CRD registrations. */
+  #remove(rt: ResourceType, obj: KObject): KObject {
+    const key = typeKey(rt.group, rt.plural);
+    const final = this.store.commit('DELETED', key, obj);
+    this.hooks.release(rt, final);
+    if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#unregisterCrd(final);
+    this.onChange();
+    return final;
+  }
+
+  /** Remove a namespace whose content is gone (the namespace controller's last step). */
+  finalizeNamespace(name: string): void {
+    const ns = this.store.get('/namespaces', '', name);
+    if (ns?.metadata.deletionTimestamp && !(ns.metadata.finalizers?.length > 0)) this.#remove(this.registry.byKey('/namespaces')!, ns);
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Which resources are served: the built-in kinds the project uses, plus whatever
+ * CustomResourceDefinitions have been created. One {@link ResourceType} per group + plural; a CRD
+ * with several served versions is one type served under each version (no conversion: only
+ * `apiVersion` is rewritten).
+ */
+import type { KObject } from './json.ts';
+import type { PatchMeta } from './patch.ts';
+
+export interface ResourceType {
+  group: string;
+  /** Versions served; the first is the preferred (and storage) version. */
+  versions: string[];
+  plural: string;
+  singular: string;
+  kind: string;
+  listKind: string;
+  namespaced: boolean;
+  shortNames: string[];
+  categories: string[];
+  /** Whether `/status` is a subresource (status written apart from spec). */
+  statusSubresource: boolean;
+  /** Built-in kinds accept strategic merge patch; custom resources do not. */
+  builtin: boolean;
+  /** Strategic-merge list semantics (built-ins only). */
+  patchMeta: PatchMeta;
+  /** Field selectors accepted beyond metadata.name / metadata.namespace. */
+  extraFieldSelectors: string[];
+  /** DELETE answers with the deleted object (Pods, Services) rather than a Status. */
+  returnDeletedObject: boolean;
+  /** The CRD this type came from, if any. */
+  crdName?: string;
+}
+
+export function typeKey(group: string, plural: string): string {
+  return `${group}/${plural}`;
+}
+
+export const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+const META: PatchMeta = {
+  'metadata.finalizers': { set: true },
+  'metadata.ownerReferences': { mergeKey: 'uid' },
+};
+
+/** Strategic-merge metadata of a PodSpec found under `prefix`. */
+function podSpecMeta(prefix: string): PatchMeta {
+  const containers = (p: string): PatchMeta => ({
+    [`${p}`]: { mergeKey: 'name' },
+    [`${p}.ports`]: { mergeKey: 'containerPort' },
+    [`${p}.env`]: { mergeKey: 'name' },
+    [`${p}.volumeMounts`]: { mergeKey: 'mountPath' },
+    [`${p}.volumeDevices`]: { mergeKey: 'devicePath' },
+  });
+  return {
+    ...containers(`${prefix}.containers`),
+    ...containers(`${prefix}.initContainers`),
+    ...containers(`${prefix}.ephemeralContainers`),
+    [`${prefix}.volumes`]: { mergeKey: 'name' },
+    [`${prefix}.imagePullSecrets`]: { mergeKey: 'name' },
+    [`${prefix}.hostAliases`]: { mergeKey: 'ip' },
+    [`${prefix}.topologySpreadConstraints`]: { mergeKey: 'topologyKey' },
+    [`${prefix}.resourceClaims`]: { mergeKey: 'name' },
+    [`${prefix}.schedulingGates`]: { mergeKey: 'name' },
+  };
+}
+
+const CONDITIONS: PatchMeta = { 'status.conditions': { mergeKey: 'type' } };
+
+function builtin(
+  t: Pick<ResourceType, 'group' | 'plural' | 'singular' | 'kind' | 'namespaced' | 'statusSubresource'> &
+    Partial<ResourceType>,
+): ResourceType {
+  return {
+    versions: ['v1'],
+    listKind: `${t.kind}List`,
+    shortNames: [],
+    categories: [],
+    builtin: true,
+    extraFieldSelectors: [],
+    returnDeletedObject: false,
+    ...t,
+    patchMeta: { ...META, ...(t.patchMeta ?? {}) },
+  };
+}
+
+export function builtinTypes(): ResourceType[] {
+  return [
+    builtin({ group: '', plural: 'namespaces', singular: 'namespace', kind: 'Namespace', namespaced: false, statusSubresource: true, shortNames: ['ns'], extraFieldSelectors: ['status.phase'], patchMeta: CONDITIONS }),
+    builtin({ group: '', plural: 'services', singular: 'service', kind: 'Service', namespaced: true, statusSubresource: true, shortNames: ['svc'], categories: ['all'], returnDeletedObject: true, patchMeta: { 'spec.ports': { mergeKey: 'port' }, ...CONDITIONS } }),
+    builtin({ group: '', plural: 'endpoints', singular: 'endpoints', kind: 'Endpoints', namespaced: true, statusSubresource: false, shortNames: ['ep'] }),
+    builtin({ group: '', plural: 'pods', singular: 'pod', kind: 'Pod', namespaced: true, statusSubresource: true, shortNames: ['po'], categories: ['all'], returnDeletedObject: true, extraFieldSelectors: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.podIP', 'status.nominatedNodeName'], patchMeta: { ...podSpecMeta('spec'), ...CONDITIONS, 'status.podIPs': { mergeKey: 'ip' } } }),
+    builtin({ group: '', plural: 'configmaps', singular: 'configmap', kind: 'ConfigMap', namespaced: true, statusSubresource: false, shortNames: ['cm'] }),
+    builtin({ group: 'apps', plural: 'deployments', singular: 'deployment', kind: 'Deployment', namespaced: true, statusSubresource: true, shortNames: ['deploy'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
+    builtin({ group: 'apps', plural: 'replicasets', singular: 'replicaset', kind: 'ReplicaSet', namespaced: true, statusSubresource: true, shortNames: ['rs'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
+    builtin({ group: 'coordination.k8s.io', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true, statusSubresource: false }),
+    builtin({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions', singular: 'customresourcedefinition', kind: 'CustomResourceDefinition', namespaced: false, statusSubresource: true, shortNames: ['crd', 'crds'], categories: ['api-extensions'], patchMeta: CONDITIONS }),
+  ];
+}
+
+/** Derive the served type from a CRD object; `undefined` when no version is served. */
+export function typeFromCrd(crd: KObject): ResourceType | undefined {
+  const spec = crd.spec ?? {};
+  const names = spec.names ?? {};
+  const served = ((spec.versions ?? []) as KObject[]).filter((v) => v.served !== false);
+  if (served.length === 0) return undefined;
+  // Storage version first, so it is what objects are stored (and preferred) as.
+  served.sort((a, b) => Number(Boolean(b.storage)) - Number(Boolean(a.storage)));
+  const storage = served[0]!;
+  return {
+    group: spec.group,
+    versions: served.map((v) => v.name as string),
+    plural: names.plural,
+    singular: names.singular ?? String(names.kind ?? '').toLowerCase(),
+    kind: names.kind,
+    listKind: names.listKind ?? `${names.kind}List`,
+    namespaced: spec.scope !== 'Cluster',
+    shortNames: names.shortNames ?? [],
+    categories: names.categories ?? [],
+    statusSubresource: storage.subresources?.status !== undefined && storage.subresources?.status !== null,
+    builtin: false,
+    patchMeta: {},
+    extraFieldSelectors: ((storage.selectableFields ?? []) as KObject[]).map((f) => String(f.jsonPath).replace(/^\./, '')),
+    returnDeletedObject: false,
+    crdName: crd.metadata?.name,
+  };
+}
+
+/** The mutable set of served types. `generation` changes whenever the set changes (OpenAPI hash). */
+export class Registry {
+  #types = new Map<string, ResourceType>();
+  generation = 1;
+
+  constructor() {
+    for (const t of builtinTypes()) this.#types.set(typeKey(t.group, t.plural), t);
+  }
+
+  all(): ResourceType[] {
+    return [...this.#types.values()];
+  }
+
+  byKey(key: string): ResourceType | undefined {
+    return this.#types.get(key);
+  }
+
+  /** Look up by URL parts; `undefined` if the group/version/plural is not served. */
+  lookup(group: string, version: string, plural: string): ResourceType | undefined {
+    const t = this.#types.get(typeKey(group, plural));
+    return t && t.versions.includes(version) ? t : undefined;
+  }
+
+  /** Find the type whose kind matches an object's apiVersion/kind (used by the GC). */
+  byGroupKind(group: string, kind: string): ResourceType | undefined {
+    return this.all().find((t) => t.group === group && t.kind === kind);
+  }
+
+  set(t: ResourceType): void {
+    this.#types.set(typeKey(t.group, t.plural), t);
+    this.generation++;
+  }
+
+  remove(group: string, plural: string): void {
+    this.#types.delete(typeKey(group, plural));
+    this.generation++;
+  }
+
+  /** Group → versions, for discovery, in a stable order (core first, built-ins, then CRDs). */
+  groups(): Map<string, string[]> {
+    const out = new Map<string, string[]>();
+    for (const t of this.#types.values()) {
+      const vs = out.get(t.group) ?? [];
+      for (const v of t.versions) if (!vs.includes(v)) vs.push(v);
+      out.set(t.group, vs);
+    }
+    return out;
+  }
+}
+
+/** `apps/v1` or `v1`. */
+export function apiVersionOf(group: string, version: string): string {
+  return group ? `${group}/${version}` : version;
+}
+
+/** Split `apps/v1` → ['apps','v1'], `v1` → ['','v1']. */
+export function splitApiVersion(apiVersion: string): [string, string] {
+  const i = apiVersion.indexOf('/');
+  return i < 0 ? ['', apiVersion] : [apiVersion.slice(0, i), apiVersion.slice(i + 1)];
+}
