@@ -19,6 +19,9 @@ export async function serveConfigFile(runtime: Runtime, options: ServeOptions): 
   const load = async (): Promise<L4Config> => applyWeightOverrides(await loadConfigFile(options.configPath), options.overrides);
   await runtime.applyConfig(await load());
   runtime.setReady(true);
+  if (runtime.dataplane.config.listeners.length === 0) {
+    runtime.log.warn({ config: options.configPath }, 'the config has no listeners: nothing is balanced until a reload adds some');
+  }
   runtime.log.info({ config: options.configPath, listeners: runtime.dataplane.config.listeners.length }, 'serving');
 
   let reloading = Promise.resolve();

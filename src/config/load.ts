@@ -15,6 +15,15 @@ import {
   DEFAULT_UDP_MAX_SESSIONS,
 } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
+import {
+  DOCUMENT_PATH,
+  type IntegerRule,
+  describe,
+  readChoice,
+  readInteger,
+  readList,
+  readMapping,
+} from './fields.ts';
 import type {
   BackendConfig,
   BalanceStrategy,
@@ -103,19 +112,12 @@ const UDP_KEYS = ['responses', 'maxSessions'] as const satisfies readonly (keyof
 const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
 const BALANCE_STRATEGIES: readonly BalanceStrategy[] = ['wrr', 'random'];
 
-interface IntegerRule {
-  readonly min: number;
-  readonly max: number;
-  readonly expected: string;
-}
 const WEIGHT: IntegerRule = { min: 0, max: MAX_WEIGHT, expected: `an integer 0-${MAX_WEIGHT}` };
 const BACKEND_PORT: IntegerRule = { min: 1, max: 65_535, expected: 'an integer 1-65535' };
 // setTimeout's ceiling: a longer delay does not wait, it fires at once.
 const MILLISECONDS: IntegerRule = { min: 1, max: 2_147_483_647, expected: 'an integer 1-2147483647 (milliseconds)' };
 const POSITIVE: IntegerRule = { min: 1, max: Number.MAX_SAFE_INTEGER, expected: 'a positive integer' };
 const NON_NEGATIVE: IntegerRule = { min: 0, max: Number.MAX_SAFE_INTEGER, expected: 'an integer >= 0' };
-
-const DOCUMENT_PATH = '(document)';
 
 function readConfig(raw: unknown, problems: string[]): L4Config {
   // An empty file reads as null: report the missing list rather than a puzzling "got null".
@@ -192,9 +194,9 @@ function reportDuplicateNames(
 
 // ---- listen addresses and port clashes -------------------------------------------------------
 
-const LISTEN_EXPECTED = 'a port 0-65535, "port", "host:port" or "[ipv6]:port"';
-// Port 0 asks the system for a free port (the demo, tests): it never clashes. An invalid listen
-// value is recorded as this placeholder, so it takes no part in the clash check either.
+const LISTEN_EXPECTED = 'a port 1-65535, "port", "host:port" or "[ipv6]:port"';
+// Port 0 (a system-chosen port) is refused: the data plane keys listeners by address, and a
+// reload could not keep such a listener. So port 0 marks an invalid value, left out of the clash check.
 const UNBOUND: ListenAddress = Object.freeze({ host: undefined, port: 0 });
 
 function readListen(value: unknown, path: string, problems: string[]): ListenAddress {
@@ -226,17 +228,18 @@ function parseListenAddress(value: unknown): ListenAddress | undefined {
 }
 
 function listenPort(host: string | undefined, port: number): ListenAddress | undefined {
-  return Number.isInteger(port) && port >= 0 && port <= 65_535 ? Object.freeze({ host, port }) : undefined;
+  return Number.isInteger(port) && port >= 1 && port <= 65_535 ? Object.freeze({ host, port }) : undefined;
 }
 
-function formatListenAddress({ host, port }: ListenAddress): string {
+/** `*:8080`, `127.0.0.1:8080`, `[::1]:8080`: how logs and errors show a listen address. */
+export function formatListenAddress({ host, port }: ListenAddress): string {
   if (host === undefined) return `*:${port}`;
   return isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
 function reportPortClashes(listeners: readonly (ListenerConfig | undefined)[], problems: string[]): void {
   listeners.forEach((listener, index) => {
-    if (listener === undefined || listener.listen.port === 0) return;
+    if (listener === undefined || listener.listen.port === UNBOUND.port) return; // already reported
     const earlierIndex = listeners.findIndex(
       (other, otherIndex) =>
         otherIndex < index &&
@@ -271,58 +274,7 @@ function normalizeHost(host: string): string {
   return host.toLowerCase().replace(/\.$/, '');
 }
 
-// ---- field readers ---------------------------------------------------------------------------
-
-type Mapping = Readonly<Record<string, unknown>>;
-
-function isMapping(value: unknown): value is Mapping {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function readMapping(value: unknown, path: string, knownKeys: readonly string[], problems: string[]): Mapping | undefined {
-  if (!isMapping(value)) {
-    problems.push(`${path}: must be a mapping, got ${describe(value)}`);
-    return undefined;
-  }
-  for (const key of Object.keys(value)) {
-    if (knownKeys.includes(key)) continue;
-    const suggestion = closestKey(key, knownKeys);
-    const hint = suggestion === undefined ? `; known keys: ${knownKeys.join(', ')}` : `, did you mean "${suggestion}"?`;
-    problems.push(`${childPath(path, key)}: unknown key${hint}`);
-  }
-  return value;
-}
-
-function readList(value: unknown, path: string, minLength: number, expected: string, problems: string[]): readonly unknown[] {
-  if (value === undefined) {
-    problems.push(`${path}: is required (${expected})`);
-    return [];
-  }
-  if (!Array.isArray(value) || value.length < minLength) {
-    problems.push(`${path}: must be ${expected}, got ${describe(value)}`);
-    return Array.isArray(value) ? value : [];
-  }
-  return value;
-}
-
-function readInteger(value: unknown, path: string, rule: IntegerRule, problems: string[], fallback?: number): number {
-  if (value === undefined) {
-    if (fallback !== undefined) return fallback;
-    problems.push(`${path}: is required (${rule.expected})`);
-    return rule.min;
-  }
-  if (typeof value === 'number' && Number.isInteger(value) && value >= rule.min && value <= rule.max) return value;
-  problems.push(`${path}: must be ${rule.expected}, got ${describe(value)}`);
-  return rule.min;
-}
-
-function readChoice<T extends string>(value: unknown, path: string, choices: readonly T[], fallback: T, problems: string[]): T {
-  if (value === undefined) return fallback;
-  const choice = choices.find((candidate) => candidate === value);
-  if (choice !== undefined) return choice;
-  problems.push(`${path}: must be ${choices.map((candidate) => `"${candidate}"`).join(' or ')}, got ${describe(value)}`);
-  return fallback;
-}
+// ---- names and hosts -------------------------------------------------------------------------
 
 function readName(value: unknown, path: string, problems: string[]): string {
   if (value === undefined) {
@@ -354,63 +306,4 @@ function isDnsName(name: string): boolean {
   const topLevel = labels.at(-1) ?? '';
   // An all-numeric last label is a mistyped IPv4 address ("10.0.0.256"), never a name.
   return name.length <= 253 && labels.every((label) => DNS_LABEL.test(label)) && !/^\d+$/.test(topLevel);
-}
-
-// ---- problem wording -------------------------------------------------------------------------
-
-function childPath(path: string, key: string): string {
-  const segment = /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
-  return path === DOCUMENT_PATH ? segment.replace(/^\./, '') : `${path}${segment}`;
-}
-
-/** A value as the user wrote it, short enough for one line. */
-function describe(value: unknown): string {
-  let text = typeof value === 'string' ? JSON.stringify(value) : String(value);
-  if (typeof value === 'object' && value !== null) {
-    try {
-      text = JSON.stringify(value);
-    } catch {
-      text = Array.isArray(value) ? 'a list' : 'a mapping'; // a circular YAML alias
-    }
-  }
-  return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
-}
-
-/** The known key a typo most likely meant, ignoring case, "_" and "-" (idle_timeout_ms). */
-function closestKey(key: string, knownKeys: readonly string[]): string | undefined {
-  const typed = looseForm(key);
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const known of knownKeys) {
-    const distance = editDistance(typed, looseForm(known));
-    if (distance < bestDistance && distance <= Math.max(1, Math.floor(known.length / 3))) {
-      best = known;
-      bestDistance = distance;
-    }
-  }
-  return best;
-}
-
-function looseForm(key: string): string {
-  return key.toLowerCase().replace(/[-_]/g, '');
-}
-
-/** Levenshtein distance where swapping two neighbours counts as one edit (optimal string alignment). */
-function editDistance(a: string, b: string): number {
-  let beforePrevious: number[] = [];
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      let best = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        best = Math.min(best, (beforePrevious[j - 2] ?? 0) + 1);
-      }
-      current.push(best);
-    }
-    beforePrevious = previous;
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
 }

@@ -1,6 +1,7 @@
 // What the data plane needs of a listener, whatever its protocol, and the address handling both share.
 import net from 'node:net';
 import type { ListenAddress, ListenerConfig } from '../config/types.ts';
+import { formatListenAddress } from '../config/load.ts';
 import type { ListenerSnapshot } from './routing.ts';
 
 export interface Listener {
@@ -17,14 +18,9 @@ export function listenOptions(listen: ListenAddress): net.ListenOptions {
   return listen.host === undefined ? { port: listen.port, ipv6Only: false } : { host: listen.host, port: listen.port };
 }
 
-export function describeAddress(listen: ListenAddress): string {
-  if (listen.host === undefined) return `*:${listen.port}`;
-  return net.isIPv6(listen.host) ? `[${listen.host}]:${listen.port}` : `${listen.host}:${listen.port}`;
-}
-
 /** A bind failure as one line naming the listener, the address and what to do about it. */
 export function bindError(config: ListenerConfig, err: NodeJS.ErrnoException): Error {
-  const where = `listener "${config.name}" cannot listen on ${config.protocol} ${describeAddress(config.listen)}`;
+  const where = `listener "${config.name}" cannot listen on ${config.protocol} ${formatListenAddress(config.listen)}`;
   const hint =
     err.code === 'EADDRINUSE'
       ? 'the address is in use by another process or listener; choose another port or stop the other one'

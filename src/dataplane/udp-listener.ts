@@ -7,7 +7,8 @@ import net from 'node:net';
 import dns from 'node:dns';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
-import { bindError, describeAddress, drainSet, type Listener } from './listener.ts';
+import { formatListenAddress } from '../config/load.ts';
+import { bindError, drainSet, type Listener } from './listener.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
@@ -81,7 +82,7 @@ export class UdpListener implements Listener {
           this.#log.debug({ err }, 'could not enlarge the receive buffer');
         }
         this.#startSweep();
-        this.#log.debug({ address: describeAddress(config.listen) }, 'udp listener bound');
+        this.#log.debug({ address: formatListenAddress(config.listen) }, 'udp listener bound');
         resolve();
       });
     });

@@ -1,0 +1,40 @@
+// Patch content types and API error decoding. client-node sends `application/json-patch+json`
+// unless told otherwise (kubernetes-client/javascript#1398), so every patch names its type here.
+import { ApiException, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+
+/** RFC 7386 merge patch: null deletes a key. Works for built-in kinds and custom resources. */
+export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Strategic merge patch: built-in kinds only (custom resources answer 415). */
+export const strategicMergePatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+
+export interface ApiFailure {
+  readonly code: number;
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** The Kubernetes Status behind an error, when there is one (ApiException.body is a JSON string). */
+export function apiFailure(err: unknown): ApiFailure | undefined {
+  if (err instanceof ApiException) {
+    let status: { reason?: string; message?: string } = {};
+    try {
+      status = typeof err.body === 'string' ? JSON.parse(err.body) : (err.body as typeof status);
+    } catch {
+      // not JSON: keep the HTTP code alone
+    }
+    return { code: err.code, reason: status?.reason ?? '', message: status?.message ?? err.message };
+  }
+  const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;
+  return typeof statusCode === 'number' ? { code: statusCode, reason: '', message: String((err as Error).message) } : undefined;
+}
+
+export const isNotFound = (err: unknown): boolean => apiFailure(err)?.code === 404;
+export const isConflict = (err: unknown): boolean => apiFailure(err)?.code === 409;
+export const isAlreadyExists = (err: unknown): boolean => apiFailure(err)?.reason === 'AlreadyExists';
+
+/** One line for logs and conditions. */
+export function describeError(err: unknown): string {
+  const failure = apiFailure(err);
+  if (failure) return `${failure.code}${failure.reason ? ` ${failure.reason}` : ''}: ${failure.message}`;
+  return err instanceof Error ? err.message : String(err);
+}
