@@ -2,6 +2,7 @@
 // SIGTERM/SIGINT (readiness false, stop accepting, drain up to the timeout, exit 0).
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import type { L4Config } from './config/types.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
 import { createMetricsRegistry } from './admin/metrics.ts';
@@ -10,13 +11,25 @@ import { startAdminServer, type AdminServer } from './admin/server.ts';
 export interface RuntimeOptions {
   readonly log: Logger;
   readonly adminHost: string | undefined;
-  readonly adminPort: number;
+  /** null: no admin server of its own (a `--workers` process; the primary serves it). */
+  readonly adminPort: number | null;
   readonly listenerGraceMs: number;
+  readonly reusePort?: boolean;
   /** What /config shows; defaults to the data plane's running config. */
   readonly configView?: () => unknown;
 }
 
-export class Runtime {
+/** Something a config can be applied to: one data plane, or a pool of worker processes. */
+export interface ConfigTarget {
+  readonly log: Logger;
+  /** Rejects, leaving the previous config serving, when the config cannot be applied; counted either way. */
+  applyConfig(config: L4Config): Promise<void>;
+  /** Counts a new config refused before it reached applyConfig (it did not load or validate). */
+  recordRefusedConfig(): void;
+  setReady(ready: boolean): void;
+}
+
+export class Runtime implements ConfigTarget {
   readonly log: Logger;
   readonly stats = new StatsRegistry();
   readonly dataplane: DataPlane;
@@ -25,11 +38,16 @@ export class Runtime {
   #ready = false;
   #stopping: Promise<void> | undefined;
 
-  constructor(options: RuntimeOptions) {
+  private constructor(options: RuntimeOptions) {
     this.log = options.log;
-    this.dataplane = new DataPlane({ log: options.log, stats: this.stats, listenerGraceMs: options.listenerGraceMs });
+    this.dataplane = new DataPlane({
+      log: options.log,
+      stats: this.stats,
+      listenerGraceMs: options.listenerGraceMs,
+      reusePort: options.reusePort ?? false,
+    });
     this.registry = createMetricsRegistry(
-      { stats: this.stats, backendStates: () => this.dataplane.backendStates() },
+      { stats: this.stats, backendStates: () => this.dataplane.backendStates(), reloads: options.adminPort !== null },
       { processMetrics: true },
     );
   }
@@ -38,18 +56,26 @@ export class Runtime {
     return this.#admin?.port ?? 0;
   }
 
+  get ready(): boolean {
+    return this.#ready;
+  }
+
   static async start(options: RuntimeOptions): Promise<Runtime> {
     const runtime = new Runtime(options);
+    if (options.adminPort === null) return runtime;
     runtime.#admin = await startAdminServer(
       options.adminHost,
       options.adminPort,
       {
-        registry: runtime.registry,
+        metrics: () => runtime.registry.metrics(),
+        contentType: runtime.registry.contentType,
         isReady: () => runtime.#ready,
         config: options.configView ?? (() => runtime.dataplane.config),
       },
       options.log,
     );
+    // With --admin-port 0 this line is the only way to learn where /metrics and /readyz are.
+    options.log.info({ adminPort: runtime.adminPort }, 'admin server listening');
     return runtime;
   }
 
@@ -57,8 +83,7 @@ export class Runtime {
     this.#ready = ready && this.#stopping === undefined;
   }
 
-  /** Applies a config and counts it as a reload; rejects, leaving the old config serving, on failure. */
-  async applyConfig(config: Parameters<DataPlane['apply']>[0]): Promise<void> {
+  async applyConfig(config: L4Config): Promise<void> {
     try {
       await this.dataplane.apply(config);
       this.stats.reloadsSucceeded++;
@@ -67,6 +92,10 @@ export class Runtime {
       this.stats.reloadsFailed++;
       throw err;
     }
+  }
+
+  recordRefusedConfig(): void {
+    this.stats.reloadsFailed++;
   }
 
   /** Idempotent: the first call drains; later calls wait for it. */
@@ -81,23 +110,25 @@ export class Runtime {
     })();
     return this.#stopping;
   }
+}
 
-  /** SIGTERM/SIGINT drain then exit 0; a second signal exits at once. */
-  exitOnSignals(drainMs: number, beforeStop: () => Promise<void> = async () => {}): void {
-    let signalled = false;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (signalled) {
-        this.log.warn({ signal }, 'second signal: exiting without waiting for the drain');
-        process.exit(1);
-      }
-      signalled = true;
-      this.log.info({ signal }, 'signal received');
-      beforeStop()
-        .catch((err: Error) => this.log.error({ err }, 'error while stopping'))
-        .then(() => this.stop(drainMs))
-        .then(() => process.exit(0));
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-  }
+/**
+ * SIGTERM/SIGINT: `stop` (which drains), then exit 0; a second signal exits at once.
+ * `signals` lets a `--workers` process leave SIGINT (a terminal's Ctrl-C reaches the whole process
+ * group) to its primary.
+ */
+export function exitOnSignals(log: Logger, stop: () => Promise<void>, signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): void {
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      log.warn({ signal }, 'second signal: exiting without waiting for the drain');
+      process.exit(1);
+    }
+    signalled = true;
+    log.info({ signal }, 'signal received');
+    stop()
+      .catch((err: Error) => log.error({ err }, 'error while stopping'))
+      .then(() => process.exit(0));
+  };
+  for (const signal of signals) process.on(signal, onSignal);
 }

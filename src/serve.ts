@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { L4Config, WeightOverride } from './config/types.ts';
 import { loadConfigFile } from './config/load.ts';
 import { applyWeightOverrides } from './config/overrides.ts';
-import type { Runtime } from './runtime.ts';
+import type { ConfigTarget } from './runtime.ts';
 
 export interface ServeOptions {
   readonly configPath: string;
@@ -14,24 +14,34 @@ export interface ServeOptions {
   readonly watchFile: boolean;
 }
 
-/** Loads and applies the first config; throws (one clear message) if it cannot be served. */
-export async function serveConfigFile(runtime: Runtime, options: ServeOptions): Promise<void> {
-  const load = async (): Promise<L4Config> => applyWeightOverrides(await loadConfigFile(options.configPath), options.overrides);
-  await runtime.applyConfig(await load());
-  runtime.setReady(true);
-  if (runtime.dataplane.config.listeners.length === 0) {
-    runtime.log.warn({ config: options.configPath }, 'the config has no listeners: nothing is balanced until a reload adds some');
+export function loadServedConfig(options: ServeOptions): Promise<L4Config> {
+  return loadConfigFile(options.configPath).then((config) => applyWeightOverrides(config, options.overrides));
+}
+
+/**
+ * Applies `first` (already loaded, so a bad file fails before anything starts), then reloads on
+ * SIGHUP and file changes. Throws (one clear message) if the first config cannot be served.
+ */
+export async function serveConfigFile(target: ConfigTarget, first: L4Config, options: ServeOptions): Promise<void> {
+  await target.applyConfig(first);
+  target.setReady(true);
+  if (first.listeners.length === 0) {
+    target.log.warn({ config: options.configPath }, 'the config has no listeners: nothing is balanced until a reload adds some');
   }
-  runtime.log.info({ config: options.configPath, listeners: runtime.dataplane.config.listeners.length }, 'serving');
+  target.log.info({ config: options.configPath, listeners: first.listeners.length }, 'serving');
 
   let reloading = Promise.resolve();
   const reload = (trigger: string) => {
     reloading = reloading.then(async () => {
       try {
-        await runtime.applyConfig(await load());
-        runtime.log.info({ trigger, listeners: runtime.dataplane.config.listeners.length }, 'config reloaded');
+        const config = await loadServedConfig(options).catch((err: unknown) => {
+          target.recordRefusedConfig();
+          throw err;
+        });
+        await target.applyConfig(config);
+        target.log.info({ trigger, listeners: config.listeners.length }, 'config reloaded');
       } catch (err) {
-        runtime.log.error({ trigger, error: (err as Error).message }, 'config reload refused; the previous config keeps serving');
+        target.log.error({ trigger, error: (err as Error).message }, 'config reload refused; the previous config keeps serving');
       }
     });
   };

@@ -12,15 +12,25 @@ interface Sample {
   metricName?: string;
 }
 
-/** A metric whose samples are computed on each scrape. */
-function scraped(registry: Registry, name: string, help: string, type: 'counter' | 'gauge' | 'histogram', collect: () => Sample[]): void {
+/**
+ * A metric whose samples are computed on each scrape. `aggregator` says how `--workers`
+ * processes combine: counters add up, a weight is the same everywhere, health is the worst.
+ */
+function scraped(
+  registry: Registry,
+  name: string,
+  help: string,
+  type: 'counter' | 'gauge' | 'histogram',
+  collect: () => Sample[],
+  aggregator: 'sum' | 'max' | 'min' = 'sum',
+): void {
   const fullName = METRIC_PREFIX + name;
   const metric = {
     name: fullName,
     help,
     type,
-    aggregator: 'sum' as const,
-    get: () => ({ name: fullName, help, type, aggregator: 'sum' as const, values: collect() }),
+    aggregator,
+    get: () => ({ name: fullName, help, type, aggregator, values: collect() }),
   };
   registry.registerMetric(metric as unknown as client.Metric);
 }
@@ -40,6 +50,8 @@ function histogramSamples(name: string, labels: Labels, histogram: DurationHisto
 
 export interface MetricsSources {
   readonly stats: StatsRegistry;
+  /** Whether this process counts config reloads (in `--workers` mode the primary does). */
+  readonly reloads: boolean;
   /** Weight and health of every backend of the running config. */
   readonly backendStates: () => BackendState[];
 }
@@ -97,10 +109,18 @@ export function createMetricsRegistry(sources: MetricsSources, options: { proces
   scraped(registry, 'udp_dropped_datagrams_total', 'UDP datagrams dropped, by reason.', 'counter', perListener((s) => s.udpDropped));
   scraped(registry, 'backend_weight', 'Configured weight of each backend of the running config.', 'gauge', () =>
     sources.backendStates().map((b) => ({ labels: { listener: b.listener, backend: b.backend }, value: b.weight })),
+    'max',
   );
   scraped(registry, 'backend_healthy', '1 unless passive health checks took the backend out of rotation.', 'gauge', () =>
     sources.backendStates().map((b) => ({ labels: { listener: b.listener, backend: b.backend }, value: b.healthy ? 1 : 0 })),
+    'min',
   );
+  if (sources.reloads) registerReloadMetrics(registry, stats);
+  return registry;
+}
+
+/** Config reload outcomes: a failed reload leaves the previous config serving, so it needs an alert. */
+export function registerReloadMetrics(registry: Registry, stats: Pick<StatsRegistry, 'reloadsSucceeded' | 'reloadsFailed' | 'lastReloadSuccessSeconds'>): void {
   scraped(registry, 'config_reloads_total', 'Config reloads, by result (a failed one leaves the previous config serving).', 'counter', () => [
     { labels: { result: 'success' }, value: stats.reloadsSucceeded },
     { labels: { result: 'failure' }, value: stats.reloadsFailed },
@@ -108,5 +128,4 @@ export function createMetricsRegistry(sources: MetricsSources, options: { proces
   scraped(registry, 'config_last_reload_success_timestamp_seconds', 'When the running config was applied.', 'gauge', () => [
     { labels: {}, value: stats.lastReloadSuccessSeconds },
   ]);
-  return registry;
 }

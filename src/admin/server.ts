@@ -1,11 +1,12 @@
 // The admin HTTP server: /metrics for Prometheus, /healthz (the process answers), /readyz (the
 // data plane serves its config and is not draining), /config (the running config as JSON).
 import http from 'node:http';
-import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 
 export interface AdminSources {
-  readonly registry: Registry;
+  /** The Prometheus text exposition. */
+  readonly metrics: () => Promise<string>;
+  readonly contentType: string;
   readonly isReady: () => boolean;
   readonly config: () => unknown;
 }
@@ -25,8 +26,8 @@ export async function startAdminServer(host: string | undefined, port: number, s
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'method not allowed\n');
     switch (path) {
       case '/metrics':
-        sources.registry.metrics().then(
-          (text) => send(200, sources.registry.contentType, text),
+        sources.metrics().then(
+          (text) => send(200, sources.contentType, text),
           (err: Error) => {
             log.error({ err }, 'metrics collection failed');
             send(500, 'text/plain', `metrics collection failed: ${err.message}\n`);

@@ -75,9 +75,9 @@ export interface PortStatus {
   readonly protocol: PortProtocol;
   /** Allocated once, never moved while the port stays in the release. */
   readonly proxyPort: number;
-  /** The canary weight in effect (after any --weight override). Unlisted ports: 0 (100 % stable). */
+  /** The canary weight the spec asks for; a port of the Service the spec does not list: 0 (100 % stable). */
   readonly weight: number;
-  /** The --weight override in effect, or null when the spec weight applies. */
+  /** The canary weight a `--weight` flag of the proxy imposes instead, or null. Traffic: override ?? weight. */
   readonly override: number | null;
 }
 

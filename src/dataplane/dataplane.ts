@@ -16,6 +16,8 @@ export interface DataPlaneOptions {
   readonly stats: StatsRegistry;
   /** How long a listener removed by a reload keeps serving its live connections. */
   readonly listenerGraceMs: number;
+  /** Share listening ports with other worker processes (SO_REUSEPORT). */
+  readonly reusePort?: boolean;
 }
 
 export interface BackendState {
@@ -97,8 +99,9 @@ export class DataPlane {
       for (const [key, listenerConfig] of wanted) {
         if (this.#running.has(key)) continue;
         const snapshot = this.#snapshot(listenerConfig);
+        const { log, reusePort = false } = this.#options;
         const listener =
-          listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, this.#options.log) : new UdpListener(snapshot, this.#options.log);
+          listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, log, reusePort) : new UdpListener(snapshot, log, reusePort);
         added.push([key, { listener, snapshot }]);
         await listener.listen();
       }

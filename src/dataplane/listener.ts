@@ -13,9 +13,14 @@ export interface Listener {
   readonly activeConnections: number;
 }
 
-/** No host means every address, IPv4 and IPv6 alike. */
-export function listenOptions(listen: ListenAddress): net.ListenOptions {
-  return listen.host === undefined ? { port: listen.port, ipv6Only: false } : { host: listen.host, port: listen.port };
+/**
+ * No host means every address, IPv4 and IPv6 alike. With `reusePort`, several worker processes
+ * bind the same port (SO_REUSEPORT) and the kernel spreads connections among them; `exclusive`
+ * keeps a cluster worker from routing its bind through the primary process.
+ */
+export function listenOptions(listen: ListenAddress, reusePort: boolean): net.ListenOptions {
+  const address = listen.host === undefined ? { port: listen.port, ipv6Only: false } : { host: listen.host, port: listen.port };
+  return reusePort ? { ...address, reusePort: true, exclusive: true } : address;
 }
 
 /** A bind failure as one line naming the listener, the address and what to do about it. */

@@ -11,10 +11,12 @@ export class TcpListener implements Listener {
   readonly #server: net.Server;
   readonly #log: Logger;
   readonly #connections = new Set<net.Socket>();
+  readonly #reusePort: boolean;
   #snapshot: ListenerSnapshot;
 
-  constructor(snapshot: ListenerSnapshot, log: Logger) {
+  constructor(snapshot: ListenerSnapshot, log: Logger, reusePort: boolean) {
     this.#snapshot = snapshot;
+    this.#reusePort = reusePort;
     this.#log = log.child({ listener: snapshot.config.name });
     // Paused until the upstream is connected: early client bytes wait in the kernel, not in memory.
     this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true });
@@ -32,7 +34,7 @@ export class TcpListener implements Listener {
     return new Promise((resolve, reject) => {
       const onError = (err: Error) => reject(bindError(config, err));
       this.#server.once('error', onError);
-      this.#server.listen(listenOptions(config.listen), () => {
+      this.#server.listen(listenOptions(config.listen, this.#reusePort), () => {
         this.#server.off('error', onError);
         this.#server.on('error', (err) => this.#log.error({ err }, 'listener error'));
         resolve();

@@ -55,12 +55,13 @@ export class UdpListener implements Listener {
   #sweep: NodeJS.Timeout | undefined;
   #draining = false;
 
-  constructor(snapshot: ListenerSnapshot, log: Logger) {
+  constructor(snapshot: ListenerSnapshot, log: Logger, reusePort: boolean) {
     this.#snapshot = snapshot;
     this.#log = log.child({ listener: snapshot.config.name });
     const { host } = snapshot.config.listen;
     const type = host === undefined || net.isIPv6(host) ? 'udp6' : 'udp4';
-    this.#socket = dgram.createSocket({ type, ipv6Only: false, lookup: immediateLookup });
+    // With reusePort the kernel hashes each client address to one worker, so a flow stays on one.
+    this.#socket = dgram.createSocket({ type, ipv6Only: false, reusePort, lookup: immediateLookup });
     this.#socket.on('message', (msg, rinfo) => this.#onClientDatagram(msg, rinfo.address, rinfo.port));
   }
 
@@ -73,7 +74,7 @@ export class UdpListener implements Listener {
     return new Promise((resolve, reject) => {
       const onError = (err: Error) => reject(bindError(config, err));
       this.#socket.once('error', onError);
-      this.#socket.bind({ port: config.listen.port, address: config.listen.host }, () => {
+      this.#socket.bind({ port: config.listen.port, address: config.listen.host, exclusive: true }, () => {
         this.#socket.off('error', onError);
         this.#socket.on('error', (err) => this.#log.error({ err }, 'listener error'));
         try {

@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { Runtime } from '../../runtime.ts';
+import { Runtime, exitOnSignals } from '../../runtime.ts';
 import { formatSplit, runDemo } from '../../demo.ts';
 import { runtimeOptions, withCommonOptions } from '../options.ts';
 
@@ -23,7 +23,7 @@ export const demoCommand = {
   handler: async (argv: Args) => {
     const options = runtimeOptions(argv);
     const runtime = await Runtime.start(options);
-    runtime.exitOnSignals(argv.drainTimeout * 1000);
+    exitOnSignals(runtime.log, () => runtime.stop(argv.drainTimeout * 1000));
     const rows = await runDemo(runtime, {
       tcpPort: argv.tcpPort,
       udpPort: argv.udpPort,

@@ -1,7 +1,8 @@
 import type { Argv } from 'yargs';
 import { parseWeightOverride } from '../../config/overrides.ts';
-import { Runtime } from '../../runtime.ts';
-import { serveConfigFile } from '../../serve.ts';
+import { Runtime, exitOnSignals } from '../../runtime.ts';
+import { loadServedConfig, serveConfigFile } from '../../serve.ts';
+import { WorkerPool, isWorkerProcess, runWorker } from '../../workers.ts';
 import { runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
@@ -13,6 +14,15 @@ function builder(yargs: Argv) {
         array: true,
         default: [] as string[],
         describe: 'Override a backend weight: LISTENER:BACKEND=N (repeatable); shown in /config',
+      })
+      .option('workers', {
+        type: 'number',
+        default: 1,
+        describe: 'Processes serving the listeners together (SO_REUSEPORT), as nginx worker_processes',
+      })
+      .check((args) => {
+        if (!Number.isInteger(args.workers) || args.workers < 1) throw new Error(`--workers: must be an integer >= 1, got ${args.workers}`);
+        return true;
       })
       .option('watch', { type: 'boolean', default: true, describe: 'Reload when the config file changes (--no-watch: only on SIGHUP)' })
       .example('$0 serve --config lb.yaml', 'Serve the listeners of lb.yaml')
@@ -27,9 +37,21 @@ export const serveCommand = {
   describe: 'Balance TCP and UDP by weight from a config file (YAML or JSON); reloads on SIGHUP and file change',
   builder,
   handler: async (argv: Args) => {
-    const overrides = argv.weight.map(parseWeightOverride);
-    const runtime = await Runtime.start(runtimeOptions(argv));
-    runtime.exitOnSignals(argv.drainTimeout * 1000);
-    await serveConfigFile(runtime, { configPath: argv.config, overrides, watchFile: argv.watch });
+    const options = runtimeOptions(argv);
+    const drainMs = argv.drainTimeout * 1000;
+    if (isWorkerProcess()) return runWorker(options, drainMs);
+    const serveOptions = { configPath: argv.config, overrides: argv.weight.map(parseWeightOverride), watchFile: argv.watch };
+    // Load before starting anything, so a bad file is one clear error and nothing half-started.
+    const first = await loadServedConfig(serveOptions);
+    if (argv.workers > 1) {
+      const pool = new WorkerPool(argv.workers, options.log);
+      exitOnSignals(options.log, () => pool.stop(drainMs));
+      await pool.start(argv.adminHost, argv.adminPort);
+      await serveConfigFile(pool, first, serveOptions);
+    } else {
+      const runtime = await Runtime.start(options);
+      exitOnSignals(runtime.log, () => runtime.stop(drainMs));
+      await serveConfigFile(runtime, first, serveOptions);
+    }
   },
 };

@@ -1,0 +1,87 @@
+// What every phase of reconcile reads: the observed world sorted once, and the status helpers.
+
+import type { V1Service } from '@kubernetes/client-node';
+import { buildConditions, type ConditionDrafts } from './conditions.ts';
+import { copySource, isCopyOf } from './copies.ts';
+import type { Observed, ReconcileOptions, Step } from './desired.ts';
+import { classifyOriginal, parseSaved, type OriginalState } from './originals.ts';
+import { finalizerPatch } from './patches.ts';
+import { selectorsEqual } from './selectors.ts';
+import {
+  ANNOTATION_ORIGINAL, FINALIZER, type CanaryReleaseStatus, type PortStatus, type Transition, type TransitionRecord,
+} from './types.ts';
+
+export interface Context {
+  readonly observed: Observed;
+  readonly options: ReconcileOptions;
+  readonly name: string;
+  readonly generation: number;
+  readonly deleting: boolean;
+  /** Every original Service this release may have touched: named by the spec, annotated by this
+   * release, selecting the proxy, or the source of one of its copies. */
+  readonly originals: ReadonlyMap<string, OriginalState>;
+  /** The copies this release made, found by label. */
+  readonly copies: readonly V1Service[];
+  /** status.ports as observed. */
+  readonly recorded: readonly PortStatus[];
+}
+
+export function observe(observed: Observed, options: ReconcileOptions): Context {
+  const { release, services } = observed;
+  const name = release.metadata.name;
+  const copies = [...services.values()].filter((service) => isCopyOf(service, name));
+  const names = new Set<string>((release.spec?.services ?? []).map((entry) => entry.service));
+  for (const [serviceName, service] of services) {
+    if (savedBy(service) === name || selectorsEqual(service.spec?.selector, options.proxySelector)) names.add(serviceName);
+  }
+  for (const copy of copies) {
+    const source = copySource(copy);
+    if (source !== undefined) names.add(source);
+  }
+  const originals = new Map([...names].sort().map((serviceName) =>
+    [serviceName, classifyOriginal(services.get(serviceName), name, options.proxySelector)] as const));
+  return {
+    observed,
+    options,
+    name,
+    generation: release.metadata.generation ?? 0,
+    deleting: release.metadata.deletionTimestamp != null,
+    originals,
+    copies,
+    recorded: release.status?.ports ?? [],
+  };
+}
+
+function savedBy(service: V1Service): string | undefined {
+  const annotation = service.metadata?.annotations?.[ANNOTATION_ORIGINAL];
+  if (annotation === undefined) return undefined;
+  const parsed = parseSaved(annotation);
+  return parsed.ok ? parsed.saved.release : undefined;
+}
+
+export function pointsAtProxy(context: Context, service: string): boolean {
+  return selectorsEqual(context.observed.services.get(service)?.spec?.selector, context.options.proxySelector);
+}
+
+export function makeStatus(context: Context, phase: Transition, transition: TransitionRecord | null,
+  drafts: ConditionDrafts, ports: readonly PortStatus[]): CanaryReleaseStatus {
+  const conditions = buildConditions(context.observed.release.status?.conditions, drafts, context.generation, context.options.now);
+  return { phase, observedGeneration: context.generation, transition, conditions, ports };
+}
+
+/** A status write, unless the observed status is already exactly this one. */
+export function statusStep(context: Context, status: CanaryReleaseStatus, reason: 'recordTransition' | 'updateStatus' = 'updateStatus'): Step[] {
+  return canonicalJson(context.observed.release.status ?? {}) === canonicalJson(status) ? [] : [{ kind: 'writeStatus', reason, status }];
+}
+
+export function finalizerStep(context: Context, wanted: boolean): Step[] {
+  const patch = finalizerPatch(context.observed.release, FINALIZER, wanted);
+  return patch === undefined ? [] : [{ kind: 'patchRelease', reason: wanted ? 'addFinalizer' : 'removeFinalizer', patch }];
+}
+
+/** The apiserver returns custom objects with map keys sorted; compare independent of key order. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'object' && item !== null && !Array.isArray(item)
+    ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+    : item));
+}

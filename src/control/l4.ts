@@ -1,0 +1,60 @@
+// The L4 config of a release: one listener per allocated proxy port, splitting between the forked
+// and canary copies at their cluster IPs (from the API, never DNS: seed defect D23) and the
+// Service port.
+
+import type { V1Service } from '@kubernetes/client-node';
+import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
+import {
+  DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIL_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_FAILS,
+  DEFAULT_UDP_IDLE_TIMEOUT_MS, DEFAULT_UDP_MAX_SESSIONS,
+} from '../defaults.ts';
+import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
+import type { PortStatus } from './types.ts';
+
+export function listenerName(port: PortStatus): string {
+  return `${port.service}-${port.port}-${port.protocol.toLowerCase()}`;
+}
+
+/** Canary share in effect for a port. */
+export function effectiveWeight(port: PortStatus): number {
+  return port.override ?? port.weight;
+}
+
+/**
+ * A listener for each port whose copies have cluster IPs. A missing copy leaves its backend out (the
+ * other keeps its weight, so a port at 100 % canary with no canary refuses, as it should) rather than
+ * closing a port the original Service may target; a port with neither copy gets no listener.
+ */
+export function buildL4Config(ports: readonly PortStatus[], services: ReadonlyMap<string, V1Service>): L4Config {
+  const listeners = ports.flatMap((port): ListenerConfig[] => {
+    const backends = (['forked', 'canary'] as const).flatMap((role) => backendFor(port, role, services));
+    return backends.length === 0 ? [] : [listenerFor(port, backends)];
+  });
+  return { listeners };
+}
+
+function backendFor(port: PortStatus, role: CopyRole, services: ReadonlyMap<string, V1Service>): BackendConfig[] {
+  const host = clusterIpOf(services.get(copyName(port.service, role)));
+  if (host === undefined) return [];
+  const share = (weight: number): number => (role === 'canary' ? weight : 100 - weight);
+  const backend = { name: role, host, port: port.port, weight: share(effectiveWeight(port)) };
+  return [port.override === null ? backend : { ...backend, overriddenFrom: share(port.weight) }];
+}
+
+function listenerFor(port: PortStatus, backends: readonly BackendConfig[]): ListenerConfig {
+  const udp = port.protocol === 'UDP';
+  return {
+    name: listenerName(port),
+    protocol: udp ? 'udp' : 'tcp',
+    listen: { host: undefined, port: port.proxyPort },
+    balance: 'wrr',
+    backends,
+    connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS,
+    idleTimeoutMs: udp ? DEFAULT_UDP_IDLE_TIMEOUT_MS : DEFAULT_IDLE_TIMEOUT_MS,
+    maxConnections: 0,
+    maxFails: DEFAULT_MAX_FAILS,
+    failTimeoutMs: DEFAULT_FAIL_TIMEOUT_MS,
+    // responses 0: a UDP session ends on idle, not after N replies (the seed's proxy_responses 1 fits DNS only).
+    udp: { responses: 0, maxSessions: DEFAULT_UDP_MAX_SESSIONS },
+  };
+}

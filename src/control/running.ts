@@ -1,0 +1,168 @@
+// The release while it runs. Order of the steps: finalizer → save each original (annotation only)
+// → create or update the copies → retarget (gated on what is observed: the annotation saved, the
+// copies' cluster IPs, the proxy ports recorded in status and listened on, no mixing) → hand back
+// Services the spec dropped → delete their copies → status (records new allocations; a port is
+// retargeted only on a later pass, once status holds it). At most one patch per Service per pass:
+// each carries the observed resourceVersion, so a second would always conflict.
+
+import type { V1Pod } from '@kubernetes/client-node';
+import { condition } from './conditions.ts';
+import { finalizerStep, makeStatus, statusStep, type Context } from './context.ts';
+import { clusterIpOf, copyName, copySource, COPY_ROLES, desiredCopy } from './copies.ts';
+import type { Desired, Step } from './desired.ts';
+import { buildL4Config, effectiveWeight } from './l4.ts';
+import { formatSaved, liveFields, retargetFields, saveOriginal } from './originals.ts';
+import { copyPatch, originalPatch } from './patches.ts';
+import { portKeyId, type Allocation } from './ports.ts';
+import { findOverlap, formatSelector, livePods, podsMatching, type SelectorOverlap } from './selectors.ts';
+import type { ServicePlan } from './spec.ts';
+import { handBackSteps } from './transition.ts';
+import type { PortStatus } from './types.ts';
+
+interface SelectorFindings {
+  /** Selectors that would mix versions: traffic must not move. */
+  readonly failures: readonly string[];
+  /** Worth saying, not blocking (a canary with no pod yet). */
+  readonly notes: readonly string[];
+}
+
+interface RetargetOutcome {
+  readonly steps: readonly Step[];
+  /** The Service selects the proxy once the steps are done. */
+  readonly retargeted: boolean;
+  readonly waiting: readonly string[];
+}
+
+export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[]): Desired {
+  const ports = portStatuses(context, plans, allocations);
+  const findings = checkSelectors(context, plans, livePods(context.observed.pods));
+  const mixing = findings.failures.length > 0;
+  const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing));
+  const planned = new Set(plans.map((plan) => plan.name));
+  const dropped = handBackSteps(context, [...context.originals.keys()].filter((name) => !planned.has(name)), 'Deprecated');
+  const blocked = new Set(dropped.problems.map((problem) => problem));
+  const deletions: Step[] = context.copies
+    .filter((copy) => !planned.has(copySource(copy) ?? '') && ![...blocked].some((problem) => problem.includes(`Service ${copySource(copy)} `)))
+    .map((copy) => ({ kind: 'deleteService', reason: 'deleteCopy', name: copy.metadata?.name ?? '', uid: copy.metadata?.uid }));
+  const allRetargeted = outcomes.every((outcome) => outcome.retargeted);
+  const waiting = outcomes.flatMap((outcome) => outcome.waiting);
+  const progressing = [...waiting, ...findings.notes];
+  const failures = [...findings.failures, ...dropped.problems];
+  const status = makeStatus(context, '', null, {
+    Available: allRetargeted
+      ? condition(true, ports.some((port) => port.override !== null) ? 'WeightOverridden' : 'Serving', describeWeights(ports, context))
+      : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy yet'),
+    Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForCanaryPods', progressing.join('; ')),
+    Failure: failures.length === 0 ? condition(false, 'None') : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
+    Archived: condition(false, 'Running'),
+  }, ports);
+  const steps = [
+    ...finalizerStep(context, true),
+    ...plans.flatMap((plan) => saveStep(context, plan)),
+    ...plans.flatMap((plan) => copySteps(context, plan)),
+    ...outcomes.flatMap((outcome) => outcome.steps),
+    ...dropped.steps,
+    ...deletions,
+    ...statusStep(context, status),
+  ];
+  return { mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services) };
+}
+
+/** Spec weights and overrides for planned ports; a dropped Service still served keeps what status says. */
+function portStatuses(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[]): PortStatus[] {
+  const planned = new Map(plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port] as const)));
+  const recorded = new Map(context.recorded.map((port) => [portKeyId(port), port] as const));
+  return allocations.map((allocation) => {
+    const port = planned.get(portKeyId(allocation));
+    if (port === undefined) {
+      const previous = recorded.get(portKeyId(allocation));
+      return { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null };
+    }
+    const override = context.options.weightOverrides.findLast((item) => item.service === port.service && item.port === port.port);
+    return { ...allocation, weight: port.weight, override: override?.weight ?? null };
+  });
+}
+
+function checkSelectors(context: Context, plans: readonly ServicePlan[], pods: readonly V1Pod[]): SelectorFindings {
+  const failures: string[] = [];
+  const notes: string[] = [];
+  const proxy = context.options.proxySelector;
+  for (const plan of plans) {
+    const overlaps: [string, string, SelectorOverlap | undefined][] = [
+      ['forked', 'canary', findOverlap(plan.forkedSelector, plan.canarySelector, pods)],
+      ['forked', 'proxy', findOverlap(plan.forkedSelector, proxy, pods)],
+      ['canary', 'proxy', findOverlap(plan.canarySelector, proxy, pods)],
+    ];
+    for (const [first, second, overlap] of overlaps) {
+      if (overlap !== undefined) failures.push(describeOverlap(plan.name, first, second, overlap));
+    }
+    if (podsMatching(plan.canarySelector, pods).length === 0) {
+      notes.push(`canary selector ${formatSelector(plan.canarySelector)} of Service ${plan.name} matches no pod yet`);
+    }
+  }
+  return { failures, notes };
+}
+
+function describeOverlap(service: string, first: string, second: string, overlap: SelectorOverlap): string {
+  const selectors = `${first} selector ${formatSelector(overlap.first)} and ${second} selector ${formatSelector(overlap.second)}`;
+  const how = overlap.identical ? 'are the same' : `both match pods ${overlap.pods.join(', ')}`;
+  return `Service ${service}: ${selectors} ${how}; traffic is not moved until they select apart`;
+}
+
+function saveStep(context: Context, plan: ServicePlan): Step[] {
+  if (plan.state.kind === 'retargeted') return [];
+  const service = plan.state.service;
+  const fields = { ...liveFields(service), annotation: formatSaved(saveOriginal(service, context.name)) };
+  const patch = originalPatch(service, fields);
+  return patch === undefined ? [] : [{ kind: 'patchService', reason: 'saveOriginal', name: plan.name, patch }];
+}
+
+function copySteps(context: Context, plan: ServicePlan): Step[] {
+  return COPY_ROLES.flatMap((role): Step[] => {
+    const desired = desiredCopy(context.observed.release, plan.name, plan.saved, role, role === 'forked' ? plan.forkedSelector : plan.canarySelector);
+    const live = context.observed.services.get(copyName(plan.name, role));
+    if (live === undefined) return [{ kind: 'createService', reason: 'createCopy', service: desired }];
+    const patch = copyPatch(live, desired);
+    return patch === undefined ? [] : [{ kind: 'patchService', reason: 'updateCopy', name: copyName(plan.name, role), patch }];
+  });
+}
+
+function planRetarget(context: Context, plan: ServicePlan, allocations: readonly Allocation[], mixing: boolean): RetargetOutcome {
+  const { listening } = context.observed;
+  const mine = allocations.filter((allocation) => allocation.service === plan.name);
+  const recordedIds = new Set(context.recorded.map((port) => `${portKeyId(port)}@${port.proxyPort}`));
+  const unrecorded = mine.filter((allocation) => !recordedIds.has(`${portKeyId(allocation)}@${allocation.proxyPort}`));
+  const silent = mine.filter((allocation) => !unrecorded.includes(allocation) && !listening.has(allocation.proxyPort));
+  const ready = (port: number, protocol: string): number | undefined => {
+    const allocation = mine.find((item) => item.port === port && item.protocol === protocol);
+    return allocation === undefined || unrecorded.includes(allocation) || silent.includes(allocation) ? undefined : allocation.proxyPort;
+  };
+  const waiting: string[] = [];
+  if (unrecorded.length > 0) waiting.push(`Service ${plan.name}: recording proxy ports ${listPorts(unrecorded)} in status`);
+  if (silent.length > 0) waiting.push(`Service ${plan.name}: waiting for the proxy to listen on ${listPorts(silent)}`);
+  const service = plan.state.service;
+  const fields = retargetFields(service, plan.saved, context.options.proxySelector, ready);
+  if (plan.state.kind === 'retargeted') {
+    const patch = originalPatch(service, fields);
+    return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'repair', name: plan.name, patch }], retargeted: true, waiting };
+  }
+  if (plan.state.kind === 'free' || saveStep(context, plan).length > 0) waiting.push(`Service ${plan.name}: saving the original selector and ports`);
+  const noIp = COPY_ROLES.map((role) => copyName(plan.name, role)).filter((name) => clusterIpOf(context.observed.services.get(name)) === undefined);
+  if (noIp.length > 0) waiting.push(`Service ${plan.name}: waiting for ${noIp.join(' and ')} to get a cluster IP`);
+  if (waiting.length > 0 || mixing) return { steps: [], retargeted: false, waiting };
+  const patch = originalPatch(service, fields);
+  return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'retarget', name: plan.name, patch }], retargeted: true, waiting };
+}
+
+function listPorts(allocations: readonly Allocation[]): string {
+  return allocations.map((allocation) => allocation.proxyPort).join(', ');
+}
+
+function describeWeights(ports: readonly PortStatus[], context: Context): string {
+  const weights = ports.map((port) => `${port.service}:${port.port}/${port.protocol}=${effectiveWeight(port)}%`
+    + (port.override === null ? '' : ` (--weight; spec ${port.weight}%)`));
+  const unmatched = context.options.weightOverrides
+    .filter((item) => !ports.some((port) => port.service === item.service && port.port === item.port))
+    .map((item) => `--weight ${item.service}:${item.port} matches no port of the release`);
+  return [`canary weights ${weights.join(', ')}`, ...unmatched].join('; ');
+}

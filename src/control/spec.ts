@@ -1,0 +1,141 @@
+// From the CanaryRelease spec and the original Services to one plan per Service, or the list of
+// reasons why the release cannot go on as written. A problem anywhere holds the whole release:
+// nothing is changed until the spec is fixed (and whatever already runs keeps running).
+
+import type { V1Service } from '@kubernetes/client-node';
+import { copyName, COPY_ROLES, isCopyOf } from './copies.ts';
+import { portProtocol, refreshSaved, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from './originals.ts';
+import type { PortKey } from './ports.ts';
+import { applyOperations, formatSelector } from './selectors.ts';
+import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec, Labels, PortProtocol, SpecProtocol } from './types.ts';
+
+/** A state in which the release may run on the Service. */
+export type WorkableState = Extract<OriginalState, { readonly kind: 'free' | 'saved' | 'retargeted' }>;
+
+export interface PlannedPort extends PortKey {
+  /** Canary weight the spec asks for; 0 for a port the spec does not list. */
+  readonly weight: number;
+}
+
+export interface ServicePlan {
+  readonly name: string;
+  readonly entry: CanaryServiceSpec;
+  readonly state: WorkableState;
+  /** The saved original, up to date with the live Service (or as it would be saved now). */
+  readonly saved: SavedOriginal;
+  readonly forkedSelector: Labels;
+  readonly canarySelector: Labels;
+  /** Every port of the Service: the unlisted ones are proxied too, at 100 % stable. */
+  readonly ports: readonly PlannedPort[];
+}
+
+export type SpecPlan =
+  | { readonly ok: true; readonly plans: readonly ServicePlan[] }
+  | { readonly ok: false; readonly problems: readonly string[] };
+
+/** Service names are DNS-1035 labels; the copies' names must be too. */
+const MAX_SERVICE_NAME = 63;
+
+export function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
+  return protocol === 'UDP' ? 'UDP' : 'TCP';
+}
+
+export function planServices(spec: CanaryReleaseSpec | undefined, release: string, states: ReadonlyMap<string, OriginalState>,
+  services: ReadonlyMap<string, V1Service>): SpecPlan {
+  const entries = spec?.services ?? [];
+  const problems: string[] = [];
+  if (entries.length === 0) problems.push('spec.services is empty');
+  const seen = new Set<string>();
+  const plans: ServicePlan[] = [];
+  entries.forEach((entry, index) => {
+    const at = `spec.services[${index}]`;
+    if (seen.has(entry.service)) {
+      problems.push(`${at}: Service ${entry.service} is listed twice`);
+      return;
+    }
+    seen.add(entry.service);
+    const plan = planService(entry, at, release, states.get(entry.service) ?? { kind: 'missing' }, services, problems);
+    if (plan !== undefined) plans.push(plan);
+  });
+  return problems.length === 0 ? { ok: true, plans } : { ok: false, problems };
+}
+
+function planService(entry: CanaryServiceSpec, at: string, release: string, state: OriginalState,
+  services: ReadonlyMap<string, V1Service>, problems: string[]): ServicePlan | undefined {
+  const name = entry.service;
+  const workable = workableState(state, name, at, problems);
+  if (workable === undefined) return undefined;
+  const before = problems.length;
+  const service = workable.service;
+  if (service.spec?.type === 'ExternalName') problems.push(`${at}: Service ${name} is of type ExternalName; it has no pods to split`);
+  if (service.spec?.clusterIP === 'None') problems.push(`${at}: Service ${name} is headless; clients reach its pods directly, not through it`);
+  if (copyName(name, 'forked').length > MAX_SERVICE_NAME) {
+    problems.push(`${at}: Service name ${name} is too long for its copy ${copyName(name, 'forked')} (at most ${MAX_SERVICE_NAME} characters)`);
+  }
+  for (const role of COPY_ROLES) {
+    const existing = services.get(copyName(name, role));
+    if (existing !== undefined && !isCopyOf(existing, release)) {
+      problems.push(`${at}: Service ${copyName(name, role)} exists and is not a copy made by this release; rename or remove it`);
+    }
+  }
+  const saved = workable.kind === 'free' ? saveOriginal(service, release) : refreshSaved(workable.saved, service);
+  if (Object.keys(saved.selector).length === 0) {
+    problems.push(`${at}: Service ${name} has no selector; only Services that select pods can be split`);
+  }
+  const forkedSelector = applyOperations(saved.selector, entry.forkedServiceOperations);
+  const canarySelector = applyOperations(saved.selector, entry.canaryServiceOperations);
+  if (Object.keys(canarySelector).length === 0) problems.push(`${at}.canaryServiceOperations: leave the canary selector empty`);
+  if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: leave the forked selector empty`);
+  const ports = planPorts(entry, at, service, problems);
+  if (problems.length > before) return undefined;
+  return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports };
+}
+
+function workableState(state: OriginalState, name: string, at: string, problems: string[]): WorkableState | undefined {
+  switch (state.kind) {
+    case 'free': case 'saved': case 'retargeted':
+      return state;
+    case 'missing':
+      problems.push(`${at}: Service ${name} not found in the namespace`);
+      return undefined;
+    case 'foreign':
+      problems.push(`${at}: Service ${name} is already under CanaryRelease ${state.release}`);
+      return undefined;
+    case 'unreadable':
+      problems.push(`${at}: the saved original on Service ${name} is unreadable (${state.error}); it must be repaired by hand`);
+      return undefined;
+    case 'lost':
+      problems.push(`${at}: Service ${name} selects the proxy but its saved original is gone; ` +
+        `set its selector back by hand (it is served meanwhile)`);
+      return undefined;
+    case 'hijacked':
+      // Decided before planning (automatic deprecation); reaching here means a logic error upstream.
+      problems.push(`${at}: Service ${name} selector was changed to ${formatSelector(state.service.spec?.selector ?? {})}`);
+      return undefined;
+  }
+}
+
+function planPorts(entry: CanaryServiceSpec, at: string, service: V1Service, problems: string[]): PlannedPort[] {
+  const listed = new Map<string, CanaryPortSpec>();
+  (entry.ports ?? []).forEach((port, index) => {
+    const protocol = normalizeProtocol(port.protocol);
+    const id = `${port.port}/${protocol}`;
+    const where = `${at}.ports[${index}]`;
+    const weight = port.config?.weight ?? 0;
+    if (listed.has(id)) problems.push(`${where}: port ${id} is listed twice`);
+    else listed.set(id, port);
+    if (!servicePorts(service).some((live) => live.port === port.port && portProtocol(live) === protocol)) {
+      problems.push(`${where}: Service ${entry.service} has no port ${id}`);
+    }
+    if (!Number.isInteger(weight) || weight < 0 || weight > 100) problems.push(`${where}.config.weight: must be an integer 0–100, got ${weight}`);
+  });
+  return servicePorts(service).flatMap((live): PlannedPort[] => {
+    const protocol = portProtocol(live);
+    if (protocol !== 'TCP' && protocol !== 'UDP') {
+      problems.push(`${at}: Service ${entry.service} port ${live.port}/${protocol} cannot be proxied (TCP and UDP only)`);
+      return [];
+    }
+    const weight = listed.get(`${live.port}/${protocol}`)?.config?.weight ?? 0;
+    return [{ service: entry.service, port: live.port, protocol, weight }];
+  });
+}

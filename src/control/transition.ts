@@ -1,0 +1,112 @@
+// Adopted and Deprecated, whether requested, automatic or for a deleted release. Order:
+// record the transition → hand each original back in ONE patch that also drops the saved original
+// → delete the copies → status.phase → drop the finalizer. A crash between any two leaves a state
+// the next reconcile finishes: a handed-back Service has no annotation and is left alone, the
+// copies are found by label, and the recorded transition outlives its trigger.
+
+import { condition } from './conditions.ts';
+import { makeStatus, finalizerStep, pointsAtProxy, statusStep, type Context } from './context.ts';
+import type { Desired, Step } from './desired.ts';
+import { buildL4Config } from './l4.ts';
+import { originalPatch } from './patches.ts';
+import { releaseFields, type OriginalFields, type OriginalState } from './originals.ts';
+import { applyOperations, formatSelector } from './selectors.ts';
+import type { CanaryReleaseStatus, TransitionRecord, TransitionType } from './types.ts';
+
+export type HandBack =
+  | { readonly kind: 'nothing' }
+  | { readonly kind: 'patch'; readonly reason: 'restore' | 'adopt'; readonly fields: OriginalFields }
+  | { readonly kind: 'blocked'; readonly problem: string };
+
+/**
+ * The fields that give an original Service back. Deprecated: the saved selector and targetPorts.
+ * Adopted: the canary selector, computed from the saved selector (never read from the canary copy).
+ * A Service whose selector someone else changed keeps their selector, and gets back only the
+ * targetPorts that still point at our proxy ports: the change was a hand-over, not drift.
+ */
+export function handBack(context: Context, name: string, state: OriginalState, type: TransitionType): HandBack {
+  switch (state.kind) {
+    case 'missing': case 'free': case 'foreign':
+      return { kind: 'nothing' };
+    case 'lost':
+      return { kind: 'blocked', problem: `Service ${name} selects the proxy but its saved original is gone; set its selector by hand` };
+    case 'unreadable':
+      return { kind: 'blocked', problem: `the saved original on Service ${name} is unreadable (${state.error}); repair it by hand` };
+    case 'hijacked': {
+      const proxyPortOf = (port: number, protocol: string): number | undefined => context.recorded
+        .find((item) => item.service === name && item.port === port && item.protocol === protocol)?.proxyPort;
+      const fields = releaseFields(state.service, state.saved, state.service.spec?.selector ?? {},
+        (port) => port.targetPort === proxyPortOf(port.port, port.protocol ?? 'TCP'));
+      return { kind: 'patch', reason: 'restore', fields };
+    }
+    case 'saved': case 'retargeted': {
+      const entry = context.observed.release.spec?.services?.find((item) => item.service === name);
+      const retargeted = state.kind === 'retargeted';
+      if (type === 'Adopted' && entry !== undefined) {
+        const selector = applyOperations(state.saved.selector, entry.canaryServiceOperations);
+        if (Object.keys(selector).length === 0) {
+          return { kind: 'blocked', problem: `the canary selector of Service ${name} is empty; fix canaryServiceOperations to adopt` };
+        }
+        return { kind: 'patch', reason: 'adopt', fields: releaseFields(state.service, state.saved, selector, () => retargeted) };
+      }
+      // Not yet retargeted: the Service is as its owner left it; only the annotation goes.
+      const selector = retargeted ? state.saved.selector : state.service.spec?.selector ?? {};
+      return { kind: 'patch', reason: 'restore', fields: releaseFields(state.service, state.saved, selector, () => retargeted) };
+    }
+  }
+}
+
+/** Hand-back steps for some originals, and what blocks the others. */
+export function handBackSteps(context: Context, names: readonly string[], type: TransitionType): { steps: Step[]; problems: string[] } {
+  const steps: Step[] = [];
+  const problems: string[] = [];
+  for (const name of names) {
+    const state = context.originals.get(name) ?? { kind: 'missing' };
+    const result = handBack(context, name, state, type);
+    if (result.kind === 'blocked') problems.push(result.problem);
+    if (result.kind !== 'patch') continue;
+    const service = context.observed.services.get(name);
+    const patch = service === undefined ? undefined : originalPatch(service, result.fields);
+    if (patch !== undefined) steps.push({ kind: 'patchService', reason: result.reason, name, patch });
+  }
+  return { steps, problems };
+}
+
+export function planTransition(context: Context, record: TransitionRecord): Desired {
+  const verb = record.type === 'Adopted' ? 'Adopting' : 'Deprecating';
+  const stillServed = context.recorded.filter((port) => pointsAtProxy(context, port.service));
+  const l4Config = buildL4Config(stillServed, context.observed.services);
+  const inProgress = (problems: readonly string[]) => makeStatus(context, '', record, {
+    Available: condition(false, verb, 'traffic is being handed back to the original Services'),
+    Progressing: condition(true, verb, record.message),
+    Failure: problems.length === 0 ? condition(false, 'None') : condition(true, 'CannotRestore', problems.join('; ')),
+    Archived: condition(false, verb),
+  }, stillServed);
+  const recorded = context.observed.release.status?.transition?.type === record.type;
+  const handBacks = handBackSteps(context, [...context.originals.keys()], record.type);
+  if (handBacks.problems.length > 0) {
+    const status = inProgress(handBacks.problems);
+    const statusFirst = statusStep(context, status, recorded ? 'updateStatus' : 'recordTransition');
+    return { mode: 'transition', l4Config, status, steps: [...statusFirst, ...handBacks.steps] };
+  }
+  const recordStep = recorded ? [] : statusStep(context, inProgress([]), 'recordTransition');
+  const deletions: Step[] = context.copies.map((copy) => ({
+    kind: 'deleteService', reason: 'deleteCopy', name: copy.metadata?.name ?? '', uid: copy.metadata?.uid,
+  }));
+  const status = archivedStatus(context, record);
+  const steps = [...recordStep, ...handBacks.steps, ...deletions, ...statusStep(context, status), ...finalizerStep(context, false)];
+  return { mode: 'transition', l4Config, status, steps };
+}
+
+export function archivedStatus(context: Context, record: TransitionRecord): CanaryReleaseStatus {
+  return makeStatus(context, record.type, record, {
+    Available: condition(false, record.type, 'the release is over; the original Services are served directly'),
+    Progressing: condition(false, record.type),
+    Failure: condition(false, 'None'),
+    Archived: condition(true, record.type, record.message),
+  }, []);
+}
+
+export function describeSelectorChange(name: string, state: Extract<OriginalState, { kind: 'hijacked' }>): string {
+  return `Service ${name} selector was changed by someone else to ${formatSelector(state.service.spec?.selector ?? {})}`;
+}
