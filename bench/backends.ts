@@ -38,7 +38,7 @@ function udpEchoes(port: number): Promise<boolean> {
 
 export async function startBackends(): Promise<Child[]> {
   const ports = BACKEND_PORTS;
-  const iperf3 = startChild('iperf3 server', 'iperf3', ['--server', '--forceflush', '--bind', '127.0.0.1', '--port', String(ports.iperf3)]);
+  const iperf3 = startChild('iperf3 server', 'iperf3', ['--server', '--forceflush', '--idle-timeout', '30', '--bind', '127.0.0.1', '--port', String(ports.iperf3)]);
   const http = [
     startChild('http backend a', PROJECT_NODE, [script('http-backend.ts'), String(ports.httpA), 'a'], PROJECT_ROOT),
     startChild('http backend b', PROJECT_NODE, [script('http-backend.ts'), String(ports.httpB), 'b'], PROJECT_ROOT),

@@ -97,18 +97,31 @@ export function startChild(name: string, command: string, args: readonly string[
   return child;
 }
 
-/** Runs a bounded command to completion and returns its stdout; rejects with its output on failure. */
-export async function runToCompletion(command: string, args: readonly string[], timeoutMs: number): Promise<string> {
+export interface Completed {
+  readonly exitCode: number | null;
+  readonly stdout: string;
+  /** stdout and stderr interleaved, last part only: for error messages. */
+  readonly outputTail: string;
+}
+
+/** Runs a command to completion, killed after timeoutMs so every workload stays bounded. */
+export async function runBounded(command: string, args: readonly string[], timeoutMs: number): Promise<Completed> {
   const child = startChild(command, command, args);
   let stdout = '';
   child.process.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
   });
   const timer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), timeoutMs);
-  const code = await new Promise<number | null>((resolve) => child.process.on('close', resolve));
+  const exitCode = await new Promise<number | null>((resolve) => child.process.on('close', resolve));
   clearTimeout(timer);
   liveChildren.delete(child);
-  if (code !== 0) throw new Error(`${command} ${args.join(' ')} failed (${code ?? 'killed'}): ${child.outputTail().slice(-500)}`);
+  return { exitCode, stdout, outputTail: child.outputTail() };
+}
+
+/** runBounded, and only the stdout of a successful run. */
+export async function runToCompletion(command: string, args: readonly string[], timeoutMs: number): Promise<string> {
+  const { exitCode, stdout, outputTail } = await runBounded(command, args, timeoutMs);
+  if (exitCode !== 0) throw new Error(`${command} ${args.join(' ')} failed (${exitCode ?? 'killed'}): ${outputTail.slice(-500)}`);
   return stdout;
 }
 

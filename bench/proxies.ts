@@ -25,6 +25,8 @@ export interface RunningProxy {
   readonly ports: ListenPorts;
   /** Root of the proxy's process tree, for CPU and RSS; undefined for `direct`. */
   readonly pid: number | undefined;
+  /** Its last output when the proxy has exited (crashed), else undefined. */
+  exitReport(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -125,7 +127,7 @@ async function whenReady(name: ProxyVariant, ports: ListenPorts, child: Child, r
     await child.stop();
     throw error;
   }
-  return { name, ports, pid: child.pid, stop: () => child.stop() };
+  return { name, ports, pid: child.pid, exitReport: () => (child.exited() ? child.outputTail() : undefined), stop: () => child.stop() };
 }
 
 async function waitForTcpListeners(ports: ListenPorts, child: Child): Promise<void> {
@@ -146,6 +148,7 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
         name,
         ports: { bulk: BACKEND_PORTS.iperf3, http: BACKEND_PORTS.httpA, udp: BACKEND_PORTS.udpA },
         pid: undefined,
+        exitReport: () => undefined,
         stop: async () => {},
       };
     case 'nginx': {
@@ -170,7 +173,9 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
       const adminPort = base + 90;
       const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');
       writeFileSync(configFile, canaryConfig(ports));
-      const args = ['src/cli/main.ts', 'serve', '--config', configFile, '--admin-port', String(adminPort), '--workers', String(workers), '--log-level', 'warn'];
+      const args = ['src/cli/main.ts', 'serve', '--config', configFile, '--admin-port', String(adminPort), '--log-level', 'warn'];
+      // One worker is the default: leaving the flag out keeps the 1-worker rows independent of it.
+      if (workers > 1) args.push('--workers', String(workers));
       if (name === CANARY_NO_METRICS) args.push('--no-metrics');
       const child = startChild(name, PROJECT_NODE, args, PROJECT_ROOT);
       return whenReady(name, ports, child, () =>

@@ -82,7 +82,7 @@ function formatNumber(value: number): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
-export function markdownTable(heading: string, proxies: readonly ProxyVariant[], rows: readonly SummaryRow[]): string {
+export function markdownTable(heading: string, proxies: readonly ProxyVariant[], rows: readonly SummaryRow[], measurements: readonly Measurement[]): string {
   const footnotes = new Map<string, number>();
   const footnote = (error: string): string => {
     const text = error.replace(/\s+/g, ' ').slice(0, 300);
@@ -110,6 +110,11 @@ export function markdownTable(heading: string, proxies: readonly ProxyVariant[],
     }),
   ];
   if (footnotes.size > 0) lines.push('', ...[...footnotes].map(([text, number]) => `[${number}] ${text}`));
+  // A rate reached by failing fast is no rate: say where the load generator saw errors.
+  const withErrors = measurements.filter((m) => (m.values['errors'] ?? 0) > 0);
+  if (withErrors.length > 0) {
+    lines.push('', `Load generator errors: ${withErrors.map((m) => `${m.workload} · ${m.proxy} · repetition ${m.repetition + 1}: ${m.values['errors']}`).join('; ')}`);
+  }
   return lines.join('\n');
 }
 

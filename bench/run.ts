@@ -95,13 +95,19 @@ function rotate<T>(items: readonly T[], by: number): T[] {
 async function measureOnce(workload: Workload, proxy: RunningProxy | Error, proxyName: ProxyVariant, context: WorkloadContext): Promise<Measurement> {
   const base = { repetition: context.repetition, workload: workload.name, proxy: proxyName };
   if (proxy instanceof Error) return { ...base, values: {}, error: `did not start: ${proxy.message}` };
+  const exitedBefore = proxy.exitReport();
+  if (exitedBefore !== undefined) return { ...base, values: {}, error: `${proxyName} had exited: ${exitedBefore}` };
   try {
     const pid = workload.recordsUsage ? proxy.pid : undefined;
     const { result, usage } = await measureWhile(pid, () => workload.run(proxy, context));
     const values = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
-    return { ...base, values };
+    // A proxy that died mid-run makes any figure meaningless (UDP would just show 0 round trips).
+    const exitedDuring = proxy.exitReport();
+    return exitedDuring === undefined ? { ...base, values } : { ...base, values: {}, error: `${proxyName} exited during the run: ${exitedDuring}` };
   } catch (error) {
-    return { ...base, values: {}, error: error instanceof Error ? error.message : String(error) };
+    const exitedDuring = proxy.exitReport();
+    const message = exitedDuring === undefined ? (error instanceof Error ? error.message : String(error)) : `${proxyName} exited during the run: ${exitedDuring}`;
+    return { ...base, values: {}, error: message };
   }
 }
 
@@ -117,17 +123,23 @@ async function main(): Promise<void> {
   const variants: ProxyVariant[] = [...options.proxies];
   if (options.proxies.includes('canary-l4') && options.workloads.some((workload) => workload.name === 'metrics-cost')) variants.push(CANARY_NO_METRICS);
   const proxies = new Map<ProxyVariant, RunningProxy | Error>();
-  for (const name of variants) {
+  const start = async (name: ProxyVariant): Promise<void> => {
     const proxy = await startProxy(name, options.workers, scratch).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
     proxies.set(name, proxy);
     if (proxy instanceof Error) console.log(`  ${name}: FAILED to start — ${proxy.message.split('\n')[0]}`);
-  }
+  };
+  for (const name of variants) await start(name);
 
   const measurements: Measurement[] = [];
   for (let repetition = 0; repetition < options.repeats; repetition++) {
     const context: WorkloadContext = { seconds: options.seconds, repetition, proxies };
     for (const workload of options.workloads) {
       for (const proxyName of rotate(options.proxies.filter(workload.appliesTo), repetition)) {
+        const current = proxies.get(proxyName);
+        if (workload.freshProxy && current !== undefined && !(current instanceof Error)) {
+          await current.stop();
+          await start(proxyName);
+        }
         const measurement = await measureOnce(workload, proxies.get(proxyName) ?? new Error('not started'), proxyName, context);
         measurements.push(measurement);
         const outcome = measurement.error === undefined ? describe(measurement.values) : `FAILED: ${measurement.error.split('\n')[0]}`;
@@ -143,7 +155,7 @@ async function main(): Promise<void> {
   const columns = options.proxies.filter((name) => measurements.some((m) => m.proxy === name));
   const summary = summarize(options.workloads, columns, measurements);
   const heading = `## canary-l4 vs nginx stream vs HAProxy — ${startedAt.toISOString()}, ${cpus().length} CPUs, ${options.workers} worker(s) each, ${options.repeats} repetition(s) of ${options.seconds} s`;
-  console.log(`\n${markdownTable(heading, columns, summary)}\n`);
+  console.log(`\n${markdownTable(heading, columns, summary, measurements)}\n`);
   const file = writeResultsJson(
     {
       startedAt: startedAt.toISOString(),

@@ -2,7 +2,7 @@
 // what each workload reports. Every run is bounded in time.
 import { fileURLToPath } from 'node:url';
 import type { ProxyVariant, RunningProxy } from './proxies.ts';
-import { runToCompletion } from './processes.ts';
+import { runBounded, runToCompletion } from './processes.ts';
 import { PROJECT_NODE } from './paths.ts';
 import type { FixedRateResult, MaxRateResult } from './udp-client.ts';
 
@@ -27,6 +27,8 @@ export interface Workload {
   readonly metrics: readonly MetricSpec[];
   /** Record the proxy's CPU % and peak RSS over the run. */
   readonly recordsUsage: boolean;
+  /** Restart the proxy first: memory measurements must not inherit an earlier run's heap. */
+  readonly freshProxy?: boolean;
   appliesTo(proxy: ProxyVariant): boolean;
   run(proxy: RunningProxy, context: WorkloadContext): Promise<Record<string, number>>;
 }
@@ -55,12 +57,10 @@ export function parseIperf3Gbps(json: string): number {
 
 async function iperf3Gbps(port: number, streams: number, seconds: number): Promise<number> {
   const args = ['--client', '127.0.0.1', '--port', String(port), '--time', String(seconds), '--parallel', String(streams), '--connect-timeout', '3000', '--json'];
-  // iperf3 -J reports its own errors as JSON on stdout and exits non-zero: parse them either way.
-  const output = await runToCompletion('iperf3', args, seconds * 1_000 + PROCESS_SLACK_MS).catch((error: Error) => {
-    const json = error.message.slice(error.message.indexOf('{'));
-    return json.startsWith('{') ? json : Promise.reject(error);
-  });
-  return parseIperf3Gbps(output);
+  // iperf3 -J reports its own errors as JSON on stdout and exits non-zero: parse stdout either way.
+  const { exitCode, stdout, outputTail } = await runBounded('iperf3', args, seconds * 1_000 + PROCESS_SLACK_MS);
+  if (!stdout.trimStart().startsWith('{')) throw new Error(`iperf3 failed (${exitCode ?? 'killed'}): ${outputTail.slice(-500)}`);
+  return parseIperf3Gbps(stdout);
 }
 
 // ---- wrk ------------------------------------------------------------------------------------

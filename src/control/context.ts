@@ -74,6 +74,10 @@ export function statusStep(context: Context, status: CanaryReleaseStatus, reason
   return canonicalJson(context.observed.release.status ?? {}) === canonicalJson(status) ? [] : [{ kind: 'writeStatus', reason, status }];
 }
 
+export function deleteCopyStep(copy: V1Service): Step {
+  return { kind: 'deleteService', reason: 'deleteCopy', name: copy.metadata?.name ?? '', uid: copy.metadata?.uid };
+}
+
 export function finalizerStep(context: Context, wanted: boolean): Step[] {
   const patch = finalizerPatch(context.observed.release, FINALIZER, wanted);
   return patch === undefined ? [] : [{ kind: 'patchRelease', reason: wanted ? 'addFinalizer' : 'removeFinalizer', patch }];

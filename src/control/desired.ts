@@ -15,7 +15,8 @@ export interface Observed {
   readonly services: ReadonlyMap<string, V1Service>;
   /** Every Pod of the namespace: for the mixing check and "canary matches no pod yet". */
   readonly pods: readonly V1Pod[];
-  /** Proxy ports on which the local data plane listens and is ready. */
+  /** Proxy ports on which the local data plane listens and is ready. A change of this set must
+   * trigger a reconcile, as an informer event does: retargets wait for it. */
   readonly listening: ReadonlySet<number>;
 }
 

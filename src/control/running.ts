@@ -7,7 +7,7 @@
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { condition } from './conditions.ts';
-import { finalizerStep, makeStatus, statusStep, type Context } from './context.ts';
+import { deleteCopyStep, finalizerStep, makeStatus, statusStep, type Context } from './context.ts';
 import { clusterIpOf, copyName, copySource, COPY_ROLES, desiredCopy } from './copies.ts';
 import type { Desired, Step } from './desired.ts';
 import { buildL4Config, effectiveWeight } from './l4.ts';
@@ -40,10 +40,9 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
   const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing));
   const planned = new Set(plans.map((plan) => plan.name));
   const dropped = handBackSteps(context, [...context.originals.keys()].filter((name) => !planned.has(name)), 'Deprecated');
-  const blocked = new Set(dropped.problems.map((problem) => problem));
   const deletions: Step[] = context.copies
-    .filter((copy) => !planned.has(copySource(copy) ?? '') && ![...blocked].some((problem) => problem.includes(`Service ${copySource(copy)} `)))
-    .map((copy) => ({ kind: 'deleteService', reason: 'deleteCopy', name: copy.metadata?.name ?? '', uid: copy.metadata?.uid }));
+    .filter((copy) => { const source = copySource(copy) ?? ''; return !planned.has(source) && !dropped.blocked.has(source); })
+    .map(deleteCopyStep);
   const allRetargeted = outcomes.every((outcome) => outcome.retargeted);
   const waiting = outcomes.flatMap((outcome) => outcome.waiting);
   const progressing = [...waiting, ...findings.notes];
@@ -137,18 +136,22 @@ function planRetarget(context: Context, plan: ServicePlan, allocations: readonly
     const allocation = mine.find((item) => item.port === port && item.protocol === protocol);
     return allocation === undefined || unrecorded.includes(allocation) || silent.includes(allocation) ? undefined : allocation.proxyPort;
   };
-  const waiting: string[] = [];
-  if (unrecorded.length > 0) waiting.push(`Service ${plan.name}: recording proxy ports ${listPorts(unrecorded)} in status`);
-  if (silent.length > 0) waiting.push(`Service ${plan.name}: waiting for the proxy to listen on ${listPorts(silent)}`);
+  const portWaits = [
+    ...(unrecorded.length > 0 ? [`Service ${plan.name}: recording proxy ports ${listPorts(unrecorded)} in status`] : []),
+    ...(silent.length > 0 ? [`Service ${plan.name}: waiting for the proxy to listen on ${listPorts(silent)}`] : []),
+  ];
   const service = plan.state.service;
   const fields = retargetFields(service, plan.saved, context.options.proxySelector, ready);
   if (plan.state.kind === 'retargeted') {
     const patch = originalPatch(service, fields);
-    return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'repair', name: plan.name, patch }], retargeted: true, waiting };
+    return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'repair', name: plan.name, patch }], retargeted: true, waiting: portWaits };
   }
-  if (plan.state.kind === 'free' || saveStep(context, plan).length > 0) waiting.push(`Service ${plan.name}: saving the original selector and ports`);
   const noIp = COPY_ROLES.map((role) => copyName(plan.name, role)).filter((name) => clusterIpOf(context.observed.services.get(name)) === undefined);
-  if (noIp.length > 0) waiting.push(`Service ${plan.name}: waiting for ${noIp.join(' and ')} to get a cluster IP`);
+  const waiting = [
+    ...(plan.state.kind === 'free' || saveStep(context, plan).length > 0 ? [`Service ${plan.name}: saving the original selector and ports`] : []),
+    ...(noIp.length > 0 ? [`Service ${plan.name}: waiting for ${noIp.join(' and ')} to get a cluster IP`] : []),
+    ...portWaits,
+  ];
   if (waiting.length > 0 || mixing) return { steps: [], retargeted: false, waiting };
   const patch = originalPatch(service, fields);
   return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'retarget', name: plan.name, patch }], retargeted: true, waiting };

@@ -84,8 +84,8 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   }
   const forkedSelector = applyOperations(saved.selector, entry.forkedServiceOperations);
   const canarySelector = applyOperations(saved.selector, entry.canaryServiceOperations);
-  if (Object.keys(canarySelector).length === 0) problems.push(`${at}.canaryServiceOperations: leave the canary selector empty`);
-  if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: leave the forked selector empty`);
+  if (Object.keys(canarySelector).length === 0) problems.push(`${at}.canaryServiceOperations: the canary selector ends up empty`);
+  if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: the forked selector ends up empty`);
   const ports = planPorts(entry, at, service, problems);
   if (problems.length > before) return undefined;
   return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports };

@@ -1,17 +1,21 @@
 // Adopted and Deprecated, whether requested, automatic or for a deleted release. Order:
 // record the transition → hand each original back in ONE patch that also drops the saved original
 // → delete the copies → status.phase → drop the finalizer. A crash between any two leaves a state
-// the next reconcile finishes: a handed-back Service has no annotation and is left alone, the
+// the next reconcile finishes: a handed-back Service has no annotation (adopting one again is a
+// no-op: remove-then-add operations are idempotent), the
 // copies are found by label, and the recorded transition outlives its trigger.
 
+import type { V1Service } from '@kubernetes/client-node';
 import { condition } from './conditions.ts';
-import { makeStatus, finalizerStep, pointsAtProxy, statusStep, type Context } from './context.ts';
+import { deleteCopyStep, finalizerStep, makeStatus, pointsAtProxy, statusStep, type Context } from './context.ts';
 import type { Desired, Step } from './desired.ts';
 import { buildL4Config } from './l4.ts';
 import { originalPatch } from './patches.ts';
-import { releaseFields, type OriginalFields, type OriginalState } from './originals.ts';
+import { releaseFields, saveOriginal, type OriginalFields, type OriginalState, type SavedOriginal } from './originals.ts';
 import { applyOperations, formatSelector } from './selectors.ts';
-import type { CanaryReleaseStatus, TransitionRecord, TransitionType } from './types.ts';
+import type { CanaryReleaseStatus, CanaryServiceSpec, TransitionRecord, TransitionType } from './types.ts';
+
+const HANDED_BACK_LATER: ReadonlySet<OriginalState['kind']> = new Set(['saved', 'retargeted', 'hijacked', 'lost', 'unreadable']);
 
 export type HandBack =
   | { readonly kind: 'nothing' }
@@ -26,8 +30,15 @@ export type HandBack =
  */
 export function handBack(context: Context, name: string, state: OriginalState, type: TransitionType): HandBack {
   switch (state.kind) {
-    case 'missing': case 'free': case 'foreign':
+    case 'missing': case 'foreign':
       return { kind: 'nothing' };
+    case 'free': {
+      // Adopted before the release touched the Service: the canary still becomes the version.
+      // Idempotent, as remove-then-add operations are: adopting twice changes nothing.
+      const entry = specEntry(context, name);
+      if (type !== 'Adopted' || entry === undefined) return { kind: 'nothing' };
+      return adopt(name, state.service, saveOriginal(state.service, context.name), entry, false);
+    }
     case 'lost':
       return { kind: 'blocked', problem: `Service ${name} selects the proxy but its saved original is gone; set its selector by hand` };
     case 'unreadable':
@@ -40,15 +51,9 @@ export function handBack(context: Context, name: string, state: OriginalState, t
       return { kind: 'patch', reason: 'restore', fields };
     }
     case 'saved': case 'retargeted': {
-      const entry = context.observed.release.spec?.services?.find((item) => item.service === name);
+      const entry = specEntry(context, name);
       const retargeted = state.kind === 'retargeted';
-      if (type === 'Adopted' && entry !== undefined) {
-        const selector = applyOperations(state.saved.selector, entry.canaryServiceOperations);
-        if (Object.keys(selector).length === 0) {
-          return { kind: 'blocked', problem: `the canary selector of Service ${name} is empty; fix canaryServiceOperations to adopt` };
-        }
-        return { kind: 'patch', reason: 'adopt', fields: releaseFields(state.service, state.saved, selector, () => retargeted) };
-      }
+      if (type === 'Adopted' && entry !== undefined) return adopt(name, state.service, state.saved, entry, retargeted);
       // Not yet retargeted: the Service is as its owner left it; only the annotation goes.
       const selector = retargeted ? state.saved.selector : state.service.spec?.selector ?? {};
       return { kind: 'patch', reason: 'restore', fields: releaseFields(state.service, state.saved, selector, () => retargeted) };
@@ -56,32 +61,57 @@ export function handBack(context: Context, name: string, state: OriginalState, t
   }
 }
 
+export interface HandBackPlan {
+  readonly steps: readonly Step[];
+  readonly problems: readonly string[];
+  /** Services that cannot be handed back: their copies and listeners must stay. */
+  readonly blocked: ReadonlySet<string>;
+}
+
+function specEntry(context: Context, name: string): CanaryServiceSpec | undefined {
+  return context.observed.release.spec?.services?.find((item) => item.service === name);
+}
+
+function adopt(name: string, service: V1Service, saved: SavedOriginal, entry: CanaryServiceSpec, retargeted: boolean): HandBack {
+  const selector = applyOperations(saved.selector, entry.canaryServiceOperations);
+  if (Object.keys(selector).length === 0) {
+    return { kind: 'blocked', problem: `the canary selector of Service ${name} is empty; fix canaryServiceOperations to adopt` };
+  }
+  return { kind: 'patch', reason: 'adopt', fields: releaseFields(service, saved, selector, () => retargeted) };
+}
+
 /** Hand-back steps for some originals, and what blocks the others. */
-export function handBackSteps(context: Context, names: readonly string[], type: TransitionType): { steps: Step[]; problems: string[] } {
+export function handBackSteps(context: Context, names: readonly string[], type: TransitionType): HandBackPlan {
   const steps: Step[] = [];
   const problems: string[] = [];
+  const blocked = new Set<string>();
   for (const name of names) {
     const state = context.originals.get(name) ?? { kind: 'missing' };
     const result = handBack(context, name, state, type);
-    if (result.kind === 'blocked') problems.push(result.problem);
+    if (result.kind === 'blocked') {
+      problems.push(result.problem);
+      blocked.add(name);
+    }
     if (result.kind !== 'patch') continue;
     const service = context.observed.services.get(name);
     const patch = service === undefined ? undefined : originalPatch(service, result.fields);
     if (patch !== undefined) steps.push({ kind: 'patchService', reason: result.reason, name, patch });
   }
-  return { steps, problems };
+  return { steps, problems, blocked };
 }
 
 export function planTransition(context: Context, record: TransitionRecord): Desired {
   const verb = record.type === 'Adopted' ? 'Adopting' : 'Deprecating';
   const stillServed = context.recorded.filter((port) => pointsAtProxy(context, port.service));
   const l4Config = buildL4Config(stillServed, context.observed.services);
+  // Kept until handed back: a hijacked Service's restore needs them to tell our targetPorts.
+  const notHandedBack = context.recorded.filter((port) => HANDED_BACK_LATER.has(context.originals.get(port.service)?.kind ?? 'missing'));
   const inProgress = (problems: readonly string[]) => makeStatus(context, '', record, {
     Available: condition(false, verb, 'traffic is being handed back to the original Services'),
     Progressing: condition(true, verb, record.message),
     Failure: problems.length === 0 ? condition(false, 'None') : condition(true, 'CannotRestore', problems.join('; ')),
     Archived: condition(false, verb),
-  }, stillServed);
+  }, notHandedBack);
   const recorded = context.observed.release.status?.transition?.type === record.type;
   const handBacks = handBackSteps(context, [...context.originals.keys()], record.type);
   if (handBacks.problems.length > 0) {
@@ -90,9 +120,7 @@ export function planTransition(context: Context, record: TransitionRecord): Desi
     return { mode: 'transition', l4Config, status, steps: [...statusFirst, ...handBacks.steps] };
   }
   const recordStep = recorded ? [] : statusStep(context, inProgress([]), 'recordTransition');
-  const deletions: Step[] = context.copies.map((copy) => ({
-    kind: 'deleteService', reason: 'deleteCopy', name: copy.metadata?.name ?? '', uid: copy.metadata?.uid,
-  }));
+  const deletions = context.copies.map(deleteCopyStep);
   const status = archivedStatus(context, record);
   const steps = [...recordStep, ...handBacks.steps, ...deletions, ...statusStep(context, status), ...finalizerStep(context, false)];
   return { mode: 'transition', l4Config, status, steps };

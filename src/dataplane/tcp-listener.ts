@@ -4,7 +4,7 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import type { ConnectErrorReason } from './stats.ts';
-import { joinSockets } from './tcp-pipe.ts';
+import { joinSockets, upstreamReads } from './tcp-pipe.ts';
 import { bindError, drainSet, listenOptions, type Listener } from './listener.ts';
 
 export class TcpListener implements Listener {
@@ -85,6 +85,7 @@ export class TcpListener implements Listener {
       port: backend.config.port,
       allowHalfOpen: true,
       noDelay: true,
+      onread: upstreamReads(client, backend.stats),
     });
     const timer = setTimeout(() => upstream.destroy(connectTimeout(config.connectTimeoutMs)), config.connectTimeoutMs);
     const abandon = () => upstream.destroy();

@@ -3,12 +3,19 @@
 // buffers), half-close carried across, a reset or error on one side ends the other, and an idle
 // timeout for the pair.
 import type { Socket } from 'node:net';
+import { createReadForwarder, readAcceptedSocketInto, type ReadForwarder } from './socket-reads.ts';
 
 export interface PipeCounters {
   bytesToBackend: number;
   bytesToClient: number;
 }
 
+/** The `onread` option for the upstream socket: its reads go straight to the client. */
+export function upstreamReads(client: Socket, counters: PipeCounters): ReadForwarder {
+  return createReadForwarder(client, (n) => (counters.bytesToClient += n));
+}
+
+/** `upstream` must have been created with `onread: upstreamReads(client, counters)`. */
 export function joinSockets(
   client: Socket,
   upstream: Socket,
@@ -16,8 +23,15 @@ export function joinSockets(
   idleTimeoutMs: number,
   onClosed: () => void,
 ): void {
-  forward(client, upstream, (n) => (counters.bytesToBackend += n));
-  forward(upstream, client, (n) => (counters.bytesToClient += n));
+  const countToBackend = (n: number) => (counters.bytesToBackend += n);
+  if (!readAcceptedSocketInto(client, createReadForwarder(upstream, countToBackend))) {
+    client.on('data', (chunk: Buffer) => {
+      countToBackend(chunk.length);
+      if (!upstream.write(chunk)) client.pause();
+    });
+  }
+  relayFlowControl(client, upstream);
+  relayFlowControl(upstream, client);
 
   const abortBoth = (err?: Error) => {
     // A reset is passed on as a reset, so the peer learns the stream broke rather than ended.
@@ -44,11 +58,8 @@ export function joinSockets(
   client.resume();
 }
 
-function forward(from: Socket, to: Socket, count: (bytes: number) => void): void {
-  from.on('data', (chunk: Buffer) => {
-    count(chunk.length);
-    if (!to.write(chunk)) from.pause();
-  });
+/** Reads from `from` stop when `to` is full (the read callback returned false); this restarts them. */
+function relayFlowControl(from: Socket, to: Socket): void {
   to.on('drain', () => from.resume());
   // Half-close: the peer's FIN becomes our FIN on the other side once the bytes before it are out.
   from.on('end', () => to.end());

@@ -382,7 +382,8 @@ export class FakeApi {
     // A write that changes nothing keeps the RV and emits no event.
     if (deepEqual(comparable(next), comparable(cur))) return this.present(t, cur);
     if (opts.dryRun) return this.present(t, next);
-    if (next.metadata.deletionTimestamp && !(next.metadata.finalizers?.length > 0)) return this.present(t, this.#remove(rt, next));
+    const pending = next.metadata.finalizers?.length > 0 || (key === '/namespaces' && next.spec?.finalizers?.length > 0);
+    if (next.metadata.deletionTimestamp && !pending) return this.present(t, this.#remove(rt, next));
     const stored = this.store.commit('MODIFIED', key, next);
     if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#registerCrd(stored);
     this.onChange();

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { GROUP, KIND, PLURAL, VERSION } from '../../src/control/types.ts';
+
+type Schema = { [key: string]: unknown; properties?: Record<string, Schema>; items?: Schema };
+
+const crd = parse(readFileSync(new URL('../../deploy/crd.yaml', import.meta.url), 'utf8')) as {
+  metadata: { name: string };
+  spec: { group: string; scope: string; names: { kind: string; plural: string; shortNames: string[] };
+    versions: { name: string; subresources?: { status?: object }; additionalPrinterColumns: { name: string; jsonPath: string }[];
+      schema: { openAPIV3Schema: Schema } }[] };
+};
+
+function at(schema: Schema, path: string): Schema {
+  return path.split('.').reduce((node, key) => {
+    const next = key === '[]' ? node.items : node.properties?.[key];
+    assert.ok(next, `schema has no ${path} (stopped at ${key})`);
+    return next;
+  }, schema);
+}
+
+describe('deploy/crd.yaml', () => {
+  const version = crd.spec.versions.find((item) => item.name === VERSION);
+  assert.ok(version);
+  const root = version.schema.openAPIV3Schema;
+
+  it('names the API the control loop uses', () => {
+    assert.equal(crd.metadata.name, `${PLURAL}.${GROUP}`);
+    assert.equal(crd.spec.group, GROUP);
+    assert.equal(crd.spec.scope, 'Namespaced');
+    assert.equal(crd.spec.names.kind, KIND);
+    assert.equal(crd.spec.names.plural, PLURAL);
+    assert.deepEqual(crd.spec.names.shortNames, ['crel']);
+    assert.deepEqual(version.subresources?.status, {});
+  });
+
+  it('bounds weights and ports, and enumerates protocols and transitions', () => {
+    const port = at(root, 'spec.services.[].ports.[]');
+    assert.deepEqual([at(port, 'port').minimum, at(port, 'port').maximum], [1, 65535]);
+    assert.deepEqual([at(port, 'config.weight').minimum, at(port, 'config.weight').maximum], [0, 100]);
+    assert.deepEqual(at(port, 'protocol').enum, ['TCP', 'UDP', 'HTTP', 'HTTPS']);
+    assert.deepEqual(at(root, 'spec.transition').enum, ['', 'Adopted', 'Deprecated']);
+    assert.deepEqual(at(root, 'status.ports.[].protocol').enum, ['TCP', 'UDP']);
+    assert.deepEqual(at(root, 'status.conditions.[].type').enum, ['Available', 'Progressing', 'Failure', 'Archived']);
+  });
+
+  it('keys its lists so duplicates are refused at admission', () => {
+    assert.deepEqual(at(root, 'spec.services')['x-kubernetes-list-map-keys'], ['service']);
+    assert.deepEqual(at(root, 'spec.services.[].ports')['x-kubernetes-list-map-keys'], ['port', 'protocol']);
+    assert.equal(at(root, 'spec.services.[].ports.[].protocol').default, 'TCP', 'a list-map key must be required or defaulted');
+    assert.deepEqual(at(root, 'status.conditions')['x-kubernetes-list-map-keys'], ['type']);
+  });
+
+  it('describes both selector operations with the same structural schema', () => {
+    const service = at(root, 'spec.services.[]');
+    for (const operations of ['canaryServiceOperations', 'forkedServiceOperations']) {
+      assert.deepEqual(at(service, `${operations}.add`).additionalProperties, { type: 'string' });
+      assert.equal(at(service, `${operations}.remove.[]`).type, 'string');
+    }
+    assert.doesNotMatch(JSON.stringify(root), /\$ref/, 'structural schemas cannot use $ref');
+  });
+
+  it('prints phase, weights, readiness and age', () => {
+    assert.deepEqual(version.additionalPrinterColumns.map((column) => column.name), ['Phase', 'Weights', 'Ready', 'Age']);
+  });
+});

@@ -1,0 +1,224 @@
+// A tiny in-memory cluster for the pure reconcile: fixtures, a step executor that behaves as the
+// applier and the apiserver would (merge patches with resourceVersion preconditions, cluster IP
+// allocation, finalizers, owner GC), a data plane that listens on whatever the L4 config says,
+// and a convergence loop that checks, after every step, that no original Service selects nothing
+// and that one selecting the proxy only targets ports the proxy listens on.
+
+import assert from 'node:assert/strict';
+import type { V1Pod, V1Service, V1ServicePort } from '@kubernetes/client-node';
+import { reconcile, defaultProxySelector, type Desired, type ReconcileOptions, type Step } from '../../src/control/reconcile.ts';
+import { selectorsEqual } from '../../src/control/selectors.ts';
+import { LABEL_ROLE, type CanaryRelease, type CanaryReleaseSpec, type Labels } from '../../src/control/types.ts';
+
+export const NOW = new Date('2025-01-01T00:00:00.250Z');
+export const RELEASE = 'rel';
+export const PROXY = defaultProxySelector(RELEASE);
+
+export interface World {
+  release: CanaryRelease | undefined;
+  services: Map<string, V1Service>;
+  pods: V1Pod[];
+  listening: Set<number>;
+  counter: number;
+}
+
+export function options(overrides: Partial<ReconcileOptions> = {}): ReconcileOptions {
+  return { proxySelector: PROXY, portBase: 8080, weightOverrides: [], now: NOW, ...overrides };
+}
+
+export function service(name: string, selector: Labels, ports: V1ServicePort[], extra: { type?: string; clusterIP?: string } = {}): V1Service {
+  return {
+    apiVersion: 'v1', kind: 'Service',
+    metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '1' },
+    spec: {
+      type: extra.type ?? 'ClusterIP', clusterIP: extra.clusterIP ?? `10.0.0.${name.length}`, selector: { ...selector },
+      ports: ports.map((port) => ({ protocol: 'TCP', targetPort: port.port, ...port })),
+    },
+  };
+}
+
+export function pod(name: string, labels: Labels): V1Pod {
+  return { metadata: { name, labels: { ...labels } }, status: { phase: 'Running' } };
+}
+
+export function release(spec: CanaryReleaseSpec, extra: Partial<CanaryRelease['metadata']> = {}): CanaryRelease {
+  return { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: RELEASE, namespace: 'ns', uid: 'uid-rel', generation: 1, ...extra }, spec };
+}
+
+/** web: selects app=web,version=v1 on port 80; canary pods carry version=v2. */
+export const WEB_SPEC: CanaryReleaseSpec = {
+  services: [{
+    service: 'web',
+    canaryServiceOperations: { add: { version: 'v2' } },
+    ports: [{ port: 80, protocol: 'TCP', config: { weight: 10 } }],
+  }],
+};
+
+export function webWorld(spec: CanaryReleaseSpec = WEB_SPEC, services: V1Service[] = [service('web', { app: 'web', version: 'v1' }, [{ name: 'http', port: 80, targetPort: 8000 }])]): World {
+  return {
+    release: release(spec),
+    services: new Map(services.map((item) => [item.metadata?.name ?? '', item])),
+    pods: [pod('web-v1-a', { app: 'web', version: 'v1' }), pod('web-v2-a', { app: 'web', version: 'v2' }), pod('proxy-a', PROXY)],
+    listening: new Set(),
+    counter: 100,
+  };
+}
+
+export function clone(world: World): World {
+  return { ...structuredClone({ ...world, listening: [...world.listening] }), listening: new Set(world.listening) };
+}
+
+export function run(world: World, opts: ReconcileOptions = options()): Desired {
+  assert.ok(world.release, 'the release is gone');
+  return reconcile({ release: world.release, services: world.services, pods: world.pods, listening: world.listening }, opts);
+}
+
+/** The data plane: every listener of the config listens and is ready at once. */
+export function listen(world: World, desired: Desired): void {
+  world.listening = new Set(desired.l4Config.listeners.map((listener) => listener.listen.port));
+}
+
+export function applyStep(world: World, step: Step): void {
+  world.counter += 1;
+  const release = world.release;
+  assert.ok(release, 'a step for a release that is gone');
+  switch (step.kind) {
+    case 'patchRelease': {
+      const metadata = { ...release.metadata, finalizers: [...step.patch.metadata.finalizers] };
+      world.release = { ...release, metadata };
+      if (metadata.deletionTimestamp !== undefined && metadata.finalizers.length === 0) {
+        world.release = undefined;
+        for (const [name, item] of world.services) {
+          if (item.metadata?.ownerReferences?.some((owner) => owner.uid === metadata.uid)) world.services.delete(name);
+        }
+      }
+      return;
+    }
+    case 'writeStatus':
+      world.release = { ...release, status: structuredClone(step.status) };
+      return;
+    case 'createService': {
+      const name = step.service.metadata?.name ?? '';
+      assert.ok(!world.services.has(name), `create ${name}: AlreadyExists`);
+      const created = structuredClone(step.service);
+      created.metadata = { ...created.metadata, uid: `uid-${name}-${world.counter}`, resourceVersion: String(world.counter) };
+      created.spec = { ...created.spec, clusterIP: `10.96.0.${world.counter % 250}` };
+      world.services.set(name, created);
+      return;
+    }
+    case 'deleteService': {
+      const existing = world.services.get(step.name);
+      if (existing !== undefined && existing.metadata?.uid === step.uid) world.services.delete(step.name);
+      return;
+    }
+    case 'patchService': {
+      const existing = world.services.get(step.name);
+      assert.ok(existing, `patch ${step.name}: NotFound`);
+      const precondition = step.patch.metadata.resourceVersion;
+      assert.ok(precondition === undefined || precondition === existing.metadata?.resourceVersion, `patch ${step.name}: Conflict`);
+      const patched = mergePatch(existing, step.patch) as V1Service;
+      patched.metadata = { ...patched.metadata, resourceVersion: String(world.counter) };
+      world.services.set(step.name, patched);
+      return;
+    }
+  }
+}
+
+/** RFC 7386. */
+export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (!isObject(patch)) return structuredClone(patch);
+  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** No original Service selects nothing; one that selects the proxy targets only listening ports. */
+export function assertServed(world: World): void {
+  for (const [name, item] of world.services) {
+    if (item.metadata?.labels?.[LABEL_ROLE] !== undefined) continue;
+    assert.ok(Object.keys(item.spec?.selector ?? {}).length > 0, `Service ${name} selects nothing`);
+    if (!selectorsEqual(item.spec?.selector, PROXY)) continue;
+    for (const port of item.spec?.ports ?? []) {
+      assert.ok(world.listening.has(Number(port.targetPort)), `Service ${name} targets ${port.targetPort}, where nothing listens`);
+    }
+  }
+}
+
+export interface Converged {
+  readonly world: World;
+  readonly last: Desired | undefined;
+  /** Every step applied, in order, across passes. */
+  readonly steps: readonly Step[];
+}
+
+/**
+ * Reconcile, run the data plane, apply the steps; until a pass has no step. `checkServed: false`
+ * for worlds someone else broke (drift), where the check would blame their edit. `crashAfter` stops
+ * after that many steps in total, as a crashed proxy would: the rest of its pass is lost and the
+ * restarted process listens on nothing until its first reconcile.
+ */
+export function converge(start: World, opts: ReconcileOptions = options(), crashAfter = Infinity, checkServed = true): Converged {
+  const world = clone(start);
+  const steps: Step[] = [];
+  for (let pass = 0; pass < 30; pass += 1) {
+    if (world.release === undefined) return { world, last: undefined, steps };
+    const desired = run(world, opts);
+    const listenedBefore = [...world.listening].join();
+    listen(world, desired);
+    // The controller reconciles again when the data plane starts or stops listening somewhere.
+    if (desired.steps.length === 0 && [...world.listening].join() === listenedBefore) return { world, last: desired, steps };
+    for (const step of desired.steps) {
+      if (steps.length >= crashAfter) {
+        world.listening = new Set();
+        return { world, last: undefined, steps };
+      }
+      applyStep(world, step);
+      steps.push(step);
+      if (checkServed) assertServed(world);
+    }
+  }
+  assert.fail('no convergence in 30 passes');
+}
+
+/** What a comparison of end states may look at: nothing that depends on when things were created. */
+export function snapshot(world: World): unknown {
+  const services = [...world.services.values()].map((item) => {
+    const copy = item.metadata?.labels?.[LABEL_ROLE] !== undefined;
+    return { name: item.metadata?.name, labels: item.metadata?.labels, annotations: item.metadata?.annotations,
+      spec: { ...item.spec, clusterIP: copy ? '<allocated>' : item.spec?.clusterIP } };
+  }).sort((a, b) => String(a.name).localeCompare(String(b.name)));
+  return { release: world.release && { finalizers: world.release.metadata.finalizers, status: world.release.status }, services };
+}
+
+/** For every step k of the one-shot run: crash after k, restart, converge; the end state must match. */
+export function assertCrashSafe(start: World, opts: ReconcileOptions = options()): Converged {
+  const oneShot = converge(start, opts);
+  for (let k = 0; k < oneShot.steps.length; k += 1) {
+    const crashed = converge(start, opts, k);
+    const resumed = converge(crashed.world, opts);
+    assert.deepEqual(snapshot(resumed.world), snapshot(oneShot.world), `crash after step ${k} (${describeStep(oneShot.steps[k])})`);
+  }
+  return oneShot;
+}
+
+export function describeStep(step: Step | undefined): string {
+  if (step === undefined) return 'none';
+  return 'name' in step ? `${step.reason} ${step.name}` : step.kind === 'createService' ? `${step.reason} ${step.service.metadata?.name}` : step.reason;
+}
+
+export function reasons(desired: Desired): string[] {
+  return desired.steps.map(describeStep);
+}
+
+export function conditionOf(desired: Desired, type: string) {
+  const found = desired.status.conditions.find((item) => item.type === type);
+  assert.ok(found, `no ${type} condition`);
+  return found;
+}

@@ -1,0 +1,209 @@
+// Reloads: weights change and a listener comes and goes under steady load with no failed
+// connection; live connections survive weight changes; a removed listener drains its live
+// connections up to the grace period; a config that cannot bind is refused whole, counted, and the
+// old one keeps serving.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { once } from 'node:events';
+import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { validateConfig } from '../../src/config/load.ts';
+import { Runtime } from '../../src/runtime.ts';
+import {
+  askName,
+  countBy,
+  exchange,
+  freePort,
+  sleep,
+  startEchoBackend,
+  startNamedBackend,
+  waitFor,
+  type EchoBackend,
+  type TcpBackend,
+} from '../support/backends.ts';
+import { createPlane, metricValue, type TestPlane } from '../support/dataplane.ts';
+
+async function echoOnce(socket: net.Socket, text: string): Promise<string> {
+  const reply = new Promise<string>((resolve, reject) => {
+    socket.once('data', (chunk: Buffer) => resolve(chunk.toString()));
+    socket.once('error', reject);
+  });
+  socket.write(text);
+  return reply;
+}
+
+describe('reload under load', () => {
+  let plane: TestPlane;
+  let stable: TcpBackend;
+  let canary: TcpBackend;
+  let echo: EchoBackend;
+
+  before(async () => {
+    plane = createPlane(3000);
+    stable = await startNamedBackend('stable');
+    canary = await startNamedBackend('canary');
+    echo = await startEchoBackend();
+  });
+  after(async () => {
+    await plane.close();
+    await Promise.all([stable.close(), canary.close(), echo.close()]);
+  });
+
+  test('weights change and a listener is added then removed while 16 clients connect nonstop: 0 failures', async () => {
+    const [webPort, extraPort, echoPort] = [await freePort(), await freePort(), await freePort()];
+    const web = (stableWeight: number, canaryWeight: number) => ({
+      name: 'web',
+      listen: `127.0.0.1:${webPort}`,
+      backends: [
+        { name: 'stable', host: '127.0.0.1', port: stable.port, weight: stableWeight },
+        { name: 'canary', host: '127.0.0.1', port: canary.port, weight: canaryWeight },
+      ],
+    });
+    const echoListener = { name: 'echo', listen: `127.0.0.1:${echoPort}`, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] };
+    const extra = { name: 'extra', listen: `127.0.0.1:${extraPort}`, backends: [{ name: 'canary', host: '127.0.0.1', port: canary.port, weight: 1 }] };
+    await plane.apply({ listeners: [web(90, 10), echoListener] });
+
+    // A long-lived connection that must survive every weight change.
+    const longLived = net.connect({ host: '127.0.0.1', port: echoPort });
+    await once(longLived, 'connect');
+    assert.equal(await echoOnce(longLived, 'before'), 'before');
+
+    let running = true;
+    let succeeded = 0;
+    const failures: string[] = [];
+    const workers = Array.from({ length: 16 }, async () => {
+      const deadline = Date.now() + 20_000; // bounded even if the test body throws
+      while (running && Date.now() < deadline) {
+        try {
+          const name = await askName(webPort);
+          if (name === 'stable' || name === 'canary') succeeded++;
+          else failures.push(`unexpected answer ${JSON.stringify(name)}`);
+        } catch (err) {
+          failures.push((err as Error).message);
+        }
+      }
+    });
+
+    const reloads: [string, unknown][] = [
+      ['50/50', { listeners: [web(50, 50), echoListener] }],
+      ['add a listener', { listeners: [web(50, 50), echoListener, extra] }],
+      ['0/100', { listeners: [web(0, 100), echoListener, extra] }],
+      ['remove the listener', { listeners: [web(0, 100), echoListener] }],
+      ['100/0', { listeners: [web(100, 0), echoListener] }],
+      ['30/70', { listeners: [web(30, 70), echoListener] }],
+    ];
+    try {
+      await sleep(200);
+      for (const [label, config] of reloads) {
+        await plane.apply(config);
+        if (label === 'add a listener') assert.equal(await askName(extraPort), 'canary', 'the added listener serves at once');
+        if (label === 'remove the listener') {
+          const refused = await exchange(extraPort, 'x').then((r) => r.error?.code);
+          assert.equal(refused, 'ECONNREFUSED', 'the removed listener stopped accepting');
+        }
+        if (label === '0/100' || label === '100/0') {
+          // New connections follow the new weights as soon as apply() resolves.
+          const expected = label === '0/100' ? 'canary' : 'stable';
+          const names: string[] = [];
+          for (let i = 0; i < 10; i++) names.push(await askName(webPort));
+          assert.deepEqual(countBy(names), { [expected]: 10 }, `after ${label}`);
+        }
+        assert.equal(await echoOnce(longLived, `after ${label}`), `after ${label}`, `the long-lived connection after ${label}`);
+        await sleep(150);
+      }
+    } finally {
+      running = false;
+      await Promise.all(workers);
+      longLived.destroy();
+    }
+    assert.deepEqual(failures.slice(0, 5), [], `${failures.length} failed connections`);
+    assert.ok(succeeded >= 100, `only ${succeeded} connections completed under load`);
+    assert.equal(plane.listener('web').refused.no_backend, 0);
+  });
+});
+
+describe('removed listener', () => {
+  test('its live connections keep working within the grace period, then are cut', async () => {
+    const plane = createPlane(800);
+    const echo = await startEchoBackend();
+    try {
+      const port = await freePort();
+      await plane.apply({ listeners: [{ name: 'gone', listen: `127.0.0.1:${port}`, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] }] });
+      const live = net.connect({ host: '127.0.0.1', port });
+      live.on('error', () => {});
+      await once(live, 'connect');
+      assert.equal(await echoOnce(live, 'one'), 'one');
+      await plane.apply({ listeners: [] });
+      const removedAt = Date.now();
+      assert.equal(await echoOnce(live, 'two'), 'two', 'a live connection on a removed listener was cut at once');
+      assert.equal((await exchange(port, 'x')).error?.code, 'ECONNREFUSED');
+      await once(live, 'close');
+      const lasted = Date.now() - removedAt;
+      assert.ok(lasted >= 600 && lasted < 5000, `cut ${lasted} ms after removal with an 800 ms grace`);
+    } finally {
+      await plane.close();
+      await echo.close();
+    }
+  });
+});
+
+describe('a config that cannot bind', () => {
+  let runtime: Runtime;
+  let holder: net.Server;
+  let stable: TcpBackend;
+  let canary: TcpBackend;
+
+  before(async () => {
+    runtime = await Runtime.start({ log: pino({ level: 'silent' }), adminHost: '127.0.0.1', adminPort: 0, listenerGraceMs: 200 });
+    stable = await startNamedBackend('stable');
+    canary = await startNamedBackend('canary');
+    holder = net.createServer();
+    holder.listen({ host: '127.0.0.1', port: 0 });
+    await once(holder, 'listening');
+  });
+  after(async () => {
+    await runtime.stop(0);
+    holder.close();
+    await Promise.all([stable.close(), canary.close()]);
+  });
+
+  test('is refused whole, counted as a failed reload, and the old config keeps serving', async () => {
+    const webPort = await freePort();
+    const heldPort = (holder.address() as net.AddressInfo).port;
+    const web = (stableWeight: number) => ({
+      name: 'web',
+      listen: `127.0.0.1:${webPort}`,
+      backends: [
+        { name: 'stable', host: '127.0.0.1', port: stable.port, weight: stableWeight },
+        { name: 'canary', host: '127.0.0.1', port: canary.port, weight: 100 - stableWeight },
+      ],
+    });
+    const good = validateConfig({ listeners: [web(100)] }, 'good');
+    await runtime.applyConfig(good);
+
+    // Changes the weights AND adds a listener on a port another socket holds.
+    const bad = validateConfig(
+      { listeners: [web(0), { name: 'held', listen: `127.0.0.1:${heldPort}`, backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }] }] },
+      'bad',
+    );
+    await assert.rejects(runtime.applyConfig(bad), (err: Error) => {
+      assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
+      assert.match(err.message, /EADDRINUSE/);
+      return true;
+    });
+    assert.equal(runtime.dataplane.config, good, 'the running config is still the old one');
+    const names: string[] = [];
+    for (let i = 0; i < 10; i++) names.push(await askName(webPort));
+    assert.deepEqual(countBy(names), { stable: 10 }, 'the old weights are still in force');
+
+    const metrics = await (await fetch(`http://127.0.0.1:${runtime.adminPort}/metrics`)).text();
+    assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'failure' }), 1);
+    assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }), 1);
+    assert.equal(metricValue(metrics, 'canary_l4_backend_weight', { listener: 'web', backend: 'stable' }), 100);
+
+    // Once the port is free the same config applies.
+    await new Promise<void>((resolve) => holder.close(() => resolve()));
+    await runtime.applyConfig(bad);
+    await waitFor(async () => (await askName(webPort)) === 'canary', 'the new weights');
+  });
+});

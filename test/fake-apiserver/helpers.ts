@@ -1,0 +1,61 @@
+/** Shared fixtures for the fake-apiserver conformance tests (client-node over HTTP only). */
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api } from '@kubernetes/client-node';
+
+export const CR = { group: 'canary-l4.io', version: 'v1alpha1', plural: 'canaryreleases' } as const;
+
+export const canaryCrd = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'canaryreleases.canary-l4.io' },
+  spec: {
+    group: 'canary-l4.io',
+    scope: 'Namespaced',
+    names: { plural: 'canaryreleases', singular: 'canaryrelease', kind: 'CanaryRelease', shortNames: ['cr'] },
+    versions: [
+      {
+        name: 'v1alpha1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
+  },
+};
+
+export async function installCrd(kc: KubeConfig): Promise<void> {
+  await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: canaryCrd as any });
+}
+
+export function clients(kc: KubeConfig) {
+  return { core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+}
+
+/** Await a rejected client-node call and return its status code and parsed Status body. */
+export async function apiError(p: Promise<unknown>): Promise<{ code: number; body: any }> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof ApiException) return { code: e.code, body: typeof e.body === 'string' ? JSON.parse(e.body) : e.body };
+    throw e;
+  }
+  throw new Error('expected the call to fail');
+}
+
+/** Poll until `fn` returns a truthy value (for effects of asynchronous controllers and informers). */
+export async function waitFor<T>(fn: () => T | Promise<T>, what = 'condition', timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export function svc(name: string, extra: Record<string, any> = {}): any {
+  return {
+    metadata: { name, labels: { app: name }, ...(extra.metadata ?? {}) },
+    spec: { selector: { app: name }, ports: [{ name: 'http', port: 80 }], ...(extra.spec ?? {}) },
+  };
+}

@@ -1,0 +1,75 @@
+// An in-process data plane for tests: a DataPlane with its counters, a silent logger, configs
+// validated exactly as a file would be, and the Prometheus view of the counters.
+import pino from 'pino';
+import { validateConfig } from '../../src/config/load.ts';
+import { DataPlane } from '../../src/dataplane/dataplane.ts';
+import { StatsRegistry, type BackendStats, type ListenerStats } from '../../src/dataplane/stats.ts';
+import { createMetricsRegistry } from '../../src/admin/metrics.ts';
+import { freePort } from './backends.ts';
+
+export const silentLog = pino({ level: 'silent' });
+
+export interface TestPlane {
+  readonly dataplane: DataPlane;
+  readonly stats: StatsRegistry;
+  /** Validates (defaults filled) and applies a raw config document. */
+  apply(raw: unknown): Promise<void>;
+  listener(name: string): ListenerStats;
+  backend(listener: string, backend: string): BackendStats;
+  /** The Prometheus exposition of the counters, as /metrics would serve it (no process metrics). */
+  metrics(): Promise<string>;
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Every apply replaces the whole config, so a test's listener is removed (and drained for
+ * listenerGraceMs) when the next test applies its own: keep the grace short unless a test is about it.
+ */
+export function createPlane(listenerGraceMs = 200): TestPlane {
+  const stats = new StatsRegistry();
+  const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs });
+  const registry = createMetricsRegistry({ stats, backendStates: () => dataplane.backendStates() }, { processMetrics: false });
+  return {
+    dataplane,
+    stats,
+    apply: (raw) => dataplane.apply(validateConfig(raw, 'test config')),
+    listener: (name) => stats.listener(name),
+    backend: (listener, backend) => stats.backend(listener, backend),
+    metrics: () => registry.metrics(),
+    close: (graceMs = 0) => dataplane.shutdown(graceMs),
+  };
+}
+
+/**
+ * Applies a config built around a fresh proxy port, retrying with another port when a parallel
+ * test grabbed it between the probe and the bind. Resolves with the port.
+ */
+export async function applyOnFreePort(
+  plane: TestPlane,
+  build: (port: number) => unknown,
+  host = '127.0.0.1',
+  protocol: 'tcp' | 'udp' = 'tcp',
+): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort(host, protocol);
+    try {
+      await plane.apply(build(port));
+      return port;
+    } catch (err) {
+      if (attempt >= 5 || (err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
+}
+
+/** A value of one sample in a Prometheus exposition, or undefined when there is no such sample. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (match === null || match[1] !== name) continue;
+    const sampleLabels = new Map<string, string>();
+    for (const pair of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) sampleLabels.set(pair[1]!, pair[2]!);
+    if (Object.entries(labels).every(([key, value]) => sampleLabels.get(key) === value)) return Number(match[3]);
+  }
+  return undefined;
+}

@@ -1,0 +1,56 @@
+/**
+ * `npm run fake-apiserver -- --port 6443 [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE]`
+ * Serves the fake kube-apiserver until Ctrl-C and writes (and prints the path of) a kubeconfig.
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startFakeApiServer } from './index.ts';
+
+const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--no-gc]
+  --port            TCP port on 127.0.0.1 (default 6443; 0 = ephemeral)
+  --service-cidr    Service cluster-IP range (default 127.0.10.0/24)
+  --kubeconfig-out  where to write the kubeconfig (default: a temp file, removed on exit)
+  --no-gc           do not simulate the garbage collector / namespace controller`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      port: { type: 'string', default: '6443' },
+      'service-cidr': { type: 'string', default: '127.0.10.0/24' },
+      'kubeconfig-out': { type: 'string' },
+      'no-gc': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(usage);
+    return;
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid --port: ${values.port}`);
+  const out = values['kubeconfig-out'];
+  const api = await startFakeApiServer({
+    port,
+    serviceCidr: values['service-cidr'],
+    gc: !values['no-gc'],
+    kubeconfigPath: out ? resolve(out) : undefined,
+  });
+  console.log(`fake-apiserver listening on ${api.url}`);
+  console.log(`kubeconfig: ${api.kubeconfigPath}`);
+  console.log(`try: kubectl --kubeconfig ${api.kubeconfigPath} get namespaces`);
+  let stopping = false;
+  const shutdown = (): void => {
+    if (stopping) return;
+    stopping = true;
+    void api.stop().then(() => process.exit(0));
+  };
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+}
+
+main().catch((e: unknown) => {
+  console.error(`fake-apiserver: ${(e as Error).message}`);
+  console.error(usage);
+  process.exit(2);
+});

@@ -1,0 +1,302 @@
+/**
+ * The HTTP layer: node:http on 127.0.0.1, request parsing, routing of resource requests onto
+ * {@link FakeApi} verbs and of non-resource requests onto discovery, Status error bodies, the
+ * request log, and the connection-level faults (latency, refusing connections).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { FakeApi, type DeleteOptions, type Target } from './api.ts';
+import { discovery } from './discovery.ts';
+import { ApiError, errors } from './errors.ts';
+import { FaultState } from './faults.ts';
+import { Controllers } from './gc.ts';
+import { isObject, type KObject } from './json.ts';
+import { parseRequestInfo, type RequestInfo } from './request-info.ts';
+import { WatchHub, type WatchSettings } from './watch.ts';
+import { parse as parseYaml } from 'yaml';
+
+/** One served request, in RBAC vocabulary (used to derive least-privilege RBAC rules). */
+export interface RequestRecord {
+  verb: string;
+  group: string;
+  resource: string;
+  subresource: string;
+  namespace: string;
+  name: string;
+  /** Set for non-resource requests (discovery, OpenAPI, /version). */
+  nonResourceURL?: string;
+  method: string;
+  code: number;
+}
+
+export interface ServerOptions {
+  serviceCidr: string;
+  gc: boolean;
+  watch: WatchSettings;
+}
+
+const MAX_BODY = 16 * 1024 * 1024;
+
+export class FakeServer {
+  readonly api: FakeApi;
+  readonly controllers: Controllers;
+  readonly watches: WatchHub;
+  readonly faults = new FaultState();
+  readonly requests: RequestRecord[] = [];
+  readonly #http: Server;
+  readonly #sockets = new Set<Socket>();
+  #port = 0;
+  #host = '127.0.0.1';
+  #reopenTimer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(opts: ServerOptions) {
+    this.api = new FakeApi({ serviceCidr: opts.serviceCidr });
+    this.controllers = new Controllers(this.api, opts.gc);
+    this.watches = new WatchHub(this.api, opts.watch);
+    this.api.onChange = () => this.controllers.schedule();
+    this.api.onTypeRemoved = (key) => this.watches.dropType(key);
+    this.#http = createServer((req, res) => void this.#handle(req, res));
+    this.#http.requestTimeout = 0; // watches are long-lived
+    this.#http.keepAliveTimeout = 30_000;
+    this.#http.on('connection', (s) => {
+      this.#sockets.add(s);
+      s.on('close', () => this.#sockets.delete(s));
+    });
+  }
+
+  get port(): number {
+    return this.#port;
+  }
+
+  async listen(port: number, host = '127.0.0.1'): Promise<void> {
+    this.#host = host;
+    await new Promise<void>((resolve, reject) => {
+      const onError = (e: Error) => reject(e);
+      this.#http.once('error', onError);
+      this.#http.listen(port, host, () => {
+        this.#http.off('error', onError);
+        resolve();
+      });
+    });
+    const addr = this.#http.address();
+    if (addr && typeof addr === 'object') this.#port = addr.port;
+  }
+
+  #closeConnections(): void {
+    this.watches.dropAll(true);
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  /** Close the listener (and every connection); reopen on the same port after `ms`. */
+  refuseConnections(ms: number): Promise<void> {
+    if (this.#reopenTimer) clearTimeout(this.#reopenTimer);
+    this.#http.close();
+    this.#closeConnections();
+    return new Promise((resolve, reject) => {
+      this.#reopenTimer = setTimeout(() => {
+        this.#reopenTimer = undefined;
+        if (this.#stopped) return resolve();
+        this.listen(this.#port, this.#host).then(resolve, reject);
+      }, ms);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#reopenTimer) clearTimeout(this.#reopenTimer);
+    this.controllers.stop();
+    const closed = new Promise<void>((resolve) => {
+      if (!this.#http.listening) return resolve();
+      this.#http.close(() => resolve());
+    });
+    this.#closeConnections();
+    this.#http.closeAllConnections();
+    await closed;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? this.#host}`);
+    const method = req.method ?? 'GET';
+    const info = parseRequestInfo(method, url);
+    const record: RequestRecord = {
+      verb: info.verb,
+      group: info.group,
+      resource: info.resource ?? '',
+      subresource: info.subresource,
+      namespace: info.namespace,
+      name: info.name,
+      method,
+      code: 0,
+    };
+    if (info.resource === undefined) record.nonResourceURL = url.pathname;
+    this.requests.push(record);
+    try {
+      if (this.faults.latencyMs > 0) await sleep(this.faults.latencyMs);
+      const body = await readBody(req);
+      if (info.resource === undefined) {
+        record.code = this.#nonResource(method, url, req, res);
+        return;
+      }
+      const injected = this.faults.take(info);
+      if (injected) throw injected;
+      record.code = this.#resource(info, url, req, res, body);
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
+      if (!(e instanceof ApiError)) console.error('fake-apiserver: internal error', e);
+      record.code = err.code;
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      const headers: Record<string, string> = {};
+      if (err.code === 429) headers['Retry-After'] = String(err.details?.retryAfterSeconds ?? 1);
+      send(res, err.code, err.toStatus(), headers);
+    }
+  }
+
+  #nonResource(method: string, url: URL, req: IncomingMessage, res: ServerResponse): number {
+    const p = url.pathname;
+    if (method !== 'GET' && method !== 'HEAD') throw errors.methodNotAllowed();
+    if (p === '/healthz' || p === '/livez' || p === '/readyz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('ok');
+      return 200;
+    }
+    const doc = discovery(this.api.registry, p, req.headers.host ?? `${this.#host}:${this.#port}`);
+    if (!doc) throw errors.noRoute();
+    send(res, 200, doc);
+    return 200;
+  }
+
+  #resource(info: RequestInfo, url: URL, req: IncomingMessage, res: ServerResponse, body: unknown): number {
+    const q = url.searchParams;
+    const rt = this.api.registry.lookup(info.group, info.version, info.resource!);
+    if (!rt) throw errors.noRoute();
+    const collectionVerb = info.verb === 'list' || info.verb === 'watch' || info.verb === 'deletecollection';
+    if (rt.namespaced && !info.namespace && !(collectionVerb && !info.name)) throw errors.noRoute();
+    if (!rt.namespaced && info.namespace) throw errors.noRoute();
+    if (info.subresource && !(info.subresource === 'status' && rt.statusSubresource)) throw errors.noRoute();
+    if (info.subresource && !['get', 'update', 'patch'].includes(info.verb)) throw errors.methodNotAllowed();
+    const t: Target = { rt, version: info.version, namespace: info.namespace };
+    const dryRun = q.getAll('dryRun').includes('All');
+    switch (info.verb) {
+      case 'get':
+        return send(res, 200, this.api.get(t, info.name));
+      case 'list':
+        return send(
+          res,
+          200,
+          this.api.list(t, {
+            labelSelector: q.get('labelSelector') ?? undefined,
+            fieldSelector: q.get('fieldSelector') ?? undefined,
+            limit: q.has('limit') ? Number(q.get('limit')) : undefined,
+            continue: q.get('continue') ?? undefined,
+          }),
+        );
+      case 'watch': {
+        let fieldSelector = q.get('fieldSelector') ?? undefined;
+        if (info.name) fieldSelector = [fieldSelector, `metadata.name=${info.name}`].filter(Boolean).join(',');
+        this.watches.serve(
+          t,
+          {
+            resourceVersion: q.get('resourceVersion') ?? undefined,
+            labelSelector: q.get('labelSelector') ?? undefined,
+            fieldSelector,
+            timeoutSeconds: q.has('timeoutSeconds') ? Number(q.get('timeoutSeconds')) : undefined,
+            allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1',
+          },
+          req,
+          res,
+        );
+        return 200;
+      }
+      case 'create':
+        if (info.name) throw errors.methodNotAllowed();
+        return send(res, 201, this.api.create(t, body, { dryRun }));
+      case 'update':
+        return send(res, 200, this.api.update(t, info.name, body, info.subresource, { dryRun }));
+      case 'patch': {
+        const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        return send(res, 200, this.api.patch(t, info.name, contentType, body, info.subresource, { dryRun }));
+      }
+      case 'delete': {
+        const r = this.api.delete(t, info.name, deleteOptions(q, body, dryRun));
+        return send(res, r.code, r.body);
+      }
+      case 'deletecollection': {
+        const list = this.api.list(t, {
+          labelSelector: q.get('labelSelector') ?? undefined,
+          fieldSelector: q.get('fieldSelector') ?? undefined,
+        });
+        const opts = deleteOptions(q, body, dryRun);
+        for (const item of list.items as KObject[]) {
+          try {
+            this.api.delete({ ...t, namespace: item.metadata.namespace ?? '' }, item.metadata.name, opts);
+          } catch (e) {
+            if (!(e instanceof ApiError && e.code === 404)) throw e;
+          }
+        }
+        return send(res, 200, list);
+      }
+      default:
+        throw errors.methodNotAllowed();
+    }
+  }
+}
+
+function deleteOptions(q: URLSearchParams, body: unknown, dryRun: boolean): DeleteOptions {
+  const b: KObject = isObject(body) ? body : {};
+  let policy = q.get('propagationPolicy') ?? b.propagationPolicy;
+  const orphan = q.get('orphanDependents') ?? b.orphanDependents;
+  if (policy === undefined && (orphan === true || orphan === 'true')) policy = 'Orphan';
+  const bodyDry = Array.isArray(b.dryRun) && b.dryRun.includes('All');
+  return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: dryRun || bodyDry };
+}
+
+function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): number {
+  const data = JSON.stringify(body);
+  res.writeHead(code, {
+    'Content-Type': 'application/json',
+    'Cache-Control': 'no-cache, private',
+    'Content-Length': Buffer.byteLength(data),
+    ...headers,
+  });
+  res.end(data);
+  return code;
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    req.resume();
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req) {
+    size += (c as Buffer).length;
+    if (size > MAX_BODY) throw new ApiError(413, 'BadRequest', 'request entity too large');
+    chunks.push(c as Buffer);
+  }
+  const raw = Buffer.concat(chunks);
+  if (raw.length === 0) return undefined;
+  const contentType = (req.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
+  // Protobuf and CBOR bodies (kubectl's typed clients, e.g. `kubectl create configmap`) are not decoded.
+  if (contentType.includes('protobuf') || contentType.includes('cbor'))
+    throw errors.unsupportedMediaType(contentType, ['application/json', 'application/yaml', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json']);
+  const text = raw.toString('utf8').trim();
+  if (text === '') return undefined;
+  if (contentType === 'application/yaml' || contentType === 'application/apply-patch+yaml') {
+    try {
+      return parseYaml(text);
+    } catch (e) {
+      throw errors.badRequest(`the body of the request could not be decoded as YAML: ${(e as Error).message}`);
+    }
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw errors.badRequest(`the body of the request could not be decoded as JSON: ${(e as Error).message}`);
+  }
+}
