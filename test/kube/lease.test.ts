@@ -1,0 +1,108 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import pino from 'pino';
+import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
+import { LeaderElector } from '../../src/kube/lease.ts';
+
+const log = pino({ level: 'silent' });
+let api: FakeApiServer;
+let leaseCounter = 0;
+
+before(async () => {
+  api = await startFakeApiServer();
+});
+after(() => api.stop());
+
+/** Two candidates for one fresh lease, with fast timings; records who leads over time. */
+function candidates(names: string[]) {
+  const lease = `lease-${++leaseCounter}`;
+  const leading = new Set<string>();
+  const history: string[] = [];
+  const electors = names.map(
+    (identity) =>
+      new LeaderElector({
+        coordination: api.kubeConfig.makeApiClient(CoordinationV1Api),
+        namespace: 'default',
+        name: lease,
+        identity,
+        leaseDurationMs: 1_000,
+        renewDeadlineMs: 600,
+        retryPeriodMs: 100,
+        log,
+        onStartedLeading: () => {
+          leading.add(identity);
+          history.push(`+${identity}`);
+        },
+        onStoppedLeading: () => {
+          leading.delete(identity);
+          history.push(`-${identity}`);
+        },
+      }),
+  );
+  return { lease, leading, history, electors };
+}
+
+async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+describe('leader election on a Lease', () => {
+  it('exactly one of two candidates leads, and keeps leading while it renews', async () => {
+    const { leading, history, electors } = candidates(['a', 'b']);
+    for (const e of electors) e.start();
+    await until(() => leading.size === 1, 3_000, 'a leader');
+    const first = [...leading][0];
+    await sleep(2_500); // longer than the lease duration: renewals must keep it
+    assert.deepEqual([...leading], [first]);
+    assert.deepEqual(history, [`+${first}`], 'no flapping');
+    await Promise.all(electors.map((e) => e.stop()));
+  });
+
+  it('a leader that stops releases the lease and the follower takes over at once', async () => {
+    const { leading, electors } = candidates(['a', 'b']);
+    const [a, b] = electors as [LeaderElector, LeaderElector];
+    a.start();
+    await until(() => a.isLeader, 3_000, 'a to lead');
+    b.start();
+    await sleep(300);
+    assert.equal(b.isLeader, false);
+    const stoppedAt = Date.now();
+    await a.stop();
+    await until(() => b.isLeader, 3_000, 'b to take over');
+    assert.ok(Date.now() - stoppedAt < 900, 'handover faster than the lease duration: the lease was released');
+    assert.deepEqual([...leading], ['b']);
+    await b.stop();
+  });
+
+  it('a leader that dies without releasing is replaced once the lease expires, not before', async () => {
+    const { electors } = candidates(['a', 'b']);
+    const [a, b] = electors as [LeaderElector, LeaderElector];
+    a.start();
+    await until(() => a.isLeader, 3_000, 'a to lead');
+    b.start();
+    await a.stop(false); // as if killed: the lease still names a
+    const diedAt = Date.now();
+    await until(() => b.isLeader, 5_000, 'b to take over');
+    assert.ok(Date.now() - diedAt >= 900, 'no takeover before the lease duration passed');
+    await b.stop();
+  });
+
+  it('a leader cut off from the API steps down after the renew deadline', async () => {
+    const { leading, electors } = candidates(['a']);
+    const [a] = electors as [LeaderElector];
+    a.start();
+    await until(() => a.isLeader, 3_000, 'a to lead');
+    const outage = api.faults.refuseConnections(2_000);
+    await until(() => !a.isLeader, 2_000, 'a to step down');
+    await outage;
+    await until(() => a.isLeader, 3_000, 'a to lead again after the outage');
+    assert.deepEqual([...leading], ['a']);
+    await a.stop();
+  });
+});
