@@ -36,7 +36,8 @@ export class DataPlane {
   readonly #options: DataPlaneOptions;
   readonly #running = new Map<string, RunningListener>();
   readonly #health = new Map<string, BackendHealth>();
-  readonly #draining = new Set<Promise<void>>();
+  /** Listeners removed by a reload, still finishing their connections. */
+  readonly #draining = new Set<Listener>();
   #config: L4Config = { listeners: [] };
   #queue: Promise<unknown> = Promise.resolve();
   #stopped = false;
@@ -88,7 +89,8 @@ export class DataPlane {
     this.#stopped = true;
     const running = [...this.#running.values()];
     this.#running.clear();
-    await Promise.all([...running.map(({ listener }) => listener.drain(graceMs)), ...this.#draining]);
+    // Listeners a reload removed may have a longer grace than the shutdown's: drain(graceMs) shortens it.
+    await Promise.all([...running.map(({ listener }) => listener), ...this.#draining].map((listener) => listener.drain(graceMs)));
   }
 
   async #apply(config: L4Config): Promise<void> {
@@ -150,11 +152,11 @@ export class DataPlane {
     const { name } = running.snapshot.config;
     const { log, listenerGraceMs } = this.#options;
     log.info({ listener: name, active: running.listener.activeConnections }, 'listener removed; draining its connections');
-    const drained = running.listener.drain(listenerGraceMs).then(() => {
-      this.#draining.delete(drained);
+    this.#draining.add(running.listener);
+    void running.listener.drain(listenerGraceMs).then(() => {
+      this.#draining.delete(running.listener);
       log.info({ listener: name }, 'listener drained');
     });
-    this.#draining.add(drained);
   }
 }
 

@@ -8,7 +8,10 @@ export interface Listener {
   listen(): Promise<void>;
   /** New connections or sessions follow the new snapshot at once; live ones keep theirs. */
   update(snapshot: ListenerSnapshot): void;
-  /** Stop accepting; let live connections or sessions finish for up to graceMs, then end them. */
+  /**
+   * Stop accepting; let live connections or sessions finish for up to graceMs, then end them.
+   * Calling it again (a shutdown during a reload's drain) can only bring the deadline closer.
+   */
   drain(graceMs: number): Promise<void>;
   readonly activeConnections: number;
 }
@@ -37,18 +40,38 @@ export function bindError(config: ListenerConfig, err: NodeJS.ErrnoException): E
   return Object.assign(new Error(`${where}: ${hint} (${err.code ?? 'error'})`), { code: err.code });
 }
 
-/** Waits for every member to leave the set, forcing the stragglers out after graceMs. */
-export function drainSet<T>(members: Set<T>, graceMs: number, force: (member: T) => void): Promise<void> {
-  return new Promise((resolve) => {
-    const deadline = Date.now() + graceMs;
-    const check = () => {
-      if (members.size === 0) return resolve();
-      if (Date.now() >= deadline) {
-        for (const member of members) force(member);
-        return resolve();
-      }
-      setTimeout(check, Math.min(100, Math.max(1, deadline - Date.now()))).unref();
-    };
-    check();
-  });
+/**
+ * Waits for every member to leave the set, forcing the stragglers out at the deadline. `start`
+ * may be called again with a shorter grace: the earliest deadline wins, the wait stays one.
+ */
+export class Drain<T> {
+  readonly #members: Set<T>;
+  readonly #force: (member: T) => void;
+  #deadline = Infinity;
+  #done: Promise<void> | undefined;
+
+  constructor(members: Set<T>, force: (member: T) => void) {
+    this.#members = members;
+    this.#force = force;
+  }
+
+  get started(): boolean {
+    return this.#done !== undefined;
+  }
+
+  start(graceMs: number): Promise<void> {
+    this.#deadline = Math.min(this.#deadline, Date.now() + graceMs);
+    this.#done ??= new Promise((resolve) => {
+      const check = () => {
+        if (this.#members.size === 0) return resolve();
+        if (Date.now() >= this.#deadline) {
+          for (const member of this.#members) this.#force(member);
+          return resolve();
+        }
+        setTimeout(check, Math.min(100, Math.max(1, this.#deadline - Date.now()))).unref();
+      };
+      check();
+    });
+    return this.#done;
+  }
 }

@@ -5,12 +5,13 @@ import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import type { ConnectErrorReason } from './stats.ts';
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
-import { bindError, drainSet, listenOptions, type Listener } from './listener.ts';
+import { Drain, bindError, listenOptions, type Listener } from './listener.ts';
 
 export class TcpListener implements Listener {
   readonly #server: net.Server;
   readonly #log: Logger;
   readonly #connections = new Set<net.Socket>();
+  readonly #drain = new Drain(this.#connections, (socket) => socket.destroy());
   readonly #reusePort: boolean;
   #snapshot: ListenerSnapshot;
 
@@ -48,8 +49,8 @@ export class TcpListener implements Listener {
   }
 
   drain(graceMs: number): Promise<void> {
-    this.#server.close();
-    return drainSet(this.#connections, graceMs, (socket) => socket.destroy());
+    if (!this.#drain.started) this.#server.close();
+    return this.#drain.start(graceMs);
   }
 
   #applyCap(): void {

@@ -8,7 +8,7 @@ import dns from 'node:dns';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { formatListenAddress } from '../config/load.ts';
-import { bindError, drainSet, type Listener } from './listener.ts';
+import { Drain, bindError, type Listener } from './listener.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
@@ -50,10 +50,10 @@ export class UdpListener implements Listener {
   /** Client address → client port → session: two small lookups instead of building a string key per datagram. */
   readonly #sessions = new Map<string, Map<number, UdpSession>>();
   readonly #live = new Set<UdpSession>();
+  readonly #drain = new Drain(this.#live, (session) => this.#end(session));
   #snapshot: ListenerSnapshot;
   #tick = 0;
   #sweep: NodeJS.Timeout | undefined;
-  #draining = false;
 
   constructor(snapshot: ListenerSnapshot, log: Logger, reusePort: boolean) {
     this.#snapshot = snapshot;
@@ -95,11 +95,13 @@ export class UdpListener implements Listener {
     if (idleChanged) this.#startSweep();
   }
 
-  async drain(graceMs: number): Promise<void> {
-    this.#draining = true;
-    await drainSet(this.#live, graceMs, (session) => this.#end(session));
-    clearInterval(this.#sweep);
-    this.#socket.close();
+  drain(graceMs: number): Promise<void> {
+    if (this.#drain.started) return this.#drain.start(graceMs);
+    // Replies leave from the listening socket, so it stays open until the last session ends.
+    return this.#drain.start(graceMs).then(() => {
+      clearInterval(this.#sweep);
+      this.#socket.close();
+    });
   }
 
   /** Idle expiry by a tick counter the sweep bumps, so a datagram costs no clock read. */
@@ -140,7 +142,7 @@ export class UdpListener implements Listener {
     const snapshot = this.#snapshot;
     const listenerStats = snapshot.stats;
     listenerStats.accepted++;
-    if (this.#draining) {
+    if (this.#drain.started) {
       listenerStats.refused.draining++;
       return undefined;
     }

@@ -28,7 +28,7 @@ function assertBinomial(observed: number, n: number, p: number, what: string): v
   assert.ok(Math.abs(observed - mean) <= 5 * sd, `${what}: ${observed} of ${n}, expected ${mean.toFixed(0)} ± ${(5 * sd).toFixed(0)}`);
 }
 
-describe('smooth weighted round robin (pure)', () => {
+describe('smooth weighted round robin (pure)', { timeout: 30_000 }, () => {
   test('90/10 over 1000 picks is exactly 900/100, one canary pick in every window of 10', () => {
     const sequence = picks('wrr', [90, 10], 1000);
     assert.deepEqual(tally(sequence, 2), [900, 100]);
@@ -74,7 +74,7 @@ describe('smooth weighted round robin (pure)', () => {
   });
 });
 
-describe('weighted random (pure)', () => {
+describe('weighted random (pure)', { timeout: 30_000 }, () => {
   test('90/10 over 100 000 picks is within 5 standard deviations', () => {
     const n = 100_000;
     const counts = tally(picks('random', [90, 10], n), 2);
@@ -102,7 +102,7 @@ describe('weighted random (pure)', () => {
   });
 });
 
-describe('passive health (pure)', () => {
+describe('passive health (pure)', { timeout: 30_000 }, () => {
   test('maxFails failures within failTimeoutMs take the backend out for failTimeoutMs, then it is back', () => {
     const health = new BackendHealth();
     const t0 = 1_000_000;
@@ -130,7 +130,7 @@ describe('passive health (pure)', () => {
   });
 });
 
-describe('the split over real TCP connections', () => {
+describe('the split over real TCP connections', { timeout: 30_000 }, () => {
   const backends: TcpBackend[] = [];
   let plane: TestPlane;
 

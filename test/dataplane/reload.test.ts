@@ -23,16 +23,30 @@ import {
 } from '../support/backends.ts';
 import { createPlane, metricValue, type TestPlane } from '../support/dataplane.ts';
 
+/** Writes `text` on a live echo connection and resolves with the echo; rejects if the connection goes. */
 async function echoOnce(socket: net.Socket, text: string): Promise<string> {
   const reply = new Promise<string>((resolve, reject) => {
-    socket.once('data', (chunk: Buffer) => resolve(chunk.toString()));
-    socket.once('error', reject);
+    const timer = setTimeout(() => fail(new Error(`no echo of ${JSON.stringify(text)} within 5 s`)), 5000);
+    const onClose = () => fail(new Error(`the connection closed before the echo of ${JSON.stringify(text)}`));
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('close', onClose);
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      clearTimeout(timer);
+      socket.off('close', onClose);
+      resolve(chunk.toString());
+    };
+    socket.once('data', onData);
+    socket.once('close', onClose);
   });
   socket.write(text);
   return reply;
 }
 
-describe('reload under load', () => {
+describe('reload under load', { timeout: 30_000 }, () => {
   let plane: TestPlane;
   let stable: TcpBackend;
   let canary: TcpBackend;
@@ -122,7 +136,7 @@ describe('reload under load', () => {
   });
 });
 
-describe('removed listener', () => {
+describe('removed listener', { timeout: 15_000 }, () => {
   test('its live connections keep working within the grace period, then are cut', async () => {
     const plane = createPlane(800);
     const echo = await startEchoBackend();
@@ -147,7 +161,34 @@ describe('removed listener', () => {
   });
 });
 
-describe('a config that cannot bind', () => {
+// `--drain-timeout 5` with `--listener-grace 300` must not hold a SIGTERM for 5 minutes: shutdown
+// bounds the drains that reloads started too.
+describe('shutdown after a listener was removed', { timeout: 15_000 }, () => {
+  test(
+    'shutdown(0) ends the connections of a listener still draining from a reload, at once',
+    async () => {
+      const plane = createPlane(4000);
+      const echo = await startEchoBackend();
+      const port = await freePort();
+      await plane.apply({ listeners: [{ name: 'old', listen: `127.0.0.1:${port}`, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] }] });
+      const live = net.connect({ host: '127.0.0.1', port });
+      live.on('error', () => {});
+      try {
+        await once(live, 'connect');
+        await plane.apply({ listeners: [] });
+        const started = Date.now();
+        await plane.close(0);
+        const took = Date.now() - started;
+        assert.ok(took < 1000, `shutdown(0) took ${took} ms: it waited for the 4000 ms listener grace`);
+      } finally {
+        live.destroy();
+        await echo.close();
+      }
+    },
+  );
+});
+
+describe('a config that cannot bind', { timeout: 15_000 }, () => {
   let runtime: Runtime;
   let holder: net.Server;
   let stable: TcpBackend;

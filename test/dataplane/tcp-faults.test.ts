@@ -65,7 +65,7 @@ function backendsOf(entries: [string, number, number][]) {
   return entries.map(([name, port, weight]) => ({ name, host: '127.0.0.1', port, weight }));
 }
 
-describe('TCP faults', () => {
+describe('TCP faults', { timeout: 30_000 }, () => {
   let plane: TestPlane;
   let echo: EchoBackend;
   const closers: (() => Promise<void>)[] = [];
@@ -217,7 +217,7 @@ describe('TCP faults', () => {
   });
 });
 
-describe('slow reader (a serve child)', () => {
+describe('slow reader (a serve child)', { timeout: 30_000 }, () => {
   let serve: ServeChild;
   let firehose: TcpBackend;
   let proxyPort = 0;
@@ -244,7 +244,7 @@ describe('slow reader (a serve child)', () => {
     await firehose?.close();
   });
 
-  test('the proxy RSS stays bounded while 256 MiB is offered to clients that do not read, and every byte arrives after', async () => {
+  test('the proxy RSS stays bounded while 256 MiB is offered to clients that do not read, and every byte arrives after', async (t) => {
     const port = proxyPort;
     await sleep(300);
     const baseline = await rssBytes(serve.pid);
@@ -260,6 +260,7 @@ describe('slow reader (a serve child)', () => {
       peak = Math.max(peak, await rssBytes(serve.pid));
     }
     const growth = peak - baseline;
+    t.diagnostic(`proxy RSS ${(baseline / MiB).toFixed(1)} MiB before, peak growth ${(growth / MiB).toFixed(1)} MiB`);
     assert.ok(growth < 64 * MiB, `proxy RSS grew by ${(growth / MiB).toFixed(1)} MiB while ${(connections * offeredPerConnection) / MiB} MiB was offered`);
 
     // Now read: everything offered arrives, nothing was lost while paused.

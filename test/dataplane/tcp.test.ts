@@ -30,7 +30,7 @@ function tcpListener(name: string, port: number, backends: { name: string; port:
   };
 }
 
-describe('TCP data plane', () => {
+describe('TCP data plane', { timeout: 30_000 }, () => {
   let plane: TestPlane;
   let echo: EchoBackend;
   const extraBackends: TcpBackend[] = [];
@@ -71,7 +71,7 @@ describe('TCP data plane', () => {
             socket.on('data', (chunk: Buffer) => chunks.push(chunk));
             socket.on('error', reject);
             socket.on('end', () => resolve(Buffer.concat(chunks)));
-            socket.end(payloads[i]);
+            socket.end(payloads[i]!);
           }),
       ),
     );

@@ -17,7 +17,7 @@ async function clientSocket(type: 'udp4' | 'udp6' = 'udp4'): Promise<dgram.Socke
 
 const nameOf = (reply: string | undefined) => reply?.split(':')[0] ?? 'no reply';
 
-describe('UDP data plane', () => {
+describe('UDP data plane', { timeout: 20_000 }, () => {
   let plane: TestPlane;
   let stable: UdpBackend;
   let canary: UdpBackend;
@@ -52,7 +52,11 @@ describe('UDP data plane', () => {
       '127.0.0.1',
       'udp',
     );
-    const replies = await runConcurrently(100, 10, async (i) => nameOf((await udpAsk(port, `hello ${i}`))[0]));
+    // 100 distinct client ports, all kept open: a closed socket's port could be reused by the next
+    // client and land in the still-live session of the previous one.
+    const clients = await Promise.all(Array.from({ length: 100 }, () => clientSocket()));
+    sockets.push(...clients);
+    const replies = await runConcurrently(100, 10, async (i) => nameOf((await udpAsk(port, `hello ${i}`, { socket: clients[i]! }))[0]));
     assert.deepEqual(countBy(replies), { stable: 90, canary: 10 });
     assert.equal(plane.backend('split', 'stable').connections, 90);
     assert.equal(plane.backend('split', 'canary').connections, 10);

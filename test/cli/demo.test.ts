@@ -1,0 +1,32 @@
+// `canary-l4 demo --exit`: what `npm start` shows a new user. It must print the split it achieved,
+// and for TCP (smooth weighted round robin over 1000 connections) that split is exactly 90/10.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { freePort } from '../support/backends.ts';
+import { runCli } from '../support/serve-child.ts';
+
+test('demo --exit prints an exact 90/10 TCP split and a UDP split, then exits 0', { timeout: 60_000 }, async () => {
+  const tcpPort = await freePort('127.0.0.1', 'tcp');
+  const udpPort = await freePort('127.0.0.1', 'udp');
+  const { exit, stdout, stderr } = await runCli(
+    ['demo', '--exit', '--admin-port', '0', '--admin-host', '127.0.0.1', '--tcp-port', String(tcpPort), '--udp-port', String(udpPort), '--log-level', 'warn'],
+    45_000,
+  );
+  assert.deepEqual(exit, { code: 0, signal: null }, stderr);
+  const row = (listener: string, backend: string) =>
+    new RegExp(`^${listener}\\s+\\w+\\s+${backend}\\s+(\\d+)%\\s+([\\d.]+)% \\((\\d+) of (\\d+)\\)$`, 'm').exec(stdout);
+  const tcpStable = row('demo-tcp', 'stable');
+  const tcpCanary = row('demo-tcp', 'canary');
+  assert.ok(tcpStable && tcpCanary, `no TCP split in the output:\n${stdout}`);
+  assert.deepEqual(tcpStable.slice(1), ['90', '90.0', '900', '1000']);
+  assert.deepEqual(tcpCanary.slice(1), ['10', '10.0', '100', '1000']);
+
+  const udpStable = row('demo-udp', 'stable');
+  const udpCanary = row('demo-udp', 'canary');
+  assert.ok(udpStable && udpCanary, `no UDP split in the output:\n${stdout}`);
+  // Over loopback no datagram should be lost, but a lost one would be "no answer", not a wrong split.
+  const udpTotal = Number(udpStable[3]) + Number(udpCanary[3]);
+  assert.ok(udpTotal >= 195 && udpTotal <= 200, `UDP answers: ${udpTotal} of 200`);
+  assert.ok(Math.abs(Number(udpCanary[3]) - 20) <= 2, `UDP canary sessions: ${udpCanary[3]} of 200, expected 20`);
+  assert.match(stdout, /Metrics: http:\/\/127\.0\.0\.1:\d+\/metrics/);
+});

@@ -1,0 +1,269 @@
+// `canary-l4 serve` as a user runs it: a child process, a config file, signals. Bad input exits
+// non-zero with the field path; SIGHUP and file changes reload, keeping the old config when the
+// new one is invalid or cannot bind; --weight changes the split; SIGTERM drains a live transfer.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { once } from 'node:events';
+import { after, before, describe, test } from 'node:test';
+import {
+  askName,
+  countBy,
+  exchange,
+  freePort,
+  randomPayload,
+  runConcurrently,
+  sha256,
+  sleep,
+  startNamedBackend,
+  startTcpBackend,
+  waitFor,
+  type TcpBackend,
+} from '../support/backends.ts';
+import { metricValue } from '../support/dataplane.ts';
+import { runServeExpectingExit, startServe, type ServeChild } from '../support/serve-child.ts';
+
+const MiB = 1024 * 1024;
+
+function web(port: number, stablePort: number, canaryPort: number, stableWeight: number, canaryWeight: number) {
+  return {
+    name: 'web',
+    protocol: 'tcp',
+    listen: `127.0.0.1:${port}`,
+    backends: [
+      { name: 'stable', host: '127.0.0.1', port: stablePort, weight: stableWeight },
+      { name: 'canary', host: '127.0.0.1', port: canaryPort, weight: canaryWeight },
+    ],
+  };
+}
+
+async function names(port: number, n: number): Promise<Record<string, number>> {
+  return countBy(await runConcurrently(n, 10, () => askName(port)));
+}
+
+describe('serve: bad input at startup', { timeout: 60_000 }, () => {
+  test('an invalid config exits 2 with one line per problem, each naming the field path', async () => {
+    const { exit, stderr, stdout } = await runServeExpectingExit(`
+listeners:
+  - name: web
+    listen: 18080
+    backends:
+      - { name: stable, host: 127.0.0.1, port: 8081, weight: 90 }
+      - { name: canary, host: 127.0.0.1, port: 8082, weight: 150 }
+    idleTimeoutMS: 1000
+`);
+    assert.equal(exit.code, 2, stderr);
+    const lines = stderr.trim().split('\n');
+    assert.ok(lines.some((line) => /^canary-l4: .*lb\.yaml: listeners\[0\]\.backends\[1\]\.weight: must be an integer 0-100, got 150$/.test(line)), stderr);
+    assert.ok(lines.some((line) => /listeners\[0\]\.idleTimeoutMS: unknown key, did you mean "idleTimeoutMs"\?/.test(line)), stderr);
+    assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
+    assert.doesNotMatch(stdout, /"msg":"serving"/);
+  });
+
+  test('a missing config file exits 2 naming the file', async () => {
+    const { exit, stderr } = await (await import('../support/serve-child.ts')).runCli([
+      'serve',
+      '--config',
+      '/nonexistent/canary-l4/lb.yaml',
+      '--admin-port',
+      '0',
+      '--admin-host',
+      '127.0.0.1',
+    ]);
+    assert.equal(exit.code, 2);
+    assert.match(stderr, /\/nonexistent\/canary-l4\/lb\.yaml: cannot read the file \(ENOENT\)/);
+  });
+
+  test('a --weight naming an unknown backend exits 2 naming the flag', async () => {
+    const { exit, stderr } = await runServeExpectingExit({ listeners: [web(18081, 1, 2, 90, 10)] }, ['--weight', 'web:canry=5']);
+    assert.equal(exit.code, 2);
+    assert.match(stderr, /--weight "web:canry=5": listener "web" has no backend "canry"; the backends are stable, canary/);
+  });
+
+  test('a listener that cannot bind at startup exits non-zero naming the listener and the address', async () => {
+    const holder = net.createServer().listen({ host: '127.0.0.1', port: 0 });
+    await once(holder, 'listening');
+    try {
+      const port = (holder.address() as net.AddressInfo).port;
+      const { exit, stderr } = await runServeExpectingExit({ listeners: [web(port, 1, 2, 90, 10)] });
+      assert.notEqual(exit.code, 0);
+      assert.match(stderr, new RegExp(`listener "web" cannot listen on tcp 127\\.0\\.0\\.1:${port}: the address is in use.*\\(EADDRINUSE\\)`));
+    } finally {
+      holder.close();
+    }
+  });
+});
+
+describe('serve: reloads', { timeout: 60_000 }, () => {
+  let stable: TcpBackend;
+  let canary: TcpBackend;
+  let serve: ServeChild;
+  let port = 0;
+  let holder: net.Server;
+
+  before(async () => {
+    stable = await startNamedBackend('stable');
+    canary = await startNamedBackend('canary');
+    holder = net.createServer().listen({ host: '127.0.0.1', port: 0 });
+    await once(holder, 'listening');
+    port = await freePort();
+    serve = await startServe({ listeners: [web(port, stable.port, canary.port, 100, 0)] }, ['--no-watch']);
+  });
+  after(async () => {
+    await serve?.stop();
+    holder.close();
+    await Promise.all([stable.close(), canary.close()]);
+  });
+
+  const reloadLogs = () => serve.logs().filter((line) => line.msg === 'config reloaded' || String(line.msg).startsWith('config reload refused'));
+
+  test('SIGHUP reloads the file: the new weights take the next connections', async () => {
+    assert.deepEqual(await names(port, 20), { stable: 20 });
+    serve.writeConfig({ listeners: [web(port, stable.port, canary.port, 0, 100)] });
+    serve.child.kill('SIGHUP');
+    await waitFor(() => reloadLogs().length === 1, 'the reload log line');
+    assert.equal(reloadLogs()[0]!.msg, 'config reloaded');
+    assert.equal(reloadLogs()[0]!.trigger, 'SIGHUP');
+    assert.deepEqual(await names(port, 20), { canary: 20 });
+  });
+
+  test('an invalid file on SIGHUP is refused with the field path, and the running config keeps serving', async () => {
+    serve.writeConfig({ listeners: [web(port, stable.port, canary.port, -1, 100)] });
+    serve.child.kill('SIGHUP');
+    await waitFor(() => reloadLogs().length === 2, 'the refusal log line');
+    const refusal = reloadLogs()[1]!;
+    assert.match(String(refusal.msg), /config reload refused; the previous config keeps serving/);
+    assert.match(String(refusal.error), /listeners\[0\]\.backends\[0\]\.weight: must be an integer 0-100, got -1/);
+    assert.equal(serve.child.exitCode, null, 'serve exited on a bad reload');
+    assert.deepEqual(await names(port, 10), { canary: 10 });
+  });
+
+  test('a file whose new listener cannot bind is refused, counted as a failed reload, and the old config keeps serving', async () => {
+    const heldPort = (holder.address() as net.AddressInfo).port;
+    serve.writeConfig({
+      listeners: [
+        web(port, stable.port, canary.port, 100, 0),
+        { name: 'held', listen: `127.0.0.1:${heldPort}`, backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }] },
+      ],
+    });
+    serve.child.kill('SIGHUP');
+    await waitFor(() => reloadLogs().length === 3, 'the refusal log line');
+    assert.match(String(reloadLogs()[2]!.error), /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
+    assert.deepEqual(await names(port, 10), { canary: 10 }, 'the weights of the refused file were applied');
+    const metrics = (await serve.get('/metrics')).body;
+    assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'failure' }), 2);
+    assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }), 2);
+    assert.equal((await serve.get('/readyz')).status, 200);
+  });
+});
+
+describe('serve: file watch', { timeout: 30_000 }, () => {
+  test('a changed config file is reloaded without a signal', async () => {
+    const stable = await startNamedBackend('stable');
+    const canary = await startNamedBackend('canary');
+    const port = await freePort();
+    const serve = await startServe({ listeners: [web(port, stable.port, canary.port, 100, 0)] });
+    try {
+      assert.equal(await askName(port), 'stable');
+      await sleep(50); // a different mtime
+      serve.writeConfig({ listeners: [web(port, stable.port, canary.port, 0, 100)] });
+      await waitFor(async () => (await askName(port)) === 'canary', 'the file change to be picked up', 10_000);
+      assert.ok(serve.logs().some((line) => line.msg === 'config reloaded' && line.trigger === 'file change'));
+    } finally {
+      await serve.stop();
+      await Promise.all([stable.close(), canary.close()]);
+    }
+  });
+});
+
+describe('serve: --weight', { timeout: 30_000 }, () => {
+  test('overrides change the split: canary=0 takes it out, 50/50 splits exactly', async () => {
+    const stable = await startNamedBackend('stable');
+    const canary = await startNamedBackend('canary');
+    const children: ServeChild[] = [];
+    try {
+      const config = (p: number) => ({ listeners: [web(p, stable.port, canary.port, 90, 10)] });
+      const p1 = await freePort();
+      children.push(await startServe(config(p1), ['--weight', 'web:canary=0']));
+      assert.deepEqual(await names(p1, 50), { stable: 50 });
+      const p2 = await freePort();
+      children.push(await startServe(config(p2), ['--weight', 'web:canary=50', '--weight', 'web:stable=50']));
+      assert.deepEqual(await names(p2, 100), { stable: 50, canary: 50 });
+    } finally {
+      await Promise.all(children.map((child) => child.stop()));
+      await Promise.all([stable.close(), canary.close()]);
+    }
+  });
+});
+
+describe('serve: SIGTERM', { timeout: 30_000 }, () => {
+  test('drains: not ready, new connections refused, a live transfer finishes byte-exact, then exit 0', async () => {
+    // Sends 8 MiB in 16 slices, 100 ms apart: a transfer of about 1.6 s.
+    const payload = randomPayload(8 * MiB);
+    const backend = await startTcpBackend((socket) => {
+      socket.resume();
+      let slice = 0;
+      const timer = setInterval(() => {
+        const start = slice * (payload.length / 16);
+        socket.write(payload.subarray(start, start + payload.length / 16));
+        if (++slice === 16) {
+          clearInterval(timer);
+          socket.end();
+        }
+      }, 100);
+      socket.on('close', () => clearInterval(timer));
+    });
+    const port = await freePort();
+    const serve = await startServe(
+      { listeners: [{ name: 'slow', listen: `127.0.0.1:${port}`, backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }] }] },
+      ['--drain-timeout', '20'],
+    );
+    try {
+      const client = net.connect({ host: '127.0.0.1', port });
+      const chunks: Buffer[] = [];
+      client.on('data', (chunk: Buffer) => chunks.push(chunk));
+      const ended = new Promise<{ error?: Error }>((resolve) => {
+        client.on('error', (error) => resolve({ error }));
+        client.on('end', () => resolve({}));
+      });
+      await once(client, 'data');
+      serve.child.kill('SIGTERM');
+      await waitFor(() => serve.logs().some((line) => line.msg === 'signal received'), 'the signal to be handled');
+      assert.equal((await serve.get('/readyz')).status, 503, 'still ready while draining');
+      assert.equal((await exchange(port, 'x')).error?.code, 'ECONNREFUSED', 'a new connection was accepted while draining');
+
+      const outcome = await ended;
+      assert.equal(outcome.error, undefined);
+      assert.equal(sha256(Buffer.concat(chunks)), sha256(payload), 'the live transfer was cut or corrupted');
+      const exit = await serve.exited;
+      assert.deepEqual(exit, { code: 0, signal: null });
+    } finally {
+      await serve.stop();
+      await backend.close();
+    }
+  });
+
+  test('the drain timeout ends connections that do not finish, then exit 0', async () => {
+    const backend = await startTcpBackend((socket) => socket.resume()); // never answers, never ends
+    const port = await freePort();
+    const serve = await startServe(
+      { listeners: [{ name: 'stuck', listen: `127.0.0.1:${port}`, backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }] }] },
+      ['--drain-timeout', '1'],
+    );
+    try {
+      const client = net.connect({ host: '127.0.0.1', port });
+      client.on('error', () => {});
+      await once(client, 'connect');
+      await waitFor(() => backend.sockets.size === 1, 'the proxied connection');
+      const signalledAt = Date.now();
+      serve.child.kill('SIGTERM');
+      const exit = await serve.exited;
+      const took = Date.now() - signalledAt;
+      assert.deepEqual(exit, { code: 0, signal: null });
+      assert.ok(took >= 900 && took < 8000, `exited ${took} ms after SIGTERM with a 1 s drain timeout`);
+      if (!client.destroyed) await once(client, 'close');
+    } finally {
+      await serve.stop();
+      await backend.close();
+    }
+  });
+});

@@ -1,0 +1,165 @@
+// deploy/Dockerfile without a Docker engine: its stages are read from the file itself and replayed
+// on this machine — the dependency stage's `npm ci` into a temporary folder holding what the build
+// context lets through, then the final stage's entrypoint on Node 24 — so the image's command, and
+// the command the Deployment gives it, are proven to start.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import type { V1Deployment } from '@kubernetes/client-node';
+import { DEFAULT_ADMIN_PORT } from '../../src/defaults.ts';
+import { deployDir, theOnly } from './manifests.ts';
+
+const run = promisify(execFile);
+const projectDir = fileURLToPath(new URL('../../', import.meta.url));
+
+interface Instruction {
+  readonly keyword: string;
+  readonly argument: string;
+}
+interface Stage {
+  readonly name: string | undefined;
+  readonly from: string;
+  readonly instructions: Instruction[];
+}
+
+/** The Dockerfile as build stages of instructions (continuation lines joined, comments dropped). */
+function readDockerfile(): { globalArgs: Map<string, string>; stages: Stage[] } {
+  const text = readFileSync(new URL('Dockerfile', deployDir), 'utf8').replace(/\\\n/g, ' ');
+  const globalArgs = new Map<string, string>();
+  const stages: Stage[] = [];
+  for (const line of text.split('\n').map((raw) => raw.trim())) {
+    if (line === '' || line.startsWith('#')) continue;
+    const [, keyword = '', argument = ''] = /^(\w+)\s+(.*)$/.exec(line) ?? [];
+    const upper = keyword.toUpperCase();
+    if (upper === 'FROM') {
+      const [from = '', , name] = argument.split(/\s+/);
+      stages.push({ name, from, instructions: [] });
+    } else if (stages.length === 0) {
+      if (upper === 'ARG') globalArgs.set(...argDefault(argument));
+    } else {
+      stages.at(-1)!.instructions.push({ keyword: upper, argument });
+    }
+  }
+  return { globalArgs, stages };
+}
+
+function argDefault(argument: string): [string, string] {
+  const [name = '', value = ''] = argument.split('=');
+  return [name, value];
+}
+
+function instructions(stage: Stage | undefined, keyword: string): string[] {
+  return (stage?.instructions ?? []).filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.argument);
+}
+
+/** COPY sources taken from the build context (not from another stage). */
+function contextSources(stage: Stage): string[] {
+  return instructions(stage, 'COPY')
+    .filter((argument) => !argument.startsWith('--from'))
+    .flatMap((argument) => argument.split(/\s+/).slice(0, -1));
+}
+
+/** Whether .dockerignore lets a path into the build context (last matching pattern wins, `!` re-includes). */
+function inBuildContext(path: string): boolean {
+  const patterns = readFileSync(join(projectDir, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
+  let included = true;
+  for (const pattern of patterns) {
+    const negated = pattern.startsWith('!');
+    const glob = (negated ? pattern.slice(1) : pattern).replace(/\/$/, '');
+    if (path === glob || path.startsWith(`${glob}/`) || (glob === '*' && !path.includes('/'))) included = negated;
+  }
+  return included;
+}
+
+const { globalArgs, stages } = readDockerfile();
+const finalStage = stages.at(-1);
+const dependencyStage = stages.find((stage) => stage.name !== undefined && instructions(finalStage, 'COPY').some((copy) => copy.startsWith(`--from=${stage.name} `)));
+const entrypoint = JSON.parse(instructions(finalStage, 'ENTRYPOINT')[0] ?? '[]') as string[];
+/** What runs after tini: `node <entry>`. */
+const nodeCommand = entrypoint.slice(entrypoint.indexOf('--') + 1);
+
+describe('deploy/Dockerfile', () => {
+  it('builds on the official Node 24 image, in stages', () => {
+    assert.ok(stages.length >= 2, 'a dependency stage and a final stage');
+    assert.match(globalArgs.get('NODE_IMAGE') ?? '', /^node:24[-.]/);
+    for (const stage of stages) assert.equal(stage.from, '${NODE_IMAGE}');
+  });
+
+  it('runs as a numeric non-root user, the one the Deployment runs as', () => {
+    const [user = ''] = instructions(finalStage, 'USER');
+    const [uid = ''] = user.split(':');
+    assert.match(uid, /^[1-9]\d*$/, 'numeric, so that runAsNonRoot can verify it');
+    const deployment = theOnly<V1Deployment>('Deployment');
+    assert.equal(deployment.spec?.template.spec?.securityContext?.runAsUser, Number(uid));
+  });
+
+  it('starts under tini, which passes SIGTERM on to node', () => {
+    assert.equal(entrypoint[0], '/usr/bin/tini');
+    assert.ok(instructions(finalStage, 'RUN').some((command) => /apt-get install .*\btini\b/.test(command)));
+    assert.deepEqual(nodeCommand.slice(0, 1), ['node']);
+  });
+
+  it('exposes the admin port and carries OCI labels, versioned as package.json', () => {
+    assert.deepEqual(instructions(finalStage, 'EXPOSE'), [String(DEFAULT_ADMIN_PORT)]);
+    const labels = instructions(finalStage, 'LABEL').join(' ');
+    for (const key of ['title', 'description', 'licenses', 'version', 'revision'])
+      assert.match(labels, new RegExp(`org\\.opencontainers\\.image\\.${key}=`));
+    const version = instructions(finalStage, 'ARG').map(argDefault).find(([name]) => name === 'VERSION')?.[1];
+    const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as { version: string };
+    assert.equal(version, packageJson.version);
+  });
+
+  it('copies only what .dockerignore lets into the build context', () => {
+    const sources = stages.flatMap(contextSources);
+    assert.ok(sources.length > 0);
+    for (const source of sources) assert.ok(inBuildContext(source.replace(/^\.\//, '')), `${source} is excluded by .dockerignore`);
+    for (const excluded of ['node_modules', '.git', 'test', 'bench']) assert.equal(inBuildContext(excluded), false, `${excluded} reaches the build context`);
+  });
+
+  describe('replayed: production install, then the entrypoint', { timeout: 120_000 }, () => {
+    let imageDir: string;
+    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
+    const start = (args: string[]) =>
+      run(process.execPath, [...nodeCommand.slice(1), ...args], { cwd: imageDir, env: { ...env, NODE_ENV: 'production' }, timeout: 30_000 });
+
+    before(async () => {
+      imageDir = await mkdtemp(join(tmpdir(), 'canary-l4-image-'));
+      for (const source of stages.flatMap(contextSources)) await cp(join(projectDir, source), join(imageDir, source), { recursive: true });
+      const [install = ''] = instructions(dependencyStage, 'RUN');
+      const [npm = '', ...npmArgs] = install.split(/\s+/);
+      assert.deepEqual([npm, npmArgs[0]], ['npm', 'ci']);
+      assert.ok(npmArgs.includes('--omit=dev'));
+      // --prefer-offline: the packages come from the local npm cache when it has them.
+      await run(npm, [...npmArgs, '--prefer-offline'], { cwd: imageDir, env, timeout: 100_000 });
+    });
+    after(() => rm(imageDir, { recursive: true, force: true }));
+
+    it('installs the dependencies without the dev ones (no `node` pin, no type checker)', async () => {
+      const installed = await readdir(join(imageDir, 'node_modules'));
+      assert.ok(installed.includes('yargs') && installed.includes('prom-client'));
+      assert.ok(!installed.includes('node') && !installed.includes('typescript'), `dev dependencies installed: ${installed.join(' ')}`);
+    });
+
+    it('`--help` prints the commands', async () => {
+      const { stdout } = await start(['--help']);
+      for (const command of ['serve', 'proxy', 'demo']) assert.match(stdout, new RegExp(`canary-l4 ${command}\\b`));
+    });
+
+    it('accepts the command and flags the Deployment gives it', async () => {
+      const deployment = theOnly<V1Deployment>('Deployment');
+      const args = deployment.spec?.template.spec?.containers[0]?.args ?? [];
+      const result = await start([...args, '--help']).then(
+        ({ stdout }) => ({ ok: true, output: stdout }),
+        (err: { stderr?: string }) => ({ ok: false, output: err.stderr ?? String(err) }),
+      );
+      assert.ok(result.ok, `\`canary-l4 ${args.join(' ')}\` is refused: ${result.output}`);
+      assert.match(result.output, /--canary-release/);
+    });
+  });
+});
