@@ -3,7 +3,8 @@
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CANARY_NO_METRICS, type ProxyVariant, type RunningProxy } from './proxies.ts';
-import { CHILD_FD_LIMIT, treeRssKiB } from './processes.ts';
+import { CHILD_FD_LIMIT } from './processes.ts';
+import { treeRssKiB } from './proc-usage.ts';
 import { httpKeepalive, tcpBulk8, tcpShort, udpMax, type Workload, type WorkloadContext } from './workloads.ts';
 
 /** 10 000, unless a single proxy process cannot hold two fds per connection under the fd limit. */
@@ -11,7 +12,9 @@ const IDLE_CONNECTIONS = Math.min(10_000, Math.floor((CHILD_FD_LIMIT - 200) / 2)
 const CONNECT_BATCH = 500;
 const CONNECT_TIMEOUT_MS = 5_000;
 /** Time for the proxy to finish its upstream connects before RSS is read. */
-const SETTLE_MS = 2_000;
+const SETTLE_MS = 1_000;
+/** Lets the proxy close what the workload opened before the next measurement starts. */
+const TEARDOWN_MS = 300;
 const SLOW_READERS = 20;
 const SLOW_READ_INTERVAL_MS = 100;
 /** A proxy that ignores backpressure would eat the machine: stop the workload beyond this. */
@@ -74,7 +77,7 @@ export const idleConnections: Workload = {
       };
     } finally {
       for (const socket of sockets) socket.destroy();
-      await sleep(1_000); // let the proxy tear them down before the next measurement
+      await sleep(TEARDOWN_MS);
     }
   },
 };
@@ -122,7 +125,7 @@ export const slowReaders: Workload = {
       for (const reader of readers) reader.destroy();
     }
     const elapsed = (performance.now() - startedAt) / 1_000;
-    await sleep(1_000);
+    await sleep(TEARDOWN_MS);
     return {
       peakRssMiB: peakRss / KIB_PER_MIB,
       growthMiB: (peakRss - rssBefore) / KIB_PER_MIB,

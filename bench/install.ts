@@ -12,21 +12,21 @@ interface Requirement {
 const onPath = (binary: string) => (): boolean =>
   spawnSync('sh', ['-c', `command -v ${binary}`], { stdio: 'ignore' }).status === 0;
 
-const REQUIREMENTS: Readonly<Record<string, Requirement>> = {
+const REQUIREMENTS = {
   nginx: { debianPackage: 'nginx', present: onPath('nginx') },
   nginxStream: { debianPackage: 'libnginx-mod-stream', present: () => existsSync(NGINX_STREAM_MODULE) },
   haproxy: { debianPackage: 'haproxy', present: onPath('haproxy') },
   iperf3: { debianPackage: 'iperf3', present: onPath('iperf3') },
   wrk: { debianPackage: 'wrk', present: onPath('wrk') },
-};
+} satisfies Record<string, Requirement>;
 
 export type Tool = keyof typeof REQUIREMENTS;
 
 export function ensureInstalled(tools: readonly Tool[]): void {
   const missing = tools
-    .map((tool) => REQUIREMENTS[tool])
-    .filter((req): req is Requirement => req !== undefined && !req.present())
-    .map((req) => req.debianPackage);
+    .map((tool): Requirement => REQUIREMENTS[tool])
+    .filter((requirement) => !requirement.present())
+    .map((requirement) => requirement.debianPackage);
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) {
     throw new Error(`missing Debian packages ${missing.join(' ')}; install them as root (apt-get install ${missing.join(' ')})`);

@@ -173,9 +173,23 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
       const adminPort = base + 90;
       const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');
       writeFileSync(configFile, canaryConfig(ports));
-      const args = ['src/cli/main.ts', 'serve', '--config', configFile, '--admin-port', String(adminPort), '--log-level', 'warn'];
-      // One worker is the default: leaving the flag out keeps the 1-worker rows independent of it.
-      if (workers > 1) args.push('--workers', String(workers));
+      const args = [
+        'src/cli/main.ts',
+        'serve',
+        '--config',
+        configFile,
+        '--admin-host',
+        '127.0.0.1',
+        '--admin-port',
+        String(adminPort),
+        '--log-level',
+        'warn',
+        // Open UDP sessions would otherwise hold a SIGTERM for the default 30 s drain.
+        '--drain-timeout',
+        '1',
+        '--workers',
+        String(workers),
+      ];
       if (name === CANARY_NO_METRICS) args.push('--no-metrics');
       const child = startChild(name, PROJECT_NODE, args, PROJECT_ROOT);
       return whenReady(name, ports, child, () =>

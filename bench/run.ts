@@ -9,14 +9,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureInstalled, type Tool } from './install.ts';
 import { startBackends } from './backends.ts';
 import { CANARY_NO_METRICS, PROXY_NAMES, startProxy, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
-import { killAllChildren, measureWhile } from './processes.ts';
+import { killAllChildren, type Child } from './processes.ts';
+import { measureWhile } from './proc-usage.ts';
 import { MAIN_WORKLOADS, type Workload, type WorkloadContext } from './workloads.ts';
 import { EXTRA_WORKLOADS } from './extras.ts';
 import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
 
 const ALL_WORKLOADS: readonly Workload[] = [...MAIN_WORKLOADS, ...EXTRA_WORKLOADS];
 /** Lets sockets in TIME_WAIT and CPU frequency settle between two measurements. */
-const PAUSE_BETWEEN_RUNS_MS = 300;
+const PAUSE_BETWEEN_RUNS_MS = 100;
 
 interface Options {
   readonly quick: boolean;
@@ -59,7 +60,7 @@ function parseOptions(argv: readonly string[]): Options {
     quick: values.quick,
     workers: positiveInteger('workers', values.workers, 1),
     repeats: positiveInteger('repeats', values.repeats, values.quick ? 1 : 3),
-    seconds: positiveInteger('seconds', values.seconds, values.quick ? 2 : 4),
+    seconds: positiveInteger('seconds', values.seconds, values.quick ? 2 : 3),
     workloads: pickByName('only', values.only, ALL_WORKLOADS, (workload) => workload.name),
     proxies: pickByName('proxies', values.proxies, PROXY_NAMES, (name) => name),
   };
@@ -92,21 +93,29 @@ function rotate<T>(items: readonly T[], by: number): T[] {
   return [...items.slice(shift), ...items.slice(0, shift)];
 }
 
-async function measureOnce(workload: Workload, proxy: RunningProxy | Error, proxyName: ProxyVariant, context: WorkloadContext): Promise<Measurement> {
+/** Why a figure would be meaningless: a proxy or a backend that is not running any more. */
+function deathReport(proxyName: ProxyVariant, proxy: RunningProxy, backends: readonly Child[]): string | undefined {
+  const proxyExit = proxy.exitReport();
+  if (proxyExit !== undefined) return `${proxyName} exited: ${proxyExit}`;
+  const deadBackend = backends.find((backend) => backend.exited());
+  return deadBackend === undefined ? undefined : `backend "${deadBackend.name}" exited: ${deadBackend.outputTail()}`;
+}
+
+async function measureOnce(workload: Workload, proxyName: ProxyVariant, context: WorkloadContext, backends: readonly Child[]): Promise<Measurement> {
   const base = { repetition: context.repetition, workload: workload.name, proxy: proxyName };
+  const proxy = context.proxies.get(proxyName) ?? new Error('not started');
   if (proxy instanceof Error) return { ...base, values: {}, error: `did not start: ${proxy.message}` };
-  const exitedBefore = proxy.exitReport();
-  if (exitedBefore !== undefined) return { ...base, values: {}, error: `${proxyName} had exited: ${exitedBefore}` };
+  const deadBefore = deathReport(proxyName, proxy, backends);
+  if (deadBefore !== undefined) return { ...base, values: {}, error: deadBefore };
   try {
     const pid = workload.recordsUsage ? proxy.pid : undefined;
     const { result, usage } = await measureWhile(pid, () => workload.run(proxy, context));
     const values = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
-    // A proxy that died mid-run makes any figure meaningless (UDP would just show 0 round trips).
-    const exitedDuring = proxy.exitReport();
-    return exitedDuring === undefined ? { ...base, values } : { ...base, values: {}, error: `${proxyName} exited during the run: ${exitedDuring}` };
+    // Something that died mid-run makes any figure meaningless (UDP would just show 0 round trips).
+    const deadDuring = deathReport(proxyName, proxy, backends);
+    return deadDuring === undefined ? { ...base, values } : { ...base, values: {}, error: deadDuring };
   } catch (error) {
-    const exitedDuring = proxy.exitReport();
-    const message = exitedDuring === undefined ? (error instanceof Error ? error.message : String(error)) : `${proxyName} exited during the run: ${exitedDuring}`;
+    const message = deathReport(proxyName, proxy, backends) ?? (error instanceof Error ? error.message : String(error));
     return { ...base, values: {}, error: message };
   }
 }
@@ -135,15 +144,17 @@ async function main(): Promise<void> {
     const context: WorkloadContext = { seconds: options.seconds, repetition, proxies };
     for (const workload of options.workloads) {
       for (const proxyName of rotate(options.proxies.filter(workload.appliesTo), repetition)) {
+        const startedRunAt = performance.now();
         const current = proxies.get(proxyName);
         if (workload.freshProxy && current !== undefined && !(current instanceof Error)) {
           await current.stop();
           await start(proxyName);
         }
-        const measurement = await measureOnce(workload, proxies.get(proxyName) ?? new Error('not started'), proxyName, context);
+        const measurement = await measureOnce(workload, proxyName, context, backends);
         measurements.push(measurement);
         const outcome = measurement.error === undefined ? describe(measurement.values) : `FAILED: ${measurement.error.split('\n')[0]}`;
-        console.log(`[${repetition + 1}/${options.repeats}] ${workload.name} · ${proxyName}: ${outcome}`);
+        const took = ((performance.now() - startedRunAt) / 1_000).toFixed(1);
+        console.log(`[${repetition + 1}/${options.repeats}] ${workload.name} · ${proxyName}: ${outcome} (${took} s)`);
         await sleep(PAUSE_BETWEEN_RUNS_MS);
       }
     }

@@ -13,7 +13,7 @@ const WINDOW_PER_SOCKET = 8;
 const PAYLOAD = Buffer.alloc(64, 'u');
 /** A socket whose window got no reply for this long lost its datagrams: refill it. */
 const STALL_MS = 200;
-const LOSS_GRACE_MS = 1_000;
+const LOSS_GRACE_MS = 500;
 
 export interface MaxRateResult {
   readonly roundTripsPerSecond: number;

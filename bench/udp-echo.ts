@@ -10,4 +10,6 @@ const socket = createSocket({
   sendBufferSize: UDP_SOCKET_BUFFER_BYTES,
 });
 socket.on('message', (message, sender) => socket.send(message, sender.port, sender.address));
+// A failed send is a lost datagram, which the client counts; it must not take the backend down.
+socket.on('error', (error) => console.error(`udp echo ${port}: ${error.message}`));
 socket.bind(port, '127.0.0.1', () => console.log(`udp echo listening on ${port}`));
