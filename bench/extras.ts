@@ -2,7 +2,7 @@
 // canary-l4's metrics cost. Each is a workload of its own, selectable with --only.
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CANARY_NO_METRICS, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { CANARY_METRICS_URL, CANARY_NO_METRICS, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { CHILD_FD_LIMIT } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
 import { httpKeepalive, tcpBulk8, tcpShort, udpMax, type Workload, type WorkloadContext } from './workloads.ts';
@@ -134,7 +134,26 @@ export const slowReaders: Workload = {
   },
 };
 
-/** Measured with metrics on and off back to back, alternating which goes first per repetition. */
+/** Prometheus scrapes every 15–60 s; once a second is the pessimistic case. */
+const SCRAPE_INTERVAL_MS = 1_000;
+
+/** Runs `work` while scraping the metrics endpoint as Prometheus would. */
+async function whileScraped<T>(work: () => Promise<T>): Promise<T> {
+  const timer = setInterval(() => {
+    fetch(CANARY_METRICS_URL).then((res) => res.arrayBuffer(), () => undefined);
+  }, SCRAPE_INTERVAL_MS);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/**
+ * Measured with metrics on (and scraped) and off back to back, alternating which goes first per
+ * repetition. Off means no endpoint and no process-metrics sampling; the data plane's counters are
+ * plain additions in both.
+ */
 const METERED_WORKLOADS: readonly Workload[] = [tcpBulk8, tcpShort, httpKeepalive, udpMax];
 
 export const metricsCost: Workload = {
@@ -152,7 +171,11 @@ export const metricsCost: Workload = {
       const key = workload.metrics[0]?.key ?? '';
       const pair = context.repetition % 2 === 0 ? [withMetrics, withoutMetrics] : [withoutMetrics, withMetrics];
       const values = new Map<RunningProxy, number>();
-      for (const proxy of pair) values.set(proxy, (await workload.run(proxy, context))[key] ?? Number.NaN);
+      for (const proxy of pair) {
+        const run = () => workload.run(proxy, context);
+        const result = proxy === withMetrics ? await whileScraped(run) : await run();
+        values.set(proxy, result[key] ?? Number.NaN);
+      }
       ratios[workload.name] = (values.get(withMetrics) ?? Number.NaN) / (values.get(withoutMetrics) ?? Number.NaN);
     }
     return ratios;

@@ -120,6 +120,11 @@ export function canaryConfig(ports: ListenPorts): string {
 const READY_TIMEOUT_MS = 15_000;
 
 /** Waits until the proxy is ready; a proxy that never gets there is stopped, not left behind. */
+const canaryPortBase = (name: 'canary-l4' | typeof CANARY_NO_METRICS): number => (name === 'canary-l4' ? 18_000 : 19_000);
+
+/** canary-l4's (metrics on) Prometheus endpoint. */
+export const CANARY_METRICS_URL = `http://127.0.0.1:${canaryPortBase('canary-l4') + 90}/metrics`;
+
 async function whenReady(name: ProxyVariant, ports: ListenPorts, child: Child, ready: () => Promise<void>): Promise<RunningProxy> {
   try {
     await ready();
@@ -168,7 +173,7 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
     }
     case 'canary-l4':
     case CANARY_NO_METRICS: {
-      const base = name === 'canary-l4' ? 18_000 : 19_000;
+      const base = canaryPortBase(name);
       const ports = portsFrom(base, true);
       const adminPort = base + 90;
       const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');

@@ -1,7 +1,7 @@
 // What every mode runs: the data plane, its counters, the admin server, and a graceful shutdown on
 // SIGTERM/SIGINT (readiness false, stop accepting, drain up to the timeout, exit 0).
 import type { Logger } from 'pino';
-import type { Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
@@ -14,6 +14,8 @@ export interface RuntimeOptions {
   /** null: no admin server of its own (a `--workers` process; the primary serves it). */
   readonly adminPort: number | null;
   readonly listenerGraceMs: number;
+  /** false: no /metrics and no process-metrics sampling (the data plane's counters are plain numbers either way). Default true. */
+  readonly metrics?: boolean;
   readonly reusePort?: boolean;
   /** What /config shows; defaults to the data plane's running config. */
   readonly configView?: () => unknown;
@@ -33,7 +35,9 @@ export class Runtime implements ConfigTarget {
   readonly log: Logger;
   readonly stats = new StatsRegistry();
   readonly dataplane: DataPlane;
+  /** Not served with --no-metrics. */
   readonly registry: Registry;
+  readonly #serveMetrics: boolean;
   #admin: AdminServer | undefined;
   #ready = false;
   #stopping: Promise<void> | undefined;
@@ -46,10 +50,13 @@ export class Runtime implements ConfigTarget {
       listenerGraceMs: options.listenerGraceMs,
       reusePort: options.reusePort ?? false,
     });
-    this.registry = createMetricsRegistry(
-      { stats: this.stats, backendStates: () => this.dataplane.backendStates(), reloads: options.adminPort !== null },
-      { processMetrics: true },
-    );
+    this.#serveMetrics = options.metrics ?? true;
+    this.registry = this.#serveMetrics
+      ? createMetricsRegistry(
+          { stats: this.stats, backendStates: () => this.dataplane.backendStates(), reloads: options.adminPort !== null },
+          { processMetrics: true },
+        )
+      : new Registry();
   }
 
   get adminPort(): number {
@@ -67,8 +74,7 @@ export class Runtime implements ConfigTarget {
       options.adminHost,
       options.adminPort,
       {
-        metrics: () => runtime.registry.metrics(),
-        contentType: runtime.registry.contentType,
+        metrics: runtime.#serveMetrics ? runtime.registry : undefined,
         isReady: () => runtime.#ready,
         config: options.configView ?? (() => runtime.dataplane.config),
       },

@@ -37,16 +37,16 @@ export class WorkerPool implements ConfigTarget {
     return this.#admin?.port ?? 0;
   }
 
-  async start(adminHost: string | undefined, adminPort: number): Promise<void> {
+  async start(adminHost: string | undefined, adminPort: number, metrics: boolean): Promise<void> {
     const aggregator = new AggregatorRegistry();
     const own = new Registry();
     registerReloadMetrics(own, this.#stats);
+    const summed = { metrics: async () => `${await aggregator.clusterMetrics()}\n${await own.metrics()}`, contentType: own.contentType };
     this.#admin = await startAdminServer(
       adminHost,
       adminPort,
       {
-        metrics: async () => `${await aggregator.clusterMetrics()}\n${await own.metrics()}`,
-        contentType: own.contentType,
+        metrics: metrics ? summed : undefined,
         isReady: () => this.#ready,
         config: () => this.#config ?? { listeners: [] },
       },

@@ -4,9 +4,8 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 
 export interface AdminSources {
-  /** The Prometheus text exposition. */
-  readonly metrics: () => Promise<string>;
-  readonly contentType: string;
+  /** The Prometheus text exposition; undefined with --no-metrics. */
+  readonly metrics: { metrics(): Promise<string>; readonly contentType: string } | undefined;
   readonly isReady: () => boolean;
   readonly config: () => unknown;
 }
@@ -26,8 +25,9 @@ export async function startAdminServer(host: string | undefined, port: number, s
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'text/plain', 'method not allowed\n');
     switch (path) {
       case '/metrics':
-        sources.metrics().then(
-          (text) => send(200, sources.contentType, text),
+        if (sources.metrics === undefined) return send(404, 'text/plain', 'metrics are off (--no-metrics)\n');
+        sources.metrics.metrics().then(
+          (text) => send(200, sources.metrics!.contentType, text),
           (err: Error) => {
             log.error({ err }, 'metrics collection failed');
             send(500, 'text/plain', `metrics collection failed: ${err.message}\n`);

@@ -11,6 +11,11 @@ export function withCommonOptions<T>(yargs: Argv<T>) {
     .option('admin-port', { type: 'number', default: DEFAULT_ADMIN_PORT, describe: 'Port of the admin HTTP server (/metrics /healthz /readyz /config); 0 = any free port' })
     .option('admin-host', { type: 'string', describe: 'Address of the admin HTTP server [default: every address]' })
     .option('drain-timeout', { type: 'number', default: DEFAULT_DRAIN_TIMEOUT_MS / 1000, describe: 'Seconds live connections may take to finish after SIGTERM/SIGINT' })
+    .option('metrics', {
+      type: 'boolean',
+      default: true,
+      describe: 'Serve /metrics (--no-metrics: no endpoint and no process-metrics sampling)',
+    })
     .option('listener-grace', { type: 'number', default: DEFAULT_LISTENER_GRACE_MS / 1000, describe: 'Seconds a listener removed by a reload keeps serving its live connections' })
     .check((argv) => {
       const port = argv['admin-port'];
@@ -29,6 +34,7 @@ export interface CommonArgs {
   adminHost: string | undefined;
   drainTimeout: number;
   listenerGrace: number;
+  metrics: boolean;
 }
 
 export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
@@ -37,5 +43,6 @@ export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
     adminHost: argv.adminHost,
     adminPort: argv.adminPort,
     listenerGraceMs: argv.listenerGrace * 1000,
+    metrics: argv.metrics,
   };
 }

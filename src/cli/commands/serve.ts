@@ -46,7 +46,7 @@ export const serveCommand = {
     if (argv.workers > 1) {
       const pool = new WorkerPool(argv.workers, options.log);
       exitOnSignals(options.log, () => pool.stop(drainMs));
-      await pool.start(argv.adminHost, argv.adminPort);
+      await pool.start(argv.adminHost, argv.adminPort, argv.metrics);
       await serveConfigFile(pool, first, serveOptions);
     } else {
       const runtime = await Runtime.start(options);
