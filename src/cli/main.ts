@@ -5,6 +5,7 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError } from '../errors.ts';
 import { serveCommand } from './commands/serve.ts';
 import { demoCommand } from './commands/demo.ts';
+import { proxyCommand } from './commands/proxy.ts';
 
 /** Startup failures a user can cause are one line per problem and a non-zero exit, no stack. */
 function exitWith(err: unknown): never {
@@ -18,8 +19,9 @@ try {
     .scriptName('canary-l4')
     .env('CANARY_L4')
     .command(serveCommand)
+    .command(proxyCommand)
     .command(demoCommand)
-    .demandCommand(1, 'name a command: serve or demo (see --help)')
+    .demandCommand(1, 'name a command: serve, proxy or demo (see --help)')
     .strict()
     .help()
     .alias('h', 'help')

@@ -5,10 +5,10 @@ import { buildConditions, type ConditionDrafts } from './conditions.ts';
 import { copySource, isCopyOf } from './copies.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
 import { classifyOriginal, parseSaved, type OriginalState } from './originals.ts';
-import { finalizerPatch } from './patches.ts';
+import { applyMergePatch, finalizerPatch } from './patches.ts';
 import { selectorsEqual } from './selectors.ts';
 import {
-  ANNOTATION_ORIGINAL, FINALIZER, type CanaryReleaseStatus, type PortStatus, type Transition, type TransitionRecord,
+  ANNOTATION_ORIGINAL, FINALIZER, type CanaryRelease, type CanaryReleaseStatus, type PortStatus, type Transition, type TransitionRecord,
 } from './types.ts';
 
 export interface Context {
@@ -71,7 +71,14 @@ export function makeStatus(context: Context, phase: Transition, transition: Tran
 
 /** A status write, unless the observed status is already exactly this one. */
 export function statusStep(context: Context, status: CanaryReleaseStatus, reason: 'recordTransition' | 'updateStatus' = 'updateStatus'): Step[] {
-  return canonicalJson(context.observed.release.status ?? {}) === canonicalJson(status) ? [] : [{ kind: 'writeStatus', reason, status }];
+  return statusWritten(context.observed.release, status) ? [] : [{ kind: 'writeStatus', reason, status }];
+}
+
+/** Whether the release already holds `status` as a merge patch of it would leave it: a null field
+ * (`transition: null`) is stored as absent, so comparing the objects as they are would write forever. */
+export function statusWritten(release: CanaryRelease, status: CanaryReleaseStatus): boolean {
+  const observed = release.status ?? {};
+  return canonicalJson(observed) === canonicalJson(applyMergePatch(observed, status));
 }
 
 export function deleteCopyStep(copy: V1Service): Step {

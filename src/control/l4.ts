@@ -9,7 +9,8 @@ import {
   DEFAULT_UDP_IDLE_TIMEOUT_MS, DEFAULT_UDP_MAX_SESSIONS,
 } from '../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
-import type { PortStatus } from './types.ts';
+import { selectorsEqual } from './selectors.ts';
+import type { Labels, PortStatus } from './types.ts';
 
 export function listenerName(port: PortStatus): string {
   return `${port.service}-${port.port}-${port.protocol.toLowerCase()}`;
@@ -57,4 +58,17 @@ function listenerFor(port: PortStatus, backends: readonly BackendConfig[]): List
     // responses 0: a UDP session ends on idle, not after N replies (the seed's proxy_responses 1 fits DNS only).
     udp: { responses: 0, maxSessions: DEFAULT_UDP_MAX_SESSIONS },
   };
+}
+
+/**
+ * With the CanaryRelease gone, the listeners some Service still sends traffic to (it selects the
+ * proxy and targets the port: a finalizer removed by hand); the others can close.
+ */
+export function listenersStillTargeted(config: L4Config, services: Iterable<V1Service>, proxySelector: Labels): L4Config {
+  const targeted = new Set<number>();
+  for (const service of services) {
+    if (!selectorsEqual(service.spec?.selector, proxySelector)) continue;
+    for (const port of service.spec?.ports ?? []) if (typeof port.targetPort === 'number') targeted.add(port.targetPort);
+  }
+  return { listeners: config.listeners.filter((listener) => targeted.has(listener.listen.port)) };
 }

@@ -81,3 +81,18 @@ function resourceVersionOf(service: V1Service): { resourceVersion?: string } {
   const resourceVersion = service.metadata?.resourceVersion;
   return resourceVersion === undefined ? {} : { resourceVersion };
 }
+
+/** RFC 7386: what the apiserver makes of `patch` applied to `target` (a null deletes its key; lists are replaced). */
+export function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) return patch;
+  const result: Record<string, unknown> = isPlainObject(target) ? { ...target } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = applyMergePatch(result[key], value);
+  }
+  return result;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

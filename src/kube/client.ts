@@ -1,6 +1,12 @@
 // Where the Kubernetes clients come from. `--kubeconfig FILE` wins; without it, in a pod, the
 // in-cluster service account; elsewhere the usual KUBECONFIG / ~/.kube/config order.
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Observable,
+  type ConfigurationOptions, type ObservableMiddleware, type RequestContext,
+} from '@kubernetes/client-node';
+
+/** Per-call options of the generated API clients (headers, deadlines), as client-node types them. */
+export type CallOptions = ConfigurationOptions<ObservableMiddleware>;
 
 export interface KubeClients {
   readonly kubeConfig: KubeConfig;
@@ -14,10 +20,15 @@ export function loadKubeConfig(file: string | undefined): KubeConfig {
   if (file !== undefined) kc.loadFromFile(file);
   else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
   else kc.loadFromDefault();
-  if (kc.getCurrentCluster() === null) {
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null) {
     throw new Error(
       `no Kubernetes cluster configured${file ? ` in --kubeconfig ${file}` : ''}: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod`,
     );
+  }
+  // client-node refuses plain http unless told to skip TLS checks; say so now, not on every call.
+  if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
+    throw new Error(`cluster ${cluster.name} (${cluster.server}) is plain http: set insecure-skip-tls-verify: true on it in the kubeconfig to allow that`);
   }
   return kc;
 }
@@ -29,4 +40,19 @@ export function makeClients(kubeConfig: KubeConfig): KubeClients {
     custom: kubeConfig.makeApiClient(CustomObjectsApi),
     coordination: kubeConfig.makeApiClient(CoordinationV1Api),
   };
+}
+
+/**
+ * Options that bound an API call: it is aborted after `timeoutMs`, or at once when `cancel` aborts
+ * (shutdown), so a hung apiserver can neither stall the work loop nor keep the process from exiting.
+ */
+export function boundedCall(cancel: AbortSignal, timeoutMs: number): CallOptions {
+  const deadline: ObservableMiddleware = {
+    pre: (request: RequestContext) => {
+      request.setSignal(AbortSignal.any([cancel, AbortSignal.timeout(timeoutMs)]));
+      return new Observable(Promise.resolve(request));
+    },
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+  return { middleware: [deadline], middlewareMergeStrategy: 'append' };
 }

@@ -1,11 +1,18 @@
 // Patch content types and API error decoding. client-node sends `application/json-patch+json`
 // unless told otherwise (kubernetes-client/javascript#1398), so every patch names its type here.
 import { ApiException, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { CallOptions } from './client.ts';
 
-/** RFC 7386 merge patch: null deletes a key. Works for built-in kinds and custom resources. */
-export const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** RFC 7386 merge patch: null deletes a key. Works for built-in kinds and custom resources.
+ * `options` (a deadline, a cancel signal) are kept. */
+export function mergePatch(options?: CallOptions): CallOptions {
+  return setHeaderOptions('Content-Type', PatchStrategy.MergePatch, options);
+}
+
 /** Strategic merge patch: built-in kinds only (custom resources answer 415). */
-export const strategicMergePatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+export function strategicMergePatch(options?: CallOptions): CallOptions {
+  return setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options);
+}
 
 export interface ApiFailure {
   readonly code: number;

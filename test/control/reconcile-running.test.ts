@@ -80,6 +80,12 @@ describe('reconcile while the release runs', () => {
     assert.equal(conditionOf(last, 'Progressing').status, 'False');
   });
 
+  it('a status stored through a merge patch (transition: null dropped) is not written again', () => {
+    const { world } = converge(webWorld());
+    assert.ok(world.release?.status !== undefined && !('transition' in world.release.status), 'the merge patch dropped transition: null');
+    assert.deepEqual(reasons(run(world)), []);
+  });
+
   it('proxies the unlisted ports at 100 % stable and keeps nodePorts', () => {
     const { world, last } = converge(webWorld(WEB_SPEC, twoPorts()));
     assert.ok(last);

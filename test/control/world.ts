@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import type { V1Pod, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { reconcile, defaultProxySelector, type Desired, type ReconcileOptions, type Step } from '../../src/control/reconcile.ts';
+import { applyMergePatch } from '../../src/control/patches.ts';
 import { selectorsEqual } from '../../src/control/selectors.ts';
 import { LABEL_ROLE, type CanaryRelease, type CanaryReleaseSpec, type Labels } from '../../src/control/types.ts';
 
@@ -95,7 +96,8 @@ export function applyStep(world: World, step: Step): void {
       return;
     }
     case 'writeStatus':
-      world.release = { ...release, status: structuredClone(step.status) };
+      // As the apiserver applies it: a merge patch, in which a null deletes its key.
+      world.release = { ...release, status: applyMergePatch(release.status ?? {}, step.status) as CanaryRelease['status'] };
       return;
     case 'createService': {
       const name = step.service.metadata?.name ?? '';
@@ -116,27 +118,12 @@ export function applyStep(world: World, step: Step): void {
       assert.ok(existing, `patch ${step.name}: NotFound`);
       const precondition = step.patch.metadata.resourceVersion;
       assert.ok(precondition === undefined || precondition === existing.metadata?.resourceVersion, `patch ${step.name}: Conflict`);
-      const patched = mergePatch(existing, step.patch) as V1Service;
+      const patched = applyMergePatch(existing, step.patch) as V1Service;
       patched.metadata = { ...patched.metadata, resourceVersion: String(world.counter) };
       world.services.set(step.name, patched);
       return;
     }
   }
-}
-
-/** RFC 7386. */
-export function mergePatch(target: unknown, patch: unknown): unknown {
-  if (!isObject(patch)) return structuredClone(patch);
-  const result: Record<string, unknown> = isObject(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete result[key];
-    else result[key] = mergePatch(result[key], value);
-  }
-  return result;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** No original Service selects nothing; one that selects the proxy targets only listening ports. */

@@ -62,6 +62,9 @@ export interface FakeApiServer {
   kubeconfigPath: string;
   /** Every request served, in RBAC vocabulary. */
   requests: RequestRecord[];
+  /** Calls `listener` synchronously as each request is answered (e.g. to kill a client right after a
+   * write); returns the function that unsubscribes it. */
+  onRequest(listener: (record: RequestRecord) => void): () => void;
   faults: FakeFaults;
   /** Current global resourceVersion. */
   resourceVersion(): string;
@@ -94,6 +97,10 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
     kubeConfig: makeKubeConfig(url),
     kubeconfigPath,
     requests: server.requests,
+    onRequest: (listener) => {
+      server.answered.add(listener);
+      return () => server.answered.delete(listener);
+    },
     faults: {
       failNext: (rule) => server.faults.failNext(rule),
       setLatency: (ms) => {

@@ -22,7 +22,8 @@ export async function writeKubeconfigFile(path: string, server: string): Promise
   const doc = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: CONTEXT, cluster: { server } }],
+    // client-node (canary-l4 proxy --kubeconfig) refuses plain http without it; kubectl ignores it on http.
+    clusters: [{ name: CONTEXT, cluster: { server, 'insecure-skip-tls-verify': true } }],
     users: [{ name: CONTEXT, user: { token: 'fake-token' } }],
     contexts: [{ name: CONTEXT, context: { cluster: CONTEXT, user: CONTEXT, namespace: 'default' } }],
     'current-context': CONTEXT,

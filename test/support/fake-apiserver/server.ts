@@ -24,6 +24,8 @@ export interface RequestRecord {
   subresource: string;
   namespace: string;
   name: string;
+  /** The bearer token, standing in for the user name (any token is accepted). */
+  user: string;
   /** Set for non-resource requests (discovery, OpenAPI, /version). */
   nonResourceURL?: string;
   method: string;
@@ -44,6 +46,8 @@ export class FakeServer {
   readonly watches: WatchHub;
   readonly faults = new FaultState();
   readonly requests: RequestRecord[] = [];
+  /** Told of each request once it is answered (for a watch: once the stream starts). */
+  readonly answered = new Set<(record: RequestRecord) => void>();
   readonly #http: Server;
   readonly #sockets = new Set<Socket>();
   #port = 0;
@@ -127,13 +131,15 @@ export class FakeServer {
       subresource: info.subresource,
       namespace: info.namespace,
       name: info.name,
+      user: /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '',
       method,
       code: 0,
     };
     if (info.resource === undefined) record.nonResourceURL = url.pathname;
     this.requests.push(record);
     try {
-      if (this.faults.latencyMs > 0) await sleep(this.faults.latencyMs);
+      // Unref'd: a request still delayed when the server stops must not keep the process alive.
+      if (this.faults.latencyMs > 0) await sleep(this.faults.latencyMs, undefined, { ref: false });
       const body = await readBody(req);
       if (info.resource === undefined) {
         record.code = this.#nonResource(method, url, req, res);
@@ -153,6 +159,8 @@ export class FakeServer {
       const headers: Record<string, string> = {};
       if (err.code === 429) headers['Retry-After'] = String(err.details?.retryAfterSeconds ?? 1);
       send(res, err.code, err.toStatus(), headers);
+    } finally {
+      for (const listener of this.answered) listener(record);
     }
   }
 

@@ -1,0 +1,81 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Argv } from 'yargs';
+import { Controller } from '../../control/controller.ts';
+import { parsePortWeights, parseSelector } from '../../control/proxy-flags.ts';
+import { defaultProxySelector } from '../../control/reconcile.ts';
+import { DEFAULT_PORT_BASE } from '../../defaults.ts';
+import { ConfigError } from '../../errors.ts';
+import { loadKubeConfig, makeClients } from '../../kube/client.ts';
+import { Runtime, exitOnSignals } from '../../runtime.ts';
+import { runtimeOptions, withCommonOptions } from '../options.ts';
+
+/** On SIGTERM the control loop gets this long to stop before the drain goes ahead regardless. */
+const CONTROLLER_STOP_MS = 5_000;
+
+function builder(yargs: Argv) {
+  return (
+    withCommonOptions(yargs)
+      .option('namespace', { alias: 'n', type: 'string', describe: 'Namespace of the CanaryRelease and its Services [env: CANARY_RELEASE_NAMESPACE]' })
+      .option('canary-release', { type: 'string', describe: 'Name of the CanaryRelease to run [env: CANARY_RELEASE_NAME]' })
+      .option('kubeconfig', { type: 'string', describe: 'kubeconfig file [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]' })
+      .option('proxy-selector', { type: 'string', describe: 'Labels of the proxy pods, which retargeted Services select [default: canary-l4.io/release=<name>]' })
+      .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'First proxy port; each Service port gets its own, kept for the life of the release' })
+      .option('weight', {
+        type: 'string',
+        array: true,
+        default: [] as string[],
+        describe: 'Override the canary weight of one Service port: SERVICE:PORT=PCT (repeatable); shown in status',
+      })
+      .option('resync', { type: 'number', default: 60, describe: 'Seconds between full reconciles that repair drift no event announced' })
+      .option('api-timeout', { type: 'number', default: 30, describe: 'Seconds an API call may take before it is abandoned and retried' })
+      .check((argv) => {
+        const base = argv['port-base'];
+        if (!Number.isInteger(base) || base < 1 || base > 65535) throw new ConfigError('--port-base', [`must be an integer 1-65535, got ${base}`]);
+        for (const flag of ['resync', 'api-timeout'] as const) {
+          const value = argv[flag];
+          if (!Number.isFinite(value) || value <= 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
+        }
+        return true;
+      })
+      .example('$0 proxy -n shop --canary-release web-v2', 'Run the canary release web-v2 of namespace shop')
+      .example('$0 proxy -n shop --canary-release web-v2 --weight web:80=0', 'The same, with no new traffic to the canary on port 80 of Service web')
+  );
+}
+
+type Args = Awaited<ReturnType<typeof builder>['argv']>;
+
+/** A flag, or its environment fallback; missing both is a one-line error naming both. */
+function required(value: string | undefined, flag: string, envName: string): string {
+  const resolved = value ?? process.env[envName];
+  if (resolved === undefined || resolved === '') throw new ConfigError(`--${flag}`, [`required (or set ${envName})`]);
+  return resolved;
+}
+
+export const proxyCommand = {
+  command: 'proxy',
+  describe: 'Run one CanaryRelease: copy its Services, split each port by weight, hand the Services back when it ends',
+  builder,
+  handler: async (argv: Args) => {
+    const namespace = required(argv.namespace, 'namespace', 'CANARY_RELEASE_NAMESPACE');
+    const release = required(argv.canaryRelease, 'canary-release', 'CANARY_RELEASE_NAME');
+    const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(release) : parseSelector(argv.proxySelector);
+    const weightOverrides = parsePortWeights(argv.weight);
+    const clients = makeClients(loadKubeConfig(argv.kubeconfig));
+    const runtime = await Runtime.start(runtimeOptions(argv));
+    const controller = new Controller({
+      runtime,
+      clients,
+      namespace,
+      release,
+      reconcile: { proxySelector, portBase: argv.portBase, weightOverrides },
+      resyncMs: argv.resync * 1000,
+      requestTimeoutMs: argv.apiTimeout * 1000,
+    });
+    runtime.log.info({ namespace, release, proxySelector, portBase: argv.portBase, weightOverrides }, 'proxy started');
+    exitOnSignals(runtime.log, async () => {
+      const stopped = await Promise.race([controller.stop().then(() => true), delay(CONTROLLER_STOP_MS, false, { ref: false })]);
+      if (!stopped) runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
+      await runtime.stop(argv.drainTimeout * 1000);
+    });
+  },
+};

@@ -1,0 +1,101 @@
+// The applier: runs reconcile's steps against the apiserver, in order, and stops at the first
+// failure (the caller retries the whole reconcile, which lists only what is still missing). Every
+// write is what reconcile built: merge patches carrying their own preconditions, so nothing here
+// reads or diffs an object.
+
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { CallOptions } from '../kube/client.ts';
+import { describeError, isNotFound, mergePatch } from '../kube/patch.ts';
+import type { Step } from './desired.ts';
+import { GROUP, PLURAL, VERSION } from './types.ts';
+
+export interface ApplyTarget {
+  readonly core: CoreV1Api;
+  readonly custom: CustomObjectsApi;
+  readonly namespace: string;
+  /** The CanaryRelease's name. */
+  readonly release: string;
+  /** Bounds every call (deadline, shutdown). */
+  readonly callOptions: CallOptions;
+}
+
+/** What a step left in the cluster, so the caller can wait for its caches to show it. */
+export type Written =
+  | { readonly kind: 'service'; readonly name: string; readonly resourceVersion: string | undefined }
+  | { readonly kind: 'serviceGone'; readonly name: string; readonly uid: string | undefined }
+  | { readonly kind: 'release'; readonly resourceVersion: string | undefined };
+
+export class StepError extends Error {
+  readonly step: Step;
+
+  constructor(step: Step, cause: unknown) {
+    super(`${describeStep(step)}: ${describeError(cause)}`, { cause });
+    this.name = 'StepError';
+    this.step = step;
+  }
+}
+
+/**
+ * Runs the steps in order. `onDone` hears of each step as it succeeds (a later failure must not
+ * hide what already changed). Rejects with a StepError naming the first step that failed.
+ */
+export async function applySteps(target: ApplyTarget, steps: readonly Step[], onDone: (step: Step, written: Written) => void): Promise<void> {
+  for (const step of steps) {
+    let written: Written;
+    try {
+      written = await applyStep(target, step);
+    } catch (err) {
+      throw new StepError(step, err);
+    }
+    onDone(step, written);
+  }
+}
+
+async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
+  const { core, custom, namespace, release, callOptions } = target;
+  const releaseRef = { group: GROUP, version: VERSION, namespace, plural: PLURAL, name: release };
+  switch (step.kind) {
+    case 'patchRelease': {
+      const patched = await custom.patchNamespacedCustomObject({ ...releaseRef, body: step.patch }, mergePatch(callOptions));
+      return { kind: 'release', resourceVersion: resourceVersionOf(patched) };
+    }
+    case 'writeStatus': {
+      const patched = await custom.patchNamespacedCustomObjectStatus({ ...releaseRef, body: { status: step.status } }, mergePatch(callOptions));
+      return { kind: 'release', resourceVersion: resourceVersionOf(patched) };
+    }
+    case 'patchService': {
+      const patched = await core.patchNamespacedService({ name: step.name, namespace, body: step.patch }, mergePatch(callOptions));
+      return { kind: 'service', name: step.name, resourceVersion: patched.metadata?.resourceVersion };
+    }
+    case 'createService': {
+      // AlreadyExists fails the pass: the cache is behind, and the retry sees the Service.
+      const created = await core.createNamespacedService({ namespace, body: step.service }, callOptions);
+      return { kind: 'service', name: created.metadata?.name ?? '', resourceVersion: created.metadata?.resourceVersion };
+    }
+    case 'deleteService': {
+      // The uid precondition: never delete a Service of the same name made since by someone else.
+      const preconditions = step.uid === undefined ? undefined : { uid: step.uid };
+      try {
+        await core.deleteNamespacedService({ name: step.name, namespace, body: { preconditions } }, callOptions);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      return { kind: 'serviceGone', name: step.name, uid: step.uid };
+    }
+  }
+}
+
+export function describeStep(step: Step): string {
+  switch (step.kind) {
+    case 'patchRelease': case 'writeStatus':
+      return step.reason;
+    case 'patchService': case 'deleteService':
+      return `${step.reason} ${step.name}`;
+    case 'createService':
+      return `${step.reason} ${step.service.metadata?.name ?? ''}`;
+  }
+}
+
+function resourceVersionOf(object: unknown): string | undefined {
+  return (object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata?.resourceVersion;
+}

@@ -1,0 +1,285 @@
+// The control loop of `canary-l4 proxy`: informers on the CanaryRelease, the Services and the Pods
+// of its namespace only trigger the work loop; its single worker assembles the observed world from
+// the caches and the data plane, calls the pure reconcile, applies the L4 config to the data plane
+// first, then the steps. Failures retry with capped backoff forever; a periodic resync repairs
+// what no event announced.
+
+import { isDeepStrictEqual } from 'node:util';
+import type { KubernetesListObject, KubernetesObject, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { L4Config } from '../config/types.ts';
+import { METRIC_PREFIX } from '../defaults.ts';
+import { boundedCall, type KubeClients } from '../kube/client.ts';
+import { startInformer, type Informer } from '../kube/informer.ts';
+import { describeError } from '../kube/patch.ts';
+import type { Runtime } from '../runtime.ts';
+import { applySteps, type ApplyTarget } from './apply.ts';
+import { effectiveWeight, listenerName, listenersStillTargeted } from './l4.ts';
+import { OwnWrites } from './own-writes.ts';
+import { reconcile, type Desired, type ReconcileOptions, type Step } from './reconcile.ts';
+import { withRefusedConfig } from './refused.ts';
+import { GROUP, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition } from './types.ts';
+import { WorkLoop } from './work-loop.ts';
+
+export interface ControllerOptions {
+  readonly runtime: Pick<Runtime, 'log' | 'registry' | 'dataplane' | 'applyConfig' | 'setReady'>;
+  readonly clients: KubeClients;
+  readonly namespace: string;
+  /** The CanaryRelease's name. */
+  readonly release: string;
+  readonly reconcile: Omit<ReconcileOptions, 'now'>;
+  readonly resyncMs: number;
+  /** Any single API call is abandoned after this long. */
+  readonly requestTimeoutMs: number;
+}
+
+/** Informer tuning: a server-side watch timeout, and a restart when a watch has been silent for long. */
+const WATCH_TIMEOUT_SECONDS = 300;
+const STALE_WATCH_MS = 10 * 60_000;
+/** How long a pass waits for the caches to show the previous pass's own writes (own-writes.ts). */
+const OWN_WRITES_WAIT_MS = 2_000;
+/** A config opens or closes listeners once; a second change within one pass would be a surprise. */
+const MAX_REPLANS = 2;
+
+interface ControllerMetrics {
+  readonly reconciles: Counter<'result'>;
+  readonly duration: Histogram;
+  readonly releaseInfo: Gauge<'release' | 'namespace' | 'phase'>;
+  readonly canaryWeight: Gauge<'service' | 'port' | 'protocol'>;
+}
+
+function registerMetrics(registry: Registry): ControllerMetrics {
+  const registers = [registry];
+  return {
+    reconciles: new Counter({ name: `${METRIC_PREFIX}reconcile_total`, help: 'Reconcile passes of the CanaryRelease, by result.', labelNames: ['result'], registers }),
+    duration: new Histogram({ name: `${METRIC_PREFIX}reconcile_duration_seconds`, help: 'Duration of a reconcile pass, API writes included.', registers }),
+    releaseInfo: new Gauge({
+      name: `${METRIC_PREFIX}release_info`,
+      help: 'The CanaryRelease this proxy runs; phase: Running, Holding (Failure, nothing changed), Adopting, Deprecating, Adopted, Deprecated.',
+      labelNames: ['release', 'namespace', 'phase'],
+      registers,
+    }),
+    canaryWeight: new Gauge({
+      name: `${METRIC_PREFIX}canary_weight`,
+      help: 'Canary weight in effect per Service port (a --weight override included), as served by the data plane.',
+      labelNames: ['service', 'port', 'protocol'],
+      registers,
+    }),
+  };
+}
+
+/** Starts on construction: informers at once, the work loop once every cache is filled. */
+export class Controller {
+  readonly #options: ControllerOptions;
+  readonly #log: Logger;
+  readonly #metrics: ControllerMetrics;
+  /** Aborts every API call in flight at shutdown. */
+  readonly #cancel = new AbortController();
+  readonly #target: ApplyTarget;
+  readonly #loop: WorkLoop;
+  readonly #ownWrites = new OwnWrites(OWN_WRITES_WAIT_MS);
+  readonly #releases: Informer<KubernetesObject>;
+  readonly #services: Informer<V1Service>;
+  readonly #pods: Informer<V1Pod>;
+  #stopped = false;
+  /** What was last logged, so that a state worth a human's attention is logged once, not per pass. */
+  #said = { phase: '', failure: '', error: '', missing: false };
+
+  constructor(options: ControllerOptions) {
+    this.#options = options;
+    this.#log = options.runtime.log.child({ release: options.release, namespace: options.namespace });
+    this.#metrics = registerMetrics(options.runtime.registry);
+    const { core, custom, kubeConfig } = options.clients;
+    const { namespace, release } = options;
+    const callOptions = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
+    this.#target = { core, custom, namespace, release, callOptions };
+    this.#loop = new WorkLoop({
+      reconcile: () => this.#reconcile(),
+      onError: (err, retryInMs) => this.#sayError(err, retryInMs),
+      resyncMs: options.resyncMs,
+    });
+    const trigger = () => this.#loop.trigger();
+    const shared = { kubeConfig, onChange: trigger, log: this.#log, staleAfterMs: STALE_WATCH_MS, watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS };
+    const fieldSelector = `metadata.name=${release}`;
+    this.#releases = startInformer<KubernetesObject>({
+      ...shared,
+      path: `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`,
+      fieldSelector,
+      list: () => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, fieldSelector }, callOptions) as Promise<KubernetesListObject<KubernetesObject>>,
+    });
+    this.#services = startInformer<V1Service>({
+      ...shared,
+      path: `/api/v1/namespaces/${namespace}/services`,
+      list: () => core.listNamespacedService({ namespace }, callOptions),
+    });
+    this.#pods = startInformer<V1Pod>({
+      ...shared,
+      path: `/api/v1/namespaces/${namespace}/pods`,
+      list: () => core.listNamespacedPod({ namespace }, callOptions),
+    });
+    // A pass on a half-filled cache would see Services as missing: wait for every first list.
+    void Promise.all([this.#releases.synced, this.#services.synced, this.#pods.synced]).then(() => {
+      if (!this.#stopped) this.#loop.start();
+    });
+  }
+
+  /** Bounded: API calls in flight are aborted, so neither the loop nor the informers can hang it. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#cancel.abort();
+    await Promise.all([this.#loop.stop(), this.#releases.stop(), this.#services.stop(), this.#pods.stop()]);
+  }
+
+  #release(): CanaryRelease | undefined {
+    // The cache holds the object as the apiserver sent it; CanaryRelease is its type (types.ts).
+    return this.#releases.get(this.#options.release, this.#options.namespace) as CanaryRelease | undefined;
+  }
+
+  #service(name: string): V1Service | undefined {
+    return this.#services.get(name, this.#options.namespace);
+  }
+
+  #listening(): Set<number> {
+    const { tcp, udp } = this.#options.runtime.dataplane.listeningPorts();
+    return new Set([...tcp, ...udp]);
+  }
+
+  async #reconcile(): Promise<{ requeueAfterMs?: number } | void> {
+    const waitMs = this.#ownWrites.waitMs({ service: (name) => this.#service(name), release: () => this.#release() }, Date.now());
+    if (waitMs > 0) return { requeueAfterMs: waitMs };
+    const endTimer = this.#metrics.duration.startTimer();
+    try {
+      const result = await this.#pass();
+      this.#metrics.reconciles.inc({ result: 'success' });
+      if (this.#said.error !== '') this.#log.info('reconcile succeeds again');
+      this.#said.error = '';
+      return result;
+    } catch (err) {
+      this.#metrics.reconciles.inc({ result: 'error' });
+      throw err;
+    } finally {
+      endTimer();
+    }
+  }
+
+  async #pass(): Promise<{ requeueAfterMs?: number } | void> {
+    const release = this.#release();
+    if (release === undefined) {
+      // Closing listeners only: nothing to refuse. A Service may still point here (a finalizer
+      // removed by hand): its listeners stay.
+      const running = this.#options.runtime.dataplane.config;
+      await this.#serve(listenersStillTargeted(running, this.#services.list(), this.#options.reconcile.proxySelector));
+      this.#metrics.canaryWeight.reset();
+      if (!this.#said.missing) {
+        if (this.#said.phase === '') this.#log.warn('CanaryRelease not found; waiting for it');
+        else this.#log.info('CanaryRelease is gone; nothing left to do');
+      }
+      this.#said.missing = true;
+      this.#metrics.releaseInfo.reset();
+      return;
+    }
+    this.#said.missing = false;
+    const { namespace } = this.#options;
+    const now = new Date();
+    const observed = {
+      release,
+      services: new Map(this.#services.list().map((service) => [service.metadata?.name ?? '', service])),
+      pods: this.#pods.list(),
+    };
+    let listening = this.#listening();
+    let planned = reconcile({ ...observed, listening }, { ...this.#options.reconcile, now });
+    // The data plane first: retargets in the steps were gated on ports it already listens on.
+    let refusal = await this.#serve(planned.l4Config);
+    // Listeners just opened or closed change what may be retargeted and what status says: plan
+    // again with what listens now, rather than write a status that is already out of date (a
+    // restarted proxy would otherwise say "waiting for the proxy to listen" on every start).
+    for (let replans = 0; refusal === undefined && replans < MAX_REPLANS && !isDeepStrictEqual(this.#listening(), listening); replans++) {
+      listening = this.#listening();
+      planned = reconcile({ ...observed, listening }, { ...this.#options.reconcile, now });
+      refusal = await this.#serve(planned.l4Config);
+    }
+    // Readiness is never withdrawn by a refused update: that would take the endpoints of the
+    // ports that do work away too.
+    if (refusal === undefined) this.#options.runtime.setReady(true);
+    const desired = refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now);
+    this.#report(desired, refusal === undefined);
+    await applySteps(this.#target, desired.steps, (step, written) => {
+      this.#ownWrites.record(written, Date.now());
+      this.#sayStep(step);
+    });
+    if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
+    // Still moving after the replans: go again at once.
+    if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };
+  }
+
+  /** Applies the config unless it already runs (the previous one keeps serving if it is refused);
+   * the refusal's message, or undefined once it serves. */
+  async #serve(config: L4Config): Promise<string | undefined> {
+    const { runtime } = this.#options;
+    if (!isDeepStrictEqual(config, runtime.dataplane.config)) {
+      try {
+        await runtime.applyConfig(config);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      this.#log.info({ listeners: config.listeners.map((listener) => `${listener.name}@${listener.listen.port}`) }, 'data plane config applied');
+    }
+    return undefined;
+  }
+
+  #report(desired: Desired, served: boolean): void {
+    const { release, namespace } = this.#options;
+    const phase = phaseOf(desired);
+    this.#metrics.releaseInfo.reset();
+    this.#metrics.releaseInfo.set({ release, namespace, phase }, 1);
+    if (served) {
+      const listeners = new Set(this.#options.runtime.dataplane.config.listeners.map((listener) => listener.name));
+      this.#metrics.canaryWeight.reset();
+      for (const port of desired.status.ports) {
+        if (listeners.has(listenerName(port))) this.#metrics.canaryWeight.set({ service: port.service, port: String(port.port), protocol: port.protocol }, effectiveWeight(port));
+      }
+    }
+    if (phase !== this.#said.phase) this.#log.info({ phase }, `CanaryRelease is ${phase}`);
+    this.#said.phase = phase;
+    const failure = desired.status.conditions.find((condition) => condition.type === 'Failure');
+    const failureText = failure?.status === 'True' ? describeCondition(failure) : '';
+    if (failureText !== this.#said.failure) {
+      if (failureText !== '') this.#log.error({ reason: failure?.reason }, `failure: ${failureText}`);
+      else this.#log.info('failure cleared');
+    }
+    this.#said.failure = failureText;
+  }
+
+  #sayStep(step: Step): void {
+    if (step.kind !== 'patchService') return;
+    const messages: Partial<Record<typeof step.reason, string>> = {
+      retarget: `retargeted Service ${step.name}: it now selects the proxy`,
+      adopt: `adopted: Service ${step.name} now selects the canary pods`,
+      restore: `restored Service ${step.name} as it was before the release`,
+    };
+    const message = messages[step.reason];
+    if (message !== undefined) this.#log.info({ service: step.name, step: step.reason }, message);
+  }
+
+  #sayError(err: unknown, retryInMs: number): void {
+    const message = describeError(err);
+    // The same failure again is a retry, not news.
+    const level = message === this.#said.error ? 'debug' : 'warn';
+    this.#log[level]({ error: message, retryInMs }, 'reconcile failed; retrying');
+    this.#said.error = message;
+  }
+}
+
+function phaseOf(desired: Desired): string {
+  switch (desired.mode) {
+    case 'running': return 'Running';
+    case 'holding': return 'Holding';
+    case 'transition': return desired.status.transition?.type === 'Adopted' ? 'Adopting' : 'Deprecating';
+    case 'archived': return desired.status.phase === '' ? 'Archived' : desired.status.phase;
+  }
+}
+
+function describeCondition(condition: CanaryReleaseCondition): string {
+  return `${condition.reason}: ${condition.message}`;
+}
