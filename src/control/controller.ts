@@ -32,6 +32,11 @@ export interface ControllerOptions {
   readonly resyncMs: number;
   /** Any single API call is abandoned after this long. */
   readonly requestTimeoutMs: number;
+  /**
+   * With several replicas only the leader writes; the others run the same reconcile to serve the
+   * same L4 config from the same CanaryRelease status and Services. Default: always the leader.
+   */
+  readonly isLeader?: () => boolean;
 }
 
 /** Informer tuning: a server-side watch timeout, and a restart when a watch has been silent for long. */
@@ -124,6 +129,11 @@ export class Controller {
     });
   }
 
+  /** Reconcile soon, e.g. because leadership changed. */
+  trigger(): void {
+    this.#loop.trigger();
+  }
+
   /** Bounded: API calls in flight are aborted, so neither the loop nor the informers can hang it. */
   async stop(): Promise<void> {
     this.#stopped = true;
@@ -204,10 +214,13 @@ export class Controller {
     if (refusal === undefined) this.#options.runtime.setReady(true);
     const desired = refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now);
     this.#report(desired, refusal === undefined);
-    await applySteps(this.#target, desired.steps, (step, written) => {
-      this.#ownWrites.record(written, Date.now());
-      this.#sayStep(step);
-    });
+    // A follower only serves; the leader also writes (a follower's refused config is its own error).
+    if (this.#options.isLeader?.() ?? true) {
+      await applySteps(this.#target, desired.steps, (step, written) => {
+        this.#ownWrites.record(written, Date.now());
+        this.#sayStep(step);
+      });
+    }
     if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };

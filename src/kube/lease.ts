@@ -6,6 +6,7 @@
 // releases the lease so a follower takes over at once instead of after the lease duration.
 import { V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { boundedCall, type CallOptions } from './client.ts';
 import { describeError, isConflict, isNotFound, isAlreadyExists } from './patch.ts';
 
 export interface LeaderElectionOptions {
@@ -17,6 +18,8 @@ export interface LeaderElectionOptions {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
+  /** A lease call that takes longer is abandoned (and counts as a failed renewal). */
+  readonly requestTimeoutMs: number;
   readonly log: Logger;
   readonly onStartedLeading: () => void;
   readonly onStoppedLeading: () => void;
@@ -33,10 +36,14 @@ export class LeaderElector {
   /** The record last seen and when this process first saw it (for expiry on our own clock). */
   #observed: { key: string; at: number } | undefined;
   #cycle: Promise<void> = Promise.resolve();
+  /** Aborts the calls in flight when campaigning stops, so stop() never waits on a hung API. */
+  readonly #cancel = new AbortController();
+  readonly #call: CallOptions;
 
   constructor(options: LeaderElectionOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#call = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
   }
 
   get isLeader(): boolean {
@@ -52,6 +59,7 @@ export class LeaderElector {
   async stop(release = true): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    this.#cancel.abort();
     await this.#cycle;
     if (!this.#leading) return;
     this.#setLeading(false);
@@ -90,11 +98,11 @@ export class LeaderElector {
     const { coordination, namespace, name, identity, leaseDurationMs } = this.#options;
     let lease: V1Lease;
     try {
-      lease = await coordination.readNamespacedLease({ name, namespace });
+      lease = await coordination.readNamespacedLease({ name, namespace }, this.#call);
     } catch (err) {
       if (!isNotFound(err)) throw err;
       try {
-        await coordination.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.#spec(0) } });
+        await coordination.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.#spec(0) } }, this.#call);
         return true;
       } catch (createErr) {
         if (isAlreadyExists(createErr) || isConflict(createErr)) return false;
@@ -115,7 +123,7 @@ export class LeaderElector {
       spec: { ...this.#spec(transitions), acquireTime: holder === identity ? spec.acquireTime : new V1MicroTime(this.#now()) },
     };
     try {
-      await coordination.replaceNamespacedLease({ name, namespace, body });
+      await coordination.replaceNamespacedLease({ name, namespace, body }, this.#call);
       return true;
     } catch (err) {
       if (isConflict(err)) return false; // someone else wrote first: they win this round
@@ -135,16 +143,17 @@ export class LeaderElector {
   }
 
   async #release(): Promise<void> {
-    const { coordination, namespace, name, identity, log } = this.#options;
+    const { coordination, namespace, name, identity, log, retryPeriodMs } = this.#options;
+    // Campaign calls are aborted by now; the release gets its own short deadline.
+    const call = boundedCall(new AbortController().signal, retryPeriodMs);
     try {
-      const lease = await coordination.readNamespacedLease({ name, namespace });
+      const lease = await coordination.readNamespacedLease({ name, namespace }, call);
       if (lease.spec?.holderIdentity !== identity) return;
       // An empty holder with a 1 s duration: any candidate may take it at its next attempt.
-      await coordination.replaceNamespacedLease({
-        name,
-        namespace,
-        body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(this.#now()) } },
-      });
+      await coordination.replaceNamespacedLease(
+        { name, namespace, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(this.#now()) } } },
+        call,
+      );
       log.info({ lease: name }, 'lease released');
     } catch (err) {
       log.warn({ lease: name, error: describeError(err) }, 'could not release the lease; it expires by itself');

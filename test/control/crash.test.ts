@@ -69,7 +69,9 @@ describe('crash at every step', () => {
     for (let kills = 0; kills < MAX_RESTARTS_PER_PHASE; kills++) {
       let killed = false;
       const proxy = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', release,
-        '--port-base', String(PORT_BASE), '--admin-port', '0', '--admin-host', '127.0.0.1', '--log-level', 'warn'], { stdio: 'ignore' });
+        '--port-base', String(PORT_BASE), '--admin-port', '0', '--admin-host', '127.0.0.1', '--log-level', 'warn',
+        // One writer per run here: a Lease held by the killed incarnation would only add its expiry to every restart.
+        '--no-leader-elect'], { stdio: 'ignore' });
       child = proxy;
       const exited = new Promise((resolve) => proxy.once('exit', resolve));
       const unsubscribe = cluster.api.onRequest((request) => {

@@ -30,6 +30,7 @@ function candidates(names: string[]) {
         leaseDurationMs: 1_000,
         renewDeadlineMs: 600,
         retryPeriodMs: 100,
+        requestTimeoutMs: 500,
         log,
         onStartedLeading: () => {
           leading.add(identity);

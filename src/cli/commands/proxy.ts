@@ -1,16 +1,9 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import type { Argv } from 'yargs';
-import { Controller } from '../../control/controller.ts';
 import { parsePortWeights, parseSelector } from '../../control/proxy-flags.ts';
 import { defaultProxySelector } from '../../control/reconcile.ts';
 import { DEFAULT_PORT_BASE } from '../../defaults.ts';
 import { ConfigError } from '../../errors.ts';
-import { loadKubeConfig, makeClients } from '../../kube/client.ts';
-import { Runtime, exitOnSignals } from '../../runtime.ts';
 import { runtimeOptions, withCommonOptions } from '../options.ts';
-
-/** On SIGTERM the control loop gets this long to stop before the drain goes ahead regardless. */
-const CONTROLLER_STOP_MS = 5_000;
 
 function builder(yargs: Argv) {
   return (
@@ -28,10 +21,21 @@ function builder(yargs: Argv) {
       })
       .option('resync', { type: 'number', default: 60, describe: 'Seconds between full reconciles that repair drift no event announced' })
       .option('api-timeout', { type: 'number', default: 30, describe: 'Seconds an API call may take before it is abandoned and retried' })
+      .option('leader-elect', {
+        type: 'boolean',
+        default: true,
+        describe: 'Elect one writer among the replicas with a Lease canary-l4-<release>; every replica serves traffic',
+      })
+      .option('lease-duration', { type: 'number', default: 15, describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over' })
+      .option('reuse-port', {
+        type: 'boolean',
+        default: false,
+        describe: 'Share the proxy ports with other processes on this host (SO_REUSEPORT), e.g. replicas on hostNetwork',
+      })
       .check((argv) => {
         const base = argv['port-base'];
         if (!Number.isInteger(base) || base < 1 || base > 65535) throw new ConfigError('--port-base', [`must be an integer 1-65535, got ${base}`]);
-        for (const flag of ['resync', 'api-timeout'] as const) {
+        for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
           const value = argv[flag];
           if (!Number.isFinite(value) || value <= 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
         }
@@ -60,22 +64,19 @@ export const proxyCommand = {
     const release = required(argv.canaryRelease, 'canary-release', 'CANARY_RELEASE_NAME');
     const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(release) : parseSelector(argv.proxySelector);
     const weightOverrides = parsePortWeights(argv.weight);
-    const clients = makeClients(loadKubeConfig(argv.kubeconfig));
-    const runtime = await Runtime.start(runtimeOptions(argv));
-    const controller = new Controller({
-      runtime,
-      clients,
+    const { runProxy } = await import('../../proxy.ts');
+    await runProxy({
+      runtime: { ...runtimeOptions(argv), reusePort: argv.reusePort },
+      kubeconfig: argv.kubeconfig,
       namespace,
       release,
-      reconcile: { proxySelector, portBase: argv.portBase, weightOverrides },
+      proxySelector,
+      portBase: argv.portBase,
+      weightOverrides,
       resyncMs: argv.resync * 1000,
       requestTimeoutMs: argv.apiTimeout * 1000,
-    });
-    runtime.log.info({ namespace, release, proxySelector, portBase: argv.portBase, weightOverrides }, 'proxy started');
-    exitOnSignals(runtime.log, async () => {
-      const stopped = await Promise.race([controller.stop().then(() => true), delay(CONTROLLER_STOP_MS, false, { ref: false })]);
-      if (!stopped) runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
-      await runtime.stop(argv.drainTimeout * 1000);
+      drainMs: argv.drainTimeout * 1000,
+      leaseDurationMs: argv.leaderElect ? argv.leaseDuration * 1000 : undefined,
     });
   },
 };

@@ -1,0 +1,88 @@
+// `proxy`: one CanaryRelease. The data plane serves on every replica; a Lease elects the one that
+// writes to the API. Loaded only by the `proxy` command, so `serve` and `demo` never pay for the
+// Kubernetes client.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Gauge } from 'prom-client';
+import { Controller } from './control/controller.ts';
+import { METRIC_PREFIX } from './defaults.ts';
+import type { PortWeightOverride } from './control/desired.ts';
+import type { Labels } from './control/types.ts';
+import { loadKubeConfig, makeClients } from './kube/client.ts';
+import { LeaderElector } from './kube/lease.ts';
+import { Runtime, exitOnSignals, type RuntimeOptions } from './runtime.ts';
+
+/** On SIGTERM the control loop gets this long to stop before the drain goes ahead regardless. */
+const CONTROLLER_STOP_MS = 5_000;
+
+export interface ProxyOptions {
+  readonly runtime: RuntimeOptions;
+  readonly kubeconfig: string | undefined;
+  readonly namespace: string;
+  readonly release: string;
+  readonly proxySelector: Labels;
+  readonly portBase: number;
+  readonly weightOverrides: readonly PortWeightOverride[];
+  readonly resyncMs: number;
+  readonly requestTimeoutMs: number;
+  readonly drainMs: number;
+  /** undefined: no leader election (a single replica, or one writer guaranteed some other way). */
+  readonly leaseDurationMs: number | undefined;
+}
+
+export async function runProxy(options: ProxyOptions): Promise<void> {
+  const { namespace, release } = options;
+  const clients = makeClients(loadKubeConfig(options.kubeconfig));
+  const runtime = await Runtime.start(options.runtime);
+  let elector: LeaderElector | undefined;
+  const controller = new Controller({
+    runtime,
+    clients,
+    namespace,
+    release,
+    reconcile: { proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides },
+    resyncMs: options.resyncMs,
+    requestTimeoutMs: options.requestTimeoutMs,
+    isLeader: () => elector?.isLeader ?? true,
+  });
+  const leader = new Gauge({
+    name: `${METRIC_PREFIX}leader`,
+    help: '1 on the replica that writes to the API (the Lease holder, or the only replica without leader election).',
+    registers: [runtime.registry],
+  });
+  leader.set(options.leaseDurationMs === undefined ? 1 : 0);
+  const leadershipChanged = (leading: boolean) => {
+    leader.set(leading ? 1 : 0);
+    controller.trigger();
+  };
+  if (options.leaseDurationMs !== undefined) {
+    // client-go's proportions: renew well within the lease, retry several times per lease.
+    elector = new LeaderElector({
+      coordination: clients.coordination,
+      namespace,
+      name: `canary-l4-${release}`,
+      identity: `${hostname()}_${randomUUID().slice(0, 8)}`,
+      leaseDurationMs: options.leaseDurationMs,
+      renewDeadlineMs: Math.round((options.leaseDurationMs * 2) / 3),
+      retryPeriodMs: Math.round(options.leaseDurationMs / 7.5),
+      requestTimeoutMs: Math.round(options.leaseDurationMs / 7.5),
+      log: runtime.log,
+      onStartedLeading: () => leadershipChanged(true),
+      onStoppedLeading: () => leadershipChanged(false),
+    });
+    elector.start();
+  }
+  runtime.log.info(
+    { namespace, release, proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides },
+    'proxy started',
+  );
+  exitOnSignals(runtime.log, async () => {
+    const stopped = await Promise.race([
+      Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
+      delay(CONTROLLER_STOP_MS, false, { ref: false }),
+    ]);
+    if (!stopped) runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
+    await runtime.stop(options.drainMs);
+  });
+}
