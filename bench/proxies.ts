@@ -179,6 +179,8 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
       const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');
       writeFileSync(configFile, canaryConfig(ports));
       const args = [
+        // As the image runs it (deploy/Dockerfile ENTRYPOINT).
+        '--max-semi-space-size=2',
         'src/cli/main.ts',
         'serve',
         '--config',
