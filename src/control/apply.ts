@@ -36,11 +36,18 @@ export class StepError extends Error {
 }
 
 /**
- * Runs the steps in order. `onDone` hears of each step as it succeeds (a later failure must not
- * hide what already changed). Rejects with a StepError naming the first step that failed.
+ * Runs the steps in order while `mayWrite()` holds (a leader that loses its Lease mid-pass stops
+ * at once). `onDone` hears of each step as it succeeds (a later failure must not hide what already
+ * changed). Rejects with a StepError naming the first step that failed.
  */
-export async function applySteps(target: ApplyTarget, steps: readonly Step[], onDone: (step: Step, written: Written) => void): Promise<void> {
+export async function applySteps(
+  target: ApplyTarget,
+  steps: readonly Step[],
+  onDone: (step: Step, written: Written) => void,
+  mayWrite: () => boolean = () => true,
+): Promise<void> {
   for (const step of steps) {
+    if (!mayWrite()) return;
     let written: Written;
     try {
       written = await applyStep(target, step);

@@ -18,7 +18,8 @@ export interface Context {
   readonly generation: number;
   readonly deleting: boolean;
   /** Every original Service this release may have touched: named by the spec, annotated by this
-   * release, selecting the proxy, or the source of one of its copies. */
+   * release, with proxy ports in its status, or the source of one of its copies. Not every Service
+   * that selects the proxy: the proxy's own (metrics-service.yaml) was never ours to hand back. */
   readonly originals: ReadonlyMap<string, OriginalState>;
   /** The copies this release made, found by label. */
   readonly copies: readonly V1Service[];
@@ -32,8 +33,11 @@ export function observe(observed: Observed, options: ReconcileOptions): Context 
   const copies = [...services.values()].filter((service) => isCopyOf(service, name));
   const names = new Set<string>((release.spec?.services ?? []).map((entry) => entry.service));
   for (const [serviceName, service] of services) {
-    if (savedBy(service) === name || selectorsEqual(service.spec?.selector, options.proxySelector)) names.add(serviceName);
+    if (savedBy(service) === name) names.add(serviceName);
   }
+  // A Service is retargeted only once its proxy ports are in status, and they stay there while it
+  // selects the proxy: this finds a retargeted Service whose saved original someone removed.
+  for (const port of release.status?.ports ?? []) names.add(port.service);
   for (const copy of copies) {
     const source = copySource(copy);
     if (source !== undefined) names.add(source);

@@ -214,13 +214,17 @@ export class Controller {
     if (refusal === undefined) this.#options.runtime.setReady(true);
     const desired = refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now);
     this.#report(desired, refusal === undefined);
-    // A follower only serves; the leader also writes (a follower's refused config is its own error).
-    if (this.#options.isLeader?.() ?? true) {
-      await applySteps(this.#target, desired.steps, (step, written) => {
+    // A follower only serves; the leader also writes, and stops writing the moment it loses the Lease.
+    const leading = () => this.#options.isLeader?.() ?? true;
+    await applySteps(
+      this.#target,
+      desired.steps,
+      (step, written) => {
         this.#ownWrites.record(written, Date.now());
         this.#sayStep(step);
-      });
-    }
+      },
+      leading,
+    );
     if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };

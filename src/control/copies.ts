@@ -33,7 +33,9 @@ export function desiredCopy(release: CanaryRelease, original: string, saved: Sav
       name: copyName(original, role),
       ...(namespace === undefined ? {} : { namespace }),
       labels: { [LABEL_RELEASE]: name, [LABEL_ROLE]: role, [LABEL_SERVICE]: original },
-      ownerReferences: [{ apiVersion: API_VERSION, kind: KIND, name, uid, controller: true, blockOwnerDeletion: true }],
+      // No blockOwnerDeletion: setting it needs `update` on canaryreleases/finalizers where
+      // OwnerReferencesPermissionEnforcement runs, and the release's own finalizer already orders deletion.
+      ownerReferences: [{ apiVersion: API_VERSION, kind: KIND, name, uid, controller: true }],
     },
     spec: {
       type: 'ClusterIP',

@@ -12,6 +12,26 @@ export function applyOperations(selector: Labels, operations: SelectorOperations
   return result;
 }
 
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** Why the apiserver would refuse these labels in a selector (422), one line each; [] when valid. */
+export function labelProblems(labels: Labels): string[] {
+  const problems: string[] = [];
+  for (const [key, value] of Object.entries(labels)) {
+    const slash = key.lastIndexOf('/');
+    const prefix = slash < 0 ? undefined : key.slice(0, slash);
+    const name = slash < 0 ? key : key.slice(slash + 1);
+    if ((prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) || name.length > 63 || !LABEL_NAME.test(name)) {
+      problems.push(`label key "${key}" is not valid (an optional DNS prefix and "/", then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`);
+    }
+    if (value.length > 63 || (value !== '' && !LABEL_NAME.test(value))) {
+      problems.push(`label value "${value}" of ${key} is not valid (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`);
+    }
+  }
+  return problems;
+}
+
 export function selectorsEqual(a: Labels | undefined, b: Labels | undefined): boolean {
   const aKeys = Object.keys(a ?? {});
   return aKeys.length === Object.keys(b ?? {}).length && aKeys.every((key) => a?.[key] === b?.[key]);

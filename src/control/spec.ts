@@ -6,7 +6,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { copyName, COPY_ROLES, isCopyOf } from './copies.ts';
 import { portProtocol, refreshSaved, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from './originals.ts';
 import type { PortKey } from './ports.ts';
-import { applyOperations, formatSelector } from './selectors.ts';
+import { applyOperations, formatSelector, labelProblems } from './selectors.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec, Labels, PortProtocol, SpecProtocol } from './types.ts';
 
 /** A state in which the release may run on the Service. */
@@ -84,6 +84,9 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   }
   const forkedSelector = applyOperations(saved.selector, entry.forkedServiceOperations);
   const canarySelector = applyOperations(saved.selector, entry.canaryServiceOperations);
+  for (const operations of ['canaryServiceOperations', 'forkedServiceOperations'] as const) {
+    for (const problem of labelProblems(entry[operations]?.add ?? {})) problems.push(`${at}.${operations}.add: ${problem}`);
+  }
   if (Object.keys(canarySelector).length === 0) problems.push(`${at}.canaryServiceOperations: the canary selector ends up empty`);
   if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: the forked selector ends up empty`);
   const ports = planPorts(entry, at, service, problems);

@@ -103,13 +103,25 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
     }, backoffMs);
     backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
   };
-  informer.on('error', restartLater);
+  /**
+   * Set while the watchdog waits for the watch it aborted to report its end. Starting at once would
+   * race it: ListWatch's end handler aborts whatever request is current, the new one included.
+   */
+  let watchdogRestart: NodeJS.Timeout | undefined;
+  const restartAfterWatchdog = () => {
+    clearTimeout(watchdogRestart);
+    watchdogRestart = undefined;
+    start();
+  };
+  informer.on('error', (err) => (watchdogRestart !== undefined ? restartAfterWatchdog() : restartLater(err)));
 
   const watchdog = setInterval(() => {
-    if (stopped || restartTimer !== undefined || Date.now() - lastActivity < options.staleAfterMs) return;
+    if (stopped || restartTimer !== undefined || watchdogRestart !== undefined || Date.now() - lastActivity < options.staleAfterMs) return;
     log.warn({ path: options.path, quietForMs: Date.now() - lastActivity }, 'watch went quiet; restarting it');
     touch();
-    void informer.stop().then(start);
+    // Should the watch have ended already, no end will be reported: start anyway after a while.
+    watchdogRestart = setTimeout(restartAfterWatchdog, 1_000);
+    void informer.stop();
   }, Math.max(1000, Math.floor(options.staleAfterMs / 4)));
   watchdog.unref();
 
@@ -121,6 +133,7 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
     stop: async () => {
       stopped = true;
       clearTimeout(restartTimer);
+      clearTimeout(watchdogRestart);
       clearInterval(watchdog);
       await informer.stop();
     },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CanaryRelease } from '../../src/control/types.ts';
 import { ANNOTATION_ORIGINAL, type Transition } from '../../src/control/types.ts';
-import { applyStep, assertCrashSafe, clone, conditionOf, converge, options, reasons, run, service, webWorld, WEB_SPEC, type World } from './world.ts';
+import { applyStep, assertCrashSafe, clone, conditionOf, converge, options, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World } from './world.ts';
 
 const original = () => service('web', { app: 'web', version: 'v1' }, [
   { name: 'http', port: 80, targetPort: 8000 }, { name: 'https', port: 443, targetPort: 'https', nodePort: 30443 },
@@ -137,6 +137,19 @@ describe('transitions', () => {
     const end = converge(stuck).world;
     assertNoCopies(end);
     assert.equal(end.release?.status?.phase, 'Deprecated');
+  });
+
+  it("the proxy's own Service (deploy/metrics-service.yaml selects the proxy pods) is not an original: no Failure, the hand-back completes", () => {
+    const metrics = service('rel-metrics', PROXY, [{ name: 'admin', port: 9090, targetPort: 'admin' }]);
+    const start = webWorld(WEB_SPEC, [original(), metrics]);
+    // checkServed off: the metrics Service selects the proxy on its named admin port, not a proxy port.
+    const { world, last } = converge(start, options(), Infinity, false);
+    assert.ok(last);
+    assert.equal(conditionOf(last, 'Failure').status, 'False', conditionOf(last, 'Failure').message);
+    const end = converge(withRelease(world, requesting('Deprecated')), options(), Infinity, false).world;
+    assert.equal(end.release?.status?.phase, 'Deprecated');
+    assert.deepEqual([...end.services.keys()].sort(), ['rel-metrics', 'web']);
+    assert.deepEqual(end.services.get('rel-metrics'), metrics, 'left alone');
   });
 
   it('an archived release does nothing more', () => {
