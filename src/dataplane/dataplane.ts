@@ -62,6 +62,7 @@ export class DataPlane {
   get activeConnections(): number {
     let total = 0;
     for (const { listener } of this.#running.values()) total += listener.activeConnections;
+    for (const listener of this.#draining) total += listener.activeConnections;
     return total;
   }
 

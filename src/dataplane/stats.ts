@@ -26,6 +26,25 @@ export class DurationHistogram {
 }
 
 export type ConnectErrorReason = 'timeout' | 'refused' | 'reset' | 'unreachable' | 'other';
+/** How a failed backend connect is counted in connect_errors_total. */
+export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReason {
+  switch (err.code) {
+    case 'ETIMEDOUT':
+      return 'timeout';
+    case 'ECONNREFUSED':
+      return 'refused';
+    case 'ECONNRESET':
+      return 'reset';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'unreachable';
+    default:
+      return 'other';
+  }
+}
+
 export type RefusalReason = 'no_backend' | 'max_connections' | 'draining';
 export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full';
 

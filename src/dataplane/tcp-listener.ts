@@ -3,7 +3,7 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
-import type { ConnectErrorReason } from './stats.ts';
+import { connectErrorReason } from './stats.ts';
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
 import { Drain, bindError, listenOptions, type Listener } from './listener.ts';
 
@@ -89,7 +89,12 @@ export class TcpListener implements Listener {
       onread: upstreamReads(client, backend.stats),
     });
     const timer = setTimeout(() => upstream.destroy(connectTimeout(config.connectTimeoutMs)), config.connectTimeoutMs);
-    const abandon = () => upstream.destroy();
+    // The client was destroyed (a drain deadline: paused, it cannot notice its peer leaving). A plain
+    // destroy brings no 'error' to clear the connect timer, so it is cleared here.
+    const abandon = () => {
+      clearTimeout(timer);
+      upstream.destroy();
+    };
     client.once('close', abandon);
 
     upstream.once('error', (err: NodeJS.ErrnoException) => {
@@ -134,22 +139,4 @@ export class TcpListener implements Listener {
 
 function connectTimeout(ms: number): NodeJS.ErrnoException {
   return Object.assign(new Error(`connect timed out after ${ms} ms`), { code: 'ETIMEDOUT' });
-}
-
-export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReason {
-  switch (err.code) {
-    case 'ETIMEDOUT':
-      return 'timeout';
-    case 'ECONNREFUSED':
-      return 'refused';
-    case 'ECONNRESET':
-      return 'reset';
-    case 'EHOSTUNREACH':
-    case 'ENETUNREACH':
-    case 'ENOTFOUND':
-    case 'EAI_AGAIN':
-      return 'unreachable';
-    default:
-      return 'other';
-  }
 }

@@ -49,12 +49,15 @@ export function joinSockets(
 
   // A clean close means both directions of that socket ended, and those ends were passed on, so
   // the other socket closes by itself once its pending bytes are out; errors went through abortBoth.
+  // Any other close (a listener's drain deadline destroyed the client) would leave the other
+  // socket open with nobody to end it, so it is destroyed too.
   let open = 2;
-  const closed = () => {
+  const closedOne = (socket: Socket, other: Socket) => () => {
+    if (!(socket.readableEnded && socket.writableFinished)) other.destroy();
     if (--open === 0) onClosed();
   };
-  client.once('close', closed);
-  upstream.once('close', closed);
+  client.once('close', closedOne(client, upstream));
+  upstream.once('close', closedOne(upstream, client));
   client.resume();
 }
 

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { formatListenAddress } from '../config/load.ts';
 import { Drain, bindError, type Listener } from './listener.ts';
+import { connectErrorReason } from './stats.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
@@ -183,7 +184,17 @@ export class UdpListener implements Listener {
       }
       this.#end(session);
     });
-    upstream.connect(backend.config.port, backend.config.host, () => {
+    // dgram hands a failed connect (a backend name that does not resolve, no route) to this
+    // callback rather than to 'error'; sending on the unconnected socket would then throw.
+    upstream.connect(backend.config.port, backend.config.host, (err?: NodeJS.ErrnoException) => {
+      if (err) {
+        const reason = connectErrorReason(err);
+        backend.stats.connectErrors[reason]++;
+        backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs);
+        this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
+        this.#end(session);
+        return;
+      }
       const pending = session.pending;
       session.pending = null;
       if (pending !== null) for (const datagram of pending) upstream.send(datagram);

@@ -17,6 +17,7 @@ import {
   sleep,
   startEchoBackend,
   startNamedBackend,
+  startTcpBackend,
   waitFor,
   type EchoBackend,
   type TcpBackend,
@@ -149,6 +150,7 @@ describe('removed listener', { timeout: 15_000 }, () => {
       assert.equal(await echoOnce(live, 'one'), 'one');
       await plane.apply({ listeners: [] });
       const removedAt = Date.now();
+      assert.equal(plane.dataplane.activeConnections, 1, 'the draining connection is still counted as active');
       assert.equal(await echoOnce(live, 'two'), 'two', 'a live connection on a removed listener was cut at once');
       assert.equal((await exchange(port, 'x')).error?.code, 'ECONNREFUSED');
       await once(live, 'close');
@@ -157,6 +159,31 @@ describe('removed listener', { timeout: 15_000 }, () => {
     } finally {
       await plane.close();
       await echo.close();
+    }
+  });
+
+  test('the grace deadline ends the backend side too: the backend sees its connection end and active drops to 0', async () => {
+    const plane = createPlane(200);
+    const backendEnded: string[] = [];
+    const backend = await startTcpBackend((socket) => {
+      socket.resume();
+      socket.on('end', () => backendEnded.push('end'));
+    });
+    const port = await freePort();
+    await plane.apply({ listeners: [{ name: 'cut', listen: `127.0.0.1:${port}`, backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }] }] });
+    const live = net.connect({ host: '127.0.0.1', port });
+    live.on('error', () => {});
+    try {
+      await once(live, 'connect');
+      await waitFor(() => plane.backend('cut', 'b').active === 1, 'the connection to be proxied');
+      await plane.apply({ listeners: [] });
+      await once(live, 'close');
+      await waitFor(() => backendEnded.length === 1, 'the backend to see its connection end', 2000);
+      assert.equal(plane.backend('cut', 'b').active, 0);
+    } finally {
+      live.destroy();
+      await plane.close();
+      await backend.close();
     }
   });
 });

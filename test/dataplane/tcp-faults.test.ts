@@ -183,6 +183,26 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     assert.equal(plane.listener('hang-only').refused.no_backend, 1);
   });
 
+  test('connections cut by a drain while the backend connect hangs leave no connect timer behind', async () => {
+    const blackhole = await startBlackhole();
+    closers.push(() => blackhole.close());
+    const port = await applyOnFreePort(plane, (p) => ({
+      listeners: [{ name: 'cut-connecting', listen: `127.0.0.1:${p}`, connectTimeoutMs: 60_000, backends: backendsOf([['hole', blackhole.port, 1]]) }],
+    }));
+    const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
+    const before = timers();
+    const clients = Array.from({ length: 20 }, () => net.connect({ host: '127.0.0.1', port }).on('error', () => {}));
+    try {
+      await waitFor(() => plane.listener('cut-connecting').accepted === 20, 'the proxy to accept every client');
+      await plane.apply({ listeners: [] }); // the 200 ms listener grace ends the connects still hanging
+      await waitFor(() => plane.dataplane.activeConnections === 0, 'the drain to cut every connection');
+      await sleep(50);
+      assert.ok(timers() < before + 5, `${timers() - before} more timers than before the 20 cut connects`);
+    } finally {
+      for (const client of clients) client.destroy();
+    }
+  });
+
   test('a backend that resets mid-stream: the client sees a reset, not a clean end', async () => {
     const backend = await startTcpBackend((socket) => {
       socket.write(randomPayload(256 * 1024), () => setTimeout(() => socket.resetAndDestroy(), 50));

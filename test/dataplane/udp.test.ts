@@ -176,6 +176,31 @@ describe('UDP data plane', { timeout: 20_000 }, () => {
     assert.equal(plane.listener('udp-zero').udpDropped.no_backend, 1);
   });
 
+  test('a backend whose name does not resolve: the session ends and is counted as unreachable, the process keeps serving', async () => {
+    const port = await applyOnFreePort(
+      plane,
+      (p) => ({
+        listeners: [
+          {
+            name: 'udp-unresolvable',
+            protocol: 'udp',
+            listen: `127.0.0.1:${p}`,
+            backends: [{ name: 'nowhere', host: 'no-such-host.invalid', port: 9, weight: 1 }],
+          },
+        ],
+      }),
+      '127.0.0.1',
+      'udp',
+    );
+    const socket = await clientSocket();
+    sockets.push(socket);
+    assert.deepEqual(await udpAsk(port, 'first', { socket, timeoutMs: 300 }), []);
+    await waitFor(() => plane.backend('udp-unresolvable', 'nowhere').connectErrors.unreachable === 1, 'the failed connect to be counted');
+    assert.equal(plane.backend('udp-unresolvable', 'nowhere').active, 0);
+    assert.deepEqual(await udpAsk(port, 'second', { socket, timeoutMs: 300 }), []);
+    await waitFor(() => plane.backend('udp-unresolvable', 'nowhere').connectErrors.unreachable === 2, 'the second session to fail too');
+  });
+
   test('IPv6: a [::1] UDP listener with a ::1 backend', async () => {
     const echo6 = await startUdpEcho('v6', '::1');
     extra.push(echo6);
