@@ -12,10 +12,12 @@ import { startAdminServer, type AdminServer } from './admin/server.ts';
 import { Runtime, exitOnSignals, type ConfigTarget, type RuntimeOptions } from './runtime.ts';
 
 type ToWorker = { type: 'canary-l4:apply'; id: number; config: L4Config } | { type: 'canary-l4:shutdown'; drainMs: number };
-type FromWorker = { type: 'canary-l4:applied'; id: number; error?: string };
+type FromWorker = { type: 'canary-l4:applied'; id: number; error?: string } | { type: 'canary-l4:ready' };
 
 /** How long past the drain timeout the primary waits for a worker before killing it. */
 const WORKER_EXIT_MARGIN_MS = 5_000;
+/** A worker that has not answered an apply by then counts as refusing it (a stuck event loop). */
+const APPLY_TIMEOUT_MS = 15_000;
 
 export class WorkerPool implements ConfigTarget {
   readonly log: Logger;
@@ -23,7 +25,10 @@ export class WorkerPool implements ConfigTarget {
   readonly #stats = new StatsRegistry();
   readonly #pending = new Map<number, { waiting: Set<Worker>; errors: string[]; done: () => void }>();
   #nextId = 0;
+  /** The config every worker serves. */
   #config: L4Config | undefined;
+  /** The config being applied, which a worker started meanwhile must get too. */
+  #wanted: L4Config | undefined;
   #ready = false;
   #stopping: Promise<void> | undefined;
   #admin: AdminServer | undefined;
@@ -66,11 +71,17 @@ export class WorkerPool implements ConfigTarget {
     this.#stats.reloadsFailed++;
   }
 
-  /** Every worker applies the config; any refusal (e.g. a port in use) rejects with its reason. */
+  /**
+   * Every worker applies the config. Any refusal (e.g. a port in use) rejects with its reason, and
+   * the workers that took the new config go back to the previous one, so all serve the same.
+   */
   async applyConfig(config: L4Config): Promise<void> {
-    const errors = await this.#broadcast(config, Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined));
+    this.#wanted = config;
+    const errors = await this.#broadcast(config, liveWorkers());
     if (errors.length > 0) {
       this.#stats.reloadsFailed++;
+      this.#wanted = this.#config;
+      if (this.#config !== undefined) await this.#broadcast(this.#config, liveWorkers());
       throw new Error([...new Set(errors)].join('; '));
     }
     this.#config = config;
@@ -82,8 +93,7 @@ export class WorkerPool implements ConfigTarget {
     this.#stopping ??= (async () => {
       this.#ready = false;
       this.log.info({ drainMs }, 'shutting down: not ready; workers stop accepting and drain');
-      const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
-      await Promise.all(workers.map((worker) => this.#stopWorker(worker, drainMs)));
+      await Promise.all(liveWorkers().map((worker) => this.#stopWorker(worker, drainMs)));
       await this.#admin?.close();
       this.log.info('all workers drained; exiting');
     })();
@@ -92,20 +102,35 @@ export class WorkerPool implements ConfigTarget {
 
   async #fork(): Promise<void> {
     const worker = cluster.fork();
+    // 'online' comes before the worker listens for messages, and a message sent earlier is lost.
     await new Promise<void>((resolve, reject) => {
-      worker.once('online', resolve);
+      worker.on('message', (message: FromWorker) => message?.type === 'canary-l4:ready' && resolve());
       worker.once('exit', (code) => reject(new Error(`worker ${worker.process.pid} exited with code ${code} while starting`)));
     });
-    if (this.#config !== undefined) {
-      const errors = await this.#broadcast(this.#config, [worker]);
-      if (errors.length > 0) this.log.error({ worker: worker.process.pid, error: errors[0] }, 'replacement worker refused the running config');
+    // Until it has what the others serve or are being given (a reload may start meanwhile).
+    for (let given: L4Config | undefined; this.#wanted !== given && this.#wanted !== undefined && !worker.isDead(); ) {
+      given = this.#wanted;
+      const errors = await this.#broadcast(given, [worker]);
+      if (errors.length > 0) this.log.error({ worker: worker.process.pid, error: errors[0] }, 'a new worker refused the config the others serve');
     }
   }
 
   #broadcast(config: L4Config, workers: Worker[]): Promise<string[]> {
     const id = this.#nextId++;
     return new Promise((resolve) => {
-      const entry = { waiting: new Set(workers), errors: [] as string[], done: () => resolve(entry.errors) };
+      const timeout = setTimeout(() => {
+        for (const worker of entry.waiting) entry.errors.push(`worker ${worker.process.pid} did not answer within ${APPLY_TIMEOUT_MS / 1000} s`);
+        this.#pending.delete(id);
+        resolve(entry.errors);
+      }, APPLY_TIMEOUT_MS);
+      const entry = {
+        waiting: new Set(workers),
+        errors: [] as string[],
+        done: () => {
+          clearTimeout(timeout);
+          resolve(entry.errors);
+        },
+      };
       this.#pending.set(id, entry);
       for (const worker of workers) worker.send({ type: 'canary-l4:apply', id, config } satisfies ToWorker);
       if (workers.length === 0) entry.done();
@@ -129,11 +154,8 @@ export class WorkerPool implements ConfigTarget {
   }
 
   #onExit(worker: Worker, code: number | null, signal: string | null): void {
-    for (const [id, entry] of this.#pending) {
-      if (!entry.waiting.has(worker)) continue;
-      entry.errors.push(`worker ${worker.process.pid} exited before applying the config`);
-      this.#settle(id, worker);
-    }
+    // Not a refusal: its replacement is given the config being applied (#wanted).
+    for (const [id, entry] of this.#pending) if (entry.waiting.has(worker)) this.#settle(id, worker);
     if (this.#stopping !== undefined) return;
     this.log.error({ worker: worker.process.pid, code, signal }, 'worker died; starting a replacement');
     this.#fork().catch((err: Error) => this.log.error({ err }, 'could not start a replacement worker'));
@@ -168,6 +190,7 @@ export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reu
       void stop(message.drainMs);
     }
   });
+  process.send?.({ type: 'canary-l4:ready' } satisfies FromWorker);
   // The primary is gone (killed outright): nobody will steer this worker any more.
   process.on('disconnect', () => void stop(drainMs));
   exitOnSignals(runtime.log, () => runtime.stop(drainMs), ['SIGTERM']);
@@ -175,3 +198,5 @@ export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reu
 }
 
 export const isWorkerProcess = (): boolean => cluster.isWorker;
+
+const liveWorkers = (): Worker[] => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
