@@ -23,12 +23,13 @@ interface Dashboard {
   templating: { list: { type: string; query?: string | { query?: string } }[] };
 }
 
-/** The control loop's metrics and their labels (src/control/controller.ts): not in a bare data plane's /metrics. */
+/** The control loop's metrics and their labels (src/control/controller.ts, src/proxy.ts): not in a bare data plane's /metrics. */
 const CONTROL_LOOP_METRICS = new Map<string, readonly string[]>([
   ['canary_l4_reconcile_total', ['result']],
   ['canary_l4_reconcile_duration_seconds', ['le']],
   ['canary_l4_release_info', ['release', 'namespace', 'phase']],
   ['canary_l4_canary_weight', ['service', 'port', 'protocol']],
+  ['canary_l4_leader', []],
 ]);
 /** Labels Prometheus Operator puts on every target of a ServiceMonitor. */
 const OPERATOR_TARGET_LABELS = ['namespace', 'service', 'pod', 'container', 'endpoint', 'job', 'instance'];
