@@ -9,11 +9,6 @@ export function mergePatch(options?: CallOptions): CallOptions {
   return setHeaderOptions('Content-Type', PatchStrategy.MergePatch, options);
 }
 
-/** Strategic merge patch: built-in kinds only (custom resources answer 415). */
-export function strategicMergePatch(options?: CallOptions): CallOptions {
-  return setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options);
-}
-
 export interface ApiFailure {
   readonly code: number;
   readonly reason: string;
