@@ -92,6 +92,7 @@ describe('two replicas, one leader', { timeout: 90_000 }, () => {
     replicas.push(startReplica(kubeconfig), startReplica(kubeconfig));
     backends = await startBackends(cluster, 'web-ha-svc', [{ port: SERVICE_PORT }]);
     await waitForRelease(cluster, 'web-ha', 'serving', serving, 20_000);
+    await waitFor(() => replicas.every((replica) => Number.isFinite(replica.adminPort())), 'both admin servers to say where they listen', 10_000);
     await waitFor(async () => (await Promise.all(replicas.map(isLeader))).filter(Boolean).length === 1, 'exactly one leader', 10_000);
 
     // Each replica runs its own smooth WRR: the sum over both is 80/20 give or take one per replica.
