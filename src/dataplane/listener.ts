@@ -26,6 +26,27 @@ export function listenOptions(listen: ListenAddress, reusePort: boolean): net.Li
   return reusePort ? { ...address, reusePort: true, exclusive: true } : address;
 }
 
+/**
+ * Binds through `bind` (which calls back once bound): a failure rejects with bindError's one line;
+ * errors after that are logged, since the listener keeps serving.
+ */
+export function bindListener(
+  emitter: NodeJS.EventEmitter,
+  config: ListenerConfig,
+  log: { error(obj: object, msg: string): void },
+  bind: (onBound: () => void) => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => reject(bindError(config, err));
+    emitter.once('error', onError);
+    bind(() => {
+      emitter.off('error', onError);
+      emitter.on('error', (err: Error) => log.error({ err }, 'listener error'));
+      resolve();
+    });
+  });
+}
+
 /** A bind failure as one line naming the listener, the address and what to do about it. */
 export function bindError(config: ListenerConfig, err: NodeJS.ErrnoException): Error {
   const where = `listener "${config.name}" cannot listen on ${config.protocol} ${formatListenAddress(config.listen)}`;

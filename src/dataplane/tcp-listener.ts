@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { connectErrorReason } from './stats.ts';
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
-import { Drain, bindError, listenOptions, type Listener } from './listener.ts';
+import { Drain, bindListener, listenOptions, type Listener } from './listener.ts';
 
 export class TcpListener implements Listener {
   readonly #server: net.Server;
@@ -32,15 +32,7 @@ export class TcpListener implements Listener {
 
   listen(): Promise<void> {
     const { config } = this.#snapshot;
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error) => reject(bindError(config, err));
-      this.#server.once('error', onError);
-      this.#server.listen(listenOptions(config.listen, this.#reusePort), () => {
-        this.#server.off('error', onError);
-        this.#server.on('error', (err) => this.#log.error({ err }, 'listener error'));
-        resolve();
-      });
-    });
+    return bindListener(this.#server, config, this.#log, (onBound) => this.#server.listen(listenOptions(config.listen, this.#reusePort), onBound));
   }
 
   update(snapshot: ListenerSnapshot): void {

@@ -8,7 +8,7 @@ import dns from 'node:dns';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { formatListenAddress } from '../config/load.ts';
-import { Drain, bindError, type Listener } from './listener.ts';
+import { Drain, bindListener, type Listener } from './listener.ts';
 import { connectErrorReason } from './stats.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
@@ -70,24 +70,18 @@ export class UdpListener implements Listener {
     return this.#live.size;
   }
 
-  listen(): Promise<void> {
+  async listen(): Promise<void> {
     const { config } = this.#snapshot;
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error) => reject(bindError(config, err));
-      this.#socket.once('error', onError);
-      this.#socket.bind({ port: config.listen.port, address: config.listen.host, exclusive: true }, () => {
-        this.#socket.off('error', onError);
-        this.#socket.on('error', (err) => this.#log.error({ err }, 'listener error'));
-        try {
-          this.#socket.setRecvBufferSize(RECEIVE_BUFFER_BYTES);
-        } catch (err) {
-          this.#log.debug({ err }, 'could not enlarge the receive buffer');
-        }
-        this.#startSweep();
-        this.#log.debug({ address: formatListenAddress(config.listen) }, 'udp listener bound');
-        resolve();
-      });
-    });
+    await bindListener(this.#socket, config, this.#log, (onBound) =>
+      this.#socket.bind({ port: config.listen.port, address: config.listen.host, exclusive: true }, onBound),
+    );
+    try {
+      this.#socket.setRecvBufferSize(RECEIVE_BUFFER_BYTES);
+    } catch (err) {
+      this.#log.debug({ err }, 'could not enlarge the receive buffer');
+    }
+    this.#startSweep();
+    this.#log.debug({ address: formatListenAddress(config.listen) }, 'udp listener bound');
   }
 
   update(snapshot: ListenerSnapshot): void {

@@ -4,6 +4,7 @@ import {
   CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Observable,
   type ConfigurationOptions, type ObservableMiddleware, type RequestContext,
 } from '@kubernetes/client-node';
+import { ConfigError } from '../errors.ts';
 
 /** Per-call options of the generated API clients (headers, deadlines), as client-node types them. */
 export type CallOptions = ConfigurationOptions<ObservableMiddleware>;
@@ -17,7 +18,13 @@ export interface KubeClients {
 
 export function loadKubeConfig(file: string | undefined): KubeConfig {
   const kc = new KubeConfig();
-  if (file !== undefined) kc.loadFromFile(file);
+  if (file !== undefined) {
+    try {
+      kc.loadFromFile(file);
+    } catch (err) {
+      throw new ConfigError(`--kubeconfig ${file}`, [`cannot be read as a kubeconfig: ${(err as Error).message}`]);
+    }
+  }
   else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
   else kc.loadFromDefault();
   const cluster = kc.getCurrentCluster();

@@ -1,6 +1,6 @@
 // `serve --workers 2`: two processes on the same ports (SO_REUSEPORT) behind one admin server. Both
 // serve the split; a reload reaches both; a worker that dies is replaced and given the running
-// config; a reload that one worker refuses leaves every worker on the previous config; SIGTERM
+// config; a reload the workers refuse leaves every worker on the previous config; SIGTERM
 // drains them all and exits 0.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -86,7 +86,7 @@ describe('serve --workers 2', { timeout: 90_000 }, () => {
     await waitFor(async () => (await split(port, 40)).canary === undefined && (await split(port, 40)).stable === 40, 'every connection to stable', 10_000);
   });
 
-  test('a reload one worker cannot apply leaves both on the previous config', async () => {
+  test('a reload the workers cannot apply (a port held elsewhere) leaves them on the previous config', async () => {
     const holder = net.createServer();
     const held = await freePort();
     await new Promise<void>((resolve) => holder.listen({ host: '127.0.0.1', port: held }, resolve));

@@ -25,6 +25,8 @@ describe('canary-l4 proxy', () => {
       'canary-l4: --weight "web:80=500": expected SERVICE:PORT=PCT, PORT 1-65535 and PCT (the canary weight) an integer 0-100'],
     [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--proxy-selector', 'app'], 'canary-l4: --proxy-selector "app": expected key=value, got "app"'],
     [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--port-base', '70000'], 'canary-l4: --port-base: must be an integer 1-65535, got 70000'],
+    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--kubeconfig', '/nonexistent/kubeconfig'],
+      "canary-l4: --kubeconfig /nonexistent/kubeconfig: cannot be read as a kubeconfig: ENOENT: no such file or directory, open '/nonexistent/kubeconfig'"],
   ] as const) {
     it(`refuses ${args.slice(1).join(' ')} in one line, exit 2`, async () => {
       const result = await runCli(args);

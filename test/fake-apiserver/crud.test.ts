@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoordinationV1Api, KubernetesObjectApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, CR, installCrd, svc } from './helpers.ts';
+import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
+import { apiError, clients, CR, startFakeWithCrd, svc } from './helpers.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
@@ -15,9 +15,7 @@ let custom: ReturnType<typeof clients>['custom'];
 const ns = 'default';
 
 before(async () => {
-  api = await startFakeApiServer();
-  ({ core, custom } = clients(api.kubeConfig));
-  await installCrd(api.kubeConfig);
+  ({ api, core, custom } = await startFakeWithCrd());
 });
 after(() => api.stop());
 

@@ -1,5 +1,6 @@
 /** Shared fixtures for the fake-apiserver conformance tests (client-node over HTTP only). */
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api } from '@kubernetes/client-node';
+import { startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
 
 export const CR = { group: 'canary-l4.io', version: 'v1alpha1', plural: 'canaryreleases' } as const;
 
@@ -25,6 +26,13 @@ export const canaryCrd = {
 
 export async function installCrd(kc: KubeConfig): Promise<void> {
   await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: canaryCrd as any });
+}
+
+/** A fake apiserver with the CanaryRelease CRD installed, and clients for it. */
+export async function startFakeWithCrd(options?: FakeApiServerOptions) {
+  const api = await startFakeApiServer(options);
+  await installCrd(api.kubeConfig);
+  return { api, ...clients(api.kubeConfig) };
 }
 
 export function clients(kc: KubeConfig) {

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { type KubernetesObject, ListWatch, makeInformer, type V1Service, Watch } from '@kubernetes/client-node';
-import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { clients, CR, installCrd, svc, waitFor } from './helpers.ts';
+import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
+import { clients, CR, startFakeWithCrd, svc, waitFor } from './helpers.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
@@ -16,9 +16,7 @@ let custom: ReturnType<typeof clients>['custom'];
 const stops: Array<() => Promise<void> | void> = [];
 
 before(async () => {
-  api = await startFakeApiServer({ bookmarkIntervalMs: 100 });
-  ({ core, custom } = clients(api.kubeConfig));
-  await installCrd(api.kubeConfig);
+  ({ api, core, custom } = await startFakeWithCrd({ bookmarkIntervalMs: 100 }));
   await core.createNamespace({ body: { metadata: { name: 'inf' } } });
 });
 afterEach(async () => {
