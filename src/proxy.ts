@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Gauge } from 'prom-client';
+import type { L4Config } from './config/types.ts';
 import { Controller } from './control/controller.ts';
 import { METRIC_PREFIX } from './defaults.ts';
 import type { PortWeightOverride } from './control/desired.ts';
@@ -12,6 +13,7 @@ import type { Labels } from './control/types.ts';
 import { loadKubeConfig, makeClients } from './kube/client.ts';
 import { LeaderElector } from './kube/lease.ts';
 import { Runtime, exitOnSignals, type RuntimeOptions } from './runtime.ts';
+import { loadServedConfig, saveServedConfig, type StateOwner } from './state-dir.ts';
 
 /** On SIGTERM the control loop gets this long to stop before the drain goes ahead regardless. */
 const CONTROLLER_STOP_MS = 5_000;
@@ -29,12 +31,17 @@ export interface ProxyOptions {
   readonly drainMs: number;
   /** undefined: no leader election (a single replica, or one writer guaranteed some other way). */
   readonly leaseDurationMs: number | undefined;
+  /** Where the last served L4 config is kept, to serve it at once after a restart; undefined: nowhere. */
+  readonly stateDir: string | undefined;
 }
 
 export async function runProxy(options: ProxyOptions): Promise<void> {
   const { namespace, release } = options;
   const clients = makeClients(loadKubeConfig(options.kubeconfig));
   const runtime = await Runtime.start(options.runtime);
+  const owner: StateOwner = { namespace, release };
+  if (options.stateDir !== undefined) await serveSavedConfig(runtime, options.stateDir, owner);
+  const identity = `${hostname()}_${randomUUID().slice(0, 8)}`;
   let elector: LeaderElector | undefined;
   const controller = new Controller({
     runtime,
@@ -45,6 +52,8 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     resyncMs: options.resyncMs,
     requestTimeoutMs: options.requestTimeoutMs,
     isLeader: () => elector?.isLeader ?? true,
+    identity,
+    onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
   });
   const leader = new Gauge({
     name: `${METRIC_PREFIX}leader`,
@@ -62,7 +71,7 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
       coordination: clients.coordination,
       namespace,
       name: `canary-l4-${release}`,
-      identity: `${hostname()}_${randomUUID().slice(0, 8)}`,
+      identity,
       leaseDurationMs: options.leaseDurationMs,
       renewDeadlineMs: Math.round((options.leaseDurationMs * 2) / 3),
       retryPeriodMs: Math.round(options.leaseDurationMs / 7.5),
@@ -85,4 +94,45 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     if (!stopped) runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
     await runtime.stop(options.drainMs);
   });
+}
+
+/**
+ * Before the API is asked anything: serve the config the previous incarnation served, so the
+ * Services retargeted to this pod keep working while the apiserver is unreachable. Reconcile
+ * replaces it as soon as the caches are filled.
+ */
+async function serveSavedConfig(runtime: Runtime, dir: string, owner: StateOwner): Promise<void> {
+  const loaded = await loadServedConfig(dir, owner);
+  if (loaded.kind === 'none') return;
+  if (loaded.kind === 'ignored') {
+    runtime.log.warn({ stateDir: dir, problem: loaded.problem }, 'ignoring the saved config in --state-dir');
+    return;
+  }
+  try {
+    await runtime.applyConfig(loaded.config);
+  } catch (err) {
+    runtime.log.warn({ stateDir: dir, error: (err as Error).message }, 'the saved config in --state-dir cannot be served; waiting for the API');
+    return;
+  }
+  runtime.setReady(true);
+  runtime.log.info({ stateDir: dir, savedAt: loaded.savedAt, listeners: loaded.config.listeners.length },
+    'serving the config saved in --state-dir until the API answers');
+}
+
+/** Saves each config the data plane takes, one write at a time, the newest winning. */
+function keepServedConfig(runtime: Runtime, dir: string, owner: StateOwner): (config: L4Config) => void {
+  let writing: Promise<void> = Promise.resolve();
+  let failing = false;
+  return (config) => {
+    writing = writing.then(() => saveServedConfig(dir, owner, config)).then(
+      () => {
+        if (failing) runtime.log.info({ stateDir: dir }, 'saving the served config in --state-dir works again');
+        failing = false;
+      },
+      (err: Error) => {
+        if (!failing) runtime.log.error({ stateDir: dir, error: err.message }, 'cannot save the served config in --state-dir; a restart will wait for the API');
+        failing = true;
+      },
+    );
+  };
 }

@@ -58,9 +58,13 @@ export async function applySteps(
   }
 }
 
+/** The field manager of every write: GitOps tools can tell our fields apart (Argo CD's
+ * `managedFieldsManagers`), and server-side apply records them as ours. */
+export const FIELD_MANAGER = 'canary-l4';
+
 async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
   const { core, custom, namespace, release, callOptions } = target;
-  const releaseRef = { group: GROUP, version: VERSION, namespace, plural: PLURAL, name: release };
+  const releaseRef = { group: GROUP, version: VERSION, namespace, plural: PLURAL, name: release, fieldManager: FIELD_MANAGER };
   switch (step.kind) {
     case 'patchRelease': {
       const patched = await custom.patchNamespacedCustomObject({ ...releaseRef, body: step.patch }, mergePatch(callOptions));
@@ -71,12 +75,12 @@ async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
       return { kind: 'release', resourceVersion: resourceVersionOf(patched) };
     }
     case 'patchService': {
-      const patched = await core.patchNamespacedService({ name: step.name, namespace, body: step.patch }, mergePatch(callOptions));
+      const patched = await core.patchNamespacedService({ name: step.name, namespace, body: step.patch, fieldManager: FIELD_MANAGER }, mergePatch(callOptions));
       return { kind: 'service', name: step.name, resourceVersion: patched.metadata?.resourceVersion };
     }
     case 'createService': {
       // AlreadyExists fails the pass: the cache is behind, and the retry sees the Service.
-      const created = await core.createNamespacedService({ namespace, body: step.service }, callOptions);
+      const created = await core.createNamespacedService({ namespace, body: step.service, fieldManager: FIELD_MANAGER }, callOptions);
       return { kind: 'service', name: created.metadata?.name ?? '', resourceVersion: created.metadata?.resourceVersion };
     }
     case 'deleteService': {

@@ -12,7 +12,8 @@ export interface ConditionDraft {
 
 export type ConditionDrafts = Readonly<Record<ConditionType, ConditionDraft>>;
 
-const ORDER: readonly ConditionType[] = ['Available', 'Progressing', 'Failure', 'Archived'];
+/** Every condition type, in the order status lists them. */
+export const CONDITION_TYPES: readonly ConditionType[] = ['Ready', 'Available', 'Progressing', 'Failure', 'Archived'];
 
 export function condition(status: boolean, reason: string, message = ''): ConditionDraft {
   return { status: status ? 'True' : 'False', reason, message };
@@ -25,7 +26,7 @@ export function formatTime(now: Date): string {
 
 export function buildConditions(previous: readonly CanaryReleaseCondition[] | undefined, drafts: ConditionDrafts,
   generation: number, now: Date): readonly CanaryReleaseCondition[] {
-  return ORDER.map((type) => {
+  return CONDITION_TYPES.map((type) => {
     const draft = drafts[type];
     const before = previous?.find((item) => item.type === type);
     const lastTransitionTime = before !== undefined && before.status === draft.status ? before.lastTransitionTime : formatTime(now);

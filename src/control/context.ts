@@ -1,14 +1,16 @@
 // What every phase of reconcile reads: the observed world sorted once, and the status helpers.
 
-import type { V1Service } from '@kubernetes/client-node';
-import { buildConditions, type ConditionDrafts } from './conditions.ts';
+import type { V1Pod, V1Service } from '@kubernetes/client-node';
+import { buildConditions, condition, type ConditionDraft, type ConditionDrafts } from './conditions.ts';
 import { copySource, isCopyOf } from './copies.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
-import { classifyOriginal, parseSaved, type OriginalState } from './originals.ts';
+import { formatWeights } from './l4.ts';
+import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyPortsOf } from './originals.ts';
 import { applyMergePatch, finalizerPatch } from './patches.ts';
-import { selectorsEqual } from './selectors.ts';
+import { disagreeingReplicas } from './replicas.ts';
+import { readyPods, selectorContains, selectorMatches } from './selectors.ts';
 import {
-  ANNOTATION_ORIGINAL, FINALIZER, type CanaryRelease, type CanaryReleaseStatus, type PortStatus, type Transition, type TransitionRecord,
+  ANNOTATION_ORIGINAL, FINALIZER, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase, type PortStatus, type TransitionRecord,
 } from './types.ts';
 
 export interface Context {
@@ -25,6 +27,8 @@ export interface Context {
   readonly copies: readonly V1Service[];
   /** status.ports as observed. */
   readonly recorded: readonly PortStatus[];
+  /** Pods that are endpoints now: traffic only goes to a side that has one. */
+  readonly ready: readonly V1Pod[];
 }
 
 export function observe(observed: Observed, options: ReconcileOptions): Context {
@@ -42,8 +46,11 @@ export function observe(observed: Observed, options: ReconcileOptions): Context 
     const source = copySource(copy);
     if (source !== undefined) names.add(source);
   }
+  const recorded = release.status?.ports ?? [];
+  const proxyPortsOf = (service: string): ProxyPortsOf =>
+    new Map(recorded.filter((port) => port.service === service).map((port) => [port.proxyPort, portIdOf(port.port, port.protocol)]));
   const originals = new Map([...names].sort().map((serviceName) =>
-    [serviceName, classifyOriginal(services.get(serviceName), name, options.proxySelector)] as const));
+    [serviceName, classifyOriginal(services.get(serviceName), name, options.proxySelector, proxyPortsOf(serviceName))] as const));
   return {
     observed,
     options,
@@ -52,7 +59,8 @@ export function observe(observed: Observed, options: ReconcileOptions): Context 
     deleting: release.metadata.deletionTimestamp != null,
     originals,
     copies,
-    recorded: release.status?.ports ?? [],
+    recorded,
+    ready: readyPods(observed.pods),
   };
 }
 
@@ -63,14 +71,46 @@ function savedBy(service: V1Service): string | undefined {
   return parsed.ok ? parsed.saved.release : undefined;
 }
 
+/** The Service sends its traffic to the proxy (or will again once its drift is repaired). */
 export function pointsAtProxy(context: Context, service: string): boolean {
-  return selectorsEqual(context.observed.services.get(service)?.spec?.selector, context.options.proxySelector);
+  return selectorContains(context.observed.services.get(service)?.spec?.selector, context.options.proxySelector);
 }
 
-export function makeStatus(context: Context, phase: Transition, transition: TransitionRecord | null,
-  drafts: ConditionDrafts, ports: readonly PortStatus[]): CanaryReleaseStatus {
-  const conditions = buildConditions(context.observed.release.status?.conditions, drafts, context.generation, context.options.now);
-  return { phase, observedGeneration: context.generation, transition, conditions, ports };
+/** Whether some Ready pod matches the selector. */
+export function hasReadyPod(context: Context, selector: Labels): boolean {
+  return context.ready.some((pod) => selectorMatches(selector, pod.metadata?.labels));
+}
+
+/**
+ * The status of a pass. The Failure condition also carries what is wrong outside the release's own
+ * spec: the last API error of the controller, and replicas serving with other --weight flags. Ready
+ * is derived from the others, so the columns and the conditions can never disagree.
+ */
+export function makeStatus(context: Context, phase: Phase, transition: TransitionRecord | null,
+  drafts: Omit<ConditionDrafts, 'Ready'>, ports: readonly PortStatus[]): CanaryReleaseStatus {
+  const outside = [
+    ...(context.observed.apiError === undefined ? [] : [{ reason: 'APIError', message: `the last API request failed: ${context.observed.apiError}` }]),
+    ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides)
+      .map((message) => ({ reason: 'ReplicasDisagree', message })),
+  ];
+  const failure = outside.reduce((draft: ConditionDraft, extra) => (draft.status === 'True'
+    ? { ...draft, message: `${draft.message}; ${extra.message}` }
+    : condition(true, extra.reason, extra.message)), drafts.Failure);
+  const all = { ...drafts, Failure: failure, Ready: readiness(phase, { ...drafts, Failure: failure }) };
+  const conditions = buildConditions(context.observed.release.status?.conditions, all, context.generation, context.options.now);
+  return { phase, observedGeneration: context.generation, transition, conditions, ports, weights: formatWeights(ports) };
+}
+
+/** Ready only while running as asked: retargeted, nothing failing, nothing waiting or held. */
+function readiness(phase: Phase, drafts: Omit<ConditionDrafts, 'Ready'>): ConditionDraft {
+  if (phase !== 'Running') {
+    const cause = drafts.Failure.status === 'True' ? drafts.Failure : drafts.Progressing;
+    return condition(false, phase, cause.message);
+  }
+  if (drafts.Failure.status === 'True') return condition(false, drafts.Failure.reason, drafts.Failure.message);
+  if (drafts.Available.status !== 'True') return condition(false, drafts.Available.reason, drafts.Available.message);
+  if (drafts.Progressing.status === 'True') return condition(false, drafts.Progressing.reason, drafts.Progressing.message);
+  return condition(true, 'Serving', drafts.Available.message);
 }
 
 /** A status write, unless the observed status is already exactly this one. */

@@ -5,21 +5,23 @@
 // what no event announced.
 
 import { isDeepStrictEqual } from 'node:util';
-import type { KubernetesListObject, KubernetesObject, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { KubernetesListObject, KubernetesObject, V1ObjectReference, V1Pod, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
 import { METRIC_PREFIX } from '../defaults.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
+import { EventRecorder } from '../kube/events.ts';
 import { startInformer, type Informer } from '../kube/informer.ts';
-import { describeError } from '../kube/patch.ts';
+import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/patch.ts';
 import type { Runtime } from '../runtime.ts';
-import { applySteps, type ApplyTarget } from './apply.ts';
-import { effectiveWeight, listenerName, listenersStillTargeted } from './l4.ts';
+import { applySteps, StepError, type ApplyTarget } from './apply.ts';
+import { decisions } from './decisions.ts';
+import { listenerName, listenersStillTargeted, servedWeight } from './l4.ts';
 import { OwnWrites } from './own-writes.ts';
-import { reconcile, type Desired, type ReconcileOptions, type Step } from './reconcile.ts';
+import { reconcile, type Desired, type Observed, type ReconcileOptions, type Step } from './reconcile.ts';
 import { withRefusedConfig } from './refused.ts';
-import { GROUP, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition } from './types.ts';
+import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition } from './types.ts';
 import { WorkLoop } from './work-loop.ts';
 
 export interface ControllerOptions {
@@ -37,6 +39,10 @@ export interface ControllerOptions {
    * same L4 config from the same CanaryRelease status and Services. Default: always the leader.
    */
   readonly isLeader?: () => boolean;
+  /** Who this replica is, for the Events it records (reportingInstance). */
+  readonly identity?: string;
+  /** Told of every config the data plane took (e.g. to keep it in --state-dir). */
+  readonly onServed?: (config: L4Config) => void;
 }
 
 /** Informer tuning: a server-side watch timeout, and a restart when a watch has been silent for long. */
@@ -46,6 +52,11 @@ const STALE_WATCH_MS = 10 * 60_000;
 const OWN_WRITES_WAIT_MS = 2_000;
 /** A config opens or closes listeners once; a second change within one pass would be a surprise. */
 const MAX_REPLANS = 2;
+/** Recovery after an API outage must be prompt: informers and the work loop retry at least this often. */
+const INFORMER_MAX_BACKOFF_MS = 3_000;
+const WORK_MAX_BACKOFF_MS = 10_000;
+/** An API error is said in status once it has failed this many passes in a row (one may be a blip). */
+const API_ERROR_PASSES = 2;
 
 interface ControllerMetrics {
   readonly reconciles: Counter<'result'>;
@@ -87,7 +98,16 @@ export class Controller {
   readonly #releases: Informer<KubernetesObject>;
   readonly #services: Informer<V1Service>;
   readonly #pods: Informer<V1Pod>;
+  readonly #events: EventRecorder;
   #stopped = false;
+  #synced = false;
+  /** Data-plane applies, one at a time, each planned from the caches as they are when its turn comes. */
+  #serving: Promise<unknown> = Promise.resolve();
+  #serveScheduled = false;
+  /** The status the last pass reported, to tell what changed (Events). */
+  #lastStatus: Desired['status'] | undefined;
+  /** The last pass's API failure and how many passes in a row failed with it. */
+  #apiError: { message: string; passes: number } | undefined;
   /** What was last logged, so that a state worth a human's attention is logged once, not per pass. */
   #said = { phase: '', failure: '', error: '', missing: false };
 
@@ -103,9 +123,23 @@ export class Controller {
       reconcile: () => this.#reconcile(),
       onError: (err, retryInMs) => this.#sayError(err, retryInMs),
       resyncMs: options.resyncMs,
+      maxBackoffMs: WORK_MAX_BACKOFF_MS,
     });
-    const trigger = () => this.#loop.trigger();
-    const shared = { kubeConfig, onChange: trigger, log: this.#log, staleAfterMs: STALE_WATCH_MS, watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS };
+    this.#events = new EventRecorder({
+      core, namespace, component: 'canary-l4-proxy', instance: options.identity ?? 'canary-l4-proxy', log: this.#log, callOptions,
+    });
+    // Every change is served at once, whatever the API writes of the work loop are doing; the work
+    // loop follows with the writes and status.
+    const trigger = () => {
+      this.#loop.trigger();
+      this.#serveSoon();
+    };
+    const shared = {
+      kubeConfig, onChange: trigger, log: this.#log, staleAfterMs: STALE_WATCH_MS, watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS,
+      maxBackoffMs: INFORMER_MAX_BACKOFF_MS,
+      // A watch back after an outage: the API answers again, so stop waiting out the backoff.
+      onRestarted: () => this.#loop.retryNow(),
+    };
     const fieldSelector = `metadata.name=${release}`;
     this.#releases = startInformer<KubernetesObject>({
       ...shared,
@@ -125,7 +159,9 @@ export class Controller {
     });
     // A pass on a half-filled cache would see Services as missing: wait for every first list.
     void Promise.all([this.#releases.synced, this.#services.synced, this.#pods.synced]).then(() => {
-      if (!this.#stopped) this.#loop.start();
+      if (this.#stopped) return;
+      this.#synced = true;
+      this.#loop.start();
     });
   }
 
@@ -155,6 +191,45 @@ export class Controller {
     return new Set([...tcp, ...udp]);
   }
 
+  #observed(release: CanaryRelease): Omit<Observed, 'listening'> {
+    return {
+      release,
+      services: new Map(this.#services.list().map((service) => [service.metadata?.name ?? '', service])),
+      pods: this.#pods.list(),
+      ...(this.#apiError !== undefined && this.#apiError.passes >= API_ERROR_PASSES ? { apiError: this.#apiError.message } : {}),
+    };
+  }
+
+  #plan(release: CanaryRelease, now: Date): Desired {
+    return reconcile({ ...this.#observed(release), listening: this.#listening() }, { ...this.#options.reconcile, now });
+  }
+
+  /** Runs `work` after every data-plane apply queued before it. */
+  #serialized<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#serving.then(work);
+    this.#serving = result.catch(() => undefined);
+    return result;
+  }
+
+  /**
+   * The fast lane: a weight change, a pod turning Ready, a Service edit reach the data plane as
+   * soon as the watch shows them (coalesced per event-loop turn), never behind the work loop's
+   * API writes or their backoff. It only serves; the work loop writes and reports.
+   */
+  #serveSoon(): void {
+    if (this.#serveScheduled || !this.#synced || this.#stopped) return;
+    this.#serveScheduled = true;
+    setImmediate(() => {
+      this.#serveScheduled = false;
+      void this.#serialized(async () => {
+        const release = this.#release();
+        if (release === undefined || this.#stopped) return;
+        const planned = this.#plan(release, new Date());
+        if (await this.#serve(planned.l4Config) === undefined) this.#reportWeights(planned);
+      });
+    });
+  }
+
   async #reconcile(): Promise<{ requeueAfterMs?: number } | void> {
     const waitMs = this.#ownWrites.waitMs({ service: (name) => this.#service(name), release: () => this.#release() }, Date.now());
     if (waitMs > 0) return { requeueAfterMs: waitMs };
@@ -164,12 +239,38 @@ export class Controller {
       this.#metrics.reconciles.inc({ result: 'success' });
       if (this.#said.error !== '') this.#log.info('reconcile succeeds again');
       this.#said.error = '';
+      this.#apiError = undefined;
       return result;
     } catch (err) {
       this.#metrics.reconciles.inc({ result: 'error' });
+      await this.#reportApiError(err);
       throw err;
     } finally {
       endTimer();
+    }
+  }
+
+  /**
+   * An API error that persists reaches the Failure condition: when the failing write comes before
+   * the status write (a Service patch refused, say), the pass never gets to write status, so the
+   * status alone is written here, best effort. A conflict or an existing object only means the
+   * cache was behind; a refused config is said by the pass itself.
+   */
+  async #reportApiError(err: unknown): Promise<void> {
+    const cause = err instanceof StepError ? err.cause : err;
+    if (apiFailure(cause) === undefined || isConflict(cause) || isAlreadyExists(cause)) {
+      this.#apiError = undefined;
+      return;
+    }
+    const message = describeError(err);
+    this.#apiError = { message, passes: this.#apiError?.message === message ? this.#apiError.passes + 1 : 1 };
+    const release = this.#release();
+    if (this.#apiError.passes < API_ERROR_PASSES || release === undefined || !(this.#options.isLeader?.() ?? true)) return;
+    const statusSteps = this.#plan(release, new Date()).steps.filter((step) => step.kind === 'writeStatus' && step.reason === 'updateStatus');
+    try {
+      await applySteps(this.#target, statusSteps, (_step, written) => this.#ownWrites.record(written, Date.now()));
+    } catch (statusErr) {
+      this.#log.debug({ error: describeError(statusErr) }, 'could not report the API error in status either');
     }
   }
 
@@ -178,8 +279,7 @@ export class Controller {
     if (release === undefined) {
       // Closing listeners only: nothing to refuse. A Service may still point here (a finalizer
       // removed by hand): its listeners stay.
-      const running = this.#options.runtime.dataplane.config;
-      await this.#serve(listenersStillTargeted(running, this.#services.list(), this.#options.reconcile.proxySelector));
+      await this.#serialized(() => this.#serve(listenersStillTargeted(this.#options.runtime.dataplane.config, this.#services.list(), this.#options.reconcile.proxySelector)));
       this.#metrics.canaryWeight.reset();
       if (!this.#said.missing) {
         if (this.#said.phase === '') this.#log.warn('CanaryRelease not found; waiting for it');
@@ -192,23 +292,21 @@ export class Controller {
     this.#said.missing = false;
     const { namespace } = this.#options;
     const now = new Date();
-    const observed = {
-      release,
-      services: new Map(this.#services.list().map((service) => [service.metadata?.name ?? '', service])),
-      pods: this.#pods.list(),
-    };
-    let listening = this.#listening();
-    let planned = reconcile({ ...observed, listening }, { ...this.#options.reconcile, now });
-    // The data plane first: retargets in the steps were gated on ports it already listens on.
-    let refusal = await this.#serve(planned.l4Config);
-    // Listeners just opened or closed change what may be retargeted and what status says: plan
-    // again with what listens now, rather than write a status that is already out of date (a
-    // restarted proxy would otherwise say "waiting for the proxy to listen" on every start).
-    for (let replans = 0; refusal === undefined && replans < MAX_REPLANS && !isDeepStrictEqual(this.#listening(), listening); replans++) {
-      listening = this.#listening();
-      planned = reconcile({ ...observed, listening }, { ...this.#options.reconcile, now });
-      refusal = await this.#serve(planned.l4Config);
-    }
+    const { planned, refusal, listening } = await this.#serialized(async () => {
+      let listening = this.#listening();
+      let planned = this.#plan(release, now);
+      // The data plane first: retargets in the steps were gated on ports it already listens on.
+      let refusal = await this.#serve(planned.l4Config);
+      // Listeners just opened or closed change what may be retargeted and what status says: plan
+      // again with what listens now, rather than write a status that is already out of date (a
+      // restarted proxy would otherwise say "waiting for the proxy to listen" on every start).
+      for (let replans = 0; refusal === undefined && replans < MAX_REPLANS && !isDeepStrictEqual(this.#listening(), listening); replans++) {
+        listening = this.#listening();
+        planned = this.#plan(release, now);
+        refusal = await this.#serve(planned.l4Config);
+      }
+      return { planned, refusal, listening };
+    });
     // Readiness is never withdrawn by a refused update: that would take the endpoints of the
     // ports that do work away too.
     if (refusal === undefined) this.#options.runtime.setReady(true);
@@ -216,18 +314,34 @@ export class Controller {
     this.#report(desired, refusal === undefined);
     // A follower only serves; the leader also writes, and stops writing the moment it loses the Lease.
     const leading = () => this.#options.isLeader?.() ?? true;
-    await applySteps(
-      this.#target,
-      desired.steps,
-      (step, written) => {
-        this.#ownWrites.record(written, Date.now());
-        this.#sayStep(step);
-      },
-      leading,
-    );
+    const done: Step[] = [];
+    try {
+      await applySteps(
+        this.#target,
+        desired.steps,
+        (step, written) => {
+          this.#ownWrites.record(written, Date.now());
+          this.#sayStep(step);
+          done.push(step);
+        },
+        leading,
+      );
+    } finally {
+      if (leading()) this.#recordDecisions(release, desired, done);
+    }
     if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };
+  }
+
+  /** Events for what this pass decided (once per change: the recorder drops repeats). */
+  #recordDecisions(release: CanaryRelease, desired: Desired, done: readonly Step[]): void {
+    const { name, namespace, uid } = release.metadata;
+    const object: V1ObjectReference = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid };
+    for (const decision of decisions(this.#lastStatus === undefined ? undefined : { ...desired, status: this.#lastStatus }, desired, done)) {
+      this.#events.record(object, decision.type, decision.reason, decision.message);
+    }
+    this.#lastStatus = desired.status;
   }
 
   /** Applies the config unless it already runs (the previous one keeps serving if it is refused);
@@ -241,22 +355,26 @@ export class Controller {
         return (err as Error).message;
       }
       this.#log.info({ listeners: config.listeners.map((listener) => `${listener.name}@${listener.listen.port}`) }, 'data plane config applied');
+      this.#options.onServed?.(config);
     }
     return undefined;
   }
 
+  /** canary_weight: what the data plane serves now, per port it listens for. */
+  #reportWeights(desired: Desired): void {
+    const listeners = new Set(this.#options.runtime.dataplane.config.listeners.map((listener) => listener.name));
+    this.#metrics.canaryWeight.reset();
+    for (const port of desired.status.ports) {
+      if (listeners.has(listenerName(port))) this.#metrics.canaryWeight.set({ service: port.service, port: String(port.port), protocol: port.protocol }, servedWeight(port));
+    }
+  }
+
   #report(desired: Desired, served: boolean): void {
     const { release, namespace } = this.#options;
-    const phase = phaseOf(desired);
+    const phase = desired.status.phase;
     this.#metrics.releaseInfo.reset();
     this.#metrics.releaseInfo.set({ release, namespace, phase }, 1);
-    if (served) {
-      const listeners = new Set(this.#options.runtime.dataplane.config.listeners.map((listener) => listener.name));
-      this.#metrics.canaryWeight.reset();
-      for (const port of desired.status.ports) {
-        if (listeners.has(listenerName(port))) this.#metrics.canaryWeight.set({ service: port.service, port: String(port.port), protocol: port.protocol }, effectiveWeight(port));
-      }
-    }
+    if (served) this.#reportWeights(desired);
     if (phase !== this.#said.phase) this.#log.info({ phase }, `CanaryRelease is ${phase}`);
     this.#said.phase = phase;
     const failure = desired.status.conditions.find((condition) => condition.type === 'Failure');
@@ -285,15 +403,6 @@ export class Controller {
     const level = message === this.#said.error ? 'debug' : 'warn';
     this.#log[level]({ error: message, retryInMs }, 'reconcile failed; retrying');
     this.#said.error = message;
-  }
-}
-
-function phaseOf(desired: Desired): string {
-  switch (desired.mode) {
-    case 'running': return 'Running';
-    case 'holding': return 'Holding';
-    case 'transition': return desired.status.transition?.type === 'Adopted' ? 'Adopting' : 'Deprecating';
-    case 'archived': return desired.status.phase === '' ? 'Archived' : desired.status.phase;
   }
 }
 

@@ -18,6 +18,9 @@ export interface Observed {
   /** Proxy ports on which the local data plane listens and is ready. A change of this set must
    * trigger a reconcile, as an informer event does: retargets wait for it. */
   readonly listening: ReadonlySet<number>;
+  /** The error of the controller's last pass, when it failed for a reason other than a stale cache
+   * (a conflict): said in the Failure condition until a pass succeeds. */
+  readonly apiError?: string;
 }
 
 /** `--weight SERVICE:PORT=PCT`: the canary weight of every protocol of that port. */

@@ -9,16 +9,30 @@ import {
   DEFAULT_UDP_IDLE_TIMEOUT_MS, DEFAULT_UDP_MAX_SESSIONS,
 } from '../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
-import { selectorsEqual } from './selectors.ts';
+import { selectorContains } from './selectors.ts';
 import type { Labels, PortStatus } from './types.ts';
 
 export function listenerName(port: PortStatus): string {
   return `${port.service}-${port.port}-${port.protocol.toLowerCase()}`;
 }
 
-/** Canary share in effect for a port. */
-export function effectiveWeight(port: PortStatus): number {
+/** Canary share asked for a port: a --weight flag wins over the spec. */
+export function askedWeight(port: PortStatus): number {
   return port.override ?? port.weight;
+}
+
+/** Canary share the data plane applies (the asked one unless a side has no Ready pod). */
+export function servedWeight(port: PortStatus): number {
+  return port.served ?? askedWeight(port);
+}
+
+/** `web:80=20%,dns:53/UDP=5%`; a port held away from what it asks: `web:80=0% (asks 20%)`. */
+export function formatWeights(ports: readonly PortStatus[]): string {
+  return ports.map((port) => {
+    const served = servedWeight(port);
+    const held = served === askedWeight(port) ? '' : ` (asks ${askedWeight(port)}%)`;
+    return `${port.service}:${port.port}${port.protocol === 'TCP' ? '' : `/${port.protocol}`}=${served}%${held}`;
+  }).join(',');
 }
 
 /**
@@ -38,7 +52,7 @@ function backendFor(port: PortStatus, role: CopyRole, services: ReadonlyMap<stri
   const host = clusterIpOf(services.get(copyName(port.service, role)));
   if (host === undefined) return [];
   const share = (weight: number): number => (role === 'canary' ? weight : 100 - weight);
-  const backend = { name: role, host, port: port.port, weight: share(effectiveWeight(port)) };
+  const backend = { name: role, host, port: port.port, weight: share(servedWeight(port)) };
   return [port.override === null ? backend : { ...backend, overriddenFrom: share(port.weight) }];
 }
 
@@ -67,7 +81,7 @@ function listenerFor(port: PortStatus, backends: readonly BackendConfig[]): List
 export function listenersStillTargeted(config: L4Config, services: Iterable<V1Service>, proxySelector: Labels): L4Config {
   const targeted = new Set<number>();
   for (const service of services) {
-    if (!selectorsEqual(service.spec?.selector, proxySelector)) continue;
+    if (!selectorContains(service.spec?.selector, proxySelector)) continue;
     for (const port of service.spec?.ports ?? []) if (typeof port.targetPort === 'number') targeted.add(port.targetPort);
   }
   return { listeners: config.listeners.filter((listener) => targeted.has(listener.listen.port)) };

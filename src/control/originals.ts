@@ -3,7 +3,7 @@
 // restore (never the forked copy, which garbage collection may have taken: seed defect D5).
 
 import type { V1Service, V1ServicePort } from '@kubernetes/client-node';
-import { selectorsEqual } from './selectors.ts';
+import { selectorContains, withoutKeys } from './selectors.ts';
 import { ANNOTATION_ORIGINAL, type Labels } from './types.ts';
 
 export interface SavedPort {
@@ -87,30 +87,55 @@ export function parseSaved(text: string): ParsedAnnotation {
   return { ok: true, saved: { release: value.release, retargeted: value.retargeted, selector: value.selector, ports: value.ports } };
 }
 
-export function classifyOriginal(service: V1Service | undefined, release: string, proxySelector: Labels): OriginalState {
+/** Proxy ports recorded for one Service, and the Service port (by id) each was given to. */
+export type ProxyPortsOf = ReadonlyMap<number, string>;
+
+/**
+ * What state the Service is in for this release. A selector that still holds every proxy label
+ * counts as selecting the proxy even with other keys beside them: that is what a re-apply of the
+ * user's manifest leaves (`kubectl apply` merges the selector map), drift to repair, never a
+ * hand-over. The saved original in the state is already brought up to date (refreshSaved).
+ */
+export function classifyOriginal(service: V1Service | undefined, release: string, proxySelector: Labels, proxyPorts: ProxyPortsOf): OriginalState {
   if (service === undefined) return { kind: 'missing' };
-  const selectsProxy = selectorsEqual(service.spec?.selector, proxySelector);
+  const selectsProxy = selectorContains(service.spec?.selector, proxySelector);
   const text = service.metadata?.annotations?.[ANNOTATION_ORIGINAL];
   if (text === undefined) return selectsProxy ? { kind: 'lost', service } : { kind: 'free', service };
   const parsed = parseSaved(text);
   if (!parsed.ok) return { kind: 'unreadable', service, error: parsed.error };
-  const saved = parsed.saved;
-  if (saved.release !== release) return { kind: 'foreign', service, release: saved.release };
+  if (parsed.saved.release !== release) return { kind: 'foreign', service, release: parsed.saved.release };
+  const saved = refreshSaved(parsed.saved, service, proxySelector, proxyPorts);
   if (!saved.retargeted) return { kind: 'saved', service, saved };
   return selectsProxy ? { kind: 'retargeted', service, saved } : { kind: 'hijacked', service, saved };
 }
 
 /**
- * The saved original brought up to date with the live Service. Before the retarget the Service is
- * still its owner's, so the save simply follows it. After, the saved selector stays; a port someone
- * added is saved as they wrote it and a removed one is forgotten, so copies and restores match the
- * Service's current ports.
+ * The saved original brought up to date with the live Service, so that every edit of its owner is
+ * followed and kept. Before the retarget the Service is still its owner's: the save follows it.
+ * After, the live Service shows the owner's intent wherever it differs from what we wrote:
+ * - selector keys beside the proxy labels (a re-applied manifest): the owner's whole selector now;
+ * - a targetPort that is not one of our proxy ports: the owner's new targetPort;
+ * - a targetPort that is one of our proxy ports: the saved one of the port that was given that
+ *   proxy port, even if the port was renumbered since; so the save never holds a proxy port.
+ * A port someone added is saved as they wrote it and a removed one is forgotten.
  */
-export function refreshSaved(saved: SavedOriginal, service: V1Service): SavedOriginal {
+export function refreshSaved(saved: SavedOriginal, service: V1Service, proxySelector: Labels, proxyPorts: ProxyPortsOf): SavedOriginal {
   if (!saved.retargeted) return saveOriginal(service, saved.release);
   const savedById = new Map(saved.ports.map((port) => [portIdOf(port.port, port.protocol), port]));
-  const ports = servicePorts(service).map((port) => savedById.get(portIdOf(port.port, portProtocol(port))) ?? savedPortOf(port));
-  return { ...saved, ports };
+  const ports = servicePorts(service).map((port): SavedPort => {
+    const live = savedPortOf(port);
+    const owner = typeof port.targetPort === 'number' ? proxyPorts.get(port.targetPort) : undefined;
+    if (owner === undefined) return live;
+    // The save may still name the port by its old number (its update waits for the retarget): the
+    // port's name, unique in a multi-port Service, outlives a renumbering.
+    const before = savedById.get(owner) ?? savedById.get(portIdOf(live.port, live.protocol))
+      ?? saved.ports.find((item) => item.name !== undefined && item.name === live.name && item.protocol === live.protocol);
+    // A proxy port with nothing saved for it: Kubernetes' own default, the port itself.
+    return { ...live, targetPort: before?.targetPort ?? live.port };
+  });
+  const ownerKeys = withoutKeys(service.spec?.selector ?? {}, proxySelector);
+  const selector = Object.keys(ownerKeys).length > 0 ? ownerKeys : saved.selector;
+  return { ...saved, selector, ports };
 }
 
 /** Selector to the proxy pods; each port whose proxy port is ready targets it. nodePorts stay. */

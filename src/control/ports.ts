@@ -19,6 +19,11 @@ export type AllocationResult =
 
 const MAX_PORT = 65_535;
 
+/** A port of a live Service, as far as allocation cares. */
+export interface LivePort extends PortKey {
+  readonly targetPort: number | string | undefined;
+}
+
 export function portKeyId(key: PortKey): string {
   return `${key.service}:${key.port}/${key.protocol}`;
 }
@@ -57,4 +62,21 @@ export function allocatePorts(recorded: readonly Allocation[], wanted: readonly 
     kept.push({ ...key, proxyPort: candidate });
   }
   return { ok: true, allocations: kept.sort(comparePortKeys) };
+}
+
+/**
+ * Recorded allocations with their Service port renumbered since (`kubectl patch` of
+ * spec.ports[i].port on a retargeted Service): the old number is gone and a new one targets the
+ * recorded proxy port. The allocation moves to the new number, keeping its proxy port, so the
+ * listener the Service already sends to keeps serving it.
+ */
+export function followRenumbered<T extends Allocation>(recorded: readonly T[], live: readonly LivePort[]): T[] {
+  const liveIds = new Set(live.map(portKeyId));
+  const recordedIds = new Set(recorded.map(portKeyId));
+  return recorded.map((allocation) => {
+    if (liveIds.has(portKeyId(allocation))) return allocation;
+    const renumbered = live.find((port) => port.service === allocation.service && port.targetPort === allocation.proxyPort
+      && !recordedIds.has(portKeyId(port)));
+    return renumbered === undefined ? allocation : { ...allocation, port: renumbered.port, protocol: renumbered.protocol };
+  });
 }

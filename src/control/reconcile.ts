@@ -8,7 +8,8 @@ import { finalizerStep, makeStatus, observe, pointsAtProxy, statusStep, type Con
 import { copySource } from './copies.ts';
 import type { Desired, Observed, ReconcileOptions } from './desired.ts';
 import { buildL4Config } from './l4.ts';
-import { allocatePorts } from './ports.ts';
+import { servicePorts, portProtocol } from './originals.ts';
+import { allocatePorts, followRenumbered, type LivePort } from './ports.ts';
 import { planRunning } from './running.ts';
 import { planServices } from './spec.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './transition.ts';
@@ -28,15 +29,25 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
   const transition = decideTransition(context);
   if (transition !== undefined) return planTransition(context, transition);
   const spec = planServices(observed.release.spec, context.name, context.originals, observed.services);
-  if (!spec.ok) return planHolding(context, spec.problems);
+  if (!spec.ok) return planHolding(context, spec.problems, spec.waiting);
   const wanted = [
     ...spec.plans.flatMap((plan) => plan.ports),
     // A Service dropped from the spec but still selecting the proxy keeps its ports until handed back.
     ...context.recorded.filter((port) => !spec.plans.some((plan) => plan.name === port.service) && pointsAtProxy(context, port.service)),
   ];
-  const allocation = allocatePorts(context.recorded, wanted, options.portBase);
-  if (!allocation.ok) return planHolding(context, [allocation.message]);
+  const recorded = followRenumbered(context.recorded, livePortsOf(context));
+  const allocation = allocatePorts(recorded, wanted, options.portBase);
+  if (!allocation.ok) return planHolding(context, [allocation.message], []);
   return planRunning(context, spec.plans, allocation.allocations);
+}
+
+/** The TCP and UDP ports of the original Services, as they are now. */
+function livePortsOf(context: Context): LivePort[] {
+  return [...context.originals.entries()].flatMap(([service, state]) => (state.kind === 'missing' ? [] : servicePorts(state.service)
+    .flatMap((port): LivePort[] => {
+      const protocol = portProtocol(port);
+      return protocol === 'TCP' || protocol === 'UDP' ? [{ service, port: port.port, protocol, targetPort: port.targetPort }] : [];
+    })));
 }
 
 /**
@@ -70,15 +81,21 @@ function hasRun(context: Context, service: string): boolean {
   return context.recorded.some((port) => port.service === service) || context.copies.some((copy) => copySource(copy) === service);
 }
 
-/** A release that cannot go on as written: say why, change nothing, keep serving what status holds. */
-function planHolding(context: Context, problems: readonly string[]): Desired {
+/**
+ * A release that cannot go on as written, or that waits for another release to let go of a
+ * Service: say why, change nothing, keep serving what status holds.
+ */
+function planHolding(context: Context, problems: readonly string[], waiting: readonly string[]): Desired {
   const serving = context.recorded.some((port) => pointsAtProxy(context, port.service));
-  const status = makeStatus(context, '', null, {
+  const invalid = problems.length > 0;
+  const status = makeStatus(context, 'Holding', null, {
     Available: serving
       ? condition(true, 'LastGoodState', 'serving the last good state while the CanaryRelease cannot be applied')
       : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy'),
-    Progressing: condition(false, 'Blocked', 'nothing is changed until the CanaryRelease is fixed'),
-    Failure: condition(true, 'InvalidRelease', problems.join('; ')),
+    Progressing: invalid
+      ? condition(false, 'Blocked', 'nothing is changed until the CanaryRelease is fixed')
+      : condition(true, 'WaitingForOtherRelease', waiting.join('; ')),
+    Failure: invalid ? condition(true, 'InvalidRelease', problems.join('; ')) : condition(false, 'None'),
     Archived: condition(false, 'Running'),
   }, context.recorded);
   return {

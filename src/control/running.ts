@@ -7,14 +7,14 @@
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { condition } from './conditions.ts';
-import { deleteCopyStep, finalizerStep, makeStatus, statusStep, type Context } from './context.ts';
+import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, statusStep, type Context } from './context.ts';
 import { clusterIpOf, copyName, copySource, COPY_ROLES, desiredCopy } from './copies.ts';
 import type { Desired, Step } from './desired.ts';
-import { buildL4Config, effectiveWeight } from './l4.ts';
+import { askedWeight, buildL4Config, servedWeight } from './l4.ts';
 import { formatSaved, liveFields, retargetFields, saveOriginal } from './originals.ts';
 import { copyPatch, originalPatch } from './patches.ts';
 import { portKeyId, type Allocation } from './ports.ts';
-import { findOverlap, formatSelector, livePods, podsMatching, type SelectorOverlap } from './selectors.ts';
+import { findOverlap, formatSelector, livePods, type SelectorOverlap } from './selectors.ts';
 import type { ServicePlan } from './spec.ts';
 import { handBackSteps } from './transition.ts';
 import type { PortStatus } from './types.ts';
@@ -22,8 +22,14 @@ import type { PortStatus } from './types.ts';
 interface SelectorFindings {
   /** Selectors that would mix versions: traffic must not move. */
   readonly failures: readonly string[];
-  /** Worth saying, not blocking (a canary with no pod yet). */
+  /** A side with no Ready pod: its share is held (not a failure; it resolves as pods come up). */
   readonly notes: readonly string[];
+}
+
+/** Which sides of a Service have a Ready pod. */
+interface SideReadiness {
+  readonly stable: boolean;
+  readonly canary: boolean;
 }
 
 interface RetargetOutcome {
@@ -34,8 +40,11 @@ interface RetargetOutcome {
 }
 
 export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[]): Desired {
-  const ports = portStatuses(context, plans, allocations);
-  const findings = checkSelectors(context, plans, livePods(context.observed.pods));
+  const readiness = new Map(plans.map((plan) => [plan.name, {
+    stable: hasReadyPod(context, plan.forkedSelector), canary: hasReadyPod(context, plan.canarySelector),
+  }] as const));
+  const ports = portStatuses(context, plans, allocations, readiness);
+  const findings = checkSelectors(context, plans, livePods(context.observed.pods), readiness);
   const mixing = findings.failures.length > 0;
   const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing));
   const planned = new Set(plans.map((plan) => plan.name));
@@ -45,13 +54,13 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
     .map(deleteCopyStep);
   const allRetargeted = outcomes.every((outcome) => outcome.retargeted);
   const waiting = outcomes.flatMap((outcome) => outcome.waiting);
-  const progressing = [...waiting, ...findings.notes];
+  const progressing = [...waiting, ...findings.notes, ...dropped.waiting];
   const failures = [...findings.failures, ...dropped.problems];
-  const status = makeStatus(context, '', null, {
+  const status = makeStatus(context, 'Running', null, {
     Available: allRetargeted
       ? condition(true, ports.some((port) => port.override !== null) ? 'WeightOverridden' : 'Serving', describeWeights(ports, context))
       : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy yet'),
-    Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForCanaryPods', progressing.join('; ')),
+    Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForReadyPods', progressing.join('; ')),
     Failure: failures.length === 0 ? condition(false, 'None') : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
     Archived: condition(false, 'Running'),
   }, ports);
@@ -67,22 +76,37 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
   return { mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services) };
 }
 
+/**
+ * The canary share the data plane applies: the asked one while both sides have a Ready pod; none
+ * to a side that has no Ready pod while the other has one; the asked one when neither has (there is
+ * nothing better to do, and the first pod up should not wait for a status write to get traffic).
+ */
+export function gatedWeight(asked: number, sides: SideReadiness): number {
+  if (sides.stable === sides.canary) return asked;
+  return sides.canary ? 100 : 0;
+}
+
 /** Spec weights and overrides for planned ports; a dropped Service still served keeps what status says. */
-function portStatuses(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[]): PortStatus[] {
+function portStatuses(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
+  readiness: ReadonlyMap<string, SideReadiness>): PortStatus[] {
   const planned = new Map(plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port] as const)));
   const recorded = new Map(context.recorded.map((port) => [portKeyId(port), port] as const));
-  return allocations.map((allocation) => {
+  return allocations.map((allocation): PortStatus => {
     const port = planned.get(portKeyId(allocation));
     if (port === undefined) {
       const previous = recorded.get(portKeyId(allocation));
-      return { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null };
+      const kept = { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null };
+      return { ...kept, served: previous === undefined ? askedWeight(kept) : servedWeight(previous) };
     }
     const override = context.options.weightOverrides.findLast((item) => item.service === port.service && item.port === port.port);
-    return { ...allocation, weight: port.weight, override: override?.weight ?? null };
+    const asked = { ...allocation, weight: port.weight, override: override?.weight ?? null };
+    const sides = readiness.get(port.service) ?? { stable: true, canary: true };
+    return { ...asked, served: gatedWeight(askedWeight(asked), sides) };
   });
 }
 
-function checkSelectors(context: Context, plans: readonly ServicePlan[], pods: readonly V1Pod[]): SelectorFindings {
+function checkSelectors(context: Context, plans: readonly ServicePlan[], pods: readonly V1Pod[],
+  readiness: ReadonlyMap<string, SideReadiness>): SelectorFindings {
   const failures: string[] = [];
   const notes: string[] = [];
   const proxy = context.options.proxySelector;
@@ -95,9 +119,13 @@ function checkSelectors(context: Context, plans: readonly ServicePlan[], pods: r
     for (const [first, second, overlap] of overlaps) {
       if (overlap !== undefined) failures.push(describeOverlap(plan.name, first, second, overlap));
     }
-    if (podsMatching(plan.canarySelector, pods).length === 0) {
-      notes.push(`canary selector ${formatSelector(plan.canarySelector)} of Service ${plan.name} matches no pod yet`);
-    }
+    const sides = readiness.get(plan.name);
+    const canary = `canary selector ${formatSelector(plan.canarySelector)}`;
+    const stable = `forked selector ${formatSelector(plan.forkedSelector)}`;
+    if (sides === undefined || (sides.stable && sides.canary)) continue;
+    if (!sides.stable && !sides.canary) notes.push(`Service ${plan.name}: neither the ${stable} nor the ${canary} matches a Ready pod`);
+    else if (!sides.canary) notes.push(`Service ${plan.name}: the ${canary} matches no Ready pod; its ports send the canary no new traffic until one is Ready`);
+    else notes.push(`Service ${plan.name}: the ${stable} matches no Ready pod; its ports send all new traffic to the canary until one is Ready`);
   }
   return { failures, notes };
 }
@@ -143,7 +171,9 @@ function planRetarget(context: Context, plan: ServicePlan, allocations: readonly
   const service = plan.state.service;
   const fields = retargetFields(service, plan.saved, context.options.proxySelector, ready);
   if (plan.state.kind === 'retargeted') {
-    const patch = originalPatch(service, fields);
+    // A repair waits until every port is ready, then takes the whole Service back in one patch:
+    // one made earlier would leave a port on the owner's targetPort, where the proxy pods answer nothing.
+    const patch = portWaits.length > 0 ? undefined : originalPatch(service, fields);
     return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'repair', name: plan.name, patch }], retargeted: true, waiting: portWaits };
   }
   const noIp = COPY_ROLES.map((role) => copyName(plan.name, role)).filter((name) => clusterIpOf(context.observed.services.get(name)) === undefined);
@@ -162,8 +192,9 @@ function listPorts(allocations: readonly Allocation[]): string {
 }
 
 function describeWeights(ports: readonly PortStatus[], context: Context): string {
-  const weights = ports.map((port) => `${port.service}:${port.port}/${port.protocol}=${effectiveWeight(port)}%`
-    + (port.override === null ? '' : ` (--weight; spec ${port.weight}%)`));
+  const weights = ports.map((port) => `${port.service}:${port.port}/${port.protocol}=${servedWeight(port)}%`
+    + (port.override === null ? '' : ` (--weight; spec ${port.weight}%)`)
+    + (servedWeight(port) === askedWeight(port) ? '' : ` (held: asks ${askedWeight(port)}%)`));
   const unmatched = context.options.weightOverrides
     .filter((item) => !ports.some((port) => port.service === item.service && port.port === item.port))
     .map((item) => `--weight ${item.service}:${item.port} matches no port of the release`);

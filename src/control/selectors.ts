@@ -37,6 +37,17 @@ export function selectorsEqual(a: Labels | undefined, b: Labels | undefined): bo
   return aKeys.length === Object.keys(b ?? {}).length && aKeys.every((key) => a?.[key] === b?.[key]);
 }
 
+/** Whether `selector` holds every label of `part` (it may hold others beside them). */
+export function selectorContains(selector: Labels | undefined, part: Labels): boolean {
+  const keys = Object.keys(part);
+  return keys.length > 0 && keys.every((key) => selector?.[key] === part[key]);
+}
+
+/** `selector` without the keys of `keys`. */
+export function withoutKeys(selector: Labels, keys: Labels): Labels {
+  return Object.fromEntries(Object.entries(selector).filter(([key]) => !(key in keys)));
+}
+
 /** Service semantics: an empty selector selects no pod (the Service has no managed endpoints). */
 export function selectorMatches(selector: Labels, labels: Labels | undefined): boolean {
   const entries = Object.entries(selector);
@@ -53,6 +64,12 @@ export function formatSelector(selector: Labels): string {
 export function livePods(pods: readonly V1Pod[]): readonly V1Pod[] {
   return pods.filter((pod) => pod.metadata?.deletionTimestamp == null
     && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed');
+}
+
+/** Pods that are endpoints now, as the endpoints controller decides: Running and Ready, not terminating. */
+export function readyPods(pods: readonly V1Pod[]): readonly V1Pod[] {
+  return livePods(pods).filter((pod) => pod.status?.phase === 'Running'
+    && pod.status.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') === true);
 }
 
 export function podsMatching(selector: Labels, pods: readonly V1Pod[]): readonly string[] {

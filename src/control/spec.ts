@@ -4,7 +4,7 @@
 
 import type { V1Service } from '@kubernetes/client-node';
 import { copyName, COPY_ROLES, isCopyOf } from './copies.ts';
-import { portProtocol, refreshSaved, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from './originals.ts';
+import { portProtocol, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from './originals.ts';
 import type { PortKey } from './ports.ts';
 import { applyOperations, formatSelector, labelProblems } from './selectors.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec, Labels, PortProtocol, SpecProtocol } from './types.ts';
@@ -29,14 +29,19 @@ export interface ServicePlan {
   readonly ports: readonly PlannedPort[];
 }
 
+/** Not ok: the release holds. `problems` are the spec's to fix; `waiting` clears by itself (another
+ * release still holds a Service). */
 export type SpecPlan =
   | { readonly ok: true; readonly plans: readonly ServicePlan[] }
-  | { readonly ok: false; readonly problems: readonly string[] };
+  | { readonly ok: false; readonly problems: readonly string[]; readonly waiting: readonly string[] };
 
 /** Service names are DNS-1035 labels; the copies' names must be too. */
 const MAX_SERVICE_NAME = 63;
 
-export function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
+const SPEC_PROTOCOLS: ReadonlySet<string> = new Set<SpecProtocol>(['TCP', 'UDP', 'HTTP', 'HTTPS']);
+
+/** HTTP and HTTPS are proxied as TCP; anything else was refused by planPorts. */
+function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
   return protocol === 'UDP' ? 'UDP' : 'TCP';
 }
 
@@ -44,6 +49,7 @@ export function planServices(spec: CanaryReleaseSpec | undefined, release: strin
   services: ReadonlyMap<string, V1Service>): SpecPlan {
   const entries = spec?.services ?? [];
   const problems: string[] = [];
+  const waiting: string[] = [];
   if (entries.length === 0) problems.push('spec.services is empty');
   const seen = new Set<string>();
   const plans: ServicePlan[] = [];
@@ -54,13 +60,18 @@ export function planServices(spec: CanaryReleaseSpec | undefined, release: strin
       return;
     }
     seen.add(entry.service);
-    const plan = planService(entry, at, release, states.get(entry.service) ?? { kind: 'missing' }, services, problems);
+    const state = states.get(entry.service) ?? { kind: 'missing' };
+    if (state.kind === 'foreign') {
+      waiting.push(`Service ${entry.service} is under CanaryRelease ${state.release}; this release starts once that one has ended`);
+      return;
+    }
+    const plan = planService(entry, at, release, state, services, problems);
     if (plan !== undefined) plans.push(plan);
   });
-  return problems.length === 0 ? { ok: true, plans } : { ok: false, problems };
+  return problems.length === 0 && waiting.length === 0 ? { ok: true, plans } : { ok: false, problems, waiting };
 }
 
-function planService(entry: CanaryServiceSpec, at: string, release: string, state: OriginalState,
+function planService(entry: CanaryServiceSpec, at: string, release: string, state: Exclude<OriginalState, { kind: 'foreign' }>,
   services: ReadonlyMap<string, V1Service>, problems: string[]): ServicePlan | undefined {
   const name = entry.service;
   const workable = workableState(state, name, at, problems);
@@ -78,7 +89,7 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
       problems.push(`${at}: Service ${copyName(name, role)} exists and is not a copy made by this release; rename or remove it`);
     }
   }
-  const saved = workable.kind === 'free' ? saveOriginal(service, release) : refreshSaved(workable.saved, service);
+  const saved = workable.kind === 'free' ? saveOriginal(service, release) : workable.saved;
   if (Object.keys(saved.selector).length === 0) {
     problems.push(`${at}: Service ${name} has no selector; only Services that select pods can be split`);
   }
@@ -94,15 +105,12 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports };
 }
 
-function workableState(state: OriginalState, name: string, at: string, problems: string[]): WorkableState | undefined {
+function workableState(state: Exclude<OriginalState, { kind: 'foreign' }>, name: string, at: string, problems: string[]): WorkableState | undefined {
   switch (state.kind) {
     case 'free': case 'saved': case 'retargeted':
       return state;
     case 'missing':
       problems.push(`${at}: Service ${name} not found in the namespace`);
-      return undefined;
-    case 'foreign':
-      problems.push(`${at}: Service ${name} is already under CanaryRelease ${state.release}`);
       return undefined;
     case 'unreadable':
       problems.push(`${at}: the saved original on Service ${name} is unreadable (${state.error}); it must be repaired by hand`);
@@ -121,9 +129,13 @@ function workableState(state: OriginalState, name: string, at: string, problems:
 function planPorts(entry: CanaryServiceSpec, at: string, service: V1Service, problems: string[]): PlannedPort[] {
   const listed = new Map<string, CanaryPortSpec>();
   (entry.ports ?? []).forEach((port, index) => {
+    const where = `${at}.ports[${index}]`;
+    if (port.protocol !== undefined && !SPEC_PROTOCOLS.has(port.protocol)) {
+      problems.push(`${where}.protocol: ${JSON.stringify(port.protocol)} is not supported; write TCP or UDP (upper case), or HTTP or HTTPS (proxied as TCP)`);
+      return;
+    }
     const protocol = normalizeProtocol(port.protocol);
     const id = `${port.port}/${protocol}`;
-    const where = `${at}.ports[${index}]`;
     const weight = port.config?.weight ?? 0;
     if (listed.has(id)) problems.push(`${where}: port ${id} is listed twice`);
     else listed.set(id, port);

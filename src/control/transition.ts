@@ -7,28 +7,45 @@
 
 import type { V1Service } from '@kubernetes/client-node';
 import { condition } from './conditions.ts';
-import { deleteCopyStep, finalizerStep, makeStatus, pointsAtProxy, statusStep, type Context } from './context.ts';
+import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, pointsAtProxy, statusStep, type Context } from './context.ts';
+import { copyName, COPY_ROLES } from './copies.ts';
 import type { Desired, Step } from './desired.ts';
 import { buildL4Config } from './l4.ts';
 import { originalPatch } from './patches.ts';
 import { releaseFields, saveOriginal, type OriginalFields, type OriginalState, type SavedOriginal } from './originals.ts';
 import { applyOperations, formatSelector } from './selectors.ts';
-import type { CanaryReleaseStatus, CanaryServiceSpec, TransitionRecord, TransitionType } from './types.ts';
+import type { CanaryReleaseStatus, CanaryServiceSpec, Labels, TransitionRecord, TransitionType } from './types.ts';
 
 const HANDED_BACK_LATER: ReadonlySet<OriginalState['kind']> = new Set(['saved', 'retargeted', 'hijacked', 'lost', 'unreadable']);
 
 export type HandBack =
   | { readonly kind: 'nothing' }
   | { readonly kind: 'patch'; readonly reason: 'restore' | 'adopt'; readonly fields: OriginalFields }
-  | { readonly kind: 'blocked'; readonly problem: string };
+  | { readonly kind: 'blocked'; readonly problem: string }
+  /** The hand-back would move the Service from pods that answer to pods that do not (yet). */
+  | { readonly kind: 'waiting'; readonly message: string };
 
 /**
  * The fields that give an original Service back. Deprecated: the saved selector and targetPorts.
  * Adopted: the canary selector, computed from the saved selector (never read from the canary copy).
  * A Service whose selector someone else changed keeps their selector, and gets back only the
  * targetPorts that still point at our proxy ports: the change was a hand-over, not drift.
+ * A hand-back waits while the pods it would send the Service to have no Ready one and the pods it
+ * reaches now do: it never turns a Service that answers into one that does not.
  */
 export function handBack(context: Context, name: string, state: OriginalState, type: TransitionType): HandBack {
+  const result = handBackFields(context, name, state, type);
+  if (result.kind !== 'patch' || hasReadyPod(context, result.fields.selector)) return result;
+  const reachesReadyNow = pointsAtProxy(context, name)
+    ? COPY_ROLES.some((role) => hasReadyPod(context, context.observed.services.get(copyName(name, role))?.spec?.selector ?? {}))
+    : hasReadyPod(context, state.kind === 'missing' ? {} : state.service.spec?.selector ?? {});
+  if (!reachesReadyNow) return result;
+  const side = result.reason === 'adopt' ? 'canary' : 'original';
+  return { kind: 'waiting', message: `Service ${name}: the ${side} selector ${formatSelector(result.fields.selector)} matches no Ready pod; `
+    + 'its traffic stays where it is until one is Ready' };
+}
+
+function handBackFields(context: Context, name: string, state: OriginalState, type: TransitionType): HandBack {
   switch (state.kind) {
     case 'missing': case 'foreign':
       return { kind: 'nothing' };
@@ -43,13 +60,9 @@ export function handBack(context: Context, name: string, state: OriginalState, t
       return { kind: 'blocked', problem: `Service ${name} selects the proxy but its saved original is gone; set its selector by hand` };
     case 'unreadable':
       return { kind: 'blocked', problem: `the saved original on Service ${name} is unreadable (${state.error}); repair it by hand` };
-    case 'hijacked': {
-      const proxyPortOf = (port: number, protocol: string): number | undefined => context.recorded
-        .find((item) => item.service === name && item.port === port && item.protocol === protocol)?.proxyPort;
-      const fields = releaseFields(state.service, state.saved, state.service.spec?.selector ?? {},
-        (port) => port.targetPort === proxyPortOf(port.port, port.protocol ?? 'TCP'));
-      return { kind: 'patch', reason: 'restore', fields };
-    }
+    case 'hijacked':
+      // The saved targetPorts differ from the live ones only where those are our proxy ports.
+      return { kind: 'patch', reason: 'restore', fields: releaseFields(state.service, state.saved, state.service.spec?.selector ?? {}, () => true) };
     case 'saved': case 'retargeted': {
       const entry = specEntry(context, name);
       const retargeted = state.kind === 'retargeted';
@@ -64,7 +77,9 @@ export function handBack(context: Context, name: string, state: OriginalState, t
 export interface HandBackPlan {
   readonly steps: readonly Step[];
   readonly problems: readonly string[];
-  /** Services that cannot be handed back: their copies and listeners must stay. */
+  /** Hand-backs that wait for a Ready pod (not a failure). */
+  readonly waiting: readonly string[];
+  /** Services that cannot be handed back yet: their copies and listeners must stay. */
   readonly blocked: ReadonlySet<string>;
 }
 
@@ -84,12 +99,14 @@ function adopt(name: string, service: V1Service, saved: SavedOriginal, entry: Ca
 export function handBackSteps(context: Context, names: readonly string[], type: TransitionType): HandBackPlan {
   const steps: Step[] = [];
   const problems: string[] = [];
+  const waiting: string[] = [];
   const blocked = new Set<string>();
   for (const name of names) {
     const state = context.originals.get(name) ?? { kind: 'missing' };
     const result = handBack(context, name, state, type);
-    if (result.kind === 'blocked') {
-      problems.push(result.problem);
+    if (result.kind === 'blocked' || result.kind === 'waiting') {
+      if (result.kind === 'blocked') problems.push(result.problem);
+      else waiting.push(result.message);
       blocked.add(name);
     }
     if (result.kind !== 'patch') continue;
@@ -97,7 +114,7 @@ export function handBackSteps(context: Context, names: readonly string[], type: 
     const patch = service === undefined ? undefined : originalPatch(service, result.fields);
     if (patch !== undefined) steps.push({ kind: 'patchService', reason: result.reason, name, patch });
   }
-  return { steps, problems, blocked };
+  return { steps, problems, waiting, blocked };
 }
 
 export function planTransition(context: Context, record: TransitionRecord): Desired {
@@ -106,20 +123,20 @@ export function planTransition(context: Context, record: TransitionRecord): Desi
   const l4Config = buildL4Config(stillServed, context.observed.services);
   // Kept until handed back: a hijacked Service's restore needs them to tell our targetPorts.
   const notHandedBack = context.recorded.filter((port) => HANDED_BACK_LATER.has(context.originals.get(port.service)?.kind ?? 'missing'));
-  const inProgress = (problems: readonly string[]) => makeStatus(context, '', record, {
+  const inProgress = (problems: readonly string[], waiting: readonly string[]) => makeStatus(context, verb, record, {
     Available: condition(false, verb, 'traffic is being handed back to the original Services'),
-    Progressing: condition(true, verb, record.message),
+    Progressing: waiting.length === 0 ? condition(true, verb, record.message) : condition(true, 'WaitingForReadyPods', `${record.message}; ${waiting.join('; ')}`),
     Failure: problems.length === 0 ? condition(false, 'None') : condition(true, 'CannotRestore', problems.join('; ')),
     Archived: condition(false, verb),
   }, notHandedBack);
   const recorded = context.observed.release.status?.transition?.type === record.type;
   const handBacks = handBackSteps(context, [...context.originals.keys()], record.type);
-  if (handBacks.problems.length > 0) {
-    const status = inProgress(handBacks.problems);
+  if (handBacks.blocked.size > 0) {
+    const status = inProgress(handBacks.problems, handBacks.waiting);
     const statusFirst = statusStep(context, status, recorded ? 'updateStatus' : 'recordTransition');
     return { mode: 'transition', l4Config, status, steps: [...statusFirst, ...handBacks.steps] };
   }
-  const recordStep = recorded ? [] : statusStep(context, inProgress([]), 'recordTransition');
+  const recordStep = recorded ? [] : statusStep(context, inProgress([], []), 'recordTransition');
   const deletions = context.copies.map(deleteCopyStep);
   const status = archivedStatus(context, record);
   const steps = [...recordStep, ...handBacks.steps, ...deletions, ...statusStep(context, status), ...finalizerStep(context, false)];

@@ -28,6 +28,13 @@ export type PortProtocol = 'TCP' | 'UDP';
 export type TransitionType = 'Adopted' | 'Deprecated';
 /** "" = running. */
 export type Transition = '' | TransitionType;
+/**
+ * status.phase, what `kubectl get crel` shows. Running: the release converges or serves. Holding:
+ * it cannot go on as written, or waits for another release; nothing changes. Adopting and
+ * Deprecating: handing the Services back. Adopted and Deprecated: done (terminal).
+ */
+export const PHASES = ['Running', 'Holding', 'Adopting', 'Deprecating', 'Adopted', 'Deprecated'] as const;
+export type Phase = (typeof PHASES)[number];
 
 export interface SelectorOperations {
   /** Labels set, or overwritten. */
@@ -56,7 +63,8 @@ export interface CanaryReleaseSpec {
   readonly transition?: Transition;
 }
 
-export type ConditionType = 'Available' | 'Progressing' | 'Failure' | 'Archived';
+/** Ready: the release serves what its spec asks, with nothing failing or held (the READY column). */
+export type ConditionType = 'Ready' | 'Available' | 'Progressing' | 'Failure' | 'Archived';
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 export interface CanaryReleaseCondition {
@@ -77,8 +85,11 @@ export interface PortStatus {
   readonly proxyPort: number;
   /** The canary weight the spec asks for; a port of the Service the spec does not list: 0 (100 % stable). */
   readonly weight: number;
-  /** The canary weight a `--weight` flag of the proxy imposes instead, or null. Traffic: override ?? weight. */
+  /** The canary weight a `--weight` flag of the proxy imposes instead, or null. */
   readonly override: number | null;
+  /** The canary weight the data plane applies: override ?? weight, unless a side has no Ready pod
+   * (then that side gets no new traffic). Absent in statuses written before 0.2. */
+  readonly served?: number;
 }
 
 export type TransitionReason = 'Requested' | 'ReleaseDeleted' | 'ServiceDeleted' | 'SelectorChanged';
@@ -92,13 +103,15 @@ export interface TransitionRecord {
 }
 
 export interface CanaryReleaseStatus {
-  /** "" until a transition is complete, then Adopted or Deprecated (terminal). */
-  readonly phase: Transition;
+  /** Adopted and Deprecated are terminal. Statuses written before 0.2 hold "" while running. */
+  readonly phase: Phase;
   readonly observedGeneration: number;
   /** The transition under way or done; it wins over later spec changes. */
   readonly transition: TransitionRecord | null;
   readonly conditions: readonly CanaryReleaseCondition[];
   readonly ports: readonly PortStatus[];
+  /** The served canary weight of every port, one line for the WEIGHTS column: `web:80=20%,dns:53/UDP=5%`. */
+  readonly weights: string;
 }
 
 export interface CanaryReleaseMetadata {

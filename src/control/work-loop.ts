@@ -39,6 +39,14 @@ export class WorkLoop {
     if (!this.#running && !this.#backingOff) this.#schedule(0);
   }
 
+  /** The API answers again (a watch came back): end the backoff and reconcile now. */
+  retryNow(): void {
+    if (this.#stopped || !this.#backingOff) return;
+    this.#backingOff = false;
+    this.#backoffMs = this.#options.initialBackoffMs ?? 200;
+    this.trigger();
+  }
+
   /** Stops scheduling and waits for a reconcile in flight to finish. */
   async stop(): Promise<void> {
     this.#stopped = true;

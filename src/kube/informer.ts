@@ -20,6 +20,8 @@ export interface InformerOptions<T extends KubernetesObject> {
   readonly staleAfterMs: number;
   readonly watchTimeoutSeconds: number;
   readonly maxBackoffMs?: number;
+  /** Called when a list and watch succeed after a failure: the API answers again. */
+  readonly onRestarted?: () => void;
 }
 
 export interface Informer<T extends KubernetesObject> {
@@ -30,6 +32,8 @@ export interface Informer<T extends KubernetesObject> {
   readonly synced: Promise<void>;
   stop(): Promise<void>;
 }
+
+const INITIAL_BACKOFF_MS = 500;
 
 class TunedWatch extends Watch {
   readonly #timeoutSeconds: number;
@@ -75,11 +79,12 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   for (const event of ['add', 'update', 'delete'] as const) informer.on(event, options.onChange);
 
   let stopped = false;
-  let backoffMs = 500;
+  let backoffMs = INITIAL_BACKOFF_MS;
   let restartTimer: NodeJS.Timeout | undefined;
   let resolveSynced!: () => void;
   const synced = new Promise<void>((resolve) => (resolveSynced = resolve));
 
+  let failed = false;
   const start = () => {
     if (stopped) return;
     // start() resolves even when the list or watch failed (the failure goes to the 'error'
@@ -87,20 +92,25 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
     informer.start().then(
       () => {
         if (restartTimer !== undefined) return;
-        backoffMs = 500;
+        backoffMs = INITIAL_BACKOFF_MS;
         touch();
         resolveSynced();
+        if (failed) options.onRestarted?.();
+        failed = false;
       },
       (err) => restartLater(err),
     );
   };
   const restartLater = (err: unknown) => {
     if (stopped || restartTimer !== undefined) return;
-    log.warn({ path: options.path, error: describeError(err), retryInMs: backoffMs }, 'watch failed; restarting');
+    failed = true;
+    // Jitter: replicas that lost the API together do not all come back in the same instant.
+    const delayMs = Math.round(backoffMs * (0.8 + Math.random() * 0.4));
+    log.warn({ path: options.path, error: describeError(err), retryInMs: delayMs }, 'watch failed; restarting');
     restartTimer = setTimeout(() => {
       restartTimer = undefined;
       start();
-    }, backoffMs);
+    }, delayMs);
     backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
   };
   /**

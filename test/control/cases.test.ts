@@ -15,7 +15,7 @@ import {
 // Below the ephemeral range (32768+), where a client socket of this very test could hold the port.
 const PORT_BASE = 30000;
 
-describe('release shapes', () => {
+describe('release shapes', { timeout: 30_000 }, () => {
   let cluster: Cluster;
   const proxies: InProcessProxy[] = [];
   const backends: Backends[] = [];

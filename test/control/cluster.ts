@@ -206,7 +206,8 @@ export async function startBackends(cluster: Cluster, service: string, ports: re
   return { forkedIp, canaryIp, close: async () => void (await Promise.all(closers.map((close) => close()))) };
 }
 
-async function startUdpNamed(name: string, host: string, port: number): Promise<() => Promise<void>> {
+/** A UDP server on `host:port` answering `<name>:<datagram>`; resolves with its closer. */
+export async function startUdpNamed(name: string, host: string, port: number): Promise<() => Promise<void>> {
   const socket = dgram.createSocket('udp4');
   socket.on('message', (message, peer) => socket.send(Buffer.concat([Buffer.from(`${name}:`), message]), peer.port, peer.address));
   socket.bind({ address: host, port });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { GROUP, KIND, PLURAL, VERSION } from '../../src/control/types.ts';
+import { CONDITION_TYPES } from '../../src/control/conditions.ts';
+import { GROUP, KIND, PHASES, PLURAL, VERSION } from '../../src/control/types.ts';
 
 type Schema = { [key: string]: unknown; properties?: Record<string, Schema>; items?: Schema };
 
@@ -43,7 +44,8 @@ describe('deploy/crd.yaml', () => {
     assert.deepEqual(at(port, 'protocol').enum, ['TCP', 'UDP', 'HTTP', 'HTTPS']);
     assert.deepEqual(at(root, 'spec.transition').enum, ['', 'Adopted', 'Deprecated']);
     assert.deepEqual(at(root, 'status.ports.[].protocol').enum, ['TCP', 'UDP']);
-    assert.deepEqual(at(root, 'status.conditions.[].type').enum, ['Available', 'Progressing', 'Failure', 'Archived']);
+    assert.deepEqual(at(root, 'status.conditions.[].type').enum, CONDITION_TYPES);
+    assert.deepEqual(at(root, 'status.phase').enum, ['', ...PHASES], 'every phase the proxy writes, and the "" of releases written before 0.2');
   });
 
   it('keys its lists so duplicates are refused at admission', () => {
@@ -62,7 +64,10 @@ describe('deploy/crd.yaml', () => {
     assert.doesNotMatch(JSON.stringify(root), /\$ref/, 'structural schemas cannot use $ref');
   });
 
-  it('prints phase, weights, readiness and age', () => {
-    assert.deepEqual(version.additionalPrinterColumns.map((column) => column.name), ['Phase', 'Weights', 'Ready', 'Age']);
+  it('prints phase, weights, readiness and age, each from a status field the proxy writes', () => {
+    assert.deepEqual(version.additionalPrinterColumns.map((column) => [column.name, column.jsonPath]), [
+      ['Phase', '.status.phase'], ['Weights', '.status.weights'], ['Ready', '.status.conditions[?(@.type=="Ready")].status'], ['Age', '.metadata.creationTimestamp'],
+    ]);
+    assert.equal(at(root, 'status.weights').type, 'string');
   });
 });

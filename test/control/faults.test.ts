@@ -15,7 +15,7 @@ const PORT_BASE = 32000;
 const SERVICE_PORT = 8600;
 const OUTAGE_MS = 30_000;
 
-describe('apiserver faults', () => {
+describe('apiserver faults', { timeout: 130_000 }, () => {
   let cluster: Cluster;
   let proxy: InProcessProxy;
   let backends: Backends;

@@ -35,7 +35,7 @@ async function openLive(port: number): Promise<{ name: string; socket: net.Socke
   return { name: text.slice(0, text.indexOf('\n')), socket, received };
 }
 
-describe('lifecycle: run, weight change, Adopted; a second release, Deprecated', () => {
+describe('lifecycle: run, weight change, Adopted; a second release, Deprecated', { timeout: 30_000 }, () => {
   let cluster: Cluster;
   let proxy: InProcessProxy | undefined;
   let backends: Backends | undefined;
@@ -58,7 +58,7 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
     proxy = await startProxy(cluster, 'web-v2', PORT_BASE);
     backends = await startBackends(cluster, 'web', [{ port: SERVICE_PORT }]);
     const release = await waitForRelease(cluster, 'web-v2', 'serving', serving);
-    assert.deepEqual(release?.status?.ports, [{ service: 'web', port: SERVICE_PORT, protocol: 'TCP', proxyPort: PORT_BASE, weight: 20, override: null }]);
+    assert.deepEqual(release?.status?.ports, [{ service: 'web', port: SERVICE_PORT, protocol: 'TCP', proxyPort: PORT_BASE, weight: 20, override: null, served: 20 }]);
     assert.deepEqual(release?.metadata.finalizers, ['canary-l4.io/restore-services']);
 
     const web = await getService(cluster, 'web');
@@ -135,6 +135,7 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
     const used = rbacUsed(cluster.api);
     t.diagnostic(`RBAC used by the proxy: ${used.join('; ')}`);
     assert.deepEqual(used, [
+      'create core/events',
       'create core/services',
       'delete core/services',
       'list canary-l4.io/canaryreleases',

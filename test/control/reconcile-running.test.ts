@@ -4,7 +4,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import type { Step } from '../../src/control/reconcile.ts';
 import { ANNOTATION_ORIGINAL, type CanaryReleaseSpec } from '../../src/control/types.ts';
 import {
-  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World,
+  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World,
 } from './world.ts';
 
 function patchOf(steps: readonly Step[], reason: string, name: string) {
@@ -47,7 +47,9 @@ describe('reconcile while the release runs', () => {
       assert.deepEqual(copy.metadata?.ownerReferences, [{ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', name: 'rel', uid: 'uid-rel', controller: true }]);
       assert.equal(copy.metadata?.labels?.['canary-l4.io/release'], 'rel');
     }
-    assert.deepEqual(desired.status.ports, [{ service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null }]);
+    assert.deepEqual(desired.status.ports, [{ service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 }]);
+    assert.equal(desired.status.phase, 'Running');
+    assert.equal(desired.status.weights, 'web:80=10%');
     assert.deepEqual(desired.l4Config.listeners, [], 'no upstream before the copies have cluster IPs');
     assert.equal(conditionOf(desired, 'Available').status, 'False');
     assert.match(conditionOf(desired, 'Progressing').message, /saving the original/);
@@ -199,14 +201,40 @@ describe('reconcile while the release runs', () => {
     }
   });
 
-  it('a canary selector that matches no pod yet is said in Progressing, and does not block', () => {
+  it('a canary with no Ready pod gets no traffic: the weight is held at 0 % and said, until a pod is Ready', () => {
     const world = webWorld();
-    world.pods = world.pods.filter((item) => item.metadata?.labels?.version !== 'v2');
-    const { world: end, last } = converge(world);
+    world.pods = [...world.pods.filter((item) => item.metadata?.labels?.version !== 'v2'), pod('web-v2-pending', { app: 'web', version: 'v2' }, false)];
+    const { world: held, last } = converge(world);
     assert.ok(last);
-    assert.equal(conditionOf(last, 'Progressing').status, 'True');
-    assert.match(conditionOf(last, 'Progressing').message, /canary selector app=web,version=v2 of Service web matches no pod yet/);
-    assert.deepEqual(end.services.get('web')?.spec?.selector, PROXY);
+    assert.deepEqual(held.services.get('web')?.spec?.selector, PROXY, 'the release still takes the Service over');
+    const canary = () => last.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
+    assert.equal(canary(), 0);
+    assert.deepEqual(last.status.ports.map((port) => [port.weight, port.served]), [[10, 0]]);
+    assert.equal(last.status.weights, 'web:80=0% (asks 10%)');
+    assert.equal(conditionOf(last, 'Progressing').reason, 'WaitingForReadyPods');
+    assert.match(conditionOf(last, 'Progressing').message, /canary selector app=web,version=v2 matches no Ready pod/);
+    assert.equal(conditionOf(last, 'Ready').status, 'False');
+    held.pods = held.pods.map((item) => (item.metadata?.name === 'web-v2-pending' ? pod('web-v2-pending', { app: 'web', version: 'v2' }) : item));
+    const { last: released } = converge(held);
+    assert.equal(released?.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight, 10);
+    assert.equal(released?.status.weights, 'web:80=10%');
+    assert.equal(released && conditionOf(released, 'Ready').status, 'True');
+  });
+
+  it('a stable side with no Ready pod gets no traffic while the canary has one', () => {
+    const world = webWorld();
+    world.pods = world.pods.filter((item) => item.metadata?.labels?.version !== 'v1');
+    const { last } = converge(world);
+    assert.deepEqual(last?.l4Config.listeners[0]?.backends.map((backend) => [backend.name, backend.weight]), [['forked', 0], ['canary', 100]]);
+    assert.match(last ? conditionOf(last, 'Progressing').message : '', /forked selector app=web,version=v1 matches no Ready pod/);
+  });
+
+  it('neither side Ready: the asked weights stand (there is nothing better), and it is said', () => {
+    const world = webWorld();
+    world.pods = world.pods.filter((item) => item.metadata?.labels?.app !== 'web');
+    const { last } = converge(world);
+    assert.deepEqual(last?.l4Config.listeners[0]?.backends.map((backend) => [backend.name, backend.weight]), [['forked', 90], ['canary', 10]]);
+    assert.match(last ? conditionOf(last, 'Progressing').message : '', /neither the forked selector .* nor the canary selector .* matches a Ready pod/);
   });
 
   it('drift: an edited targetPort is repaired; a port someone adds is proxied at 100 % stable', () => {
@@ -215,8 +243,8 @@ describe('reconcile while the release runs', () => {
     web.spec!.ports = [{ ...web.spec!.ports![0]!, targetPort: 8000 }, { name: 'admin', port: 9090, protocol: 'TCP', targetPort: 9091 }];
     web.metadata!.resourceVersion = '77';
     world.services.set('web', web);
-    const repair = run(world);
-    assert.deepEqual(patchOf(repair.steps, 'repair', 'web').spec?.ports?.map((port) => port.targetPort), [8080, 9091]);
+    // The repair waits for the new port's listener, then takes the whole Service back in one patch.
+    assert.equal(run(world).steps.some((step) => step.reason === 'repair'), false);
     const { world: end } = converge(world, options(), Infinity, false);
     assertServed(end);
     assert.deepEqual(end.services.get('web')?.spec?.ports?.map((port) => port.targetPort), [8080, 8081]);

@@ -4,12 +4,12 @@ import { applyOperations, findOverlap, formatSelector, livePods, selectorMatches
 import { pod } from './world.ts';
 
 describe('selectors', () => {
-  it('applies remove, then add, and the result does not depend on how often it is applied', () => {
+  it('applies remove, then add, and applying it again to its own result changes nothing', () => {
     const original = { app: 'web', version: 'v1', tier: 'front' };
     const operations = { add: { version: 'v2', track: 'canary' }, remove: ['tier', 'track'] };
     const once = applyOperations(original, operations);
     assert.deepEqual(once, { app: 'web', version: 'v2', track: 'canary' });
-    assert.deepEqual(applyOperations(original, operations), once);
+    assert.deepEqual(applyOperations(once, operations), once, 'idempotent: f(f(x)) = f(x)');
     assert.deepEqual(original, { app: 'web', version: 'v1', tier: 'front' }, 'input untouched');
     assert.deepEqual(applyOperations(original, undefined), original);
   });

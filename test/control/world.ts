@@ -9,7 +9,8 @@ import type { V1Pod, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { reconcile, defaultProxySelector, type Desired, type ReconcileOptions, type Step } from '../../src/control/reconcile.ts';
 import { applyMergePatch } from '../../src/control/patches.ts';
 import { selectorsEqual } from '../../src/control/selectors.ts';
-import { LABEL_ROLE, type CanaryRelease, type CanaryReleaseSpec, type Labels } from '../../src/control/types.ts';
+import { formatWeights } from '../../src/control/l4.ts';
+import { LABEL_ROLE, type CanaryRelease, type CanaryReleaseSpec, type CanaryReleaseStatus, type Labels } from '../../src/control/types.ts';
 
 export const NOW = new Date('2025-01-01T00:00:00.250Z');
 export const RELEASE = 'rel';
@@ -38,8 +39,9 @@ export function service(name: string, selector: Labels, ports: V1ServicePort[], 
   };
 }
 
-export function pod(name: string, labels: Labels): V1Pod {
-  return { metadata: { name, labels: { ...labels } }, status: { phase: 'Running' } };
+/** A Running pod, Ready unless told otherwise (an endpoint, as the endpoints controller decides). */
+export function pod(name: string, labels: Labels, ready = true): V1Pod {
+  return { metadata: { name, labels: { ...labels } }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } };
 }
 
 export function release(spec: CanaryReleaseSpec, extra: Partial<CanaryRelease['metadata']> = {}): CanaryRelease {
@@ -126,15 +128,29 @@ export function applyStep(world: World, step: Step): void {
   }
 }
 
-/** No original Service selects nothing; one that selects the proxy targets only listening ports. */
-export function assertServed(world: World): void {
-  for (const [name, item] of world.services) {
-    if (item.metadata?.labels?.[LABEL_ROLE] !== undefined) continue;
-    assert.ok(Object.keys(item.spec?.selector ?? {}).length > 0, `Service ${name} selects nothing`);
-    if (!selectorsEqual(item.spec?.selector, PROXY)) continue;
-    for (const port of item.spec?.ports ?? []) {
-      assert.ok(world.listening.has(Number(port.targetPort)), `Service ${name} targets ${port.targetPort}, where nothing listens`);
-    }
+/** Why an original Service does not serve, or undefined when it does. */
+function notServing(world: World, name: string, item: V1Service): string | undefined {
+  if (Object.keys(item.spec?.selector ?? {}).length === 0) return `Service ${name} selects nothing`;
+  const proxyKeys = Object.keys(PROXY).filter((key) => key in (item.spec?.selector ?? {}));
+  if (proxyKeys.length > 0 && !selectorsEqual(item.spec?.selector, PROXY)) return `Service ${name} has a mixed selector ${JSON.stringify(item.spec?.selector)}`;
+  if (!selectorsEqual(item.spec?.selector, PROXY)) return undefined;
+  const silent = (item.spec?.ports ?? []).find((port) => !world.listening.has(Number(port.targetPort)));
+  return silent === undefined ? undefined : `Service ${name} targets ${silent.targetPort}, where nothing listens`;
+}
+
+function originals(world: World): [string, V1Service][] {
+  return [...world.services].filter(([, item]) => item.metadata?.labels?.[LABEL_ROLE] === undefined);
+}
+
+/**
+ * No original Service selects nothing; each is either taken over (its selector exactly the proxy's)
+ * or free of the proxy's labels (never a mix, which selects no pod); one that selects the proxy
+ * targets only listening ports. `except`: Services someone else broke and we have not written since.
+ */
+export function assertServed(world: World, except: ReadonlySet<string> = new Set()): void {
+  for (const [name, item] of originals(world)) {
+    const problem = except.has(name) ? undefined : notServing(world, name, item);
+    assert.equal(problem, undefined, problem);
   }
 }
 
@@ -145,8 +161,24 @@ export interface Converged {
   readonly steps: readonly Step[];
 }
 
+/** The conditions and the printer columns of a status never contradict each other. */
+export function assertStatusConsistent(status: CanaryReleaseStatus): void {
+  const of = (type: string) => status.conditions.find((item) => item.type === type)?.status;
+  const context = JSON.stringify(status.conditions.map((item) => `${item.type}=${item.status} ${item.reason}`));
+  if (of('Ready') === 'True') {
+    assert.equal(status.phase, 'Running', `Ready with phase ${status.phase}: ${context}`);
+    assert.equal(of('Available'), 'True', `Ready but not Available: ${context}`);
+    assert.equal(of('Failure'), 'False', `Ready while failing: ${context}`);
+    assert.equal(of('Progressing'), 'False', `Ready while progressing: ${context}`);
+  }
+  assert.equal(of('Archived') === 'True', status.phase === 'Adopted' || status.phase === 'Deprecated', `Archived vs phase ${status.phase}: ${context}`);
+  assert.equal(status.weights, formatWeights(status.ports), 'the WEIGHTS column names every port');
+}
+
 /**
- * Reconcile, run the data plane, apply the steps; until a pass has no step. `checkServed: false`
+ * Reconcile, run the data plane, apply the steps; until a pass has no step. After every step,
+ * assertServed: a Service broken by someone else before is checked from our first write to it on
+ * (no write of ours may leave it broken). `checkServed: false`
  * for worlds someone else broke (drift), where the check would blame their edit. `crashAfter` stops
  * after that many steps in total, as a crashed proxy would: the rest of its pass is lost and the
  * restarted process listens on nothing until its first reconcile.
@@ -154,9 +186,11 @@ export interface Converged {
 export function converge(start: World, opts: ReconcileOptions = options(), crashAfter = Infinity, checkServed = true): Converged {
   const world = clone(start);
   const steps: Step[] = [];
+  const brokenByOthers = new Set(originals(world).filter(([name, item]) => notServing(world, name, item) !== undefined).map(([name]) => name));
   for (let pass = 0; pass < 30; pass += 1) {
     if (world.release === undefined) return { world, last: undefined, steps };
     const desired = run(world, opts);
+    assertStatusConsistent(desired.status);
     const listenedBefore = [...world.listening].join();
     listen(world, desired);
     // The controller reconciles again when the data plane starts or stops listening somewhere.
@@ -168,7 +202,8 @@ export function converge(start: World, opts: ReconcileOptions = options(), crash
       }
       applyStep(world, step);
       steps.push(step);
-      if (checkServed) assertServed(world);
+      if (step.kind === 'patchService') brokenByOthers.delete(step.name);
+      if (checkServed) assertServed(world, brokenByOthers);
     }
   }
   assert.fail('no convergence in 30 passes');

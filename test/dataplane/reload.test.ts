@@ -235,8 +235,9 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     await Promise.all([stable.close(), canary.close()]);
   });
 
-  test('is refused whole, counted as a failed reload, and the old config keeps serving', async () => {
+  test('is refused whole, counted as a failed reload, the listeners it did bind are released, and the old config keeps serving', async () => {
     const webPort = await freePort();
+    const freshPort = await freePort();
     const heldPort = (holder.address() as net.AddressInfo).port;
     const web = (stableWeight: number) => ({
       name: 'web',
@@ -249,17 +250,19 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     const good = validateConfig({ listeners: [web(100)] }, 'good');
     await runtime.applyConfig(good);
 
-    // Changes the weights AND adds a listener on a port another socket holds.
-    const bad = validateConfig(
-      { listeners: [web(0), { name: 'held', listen: `127.0.0.1:${heldPort}`, backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }] }] },
-      'bad',
-    );
+    // Changes the weights, adds a listener that binds, then one on a port another socket holds.
+    const added = (name: string, port: number) => ({ name, listen: `127.0.0.1:${port}`, backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }] });
+    const bad = validateConfig({ listeners: [web(0), added('fresh', freshPort), added('held', heldPort)] }, 'bad');
     await assert.rejects(runtime.applyConfig(bad), (err: Error) => {
       assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
       assert.match(err.message, /EADDRINUSE/);
       return true;
     });
     assert.equal(runtime.dataplane.config, good, 'the running config is still the old one');
+    const probe = net.createServer();
+    probe.listen({ host: '127.0.0.1', port: freshPort });
+    await assert.doesNotReject(once(probe, 'listening'), `port ${freshPort}, bound by the refused reload, is still held`);
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
     const names: string[] = [];
     for (let i = 0; i < 10; i++) names.push(await askName(webPort));
     assert.deepEqual(countBy(names), { stable: 10 }, 'the old weights are still in force');

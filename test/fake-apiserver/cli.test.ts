@@ -42,6 +42,11 @@ it('serves with --port 0 --service-cidr --kubeconfig-out and stops on SIGTERM', 
     const core = kc.makeApiClient(CoreV1Api);
     const s = await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'cli' }, spec: { ports: [{ port: 80 }] } } });
     assert.match(s.spec!.clusterIP!, /^127\.0\.30\./);
+    // Faults reach it over HTTP, from another process.
+    assert.match(text, /fault injection: curl -XPOST http:\/\/127\.0\.0\.1:\d+\/_fake\/faults\/latency/);
+    const armed = await fetch(`${server}/_fake/faults/fail-next`, { method: 'POST', body: JSON.stringify({ verb: 'create', resource: 'services', code: 503 }) });
+    assert.equal(armed.status, 200);
+    await assert.rejects(core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'cli2' }, spec: { ports: [{ port: 80 }] } } }), (e: any) => e.code === 503);
   } finally {
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');

@@ -1,6 +1,12 @@
-/** Shared fixtures for the fake-apiserver conformance tests (client-node over HTTP only). */
+/** Shared fixtures for the fake-apiserver conformance tests: client-node over HTTP, and kubectl. */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api } from '@kubernetes/client-node';
-import { startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
+import { stringify } from 'yaml';
+import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
 
 export const CR = { group: 'canary-l4.io', version: 'v1alpha1', plural: 'canaryreleases' } as const;
 
@@ -66,4 +72,46 @@ export function svc(name: string, extra: Record<string, any> = {}): any {
     metadata: { name, labels: { app: name }, ...(extra.metadata ?? {}) },
     spec: { selector: { app: name }, ports: [{ name: 'http', port: 80 }], ...(extra.spec ?? {}) },
   };
+}
+
+const execFileAsync = promisify(execFile);
+
+/** Whether kubectl is on PATH (kubectl tests skip without it). */
+export async function hasKubectl(): Promise<boolean> {
+  return execFileAsync('kubectl', ['version', '--client'], { timeout: 15_000 }).then(
+    () => true,
+    () => false,
+  );
+}
+
+export interface Kubectl {
+  /** Runs kubectl against the fake; resolves with stdout, rejects (with stderr) on a non-zero exit. */
+  (...args: string[]): Promise<string>;
+  /** kubectl's HOME, a fresh temp dir; manifests go here too. */
+  readonly home: string;
+  /** Writes `objects` as a YAML manifest into home and returns its path. */
+  manifest(file: string, ...objects: unknown[]): Promise<string>;
+  /** Removes home. */
+  cleanup(): Promise<void>;
+}
+
+/** kubectl bound to `api`, with its own HOME and discovery cache so runs never share state. */
+export async function kubectlFor(api: FakeApiServer): Promise<Kubectl> {
+  const home = await mkdtemp(join(tmpdir(), 'kubectl-home-'));
+  const kubectl = async (...args: string[]) => {
+    const { stdout } = await execFileAsync('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', join(home, 'cache'), ...args], {
+      env: { ...process.env, HOME: home, KUBECONFIG: api.kubeconfigPath },
+      timeout: 30_000,
+    });
+    return stdout;
+  };
+  return Object.assign(kubectl, {
+    home,
+    manifest: async (file: string, ...objects: unknown[]) => {
+      const path = join(home, file);
+      await writeFile(path, objects.map((o) => stringify(o)).join('---\n'));
+      return path;
+    },
+    cleanup: () => rm(home, { recursive: true, force: true }),
+  });
 }

@@ -1,17 +1,23 @@
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoordinationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import pino from 'pino';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { LeaderElector } from '../../src/kube/lease.ts';
+import { mergePatch } from '../../src/kube/patch.ts';
 
 const log = pino({ level: 'silent' });
 let api: FakeApiServer;
 let leaseCounter = 0;
+/** Every elector a test made: stopped after each test, passed or failed, so none keeps the process alive. */
+const campaigning: LeaderElector[] = [];
 
 before(async () => {
   api = await startFakeApiServer();
+});
+afterEach(async () => {
+  await Promise.all(campaigning.splice(0).map((elector) => elector.stop()));
 });
 after(() => api.stop());
 
@@ -42,6 +48,7 @@ function candidates(names: string[]) {
         },
       }),
   );
+  campaigning.push(...electors);
   return { lease, leading, history, electors };
 }
 
@@ -105,5 +112,25 @@ describe('leader election on a Lease', () => {
     await until(() => a.isLeader, 3_000, 'a to lead again after the outage');
     assert.deepEqual([...leading], ['a']);
     await a.stop();
+  });
+
+  it('a leader whose Lease now names another holder steps down within a second and leaves the Lease to it', async () => {
+    const { lease, history, electors } = candidates(['a']);
+    const [a] = electors as [LeaderElector];
+    a.start();
+    await until(() => a.isLeader, 3_000, 'a to lead');
+    // As another replica that took the Lease over would have written it: held by b, just renewed,
+    // for longer than this test, so a has no reason to take it back.
+    const coordination = api.kubeConfig.makeApiClient(CoordinationV1Api);
+    await coordination.patchNamespacedLease(
+      { name: lease, namespace: 'default', body: { spec: { holderIdentity: 'b', renewTime: new V1MicroTime(Date.now()), leaseDurationSeconds: 30 } } },
+      mergePatch(),
+    );
+    await until(() => !a.isLeader, 1_000, 'a to step down');
+    assert.deepEqual(history, ['+a', '-a'], 'onStoppedLeading called once');
+    await sleep(300); // three more retry periods
+    const taken = await coordination.readNamespacedLease({ name: lease, namespace: 'default' });
+    assert.equal(taken.spec?.holderIdentity, 'b', 'a wrote itself back into the Lease');
+    assert.equal(a.isLeader, false);
   });
 });

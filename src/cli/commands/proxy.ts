@@ -27,6 +27,10 @@ function builder(yargs: Argv) {
         describe: 'Elect one writer among the replicas with a Lease canary-l4-<release>; every replica serves traffic',
       })
       .option('lease-duration', { type: 'number', default: 15, describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over' })
+      .option('state-dir', {
+        type: 'string',
+        describe: 'Directory (an emptyDir) where the served config is kept, so that a restarted proxy serves it before the API answers',
+      })
       .option('reuse-port', {
         type: 'boolean',
         default: false,
@@ -77,6 +81,7 @@ export const proxyCommand = {
       requestTimeoutMs: argv.apiTimeout * 1000,
       drainMs: argv.drainTimeout * 1000,
       leaseDurationMs: argv.leaderElect ? argv.leaseDuration * 1000 : undefined,
+      stateDir: argv.stateDir,
     });
   },
 };

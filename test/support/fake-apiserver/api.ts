@@ -5,12 +5,13 @@
  * requests onto these methods, and the garbage collector calls them too.
  */
 import { randomUUID } from 'node:crypto';
+import { applyConfiguration } from './apply.ts';
 import { ApiError, errors } from './errors.ts';
 import { clone, deepEqual, isObject, type KObject } from './json.ts';
 import { KindHooks } from './kinds.ts';
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch.ts';
 import { apiVersionOf, Registry, type ResourceType, typeFromCrd, typeKey } from './registry.ts';
-import { matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
+import { fieldValue, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
 import { Store } from './store.ts';
 
 /** A request's target collection: type, requested version and namespace ('' when cluster-wide). */
@@ -65,10 +66,25 @@ function specPart(rt: ResourceType, o: KObject): KObject {
   return rt.statusSubresource ? rest : { ...rest, status: o.status };
 }
 
-/** Object minus fields that never make a write "real" (RV, managedFields). */
+/** Object minus what never makes a write "real": the RV and the times in managedFields. */
 function comparable(o: KObject): KObject {
-  const { resourceVersion: _rv, managedFields: _mf, ...meta } = o.metadata ?? {};
+  const { resourceVersion: _rv, managedFields, ...meta } = o.metadata ?? {};
+  if (Array.isArray(managedFields)) meta.managedFields = managedFields.map((e) => (isObject(e) ? { ...e, time: undefined } : e));
   return { ...o, metadata: meta };
+}
+
+/** Runs a patch algorithm; a malformed patch is 400, one that cannot be applied 422. */
+function patchOutcome(t: Target, name: string, run: () => unknown): KObject {
+  let out: unknown;
+  try {
+    out = run();
+  } catch (e) {
+    if (!(e instanceof PatchError)) throw e;
+    if (e.kind === 'malformed') throw errors.badRequest(e.message);
+    throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: e.message }]);
+  }
+  if (!isObject(out)) throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: 'patch result is not an object' }]);
+  return out;
 }
 
 export class FakeApi {
@@ -79,9 +95,14 @@ export class FakeApi {
   onChange: () => void = () => {};
   /** Called when a CRD is removed, so open watches on its type can be closed. */
   onTypeRemoved: (key: string) => void = () => {};
+  /** Server-side apply: each manager's last applied configuration, by object uid, then by manager. */
+  readonly #lastApplied = new Map<string, Map<string, KObject>>();
 
   constructor(opts: { serviceCidr: string }) {
     this.hooks = new KindHooks(opts.serviceCidr);
+    this.store.subscribe((ev) => {
+      if (ev.type === 'DELETED') this.#lastApplied.delete(ev.object.metadata.uid);
+    });
     const nsType = this.registry.lookup('', 'v1', 'namespaces')!;
     for (const ns of SYSTEM_NAMESPACES) this.create({ rt: nsType, version: 'v1', namespace: '' }, { metadata: { name: ns } });
   }
@@ -108,9 +129,11 @@ export class FakeApi {
   matcher(rt: ResourceType, labelSelector?: string, fieldSelector?: string): (o: KObject) => boolean {
     try {
       const labels = parseLabelSelector(labelSelector);
-      const supported = ['metadata.name', 'metadata.namespace', ...rt.extraFieldSelectors];
+      const computed = rt.computedFieldSelectors ?? {};
+      const supported = ['metadata.name', 'metadata.namespace', ...rt.extraFieldSelectors, ...Object.keys(computed)];
       const fields = parseFieldSelector(fieldSelector, supported);
-      return (o) => matchLabels(labels, o.metadata?.labels) && matchFields(fields, o);
+      const read = (o: KObject, field: string) => computed[field]?.(o) ?? fieldValue(o, field);
+      return (o) => matchLabels(labels, o.metadata?.labels) && matchFields(fields, o, read);
     } catch (e) {
       if (e instanceof SelectorError) throw errors.badRequest(e.message);
       throw e;
@@ -295,32 +318,67 @@ export class FakeApi {
     return this.write(t, name, () => clone(body), { subresource, requireRv: !t.rt.builtin, dryRun: opts.dryRun });
   }
 
+  /** JSON, merge and strategic merge patch; server-side apply is {@link apply}. */
   patch(t: Target, name: string, contentType: string, body: unknown, subresource: string, opts: { dryRun?: boolean } = {}): KObject {
     const accepted = [PATCH_TYPES.json, PATCH_TYPES.merge, ...(t.rt.builtin ? [PATCH_TYPES.strategic] : []), PATCH_TYPES.apply];
-    if (!accepted.includes(contentType as any) || contentType === PATCH_TYPES.apply) {
-      if (contentType === PATCH_TYPES.apply)
-        throw new ApiError(415, 'UnsupportedMediaType', 'the fake apiserver does not implement server-side apply (application/apply-patch+yaml)');
-      throw errors.unsupportedMediaType(contentType, accepted);
-    }
-    const mutate = (cur: KObject): KObject => {
-      try {
-        let out: unknown;
+    if (!accepted.includes(contentType as any) || contentType === PATCH_TYPES.apply) throw errors.unsupportedMediaType(contentType, accepted);
+    const mutate = (cur: KObject): KObject =>
+      patchOutcome(t, name, () => {
         if (contentType === PATCH_TYPES.merge) {
           if (!isObject(body)) throw new PatchError('malformed', 'merge patch must be a JSON object');
-          out = mergePatch(cur, body);
-        } else if (contentType === PATCH_TYPES.json) out = jsonPatch(cur, body);
-        else out = strategicMergePatch(cur, body, t.rt.patchMeta);
-        if (!isObject(out)) throw new PatchError('failed', 'patch result is not an object');
-        return out;
-      } catch (e) {
-        if (e instanceof PatchError) {
-          if (e.kind === 'malformed') throw errors.badRequest(e.message);
-          throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: e.message }]);
+          return mergePatch(cur, body);
         }
-        throw e;
-      }
-    };
+        if (contentType === PATCH_TYPES.json) return jsonPatch(cur, body);
+        return strategicMergePatch(cur, body, t.rt.patchMeta);
+      });
     return this.write(t, name, mutate, { subresource, requireRv: false, dryRun: opts.dryRun });
+  }
+
+  /**
+   * Server-side apply (`application/apply-patch+yaml`), approximated as apply.ts describes: creates
+   * the object when absent (201), and records one `Apply` managedFields entry per manager (no field
+   * sets, no conflicts; `force` is accepted and ignored).
+   */
+  apply(t: Target, name: string, body: unknown, subresource: string, opts: { fieldManager?: string; dryRun?: boolean }): { code: number; body: KObject } {
+    const { rt } = t;
+    const manager = opts.fieldManager;
+    if (!manager)
+      throw errors.invalid('meta.k8s.io', 'PatchOptions', '', [{ field: 'fieldManager', message: 'Required value: is required for apply patch', reason: 'FieldValueRequired' }]);
+    if (!isObject(body)) throw errors.badRequest('the body of the request was not a YAML or JSON object');
+    if (!body.apiVersion || !body.kind) throw errors.badRequest(`invalid object type: ${String(body.apiVersion ?? '')}, Kind=${String(body.kind ?? '')}`);
+    this.#checkKind(t, body);
+    const { managedFields: _ignored, ...metadata } = isObject(body.metadata) ? body.metadata : {};
+    if (metadata.name !== undefined && metadata.name !== name)
+      throw errors.badRequest(`the name of the object (${String(metadata.name)}) does not match the name on the URL (${name})`);
+    const applied: KObject = { ...clone(body), metadata: { ...clone(metadata), name } };
+    const entry: KObject = { manager, operation: 'Apply', apiVersion: body.apiVersion, time: nowRfc3339(), fieldsType: 'FieldsV1', fieldsV1: {} };
+    if (subresource) entry.subresource = subresource;
+    const slot = subresource ? `${manager}/${subresource}` : manager;
+    const remember = (obj: KObject) => {
+      if (opts.dryRun) return;
+      const uid = obj.metadata.uid as string;
+      if (!this.#lastApplied.has(uid)) this.#lastApplied.set(uid, new Map());
+      this.#lastApplied.get(uid)!.set(slot, applied);
+    };
+    const withEntry = (obj: KObject): KObject => {
+      const entries = [...((obj.metadata.managedFields ?? []) as KObject[])];
+      const mine = entries.findIndex((e) => e.manager === manager && e.operation === 'Apply' && (e.subresource ?? '') === subresource);
+      entries.splice(mine < 0 ? entries.length : mine, mine < 0 ? 0 : 1, entry);
+      return { ...obj, metadata: { ...obj.metadata, managedFields: entries } };
+    };
+    const merge = (live: KObject, previous: KObject | undefined) => patchOutcome(t, name, () => applyConfiguration(live, applied, previous, rt.patchMeta));
+
+    const cur = this.store.get(typeKey(rt.group, rt.plural), t.namespace, name);
+    if (!cur) {
+      if (subresource) throw errors.notFound(rt.group, rt.plural, name);
+      const created = this.create(t, withEntry(merge({}, undefined)), { dryRun: opts.dryRun });
+      remember(created);
+      return { code: 201, body: created };
+    }
+    const previous = this.#lastApplied.get(cur.metadata.uid)?.get(slot);
+    const updated = this.write(t, name, (live) => withEntry(merge(live, previous)), { subresource, requireRv: false, dryRun: opts.dryRun });
+    remember(updated);
+    return { code: 200, body: updated };
   }
 
   /**
@@ -362,6 +420,11 @@ export class FakeApi {
         if (cur.metadata[f] === undefined) delete next.metadata[f];
         else next.metadata[f] = cur.metadata[f];
       }
+      // Clients unaware of managedFields (absent or []) keep them; `[{}]` clears them.
+      const managed = next.metadata.managedFields;
+      if (managed === undefined || (Array.isArray(managed) && managed.length === 0)) next.metadata.managedFields = cur.metadata.managedFields;
+      else if (Array.isArray(managed) && managed.length === 1 && deepEqual(managed[0], {})) delete next.metadata.managedFields;
+      if (next.metadata.managedFields === undefined) delete next.metadata.managedFields;
       if (rt.namespaced) next.metadata.namespace = t.namespace;
       else delete next.metadata.namespace;
       this.#validateOwnerRefs(rt, next.metadata);

@@ -8,6 +8,7 @@
  * const api = await startFakeApiServer();
  * const core = api.kubeConfig.makeApiClient(CoreV1Api);
  * api.faults.failNext({ verb: 'watch', resource: 'pods', code: 500, count: 1 });
+ * // or from anywhere: curl -XPOST $URL/_fake/faults/fail-next -d '{"verb":"watch","resource":"pods","code":500}'
  * await api.stop();
  * ```
  */
@@ -15,11 +16,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { FailRule } from './faults.ts';
+import type { FakeFaults } from './faults.ts';
 import { makeKubeConfig, writeKubeconfigFile } from './kubeconfig.ts';
 import { FakeServer, type RequestRecord } from './server.ts';
 
-export type { FailRule } from './faults.ts';
+export type { FailRule, FakeFaults } from './faults.ts';
 export type { RequestRecord } from './server.ts';
 
 export interface FakeApiServerOptions {
@@ -35,21 +36,6 @@ export interface FakeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** Where to write the kubeconfig for kubectl; default a fresh temp dir (removed on stop). */
   kubeconfigPath?: string;
-}
-
-export interface FakeFaults {
-  /** Fail the next `count` (default 1) requests matching verb/resource with `code` (Status body). */
-  failNext(rule: FailRule): void;
-  /** Delay every request by `ms` before it is handled (0 turns it off). */
-  setLatency(ms: number): void;
-  /** End every open watch stream; clients re-watch from their last RV. `abrupt` resets the sockets instead. */
-  dropWatches(opts?: { abrupt?: boolean }): number;
-  /** Advance the compaction floor to the current RV: watches from older RVs get 410 Expired. */
-  compact(): void;
-  /** Close the listener and every connection; reopen on the same port after `ms`. Resolves when reopened. */
-  refuseConnections(ms: number): Promise<void>;
-  /** Forget pending failNext rules and latency. */
-  reset(): void;
 }
 
 export interface FakeApiServer {
@@ -101,16 +87,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
       server.answered.add(listener);
       return () => server.answered.delete(listener);
     },
-    faults: {
-      failNext: (rule) => server.faults.failNext(rule),
-      setLatency: (ms) => {
-        server.faults.latencyMs = ms;
-      },
-      dropWatches: (o) => server.watches.dropAll(o?.abrupt ?? false),
-      compact: () => server.api.store.compactTo(server.api.store.resourceVersion),
-      refuseConnections: (ms) => server.refuseConnections(ms),
-      reset: () => server.faults.clear(),
-    },
+    faults: server.controls,
     resourceVersion: () => String(server.api.store.resourceVersion),
     setGc: (enabled) => {
       server.controllers.enabled = enabled;

@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     kubeconfigPath: out ? resolve(out) : undefined,
   });
   console.log(`fake-apiserver listening on ${api.url}`);
+  console.log(`fault injection: curl -XPOST ${api.url}/_fake/faults/latency -d '{"ms":200}'  (all of it: README.md)`);
   console.log(`kubeconfig: ${api.kubeconfigPath}`);
   console.log(`try: kubectl --kubeconfig ${api.kubeconfigPath} get namespaces`);
   let stopping = false;

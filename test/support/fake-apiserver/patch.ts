@@ -1,6 +1,6 @@
 /**
- * The three patch formats kube-apiserver accepts for PATCH (server-side apply is not implemented):
- * JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch for built-in kinds.
+ * Three of the patch formats kube-apiserver accepts for PATCH: JSON merge patch (RFC 7386), JSON
+ * patch (RFC 6902) and strategic merge patch for built-in kinds (server-side apply: apply.ts).
  * Pure functions: they never mutate their inputs. Failures throw {@link PatchError}; `kind`
  * says whether the patch itself was malformed (400) or could not be applied (422).
  */
@@ -159,6 +159,8 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
  */
 export interface ListMeta {
   mergeKey?: string;
+  /** Server-side apply's keys (x-kubernetes-list-map-keys) when they are more than `mergeKey`. */
+  listMapKeys?: string[];
   set?: boolean;
 }
 export type PatchMeta = Record<string, ListMeta>;

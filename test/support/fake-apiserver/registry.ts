@@ -22,10 +22,12 @@ export interface ResourceType {
   statusSubresource: boolean;
   /** Built-in kinds accept strategic merge patch; custom resources do not. */
   builtin: boolean;
-  /** Strategic-merge list semantics (built-ins only). */
+  /** Strategic-merge (and server-side apply) list semantics (built-ins only). */
   patchMeta: PatchMeta;
-  /** Field selectors accepted beyond metadata.name / metadata.namespace. */
+  /** Field selectors accepted beyond metadata.name / metadata.namespace (dotted paths into the object). */
   extraFieldSelectors: string[];
+  /** Field selectors whose value is computed rather than read at their path (an Event's `source`). */
+  computedFieldSelectors?: Record<string, (o: KObject) => string>;
   /** DELETE answers with the deleted object (Pods, Services) rather than a Status. */
   returnDeletedObject: boolean;
   /** The CRD this type came from, if any. */
@@ -47,7 +49,7 @@ const META: PatchMeta = {
 function podSpecMeta(prefix: string): PatchMeta {
   const containers = (p: string): PatchMeta => ({
     [`${p}`]: { mergeKey: 'name' },
-    [`${p}.ports`]: { mergeKey: 'containerPort' },
+    [`${p}.ports`]: { mergeKey: 'containerPort', listMapKeys: ['containerPort', 'protocol'] },
     [`${p}.env`]: { mergeKey: 'name' },
     [`${p}.volumeMounts`]: { mergeKey: 'mountPath' },
     [`${p}.volumeDevices`]: { mergeKey: 'devicePath' },
@@ -64,6 +66,9 @@ function podSpecMeta(prefix: string): PatchMeta {
     [`${prefix}.schedulingGates`]: { mergeKey: 'name' },
   };
 }
+
+/** core/v1 Event's selectable fields (pkg/registry/core/event/strategy.go), but `source`. */
+const EVENT_FIELDS = ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion', 'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'type'];
 
 const CONDITIONS: PatchMeta = { 'status.conditions': { mergeKey: 'type' } };
 
@@ -87,9 +92,10 @@ function builtin(
 export function builtinTypes(): ResourceType[] {
   return [
     builtin({ group: '', plural: 'namespaces', singular: 'namespace', kind: 'Namespace', namespaced: false, statusSubresource: true, shortNames: ['ns'], extraFieldSelectors: ['status.phase'], patchMeta: CONDITIONS }),
-    builtin({ group: '', plural: 'services', singular: 'service', kind: 'Service', namespaced: true, statusSubresource: true, shortNames: ['svc'], categories: ['all'], returnDeletedObject: true, patchMeta: { 'spec.ports': { mergeKey: 'port' }, ...CONDITIONS } }),
+    builtin({ group: '', plural: 'services', singular: 'service', kind: 'Service', namespaced: true, statusSubresource: true, shortNames: ['svc'], categories: ['all'], returnDeletedObject: true, patchMeta: { 'spec.ports': { mergeKey: 'port', listMapKeys: ['port', 'protocol'] }, ...CONDITIONS } }),
     builtin({ group: '', plural: 'endpoints', singular: 'endpoints', kind: 'Endpoints', namespaced: true, statusSubresource: false, shortNames: ['ep'] }),
     builtin({ group: '', plural: 'pods', singular: 'pod', kind: 'Pod', namespaced: true, statusSubresource: true, shortNames: ['po'], categories: ['all'], returnDeletedObject: true, extraFieldSelectors: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.podIP', 'status.nominatedNodeName'], patchMeta: { ...podSpecMeta('spec'), ...CONDITIONS, 'status.podIPs': { mergeKey: 'ip' } } }),
+    builtin({ group: '', plural: 'events', singular: 'event', kind: 'Event', namespaced: true, statusSubresource: false, shortNames: ['ev'], extraFieldSelectors: EVENT_FIELDS, computedFieldSelectors: { source: (e) => String(e.source?.component || e.reportingComponent || '') } }),
     builtin({ group: '', plural: 'configmaps', singular: 'configmap', kind: 'ConfigMap', namespaced: true, statusSubresource: false, shortNames: ['cm'] }),
     builtin({ group: 'apps', plural: 'deployments', singular: 'deployment', kind: 'Deployment', namespaced: true, statusSubresource: true, shortNames: ['deploy'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
     builtin({ group: 'apps', plural: 'replicasets', singular: 'replicaset', kind: 'ReplicaSet', namespaced: true, statusSubresource: true, shortNames: ['rs'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),

@@ -131,9 +131,9 @@ export function fieldValue(obj: unknown, path: string): string {
   return String(cur);
 }
 
-export function matchFields(reqs: FieldRequirement[], obj: unknown): boolean {
+export function matchFields(reqs: FieldRequirement[], obj: unknown, read: (obj: any, field: string) => string = fieldValue): boolean {
   for (const r of reqs) {
-    const v = fieldValue(obj, r.field);
+    const v = read(obj, r.field);
     if (r.op === 'eq' ? v !== r.value : v === r.value) return false;
   }
   return true;

@@ -6,10 +6,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakeApi, type DeleteOptions, type Target } from './api.ts';
+import { FakeApi, PATCH_TYPES, type DeleteOptions, type Target } from './api.ts';
 import { discovery } from './discovery.ts';
 import { ApiError, errors } from './errors.ts';
-import { FaultState } from './faults.ts';
+import { CONTROL_PREFIX, handleControl } from './fault-routes.ts';
+import { type FakeFaults, FaultState } from './faults.ts';
 import { Controllers } from './gc.ts';
 import { isObject, type KObject } from './json.ts';
 import { parseRequestInfo, type RequestInfo } from './request-info.ts';
@@ -45,6 +46,8 @@ export class FakeServer {
   readonly controllers: Controllers;
   readonly watches: WatchHub;
   readonly faults = new FaultState();
+  /** Fault injection, as `api.faults` offers it and `/_fake/faults` serves it. */
+  readonly controls: FakeFaults;
   readonly requests: RequestRecord[] = [];
   /** Told of each request once it is answered (for a watch: once the stream starts). */
   readonly answered = new Set<(record: RequestRecord) => void>();
@@ -61,7 +64,17 @@ export class FakeServer {
     this.watches = new WatchHub(this.api, opts.watch);
     this.api.onChange = () => this.controllers.schedule();
     this.api.onTypeRemoved = (key) => this.watches.dropType(key);
-    this.#http = createServer((req, res) => void this.#handle(req, res));
+    this.controls = {
+      failNext: (rule) => this.faults.failNext(rule),
+      setLatency: (ms) => {
+        this.faults.latencyMs = ms;
+      },
+      dropWatches: (o) => this.watches.dropAll(o?.abrupt ?? false),
+      compact: () => this.api.store.compactTo(this.api.store.resourceVersion),
+      refuseConnections: (ms) => this.refuseConnections(ms),
+      reset: () => this.faults.clear(),
+    };
+    this.#http = createServer((req, res) => void (req.url?.startsWith(CONTROL_PREFIX) ? this.#control(req, res) : this.#handle(req, res)));
     this.#http.requestTimeout = 0; // watches are long-lived
     this.#http.keepAliveTimeout = 30_000;
     this.#http.on('connection', (s) => {
@@ -164,6 +177,18 @@ export class FakeServer {
     }
   }
 
+  /** `/_fake/...`: outside the API, so neither faulted, delayed nor logged. */
+  async #control(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const url = new URL(req.url ?? '/', `http://${this.#host}`);
+      const reply = handleControl(this.controls, req.method ?? 'GET', url.pathname, await readBody(req));
+      send(res, reply.code, reply.body, reply.afterFlush ? { Connection: 'close' } : {}, reply.afterFlush);
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
+      send(res, err.code, err.toStatus());
+    }
+  }
+
   #nonResource(method: string, url: URL, req: IncomingMessage, res: ServerResponse): number {
     const p = url.pathname;
     if (method !== 'GET' && method !== 'HEAD') throw errors.methodNotAllowed();
@@ -227,6 +252,12 @@ export class FakeServer {
         return send(res, 200, this.api.update(t, info.name, body, info.subresource, { dryRun }));
       case 'patch': {
         const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        if (contentType === PATCH_TYPES.apply) {
+          const r = this.api.apply(t, info.name, body, info.subresource, { fieldManager: q.get('fieldManager') ?? undefined, dryRun });
+          return send(res, r.code, r.body);
+        }
+        if (q.has('force'))
+          throw errors.invalid('meta.k8s.io', 'PatchOptions', '', [{ field: 'force', message: 'Forbidden: may not be specified for non-apply patch', reason: 'FieldValueForbidden' }]);
         return send(res, 200, this.api.patch(t, info.name, contentType, body, info.subresource, { dryRun }));
       }
       case 'delete': {
@@ -263,7 +294,7 @@ function deleteOptions(q: URLSearchParams, body: unknown, dryRun: boolean): Dele
   return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: dryRun || bodyDry };
 }
 
-function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): number {
+function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}, flushed?: () => void): number {
   const data = JSON.stringify(body);
   res.writeHead(code, {
     'Content-Type': 'application/json',
@@ -271,7 +302,7 @@ function send(res: ServerResponse, code: number, body: unknown, headers: Record<
     'Content-Length': Buffer.byteLength(data),
     ...headers,
   });
-  res.end(data);
+  res.end(data, flushed);
   return code;
 }
 

@@ -1,0 +1,91 @@
+// Kubernetes Events (core/v1), what `kubectl describe` and `kubectl get events` show. Recording
+// never holds up the caller: events queue, are sent one at a time, and a full queue or a failed
+// write drops the event (it is logged too). The same event again within the dedup window is
+// not sent twice, so a condition that holds across passes makes one event, not one per pass.
+
+import type { CoreV1Api, CoreV1Event, V1ObjectReference } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { CallOptions } from './client.ts';
+import { describeError } from './patch.ts';
+
+export type EventType = 'Normal' | 'Warning';
+
+export interface EventRecorderOptions {
+  readonly core: CoreV1Api;
+  readonly namespace: string;
+  /** source.component and reportingComponent, e.g. canary-l4-proxy. */
+  readonly component: string;
+  /** reportingInstance: which replica said it. */
+  readonly instance: string;
+  readonly log: Logger;
+  readonly callOptions: CallOptions;
+  readonly dedupWindowMs?: number;
+  readonly maxQueued?: number;
+}
+
+const DEFAULT_DEDUP_WINDOW_MS = 10 * 60_000;
+const DEFAULT_MAX_QUEUED = 100;
+/** Kubernetes truncates messages longer than this. */
+const MAX_MESSAGE = 1024;
+
+export class EventRecorder {
+  readonly #options: EventRecorderOptions;
+  readonly #queue: CoreV1Event[] = [];
+  /** When each (object, type, reason, message) was last sent. */
+  readonly #sent = new Map<string, number>();
+  #sending = false;
+
+  constructor(options: EventRecorderOptions) {
+    this.#options = options;
+  }
+
+  record(object: V1ObjectReference, type: EventType, reason: string, message: string, now = new Date()): void {
+    const key = `${object.uid}\n${type}\n${reason}\n${message}`;
+    const windowMs = this.#options.dedupWindowMs ?? DEFAULT_DEDUP_WINDOW_MS;
+    const last = this.#sent.get(key);
+    if (last !== undefined && now.getTime() - last < windowMs) return;
+    for (const [seen, at] of this.#sent) if (now.getTime() - at >= windowMs) this.#sent.delete(seen);
+    this.#sent.set(key, now.getTime());
+    if (this.#queue.length >= (this.#options.maxQueued ?? DEFAULT_MAX_QUEUED)) {
+      this.#options.log.warn({ reason }, 'event queue full; dropping an event');
+      return;
+    }
+    this.#queue.push(this.#event(object, type, reason, message, now));
+    void this.#drain();
+  }
+
+  #event(object: V1ObjectReference, type: EventType, reason: string, message: string, now: Date): CoreV1Event {
+    const { component, instance, namespace } = this.#options;
+    return {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { generateName: `${object.name ?? 'object'}.`, namespace },
+      involvedObject: object,
+      type,
+      reason,
+      message: message.length > MAX_MESSAGE ? `${message.slice(0, MAX_MESSAGE - 3)}...` : message,
+      source: { component },
+      reportingComponent: component,
+      reportingInstance: instance,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+  }
+
+  async #drain(): Promise<void> {
+    if (this.#sending) return;
+    this.#sending = true;
+    try {
+      for (let event = this.#queue.shift(); event !== undefined; event = this.#queue.shift()) {
+        try {
+          await this.#options.core.createNamespacedEvent({ namespace: this.#options.namespace, body: event }, this.#options.callOptions);
+        } catch (err) {
+          this.#options.log.debug({ reason: event.reason, error: describeError(err) }, 'could not record an event');
+        }
+      }
+    } finally {
+      this.#sending = false;
+    }
+  }
+}

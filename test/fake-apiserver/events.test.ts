@@ -1,0 +1,93 @@
+/** core/v1 Events: served, selectable by the fields kube-apiserver allows, and shown by kubectl. */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { CoreV1Event } from '@kubernetes/client-node';
+import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
+import { apiError, clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
+
+let api: FakeApiServer;
+let core: ReturnType<typeof clients>['core'];
+let releaseUid: string;
+const ns = 'default';
+
+/** An Event about `object`, as a controller's event recorder writes it. */
+function event(name: string, object: { apiVersion: string; kind: string; name: string; uid?: string }, extra: Partial<CoreV1Event> = {}): CoreV1Event {
+  const now = new Date();
+  return {
+    metadata: { name },
+    involvedObject: { ...object, namespace: ns },
+    reason: 'WeightChanged',
+    message: `${name} happened`,
+    type: 'Normal',
+    source: { component: 'canary-l4' },
+    firstTimestamp: now,
+    lastTimestamp: now,
+    count: 1,
+    ...extra,
+  };
+}
+
+before(async () => {
+  let custom: ReturnType<typeof clients>['custom'];
+  ({ api, core, custom } = await startFakeWithCrd({ serviceCidr: '127.0.41.0/28' }));
+  const release = await custom.createNamespacedCustomObject({ ...CR, namespace: ns, body: { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'c1' }, spec: { weight: 10 } } });
+  releaseUid = release.metadata.uid;
+  const c1 = { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', name: 'c1', uid: releaseUid };
+  const web = { apiVersion: 'v1', kind: 'Service', name: 'web' };
+  for (const body of [
+    event('c1.weight', c1),
+    event('c1.refused', c1, { reason: 'TakeoverRefused', type: 'Warning', source: {}, reportingComponent: 'canary-l4-proxy' }),
+    event('web.changed', web, { reason: 'SelectorChanged' }),
+  ])
+    await core.createNamespacedEvent({ namespace: ns, body });
+});
+after(() => api.stop());
+
+describe('core/v1 Events', () => {
+  const names = async (fieldSelector: string) => (await core.listNamespacedEvent({ namespace: ns, fieldSelector })).items.map((e) => e.metadata!.name).sort();
+
+  const cases: Array<[string, string[]]> = [
+    ['involvedObject.kind=CanaryRelease', ['c1.refused', 'c1.weight']],
+    ['involvedObject.name=web', ['web.changed']],
+    ['involvedObject.namespace=default,involvedObject.apiVersion=v1', ['web.changed']],
+    ['reason=TakeoverRefused', ['c1.refused']],
+    ['type=Warning', ['c1.refused']],
+    ['type!=Warning,involvedObject.kind=CanaryRelease', ['c1.weight']],
+    // `source` is source.component, or reportingComponent when that is empty.
+    ['source=canary-l4', ['c1.weight', 'web.changed']],
+    ['source=canary-l4-proxy', ['c1.refused']],
+  ];
+  for (const [selector, want] of cases) it(`fieldSelector ${selector}`, async () => assert.deepEqual(await names(selector), want));
+
+  it('selects by involvedObject.uid; other fields are refused with 400', async () => {
+    assert.deepEqual(await names(`involvedObject.uid=${releaseUid}`), ['c1.refused', 'c1.weight']);
+    const e = await apiError(core.listNamespacedEvent({ namespace: ns, fieldSelector: 'message=x' }));
+    assert.deepEqual([e.code, e.body.message], [400, 'field label not supported: message']);
+  });
+
+  it('are typed Event / EventList and have no status subresource', async () => {
+    const list = await core.listNamespacedEvent({ namespace: ns });
+    assert.equal(list.kind, 'EventList');
+    const res = await fetch(`${api.url}/api/v1/namespaces/${ns}/events/c1.weight/status`);
+    assert.equal(res.status, 404);
+  });
+});
+
+describe('Events through kubectl', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+  let k: Kubectl;
+  before(async () => (k = await kubectlFor(api)));
+  after(() => k.cleanup());
+
+  it('kubectl get events --field-selector involvedObject.name=…', async () => {
+    const out = await k('get', 'events', '--field-selector', 'involvedObject.name=c1', '-o', 'name');
+    assert.deepEqual(out.trim().split('\n').sort(), ['event/c1.refused', 'event/c1.weight']);
+  });
+
+  it('kubectl describe <custom kind> shows the events about it', async () => {
+    const out = await k('describe', 'canaryrelease', 'c1');
+    assert.match(out, /^Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n/m);
+    assert.match(out, /^\s+Normal\s+WeightChanged\s+\S+\s+canary-l4\s+c1\.weight happened$/m);
+    assert.match(out, /^\s+Warning\s+TakeoverRefused\s+\S+\s+canary-l4-proxy\s+c1\.refused happened$/m);
+    assert.doesNotMatch(out, /SelectorChanged/);
+  });
+});

@@ -1,0 +1,385 @@
+/**
+ * A kube-proxy for end-to-end tests without a cluster. It watches the Services and Pods of one
+ * namespace and, for every Service whose `spec.clusterIP` is a loopback address, listens on
+ * `clusterIP:port` for each of its TCP and UDP ports, opening and closing listeners as Services and
+ * ports come and go. Endpoints are resolved per new connection (per new session for UDP) from the
+ * watch caches, as iptables rules would be: pods matching the selector (equality; an empty selector
+ * matches nothing), not terminating, with a podIP and Ready=True; round robin among them. No
+ * endpoint, or an upstream that refuses, resets the client (kube-proxy's REJECT). Established
+ * connections keep their endpoint whatever the Service does next (conntrack).
+ *
+ * It is independent of the code under test: client-node informers, node:net and node:dgram only.
+ *
+ * ```ts
+ * const proxy = await startKubeProxy({ kubeConfig: api.kubeConfig, namespace: 'default' });
+ * // a Service with clusterIP 127.0.10.5 and port 80 → connect to 127.0.10.5:80
+ * proxy.counters('web', 80);   // { accepted, rejectedNoEndpoints, upstreamFailed }
+ * await proxy.stop();
+ * ```
+ */
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  ListWatch,
+  type V1Pod,
+  type V1Service,
+  type V1ServicePort,
+  Watch,
+} from '@kubernetes/client-node';
+import { isPodReady } from './pods.ts';
+
+export interface KubeProxyOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  /** A UDP session ends after this long without a datagram either way. Default 30 000. */
+  udpIdleTimeoutMs?: number;
+}
+
+export type L4Protocol = 'TCP' | 'UDP';
+
+/** Per Service port. */
+export interface PortCounters {
+  /** TCP connections / UDP sessions sent on to an endpoint. */
+  accepted: number;
+  /** TCP connections reset / UDP datagrams dropped because no endpoint was ready. */
+  rejectedNoEndpoints: number;
+  /** Accepted ones whose upstream failed to connect (TCP) or errored (UDP); the client was reset. */
+  upstreamFailed: number;
+}
+
+export interface KubeProxy {
+  /** `clusterIP:port/PROTOCOL` of every open listener, sorted. */
+  listeners(): string[];
+  /** The counters of one Service port (all zero if it saw no traffic). */
+  counters(service: string, port: number, protocol?: L4Protocol): PortCounters;
+  /** Why the last bind of a listener failed (e.g. EADDRINUSE), by listener; retried on the next change. */
+  readonly bindErrors: ReadonlyMap<string, Error>;
+  /** Closes every listener, connection and session, and stops watching. */
+  stop(): Promise<void>;
+}
+
+/** Starts watching; resolves once both caches are filled and the listeners they call for are open. */
+export async function startKubeProxy(options: KubeProxyOptions): Promise<KubeProxy> {
+  const proxy = new KubeProxySimulation(options);
+  await proxy.started();
+  return proxy;
+}
+
+interface Endpoint {
+  host: string;
+  port: number;
+}
+
+/** The Service port a listener stands for: one `clusterIP:port/PROTOCOL`. */
+interface Frontend {
+  ip: string;
+  port: number;
+  protocol: L4Protocol;
+}
+
+interface Listener {
+  /** Stops listening (synchronously: the address is free when it returns). */
+  close(): void;
+}
+
+interface UdpSession {
+  forward(datagram: Buffer): void;
+  end(): void;
+}
+
+const frontendKey = (f: Frontend) => `${f.ip}:${f.port}/${f.protocol}`;
+const LOOPBACK_V4 = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+const INFORMER_RETRY_MS = 500;
+
+class KubeProxySimulation implements KubeProxy {
+  readonly bindErrors = new Map<string, Error>();
+  readonly #namespace: string;
+  readonly #udpIdleTimeoutMs: number;
+  readonly #services: ListWatch<V1Service>;
+  readonly #pods: ListWatch<V1Pod>;
+  readonly #synced: Promise<void>[] = [];
+  readonly #listeners = new Map<string, Listener>();
+  readonly #counters = new Map<string, PortCounters>();
+  readonly #nextEndpoint = new Map<string, number>();
+  /** Every proxied socket, so stop() can end them (connections outlive their listener otherwise). */
+  readonly #sockets = new Set<net.Socket | dgram.Socket>();
+  #sync: Promise<void> | undefined;
+  #resyncWanted = false;
+  #stopped = false;
+
+  constructor(options: KubeProxyOptions) {
+    this.#namespace = options.namespace;
+    this.#udpIdleTimeoutMs = options.udpIdleTimeoutMs ?? 30_000;
+    const core = options.kubeConfig.makeApiClient(CoreV1Api);
+    const ns = options.namespace;
+    this.#services = this.#informer(options.kubeConfig, `/api/v1/namespaces/${ns}/services`, () => core.listNamespacedService({ namespace: ns }), () => this.#resync());
+    // Endpoints are read when a connection comes, so pod changes need no work now.
+    this.#pods = this.#informer(options.kubeConfig, `/api/v1/namespaces/${ns}/pods`, () => core.listNamespacedPod({ namespace: ns }), () => {});
+  }
+
+  async started(): Promise<void> {
+    await Promise.all(this.#synced);
+    this.#resync();
+    await this.#sync;
+  }
+
+  listeners(): string[] {
+    return [...this.#listeners.keys()].sort();
+  }
+
+  counters(service: string, port: number, protocol: L4Protocol = 'TCP'): PortCounters {
+    return { ...(this.#counters.get(`${service}:${port}/${protocol}`) ?? { accepted: 0, rejectedNoEndpoints: 0, upstreamFailed: 0 }) };
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await Promise.all([this.#services.stop(), this.#pods.stop()]);
+    await this.#sync;
+    for (const listener of this.#listeners.values()) listener.close();
+    this.#listeners.clear();
+    for (const s of this.#sockets) (s instanceof net.Socket ? s.destroy() : closeQuietly(s));
+  }
+
+  /** A ListWatch that restarts after errors (client-node's stops for good) and re-watches within 1 s. */
+  #informer<T extends KubernetesObject>(kubeConfig: KubeConfig, path: string, list: () => Promise<KubernetesListObject<T>>, onChange: () => void): ListWatch<T> {
+    let listed!: () => void;
+    this.#synced.push(new Promise<void>((resolve) => (listed = resolve)));
+    const listAndMark = async () => {
+      const result = await list();
+      listed();
+      return result;
+    };
+    const informer = new ListWatch<T>(path, new Watch(kubeConfig), listAndMark, false, undefined, undefined, { delayFn: (ms) => sleep(Math.min(ms, 1000)) });
+    for (const event of ['add', 'update', 'delete'] as const) informer.on(event, onChange);
+    informer.on('error', () => {
+      void sleep(INFORMER_RETRY_MS).then(() => {
+        if (!this.#stopped) void informer.start();
+      });
+    });
+    void informer.start();
+    return informer;
+  }
+
+  // ----------------------------------------------------------------------------- listeners
+
+  /** Brings the listeners in line with the Services; runs one pass at a time, again if asked meanwhile. */
+  #resync(): void {
+    if (this.#stopped) return;
+    if (this.#sync) {
+      this.#resyncWanted = true;
+      return;
+    }
+    this.#sync = (async () => {
+      do {
+        this.#resyncWanted = false;
+        await this.#syncListeners();
+      } while (this.#resyncWanted && !this.#stopped);
+      this.#sync = undefined;
+    })();
+  }
+
+  async #syncListeners(): Promise<void> {
+    const wanted = new Map<string, Frontend>();
+    for (const svc of this.#services.list(this.#namespace)) {
+      const ip = svc.spec?.clusterIP;
+      if (!ip || !LOOPBACK_V4.test(ip)) continue;
+      for (const p of svc.spec?.ports ?? []) {
+        const protocol = p.protocol ?? 'TCP';
+        if (protocol === 'TCP' || protocol === 'UDP') wanted.set(frontendKey({ ip, port: p.port, protocol }), { ip, port: p.port, protocol });
+      }
+    }
+    for (const [key, listener] of this.#listeners) {
+      if (wanted.has(key)) continue;
+      this.#listeners.delete(key);
+      listener.close();
+    }
+    for (const [key, frontend] of wanted) {
+      if (this.#listeners.has(key) || this.#stopped) continue;
+      try {
+        this.#listeners.set(key, frontend.protocol === 'TCP' ? await this.#listenTcp(frontend) : await this.#listenUdp(frontend));
+        this.bindErrors.delete(key);
+      } catch (e) {
+        this.bindErrors.set(key, e as Error);
+      }
+    }
+  }
+
+  async #listenTcp(frontend: Frontend): Promise<Listener> {
+    const server = net.createServer({ allowHalfOpen: true }, (client) => this.#proxyTcp(frontend, client));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen({ host: frontend.ip, port: frontend.port }, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    // The port closes at once; established connections carry on (conntrack), so do not wait for them.
+    return { close: () => void server.close() };
+  }
+
+  async #listenUdp(frontend: Frontend): Promise<Listener> {
+    const socket = dgram.createSocket('udp4');
+    const sessions = new Map<string, UdpSession>();
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind({ address: frontend.ip, port: frontend.port }, () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
+    socket.on('error', () => {}); // a failed send to one client must not end the listener
+    socket.on('message', (datagram, client) => {
+      const id = `${client.address}:${client.port}`;
+      let session = sessions.get(id);
+      if (!session) {
+        const route = this.#route(frontend);
+        if (!route) return;
+        session = this.#openUdpSession(socket, client, route, () => sessions.delete(id));
+        sessions.set(id, session);
+      }
+      session.forward(datagram);
+    });
+    return {
+      close: () => {
+        // Replies leave from the listening socket, so its sessions end with it.
+        for (const session of [...sessions.values()]) session.end();
+        socket.close();
+      },
+    };
+  }
+
+  // ----------------------------------------------------------------------------- routing
+
+  /** The endpoint for a new connection or session, counted; `undefined` when there is none. */
+  #route(frontend: Frontend): { endpoint: Endpoint; counters: PortCounters } | undefined {
+    const svc = this.#services.list(this.#namespace).find((s) => s.spec?.clusterIP === frontend.ip);
+    const servicePort = svc?.spec?.ports?.find((p) => p.port === frontend.port && (p.protocol ?? 'TCP') === frontend.protocol);
+    if (!svc || !servicePort) return undefined; // the Service is going; its listener is about to close
+    const key = `${svc.metadata!.name}:${frontend.port}/${frontend.protocol}`;
+    let counters = this.#counters.get(key);
+    if (!counters) this.#counters.set(key, (counters = { accepted: 0, rejectedNoEndpoints: 0, upstreamFailed: 0 }));
+    const endpoints = this.#endpoints(svc, servicePort, frontend.protocol);
+    if (endpoints.length === 0) {
+      counters.rejectedNoEndpoints++;
+      return undefined;
+    }
+    const turn = this.#nextEndpoint.get(key) ?? 0;
+    this.#nextEndpoint.set(key, turn + 1);
+    counters.accepted++;
+    return { endpoint: endpoints[turn % endpoints.length]!, counters };
+  }
+
+  /** Ready, non-terminating pods the selector matches, by pod name, with the port the Service targets. */
+  #endpoints(svc: V1Service, servicePort: V1ServicePort, protocol: L4Protocol): Endpoint[] {
+    const selector = Object.entries(svc.spec?.selector ?? {});
+    if (selector.length === 0) return [];
+    const endpoints: Array<Endpoint & { pod: string }> = [];
+    for (const pod of this.#pods.list(this.#namespace)) {
+      const labels = pod.metadata?.labels ?? {};
+      const host = pod.status?.podIP;
+      if (!selector.every(([k, v]) => labels[k] === v) || pod.metadata?.deletionTimestamp || !host || !isPodReady(pod)) continue;
+      const port = targetPortOf(pod, servicePort, protocol);
+      if (port !== undefined) endpoints.push({ host, port, pod: pod.metadata!.name! });
+    }
+    return endpoints.sort((a, b) => a.pod.localeCompare(b.pod));
+  }
+
+  // ----------------------------------------------------------------------------- data
+
+  #proxyTcp(frontend: Frontend, client: net.Socket): void {
+    this.#track(client);
+    client.on('error', () => {});
+    const route = this.#route(frontend);
+    if (!route) {
+      client.resetAndDestroy();
+      return;
+    }
+    const upstream = net.connect({ host: route.endpoint.host, port: route.endpoint.port, allowHalfOpen: true });
+    this.#track(upstream);
+    let connected = false;
+    upstream.once('connect', () => {
+      connected = true;
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    // A reset or error on one side resets the other; pipe() carries each side's FIN (half-close).
+    upstream.on('error', () => {
+      if (!connected) route.counters.upstreamFailed++;
+      resetIfOpen(client);
+    });
+    client.on('error', () => resetIfOpen(upstream));
+    // A side closed without a clean end both ways (destroyed) would leave the other open for good.
+    for (const [socket, other] of [[client, upstream], [upstream, client]] as const)
+      socket.once('close', () => {
+        if (!(socket.readableEnded && socket.writableFinished)) other.destroy();
+      });
+  }
+
+  /** A session for `client`: its own upstream socket, connected to the endpoint picked for it. */
+  #openUdpSession(listener: dgram.Socket, client: dgram.RemoteInfo, route: { endpoint: Endpoint; counters: PortCounters }, onEnd: () => void): UdpSession {
+    const upstream = dgram.createSocket('udp4');
+    this.#track(upstream);
+    const pending: Buffer[] = [];
+    let connected = false;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(idle);
+      onEnd();
+      closeQuietly(upstream);
+    };
+    const idle = setTimeout(end, this.#udpIdleTimeoutMs);
+    upstream.on('error', () => {
+      route.counters.upstreamFailed++;
+      end();
+    });
+    upstream.on('message', (reply) => {
+      idle.refresh();
+      listener.send(reply, client.port, client.address);
+    });
+    upstream.connect(route.endpoint.port, route.endpoint.host, () => {
+      connected = true;
+      for (const datagram of pending.splice(0)) upstream.send(datagram);
+    });
+    const forward = (datagram: Buffer) => {
+      idle.refresh();
+      if (connected) upstream.send(datagram);
+      else pending.push(datagram);
+    };
+    return { forward, end };
+  }
+
+  #track(socket: net.Socket | dgram.Socket): void {
+    this.#sockets.add(socket);
+    socket.once('close', () => this.#sockets.delete(socket));
+  }
+}
+
+/** A numeric targetPort as is; a named one is the pod's container port of that name and protocol. */
+function targetPortOf(pod: V1Pod, servicePort: V1ServicePort, protocol: L4Protocol): number | undefined {
+  const target = servicePort.targetPort ?? servicePort.port;
+  if (typeof target === 'number') return target;
+  for (const container of pod.spec?.containers ?? [])
+    for (const p of container.ports ?? []) if (p.name === target && (p.protocol ?? 'TCP') === protocol) return p.containerPort;
+  return undefined;
+}
+
+function resetIfOpen(socket: net.Socket): void {
+  if (!socket.destroyed) socket.resetAndDestroy();
+}
+
+/** dgram throws when a socket is closed twice; a session and stop() may both close one. */
+function closeQuietly(socket: dgram.Socket): void {
+  try {
+    socket.close();
+  } catch {
+    // already closed
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Pods for tests against the fake apiserver, which has no kubelet: create a Pod, then play the
+ * kubelet by writing its status (phase, IP, Ready condition) through the `/status` subresource.
+ *
+ * ```ts
+ * const pods = new Pods(api.kubeConfig, 'default');
+ * await pods.create({ name: 'web-1', labels: { app: 'web' }, ports: [{ name: 'http', containerPort: 8000 }] });
+ * await pods.markReady('web-1', '127.0.44.1');   // Running, podIP, Ready=True
+ * await pods.markNotReady('web-1');              // Ready=False; phase and IP kept
+ * ```
+ */
+import {
+  CoreV1Api,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Container,
+  type V1ContainerPort,
+  type V1Pod,
+  type V1PodCondition,
+} from '@kubernetes/client-node';
+
+// client-node sends json-patch unless told otherwise.
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export interface PodOptions {
+  name: string;
+  labels?: Record<string, string>;
+  /** Ports of the single default container `app` (ignored when `containers` is given). */
+  ports?: V1ContainerPort[];
+  containers?: V1Container[];
+}
+
+export interface PodState {
+  phase?: 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+  /** Sets `status.podIP` and `status.podIPs`. */
+  podIP?: string;
+  /** The `Ready` (and `ContainersReady`) condition. */
+  ready?: boolean;
+}
+
+/** The Ready condition, as kube-proxy and the endpoints controller read it. */
+export function isPodReady(pod: V1Pod): boolean {
+  return pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+export class Pods {
+  readonly #core: CoreV1Api;
+  readonly #namespace: string;
+
+  constructor(kubeConfig: KubeConfig, namespace = 'default') {
+    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#namespace = namespace;
+  }
+
+  /** Creates a Pending pod (the fake schedules nothing). */
+  create(opts: PodOptions): Promise<V1Pod> {
+    const containers = opts.containers ?? [{ name: 'app', image: 'registry.example/app:1', ...(opts.ports ? { ports: opts.ports } : {}) }];
+    return this.#core.createNamespacedPod({ namespace: this.#namespace, body: { metadata: { name: opts.name, labels: opts.labels ?? {} }, spec: { containers } } });
+  }
+
+  /** Creates a pod and marks it Running and Ready at `podIP`. */
+  async createReady(opts: PodOptions & { podIP: string }): Promise<V1Pod> {
+    await this.create(opts);
+    return this.markReady(opts.name, opts.podIP);
+  }
+
+  /** Writes the status a kubelet would; what `state` leaves out stays as it is. */
+  async setStatus(name: string, state: PodState): Promise<V1Pod> {
+    const pod = await this.#core.readNamespacedPod({ name, namespace: this.#namespace });
+    const status = pod.status ?? {};
+    const phase = state.phase ?? status.phase ?? 'Pending';
+    const podIP = state.podIP ?? status.podIP;
+    const ready = state.ready ?? isPodReady(pod);
+    if (ready && !podIP) throw new Error(`pod ${name}: a Ready pod needs a podIP`);
+    const now = new Date();
+    // A condition's lastTransitionTime moves only when its status flips, as the kubelet's does.
+    const condition = (type: string, on: boolean): V1PodCondition => {
+      const value = on ? 'True' : 'False';
+      const before = status.conditions?.find((c) => c.type === type);
+      return { type, status: value, lastTransitionTime: before?.status === value ? before.lastTransitionTime : now };
+    };
+    const scheduled = phase !== 'Pending' || podIP !== undefined;
+    const body = {
+      status: {
+        phase,
+        ...(podIP ? { podIP, podIPs: [{ ip: podIP }] } : {}),
+        conditions: [condition('PodScheduled', scheduled), condition('Initialized', scheduled), condition('ContainersReady', ready), condition('Ready', ready)],
+      },
+    };
+    return this.#core.patchNamespacedPodStatus({ name, namespace: this.#namespace, body }, mergePatch);
+  }
+
+  /** Running and Ready; `podIP` is required unless the pod has one already. */
+  markReady(name: string, podIP?: string): Promise<V1Pod> {
+    return this.setStatus(name, { phase: 'Running', ready: true, ...(podIP ? { podIP } : {}) });
+  }
+
+  /** Ready=False (a failing readiness probe): still Running, IP kept. */
+  markNotReady(name: string): Promise<V1Pod> {
+    return this.setStatus(name, { ready: false });
+  }
+
+  async delete(name: string): Promise<void> {
+    await this.#core.deleteNamespacedPod({ name, namespace: this.#namespace });
+  }
+}
