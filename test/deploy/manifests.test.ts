@@ -97,6 +97,14 @@ describe('deploy/ manifests', () => {
       assert.ok(grace > Number(pauseSeconds) + drainSeconds, `terminationGracePeriodSeconds ${grace} <= preStop ${pauseSeconds} s + drain ${drainSeconds} s`);
     });
 
+    it('keeps the served config in a writable emptyDir (--state-dir), so a restarted container serves before the API answers', () => {
+      const dir = envValue(proxy, 'CANARY_L4_STATE_DIR');
+      assert.ok(dir, 'CANARY_L4_STATE_DIR is set');
+      const mount = proxy?.volumeMounts?.find((item) => item.mountPath === dir);
+      assert.ok(mount, `a volume is mounted at ${dir} (the root filesystem is read-only)`);
+      assert.ok(podSpec?.volumes?.find((volume) => volume.name === mount.name)?.emptyDir, 'the volume is an emptyDir');
+    });
+
     it('keeps a serving pod during a rollout', () => {
       assert.equal(deployment.spec?.strategy?.rollingUpdate?.maxUnavailable, 0);
     });
