@@ -26,6 +26,7 @@ export interface ProxyOptions {
   readonly proxySelector: Labels;
   readonly portBase: number;
   readonly weightOverrides: readonly PortWeightOverride[];
+  readonly handBackGraceMs: number;
   readonly resyncMs: number;
   readonly requestTimeoutMs: number;
   readonly drainMs: number;
@@ -48,7 +49,7 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     clients,
     namespace,
     release,
-    reconcile: { proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides },
+    reconcile: { proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides, handBackGraceMs: options.handBackGraceMs },
     resyncMs: options.resyncMs,
     requestTimeoutMs: options.requestTimeoutMs,
     isLeader: () => elector?.isLeader ?? true,

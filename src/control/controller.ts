@@ -191,17 +191,16 @@ export class Controller {
     return new Set([...tcp, ...udp]);
   }
 
-  #observed(release: CanaryRelease): Omit<Observed, 'listening'> {
-    return {
+  /** Reconcile on the caches as they are now; `apiError`: the persistent failure to report. */
+  #plan(release: CanaryRelease, now: Date, apiError?: string): Desired {
+    const observed: Observed = {
       release,
       services: new Map(this.#services.list().map((service) => [service.metadata?.name ?? '', service])),
       pods: this.#pods.list(),
-      ...(this.#apiError !== undefined && this.#apiError.passes >= API_ERROR_PASSES ? { apiError: this.#apiError.message } : {}),
+      listening: this.#listening(),
+      ...(apiError === undefined ? {} : { apiError }),
     };
-  }
-
-  #plan(release: CanaryRelease, now: Date): Desired {
-    return reconcile({ ...this.#observed(release), listening: this.#listening() }, { ...this.#options.reconcile, now });
+    return reconcile(observed, { ...this.#options.reconcile, now });
   }
 
   /** Runs `work` after every data-plane apply queued before it. */
@@ -266,7 +265,7 @@ export class Controller {
     this.#apiError = { message, passes: this.#apiError?.message === message ? this.#apiError.passes + 1 : 1 };
     const release = this.#release();
     if (this.#apiError.passes < API_ERROR_PASSES || release === undefined || !(this.#options.isLeader?.() ?? true)) return;
-    const statusSteps = this.#plan(release, new Date()).steps.filter((step) => step.kind === 'writeStatus' && step.reason === 'updateStatus');
+    const statusSteps = this.#plan(release, new Date(), message).steps.filter((step) => step.kind === 'writeStatus' && step.reason === 'updateStatus');
     try {
       await applySteps(this.#target, statusSteps, (_step, written) => this.#ownWrites.record(written, Date.now()));
     } catch (statusErr) {
@@ -332,6 +331,7 @@ export class Controller {
     if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };
+    if (desired.requeueAfterMs !== undefined) return { requeueAfterMs: desired.requeueAfterMs };
   }
 
   /** Events for what this pass decided (once per change: the recorder drops repeats). */

@@ -36,6 +36,9 @@ export interface ReconcileOptions {
   /** First proxy port (--port-base). */
   readonly portBase: number;
   readonly weightOverrides: readonly PortWeightOverride[];
+  /** After a hand-back, how long the copies and listeners stay: kube-proxy on every node takes a
+   * moment to follow the Service, and clients it still sends to the proxy must find it working. */
+  readonly handBackGraceMs: number;
   readonly now: Date;
 }
 
@@ -89,4 +92,6 @@ export interface Desired {
   readonly l4Config: L4Config;
   /** The status once the steps are done (also in the steps when it differs from the observed one). */
   readonly status: CanaryReleaseStatus;
+  /** Reconcile again after this long even if nothing changes (a grace period running out). */
+  readonly requeueAfterMs?: number;
 }

@@ -6,9 +6,10 @@
 // copies are found by label, and the recorded transition outlives its trigger.
 
 import type { V1Service } from '@kubernetes/client-node';
-import { condition } from './conditions.ts';
+import { condition, formatTime } from './conditions.ts';
 import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, pointsAtProxy, statusStep, type Context } from './context.ts';
 import { copyName, COPY_ROLES } from './copies.ts';
+import type { L4Config } from '../config/types.ts';
 import type { Desired, Step } from './desired.ts';
 import { buildL4Config } from './l4.ts';
 import { originalPatch } from './patches.ts';
@@ -137,10 +138,41 @@ export function planTransition(context: Context, record: TransitionRecord): Desi
     return { mode: 'transition', l4Config, status, steps: [...statusFirst, ...handBacks.steps] };
   }
   const recordStep = recorded ? [] : statusStep(context, inProgress([], []), 'recordTransition');
+  const grace = planGrace(context, record, verb);
+  if (grace !== undefined) {
+    return { mode: 'transition', l4Config: grace.l4Config, status: grace.status, requeueAfterMs: grace.remainingMs,
+      steps: [...recordStep, ...handBacks.steps, ...statusStep(context, grace.status)] };
+  }
   const deletions = context.copies.map(deleteCopyStep);
   const status = archivedStatus(context, record);
   const steps = [...recordStep, ...handBacks.steps, ...deletions, ...statusStep(context, status), ...finalizerStep(context, false)];
   return { mode: 'transition', l4Config, status, steps };
+}
+
+/**
+ * Every Service is handed back (or is, once this pass's patches are done). Clients that kube-proxy
+ * still routes through the proxy for a moment must find it serving: the listeners, the copies and
+ * status.ports stay until the hand-back grace has run out since the hand-back (recorded in status,
+ * so a restart neither waits again nor skips it). Undefined once it has run out, or when nothing
+ * was ever routed through the proxy.
+ */
+function planGrace(context: Context, record: TransitionRecord, verb: 'Adopting' | 'Deprecating'):
+  { l4Config: L4Config; status: CanaryReleaseStatus; remainingMs: number } | undefined {
+  const graceMs = context.options.handBackGraceMs;
+  if (graceMs <= 0 || context.copies.length === 0) return undefined;
+  const now = context.options.now.getTime();
+  const handedBackAt = record.handedBackAt ?? context.options.now.toISOString();
+  const remainingMs = Date.parse(handedBackAt) + graceMs - now;
+  if (remainingMs <= 0) return undefined;
+  const status = makeStatus(context, verb, { ...record, handedBackAt }, {
+    Available: condition(false, verb, 'the original Services are handed back'),
+    // An absolute time, not a countdown: the status stays the same while the grace runs.
+    Progressing: condition(true, 'HandBackGrace', `${record.message}; the proxy keeps serving until `
+      + `${formatTime(new Date(Date.parse(handedBackAt) + graceMs))} for clients still routed through it, then the copies go`),
+    Failure: condition(false, 'None'),
+    Archived: condition(false, verb),
+  }, context.recorded);
+  return { l4Config: buildL4Config(context.recorded, context.observed.services), status, remainingMs };
 }
 
 export function archivedStatus(context: Context, record: TransitionRecord): CanaryReleaseStatus {

@@ -100,6 +100,9 @@ export interface TransitionRecord {
   readonly type: TransitionType;
   readonly reason: TransitionReason;
   readonly message: string;
+  /** When every Service was handed back (RFC 3339): the copies and listeners stay for the
+   * hand-back grace after it, for clients still routed through the proxy. */
+  readonly handedBackAt?: string;
 }
 
 export interface CanaryReleaseStatus {

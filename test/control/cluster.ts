@@ -62,7 +62,7 @@ export interface InProcessProxy {
 }
 
 export async function startProxy(cluster: Cluster, release: string, portBase: number,
-  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number } = {}): Promise<InProcessProxy> {
+  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number } = {}): Promise<InProcessProxy> {
   const lines: string[] = [];
   const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
   const log = pino({ level: 'info' }, sink);
@@ -72,7 +72,7 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
     clients: makeClients(proxyKubeConfig(cluster.api)),
     namespace: NAMESPACE,
     release,
-    reconcile: { proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [] },
+    reconcile: { proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0 },
     resyncMs: 60_000,
     requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
   });

@@ -71,7 +71,7 @@ describe('crash at every step', { timeout: 150_000 }, () => {
       const proxy = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', release,
         '--port-base', String(PORT_BASE), '--admin-port', '0', '--admin-host', '127.0.0.1', '--log-level', 'warn',
         // One writer per run here: a Lease held by the killed incarnation would only add its expiry to every restart.
-        '--no-leader-elect'], { stdio: 'ignore' });
+        '--no-leader-elect', '--hand-back-grace', '1'], { stdio: 'ignore' });
       child = proxy;
       const exited = new Promise((resolve) => proxy.once('exit', resolve));
       const unsubscribe = cluster.api.onRequest((request) => {

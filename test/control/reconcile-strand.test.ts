@@ -10,7 +10,7 @@ import { parseSaved } from '../../src/control/originals.ts';
 import { reconcile } from '../../src/control/reconcile.ts';
 import { ANNOTATION_ORIGINAL, type CanaryRelease, type Transition } from '../../src/control/types.ts';
 import {
-  assertCrashSafe, assertServed, clone, conditionOf, converge, options, pod, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World,
+  assertCrashSafe, assertServed, clone, conditionOf, converge, NOW, options, pod, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World,
 } from './world.ts';
 
 const manifest = () => service('web', { app: 'web', version: 'v1' }, [
@@ -210,5 +210,38 @@ describe('status says what is wrong, and the columns agree', () => {
     assert.match(conditionOf(desired, 'Failure').message, /replica proxy-b serves with --weight web:80=0, this writer with none/);
     assert.doesNotMatch(conditionOf(desired, 'Failure').message, /proxy-c/);
     assert.equal(conditionOf(run(world, options({ weightOverrides: [{ service: 'web', port: 80, weight: 0 }] })), 'Failure').message.includes('proxy-c'), true);
+  });
+});
+
+describe('after the hand-back, the proxy serves on for the grace period', () => {
+  const grace = (world: World, at: number) => options({ handBackGraceMs: 10_000, now: new Date(NOW.getTime() + at) });
+
+  it('the copies, listeners and status ports stay until the grace has run out since the hand-back, then go', () => {
+    const start = requesting('Deprecated')(running());
+    const handedBack = converge(start, grace(start, 0));
+    assert.deepEqual(handedBack.world.services.get('web')?.spec?.selector, { app: 'web', version: 'v1' }, 'handed back at once');
+    assert.equal(handedBack.last?.status.phase, 'Deprecating');
+    assert.equal(handedBack.last && conditionOf(handedBack.last, 'Progressing').reason, 'HandBackGrace');
+    assert.deepEqual(handedBack.last?.l4Config.listeners.map((listener) => listener.listen.port), [8080, 8081], 'still listening');
+    assert.ok(handedBack.world.services.has('web-forked') && handedBack.world.services.has('web-canary'), 'the copies stay');
+    assert.equal(handedBack.last?.requeueAfterMs, 10_000);
+    const later = converge(handedBack.world, grace(start, 4_000));
+    assert.equal(later.last?.requeueAfterMs, 6_000, 'a later pass waits out only the rest');
+    assert.deepEqual(later.steps, [], 'nothing written while waiting');
+    const done = converge(handedBack.world, grace(start, 10_000));
+    assert.equal(done.world.release?.status?.phase, 'Deprecated');
+    assert.equal(done.world.services.has('web-forked'), false);
+    assert.deepEqual(done.last?.l4Config.listeners ?? [], []);
+  });
+
+  it('a crash during the grace resumes it from status, neither restarting nor skipping it', () => {
+    const start = requesting('Adopted')(running());
+    for (let k = 0; k < converge(start, grace(start, 0)).steps.length; k += 1) {
+      const crashed = converge(start, grace(start, 0), k);
+      const resumed = converge(crashed.world, grace(start, 3_000));
+      assert.notEqual(resumed.world.release?.status?.phase, 'Adopted', `crash after ${k} steps: the grace is not skipped`);
+      assert.ok(resumed.world.release?.status?.transition?.handedBackAt, `crash after ${k} steps: the hand-back time is recorded`);
+      assert.equal(converge(resumed.world, grace(start, 20_000)).world.release?.status?.phase, 'Adopted', `crash after ${k} steps`);
+    }
   });
 });

@@ -86,8 +86,9 @@ export async function startTestbed(serviceCidr: string, podNet: string): Promise
 }
 
 export interface Attempt {
-  /** Milliseconds since the traffic started. */
+  /** When it started and when it ended, in milliseconds since the traffic started. */
   readonly at: number;
+  readonly end: number;
   /** Who answered, or undefined when the connection or flow failed. */
   readonly answer: string | undefined;
   readonly error?: string;
@@ -125,9 +126,10 @@ export function startTraffic(host: () => string, port: number, protocol: Protoco
     while (!stopped && attempts.length < (options.maxAttempts ?? 100_000) && Date.now() < deadline) {
       const at = Date.now() - started;
       try {
-        attempts.push({ at, answer: await ask() });
+        const answer = await ask();
+        attempts.push({ at, end: Date.now() - started, answer });
       } catch (err) {
-        attempts.push({ at, answer: undefined, error: (err as Error).message });
+        attempts.push({ at, end: Date.now() - started, answer: undefined, error: (err as Error).message });
       }
       await sleep(options.pauseMs ?? 5);
     }

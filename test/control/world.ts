@@ -25,7 +25,7 @@ export interface World {
 }
 
 export function options(overrides: Partial<ReconcileOptions> = {}): ReconcileOptions {
-  return { proxySelector: PROXY, portBase: 8080, weightOverrides: [], now: NOW, ...overrides };
+  return { proxySelector: PROXY, portBase: 8080, weightOverrides: [], handBackGraceMs: 0, now: NOW, ...overrides };
 }
 
 export function service(name: string, selector: Labels, ports: V1ServicePort[], extra: { type?: string; clusterIP?: string } = {}): V1Service {

@@ -47,6 +47,13 @@ describe('POST /_fake/faults/fail-next', () => {
     assert.equal((await apiError(patchLabels('c'))).code, 409);
   });
 
+  it('fails only the requests of the named user (bearer token), when one is named', async () => {
+    await control('POST', '/_fake/faults/fail-next', { user: 'someone-else', verb: 'patch', resource: 'services', code: 403 });
+    await patchLabels('d');
+    await control('POST', '/_fake/faults/fail-next', { user: 'fake-token', verb: 'patch', resource: 'services', code: 403 });
+    assert.equal((await apiError(patchLabels('e'))).code, 403);
+  });
+
   it('is itself neither faulted nor logged as a request', async () => {
     const before = api.requests.length;
     await control('POST', '/_fake/faults/fail-next', { code: 500, count: 3 }); // any request

@@ -170,6 +170,29 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     assert.equal(echo.senders.size, 2, 'one upstream socket per client');
   });
 
+  it('a UDP client whose pod stops being an endpoint is moved to one that is, as kube-proxy flushes conntrack', async () => {
+    const port = 15356;
+    for (const [name, host] of [['first', '127.0.44.34'], ['second', '127.0.44.35']] as const) {
+      const socket = dgram.createSocket('udp4');
+      socket.on('message', (datagram, from) => socket.send(`${name}:${datagram}`, from.port, from.address));
+      await new Promise<void>((resolve) => socket.bind({ address: host, port }, resolve));
+      closers.push(() => new Promise<void>((resolve) => socket.close(() => resolve())));
+    }
+    await pods.create({ name: 'moving-b', labels: { app: 'moving' } });
+    await pods.setStatus('moving-b', { phase: 'Running', podIP: '127.0.44.35', ready: false });
+    const ip = await udpService('moving', '127.0.44.34', 5356, port);
+    const client = dgram.createSocket('udp4');
+    try {
+      assert.deepEqual(await udpAsk(5356, 'a', { host: ip, socket: client }), ['first:a']);
+      await pods.markNotReady('moving');
+      await pods.markReady('moving-b');
+      // The first pod still answers: only a flushed session reaches the second one.
+      await waitFor(async () => (await udpAsk(5356, 'b', { host: ip, socket: client, timeoutMs: 300 }))[0] === 'second:b', 'the same client moved to the Ready pod');
+    } finally {
+      client.close();
+    }
+  });
+
   it('a UDP session lives while the client talks, even if the pod never answers, then idles out', async () => {
     const silent = await udpBackend('127.0.44.32', () => {});
     const ip = await udpService('quiet', '127.0.44.32', 5354, silent.port);

@@ -88,6 +88,7 @@ interface Listener {
 }
 
 interface UdpSession {
+  readonly endpoint: Endpoint;
   forward(datagram: Buffer): void;
   end(): void;
 }
@@ -237,6 +238,10 @@ class KubeProxySimulation implements KubeProxy {
     socket.on('message', (datagram, client) => {
       const id = `${client.address}:${client.port}`;
       let session = sessions.get(id);
+      // kube-proxy flushes the conntrack entries of UDP endpoints that went away: a client (or a
+      // reused client port) must not stay pinned to a pod that is no longer an endpoint.
+      if (session && !this.#isEndpoint(frontend, session.endpoint)) session.end();
+      session = sessions.get(id);
       if (!session) {
         const route = this.#route(frontend);
         if (!route) return;
@@ -273,6 +278,14 @@ class KubeProxySimulation implements KubeProxy {
     this.#nextEndpoint.set(key, turn + 1);
     counters.accepted++;
     return { endpoint: endpoints[turn % endpoints.length]!, counters };
+  }
+
+  /** Whether `endpoint` is still one of the frontend's endpoints. */
+  #isEndpoint(frontend: Frontend, endpoint: Endpoint): boolean {
+    const svc = this.#services.list(this.#namespace).find((s) => s.spec?.clusterIP === frontend.ip);
+    const servicePort = svc?.spec?.ports?.find((p) => p.port === frontend.port && (p.protocol ?? 'TCP') === frontend.protocol);
+    return svc !== undefined && servicePort !== undefined
+      && this.#endpoints(svc, servicePort, frontend.protocol).some((item) => item.host === endpoint.host && item.port === endpoint.port);
   }
 
   /** Ready, non-terminating pods the selector matches, by pod name, with the port the Service targets. */
@@ -353,7 +366,7 @@ class KubeProxySimulation implements KubeProxy {
       if (connected) upstream.send(datagram);
       else pending.push(datagram);
     };
-    return { forward, end };
+    return { endpoint: route.endpoint, forward, end };
   }
 
   #track(socket: net.Socket | dgram.Socket): void {

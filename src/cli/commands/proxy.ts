@@ -19,6 +19,11 @@ function builder(yargs: Argv) {
         default: [] as string[],
         describe: 'Override the canary weight of one Service port: SERVICE:PORT=PCT (repeatable); shown in status',
       })
+      .option('hand-back-grace', {
+        type: 'number',
+        default: 10,
+        describe: 'Seconds the proxy keeps serving after it hands a Service back, for clients kube-proxy still sends to it',
+      })
       .option('resync', { type: 'number', default: 60, describe: 'Seconds between full reconciles that repair drift no event announced' })
       .option('api-timeout', { type: 'number', default: 30, describe: 'Seconds an API call may take before it is abandoned and retried' })
       .option('leader-elect', {
@@ -43,6 +48,8 @@ function builder(yargs: Argv) {
           const value = argv[flag];
           if (!Number.isFinite(value) || value <= 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
         }
+        const grace = argv['hand-back-grace'];
+        if (!Number.isFinite(grace) || grace < 0) throw new ConfigError('--hand-back-grace', [`must be a number of seconds >= 0, got ${grace}`]);
         return true;
       })
       .example('$0 proxy -n shop --canary-release web-v2', 'Run the canary release web-v2 of namespace shop')
@@ -77,6 +84,7 @@ export const proxyCommand = {
       proxySelector,
       portBase: argv.portBase,
       weightOverrides,
+      handBackGraceMs: argv.handBackGrace * 1000,
       resyncMs: argv.resync * 1000,
       requestTimeoutMs: argv.apiTimeout * 1000,
       drainMs: argv.drainTimeout * 1000,

@@ -37,7 +37,7 @@ export function handleControl(faults: FakeFaults, method: string, path: string, 
 
 const ACTIONS: Record<string, (faults: FakeFaults, b: Fields) => ControlReply> = {
   'fail-next': (faults, b) => {
-    b.allow(['verb', 'resource', 'subresource', 'code', 'count', 'message']);
+    b.allow(['user', 'verb', 'resource', 'subresource', 'code', 'count', 'message']);
     const rule: FailRule = { code: b.integer('code', 400, 599, true)! };
     const verb = b.string('verb');
     if (verb !== undefined && !VERBS.includes(verb)) throw b.bad('verb', `must be one of ${VERBS.join(', ')}`);
@@ -52,6 +52,8 @@ const ACTIONS: Record<string, (faults: FakeFaults, b: Fields) => ControlReply> =
     if (count !== undefined) rule.count = count;
     const message = b.string('message');
     if (message !== undefined) rule.message = message;
+    const user = b.string('user');
+    if (user !== undefined) rule.user = user;
     faults.failNext(rule);
     return { code: 200, body: { count: 1, ...rule } };
   },

@@ -12,6 +12,8 @@ export interface FailRule {
   resource?: string;
   /** `status`; `''` matches only the main resource; any (main resource or subresource) when absent. */
   subresource?: string;
+  /** Only requests of this client (its bearer token, which stands for the user); any when absent. */
+  user?: string;
   /** HTTP status to answer with (Status body with the matching reason). */
   code: number;
   /** How many matching requests fail (default 1). */
@@ -36,6 +38,7 @@ export interface FakeFaults {
 }
 
 interface PendingRule {
+  user: string | undefined;
   verb: string | undefined;
   resource: string | undefined;
   subresource: string | undefined;
@@ -51,7 +54,7 @@ export class FaultState {
   failNext(rule: FailRule): void {
     // `resource: 'pods/status'` is shorthand for `resource: 'pods', subresource: 'status'`.
     const [resource, subresource] = rule.resource?.includes('/') ? rule.resource.split('/', 2) : [rule.resource, rule.subresource];
-    this.#rules.push({ verb: rule.verb, resource, subresource, code: rule.code, message: rule.message, left: rule.count ?? 1 });
+    this.#rules.push({ user: rule.user, verb: rule.verb, resource, subresource, code: rule.code, message: rule.message, left: rule.count ?? 1 });
   }
 
   clear(): void {
@@ -60,10 +63,11 @@ export class FaultState {
   }
 
   /** The injected error for this resource request, if a rule matches (consumes one count). */
-  take(info: RequestInfo): ApiError | undefined {
+  take(info: RequestInfo, user: string): ApiError | undefined {
     if (info.resource === undefined) return undefined;
     const rule = this.#rules.find(
       (r) =>
+        (r.user === undefined || r.user === user) &&
         (r.verb === undefined || r.verb === info.verb) &&
         (r.resource === undefined || r.resource === info.resource) &&
         (r.subresource === undefined || r.subresource === info.subresource),

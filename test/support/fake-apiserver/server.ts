@@ -158,7 +158,7 @@ export class FakeServer {
         record.code = this.#nonResource(method, url, req, res);
         return;
       }
-      const injected = this.faults.take(info);
+      const injected = this.faults.take(info, record.user);
       if (injected) throw injected;
       record.code = this.#resource(info, url, req, res, body);
     } catch (e) {
