@@ -141,4 +141,24 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       await proxy?.stop();
     }
   });
+
+  it('after an API outage a weight patch applies within seconds: watches retry at least every 3 s and the work loop resumes with them', async (t) => {
+    let proxy: InProcessProxy | undefined;
+    try {
+      proxy = await startProxy(bed.cluster, 'dns-v2', IN_PROCESS_BASE);
+      await waitForRelease(bed.cluster, 'dns-v2', 'serving', serving, 15_000);
+      const canaryWeight = () => proxy!.runtime.dataplane.config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
+      await bed.cluster.api.faults.refuseConnections(20_000);
+      const back = Date.now();
+      await setWeight(bed.cluster, 'dns-v2', 0, 0, 40);
+      await waitFor(() => canaryWeight() === 40, 'weight 40 served', 15_000);
+      const tookMs = Date.now() - back;
+      t.diagnostic(`weight served ${tookMs} ms after the API came back from a 20 s outage`);
+      // With the backoff doubling to 30 s, as before, the watches came back 11.5 s after the API here.
+      assert.ok(tookMs < 6_000, `served ${tookMs} ms after the API came back`);
+      await waitForRelease(bed.cluster, 'dns-v2', 'status follows', (found) => found?.status?.ports?.[0]?.served === 40, 15_000);
+    } finally {
+      await proxy?.stop();
+    }
+  });
 });
