@@ -116,7 +116,12 @@ export function startTraffic(host: () => string, port: number, protocol: Protoco
   const started = Date.now();
   let stopped = false;
   const ask = async (): Promise<string> => {
-    if (protocol === 'TCP') return askName(port, host());
+    if (protocol === 'TCP') {
+      // A connection closed before any answer (a process that died with it accepted) failed too.
+      const answer = await askName(port, host());
+      if (answer === '') throw new Error('closed without an answer');
+      return answer;
+    }
     const [reply] = await udpAsk(port, 'ping', { host: host(), timeoutMs: 1000 });
     if (reply === undefined) throw new Error('no UDP reply within 1 s');
     return reply.slice(0, reply.indexOf(':'));
