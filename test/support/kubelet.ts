@@ -11,8 +11,8 @@
  * simulated:
  *   - `adminPort.env` (the port the readiness probe reaches) is set to 0 and the port the process
  *     reports (`adminPort.fromLog`) is probed instead, so pods never clash on it;
- *   - `env` adds variables to every container (e.g. a port base and SO_REUSEPORT for the ports all
- *     pods of a test share on this host);
+ *   - `env` adds variables to every container, or to each pod as a function of it (e.g. a port
+ *     base per release and SO_REUSEPORT for the ports the pods of a test share on this host);
  *   - an emptyDir mount is a fresh directory, and an env value under its mountPath points into it;
  *   - KUBECONFIG points at the fake with the token `system:serviceaccount:<ns>:<serviceAccountName>`,
  *     so the fake's request log tells each ServiceAccount's requests apart (in a pod: its token).
@@ -52,7 +52,7 @@ export interface KubeletOptions {
   /** Three octets: pod IPs are `<podNet>.1`, `.2`, … */
   readonly podNet: string;
   readonly adminPort: { readonly env: string; readonly fromLog: RegExp };
-  readonly env?: Readonly<Record<string, string>>;
+  readonly env?: Readonly<Record<string, string>> | ((pod: V1Pod) => Readonly<Record<string, string>>);
 }
 
 /** One pod's process as the kubelet runs it. */
@@ -302,7 +302,8 @@ class KubeletSimulation implements Kubelet {
       if (mount !== undefined) value = mount.dir + value.slice(mount.path.length);
       env[variable.name] = value;
     }
-    return { ...env, ...this.#options.env, [this.#options.adminPort.env]: '0' };
+    const extra = typeof this.#options.env === 'function' ? this.#options.env(pod) : this.#options.env;
+    return { ...env, ...extra, [this.#options.adminPort.env]: '0' };
   }
 
   async #probe(run: Running, podIP: string, container: V1Container): Promise<void> {

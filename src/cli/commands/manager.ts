@@ -7,6 +7,9 @@ const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 function builder(yargs: Argv) {
   return (
     withCommonOptions(yargs)
+      // The manager serves no traffic: nothing to drain, no listener to keep.
+      .hide('drain-timeout')
+      .hide('listener-grace')
       .option('namespace', {
         alias: 'n',
         type: 'string',
