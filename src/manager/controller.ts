@@ -77,7 +77,7 @@ function source(apis: ManagerApis, kind: Watched, namespace: string, call: CallO
 interface ManagerMetrics {
   readonly reconciles: Counter<'result'>;
   readonly duration: Histogram;
-  readonly replicas: Gauge<'namespace' | 'release' | 'state'>;
+  readonly replicas: Gauge<'release_namespace' | 'release' | 'state'>;
 }
 
 function registerMetrics(registry: Registry): ManagerMetrics {
@@ -88,7 +88,7 @@ function registerMetrics(registry: Registry): ManagerMetrics {
     replicas: new Gauge({
       name: `${METRIC_PREFIX}manager_proxy_replicas`,
       help: 'Proxy pods of each CanaryRelease: desired, ready, and updated (running the current template); on the Lease holder.',
-      labelNames: ['namespace', 'release', 'state'],
+      labelNames: ['release_namespace', 'release', 'state'],
       registers,
     }),
   };
@@ -275,7 +275,8 @@ export class ManagerController {
 
   /** Metrics, logs and Events for the state this pass found. */
   #report(namespace: string, name: string, release: ManagedRelease | undefined, planned: Plan): void {
-    const labels = { namespace, release: name };
+    // Not `namespace`: Prometheus gives the manager's own namespace that name on every series it scrapes.
+    const labels = { release_namespace: namespace, release: name };
     for (const state of ['desired', 'ready', 'updated'] as const) {
       const proxy = planned.proxy;
       if (proxy === null) this.#metrics.replicas.remove({ ...labels, state });

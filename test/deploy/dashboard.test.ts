@@ -32,7 +32,7 @@ const CONTROL_LOOP_METRICS = new Map<string, readonly string[]>([
   ['canary_l4_leader', []],
   ['canary_l4_manager_reconcile_total', ['result']],
   ['canary_l4_manager_reconcile_duration_seconds', ['le']],
-  ['canary_l4_manager_proxy_replicas', ['namespace', 'release', 'state']],
+  ['canary_l4_manager_proxy_replicas', ['release_namespace', 'release', 'state']],
 ]);
 /** Labels Prometheus Operator puts on every target of a ServiceMonitor. */
 const OPERATOR_TARGET_LABELS = ['namespace', 'service', 'pod', 'container', 'endpoint', 'job', 'instance'];
