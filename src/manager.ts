@@ -6,11 +6,10 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { Gauge } from 'prom-client';
-import { METRIC_PREFIX } from './defaults.ts';
 import { ConfigError } from './errors.ts';
 import { boundedCall, loadKubeConfig } from './kube/client.ts';
-import { LeaderElector } from './kube/lease.ts';
+import { startLeadership } from './kube/leadership.ts';
+import type { LeaderElector } from './kube/lease.ts';
 import { describeError } from './kube/patch.ts';
 import { makeManagerApis, type ManagerApis } from './manager/apply.ts';
 import { ManagerController } from './manager/controller.ts';
@@ -41,12 +40,6 @@ export async function runManager(options: ManagerOptions): Promise<void> {
   const runtime = await Runtime.start(options.runtime);
   const identity = options.pod.name ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
   let elector: LeaderElector | undefined;
-  const leader = new Gauge({
-    name: `${METRIC_PREFIX}leader`,
-    help: '1 on the replica that writes to the API (the Lease holder, or the only replica without leader election).',
-    registers: [runtime.registry],
-  });
-  leader.set(options.leaseDurationMs === undefined ? 1 : 0);
   const controller = new ManagerController({
     log: runtime.log,
     registry: runtime.registry,
@@ -60,27 +53,10 @@ export async function runManager(options: ManagerOptions): Promise<void> {
     identity,
     onSynced: () => runtime.setReady(true),
   });
-  if (options.leaseDurationMs !== undefined) {
-    const leadershipChanged = (leading: boolean) => {
-      leader.set(leading ? 1 : 0);
-      controller.leadershipChanged();
-    };
-    // client-go's proportions, as the proxy's: renew well within the lease, retry several times per lease.
-    elector = new LeaderElector({
-      coordination: kubeConfig.makeApiClient(CoordinationV1Api),
-      namespace: options.pod.namespace ?? contextNamespace(kubeConfig),
-      name: MANAGER_LEASE,
-      identity,
-      leaseDurationMs: options.leaseDurationMs,
-      renewDeadlineMs: Math.round((options.leaseDurationMs * 2) / 3),
-      retryPeriodMs: Math.round(options.leaseDurationMs / 7.5),
-      requestTimeoutMs: Math.round(options.leaseDurationMs / 7.5),
-      log: runtime.log,
-      onStartedLeading: () => leadershipChanged(true),
-      onStoppedLeading: () => leadershipChanged(false),
-    });
-    elector.start();
-  }
+  elector = startLeadership({
+    coordination: kubeConfig.makeApiClient(CoordinationV1Api), namespace: options.pod.namespace ?? contextNamespace(kubeConfig), name: MANAGER_LEASE,
+    identity, leaseDurationMs: options.leaseDurationMs, log: runtime.log, registry: runtime.registry, onChange: () => controller.leadershipChanged(),
+  });
   runtime.log.info({ namespaces: options.namespaces.length === 0 ? 'all' : options.namespaces, proxyImage, identity }, 'manager started');
   exitOnSignals(runtime.log, async () => {
     const stopped = await Promise.race([

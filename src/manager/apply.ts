@@ -3,11 +3,10 @@
 // diffed here: plan.ts built every body.
 
 import {
-  AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api,
-  type KubernetesObject, type V1Deployment, type V1PodDisruptionBudget, type V1RoleBinding, type V1Service, type V1ServiceAccount,
+  AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api, type KubernetesObject, type V1DeleteOptions,
 } from '@kubernetes/client-node';
 import type { CallOptions } from '../kube/client.ts';
-import { describeError, isNotFound, mergePatch } from '../kube/patch.ts';
+import { isNotFound, mergePatch } from '../kube/patch.ts';
 import { FIELD_MANAGER } from '../control/apply.ts';
 import { GROUP, PLURAL, VERSION } from '../control/types.ts';
 import { KIND_OF, type ChildKind, type Step } from './plan.ts';
@@ -43,68 +42,58 @@ interface Verbs {
   delete(namespace: string, name: string, uid: string | undefined): Promise<unknown>;
 }
 
-/** The generated client's methods for each kind the manager keeps. */
-function verbsOf(apis: ManagerApis, child: ChildKind, call: CallOptions): Verbs {
+type Call = CallOptions;
+type Create<T> = (request: { namespace: string; body: T; fieldManager: string }, call: Call) => Promise<T>;
+type Replace<T> = (request: { namespace: string; name: string; body: T; fieldManager: string }, call: Call) => Promise<T>;
+type Delete = (request: { namespace: string; name: string; body: V1DeleteOptions }, call: Call) => Promise<unknown>;
+
+/** One kind's generated client methods, bound to its API object, as the three verbs the steps use. */
+function verbs<T extends KubernetesObject>(api: object, create: Create<T>, replace: Replace<T>, remove: Delete, call: Call): Verbs {
   const fieldManager = FIELD_MANAGER;
-  const deleteBody = (uid: string | undefined) => ({ propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) });
+  return {
+    create: (namespace, body) => create.call(api, { namespace, body: body as T, fieldManager }, call),
+    replace: (namespace, name, body) => replace.call(api, { namespace, name, body: body as T, fieldManager }, call),
+    // The uid precondition: never an object of the same name made since.
+    delete: (namespace, name, uid) => remove.call(api, { namespace, name, body: { propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) } }, call),
+  };
+}
+
+function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ChildKind, call: Call): Verbs {
   switch (child) {
     case 'serviceAccount':
-      return {
-        create: (namespace, body) => apis.core.createNamespacedServiceAccount({ namespace, body: body as V1ServiceAccount, fieldManager }, call),
-        replace: (namespace, name, body) => apis.core.replaceNamespacedServiceAccount({ namespace, name, body: body as V1ServiceAccount, fieldManager }, call),
-        delete: (namespace, name, uid) => apis.core.deleteNamespacedServiceAccount({ namespace, name, body: deleteBody(uid) }, call),
-      };
+      return verbs(core, core.createNamespacedServiceAccount, core.replaceNamespacedServiceAccount, core.deleteNamespacedServiceAccount, call);
     case 'roleBinding':
-      return {
-        create: (namespace, body) => apis.rbac.createNamespacedRoleBinding({ namespace, body: body as V1RoleBinding, fieldManager }, call),
-        replace: (namespace, name, body) => apis.rbac.replaceNamespacedRoleBinding({ namespace, name, body: body as V1RoleBinding, fieldManager }, call),
-        delete: (namespace, name, uid) => apis.rbac.deleteNamespacedRoleBinding({ namespace, name, body: deleteBody(uid) }, call),
-      };
+      return verbs(rbac, rbac.createNamespacedRoleBinding, rbac.replaceNamespacedRoleBinding, rbac.deleteNamespacedRoleBinding, call);
     case 'deployment':
-      return {
-        create: (namespace, body) => apis.apps.createNamespacedDeployment({ namespace, body: body as V1Deployment, fieldManager }, call),
-        replace: (namespace, name, body) => apis.apps.replaceNamespacedDeployment({ namespace, name, body: body as V1Deployment, fieldManager }, call),
-        delete: (namespace, name, uid) => apis.apps.deleteNamespacedDeployment({ namespace, name, body: deleteBody(uid) }, call),
-      };
+      return verbs(apps, apps.createNamespacedDeployment, apps.replaceNamespacedDeployment, apps.deleteNamespacedDeployment, call);
     case 'podDisruptionBudget':
-      return {
-        create: (namespace, body) => apis.policy.createNamespacedPodDisruptionBudget({ namespace, body: body as V1PodDisruptionBudget, fieldManager }, call),
-        replace: (namespace, name, body) => apis.policy.replaceNamespacedPodDisruptionBudget({ namespace, name, body: body as V1PodDisruptionBudget, fieldManager }, call),
-        delete: (namespace, name, uid) => apis.policy.deleteNamespacedPodDisruptionBudget({ namespace, name, body: deleteBody(uid) }, call),
-      };
+      return verbs(policy, policy.createNamespacedPodDisruptionBudget, policy.replaceNamespacedPodDisruptionBudget, policy.deleteNamespacedPodDisruptionBudget, call);
     case 'metricsService':
-      return {
-        create: (namespace, body) => apis.core.createNamespacedService({ namespace, body: body as V1Service, fieldManager }, call),
-        replace: (namespace, name, body) => apis.core.replaceNamespacedService({ namespace, name, body: body as V1Service, fieldManager }, call),
-        delete: (namespace, name, uid) => apis.core.deleteNamespacedService({ namespace, name, body: deleteBody(uid) }, call),
-      };
+      return verbs(core, core.createNamespacedService, core.replaceNamespacedService, core.deleteNamespacedService, call);
   }
 }
 
-export class ManagerStepError extends Error {
+/** The first step that failed, and why. */
+export interface StepFailure {
   readonly step: Step;
-
-  constructor(step: Step, cause: unknown) {
-    super(`${describeStep(step)}: ${describeError(cause)}`, { cause });
-    this.name = 'ManagerStepError';
-    this.step = step;
-  }
+  readonly error: unknown;
 }
 
 /**
  * Runs the steps for the release `namespace/name` while `mayWrite()` holds; `onDone` hears of each
- * as it succeeds. Rejects with a ManagerStepError naming the first step that failed.
+ * as it succeeds. Stops at the first failure and resolves with it (undefined: all done).
  */
 export async function applyManagerSteps(apis: ManagerApis, namespace: string, name: string, steps: readonly Step[], call: CallOptions,
-  onDone: (step: Step, written: Written) => void, mayWrite: () => boolean): Promise<void> {
+  onDone: (step: Step, written: Written) => void, mayWrite: () => boolean): Promise<StepFailure | undefined> {
   for (const step of steps) {
-    if (!mayWrite()) return;
+    if (!mayWrite()) return undefined;
     try {
       onDone(step, await applyStep(apis, namespace, name, step, call));
-    } catch (err) {
-      throw new ManagerStepError(step, err);
+    } catch (error) {
+      return { step, error };
     }
   }
+  return undefined;
 }
 
 async function applyStep(apis: ManagerApis, namespace: string, release: string, step: Step, call: CallOptions): Promise<Written> {

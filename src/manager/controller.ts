@@ -6,15 +6,15 @@
 
 import type { KubeConfig, KubernetesListObject, KubernetesObject, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { METRIC_PREFIX } from '../defaults.ts';
+import type { Registry } from 'prom-client';
 import { boundedCall, type CallOptions } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
-import { startInformer, type Informer } from '../kube/informer.ts';
+import { CONTROLLER_INFORMER_TUNING, startInformer, type Informer } from '../kube/informer.ts';
 import { apiFailure, describeError, isAlreadyExists } from '../kube/patch.ts';
 import { API_VERSION, GROUP, KIND, LABEL_RELEASE, PLURAL, VERSION } from '../control/types.ts';
-import { applyManagerSteps, ManagerStepError, type ManagerApis, type Written } from './apply.ts';
+import { applyManagerSteps, describeStep, type ManagerApis, type StepFailure, type Written } from './apply.ts';
 import { CHILD_KINDS, childName, KIND_OF, plan, type ChildKind, type Plan, type Step } from './plan.ts';
+import { ManagerMetrics } from './metrics.ts';
 import { KeyedQueue } from './queue.ts';
 import type { RenderSettings } from './render.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from './types.ts';
@@ -36,9 +36,7 @@ export interface ManagerControllerOptions {
   readonly onSynced: () => void;
 }
 
-const WATCH_TIMEOUT_SECONDS = 300;
-const STALE_WATCH_MS = 10 * 60_000;
-const INFORMER_MAX_BACKOFF_MS = 3_000;
+/** A release whose writes fail is retried at least this often; two releases are worked on at once. */
 const WORK_MAX_BACKOFF_MS = 10_000;
 const WORKERS = 2;
 /** How long a pass waits for the caches to show the previous pass's writes of the same release. */
@@ -47,51 +45,40 @@ const MANAGED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
 
 type Watched = ChildKind | 'release' | 'pod';
 
+type List = KubernetesListObject<KubernetesObject>;
+type ListIn = (request: { namespace: string; labelSelector: string }, call: CallOptions) => Promise<List>;
+type ListAll = (request: { labelSelector: string }, call: CallOptions) => Promise<List>;
+
+interface Source {
+  readonly path: string;
+  readonly labelSelector?: string;
+  readonly list: () => Promise<List>;
+}
+
 /** How each watched kind is listed and watched, in one namespace ('' for all of them). */
-function source(apis: ManagerApis, kind: Watched, namespace: string, call: CallOptions): { path: string; labelSelector?: string; list: () => Promise<KubernetesListObject<KubernetesObject>> } {
-  const labelSelector = MANAGED_SELECTOR;
+function source({ core, apps, policy, rbac, custom }: ManagerApis, kind: Watched, namespace: string, call: CallOptions): Source {
   const at = (base: string, plural: string) => `${base}${namespace === '' ? '' : `/namespaces/${namespace}`}/${plural}`;
-  const scoped = <T>(inNamespace: () => Promise<T>, everywhere: () => Promise<T>) => () => (namespace === '' ? everywhere() : inNamespace()) as Promise<KubernetesListObject<KubernetesObject>>;
+  // What the manager keeps, by its label; the generated client's two list methods of the kind.
+  const kept = (api: object, base: string, plural: string, inNamespace: ListIn, everywhere: ListAll): Source => ({
+    path: at(base, plural),
+    labelSelector: MANAGED_SELECTOR,
+    list: () => (namespace === '' ? everywhere.call(api, { labelSelector: MANAGED_SELECTOR }, call) : inNamespace.call(api, { namespace, labelSelector: MANAGED_SELECTOR }, call)),
+  });
+  const releases = { group: GROUP, version: VERSION };
   switch (kind) {
     case 'release':
       return {
         path: at(`/apis/${GROUP}/${VERSION}`, PLURAL),
-        list: scoped(() => apis.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, namespace }, call),
-          () => apis.custom.listCustomObjectForAllNamespaces({ group: GROUP, version: VERSION, resourcePlural: PLURAL }, call)),
+        list: () => (namespace === '' ? custom.listCustomObjectForAllNamespaces({ ...releases, resourcePlural: PLURAL }, call)
+          : custom.listNamespacedCustomObject({ ...releases, plural: PLURAL, namespace }, call)) as Promise<List>,
       };
-    case 'deployment':
-      return { path: at('/apis/apps/v1', 'deployments'), labelSelector, list: scoped(() => apis.apps.listNamespacedDeployment({ namespace, labelSelector }, call), () => apis.apps.listDeploymentForAllNamespaces({ labelSelector }, call)) };
-    case 'podDisruptionBudget':
-      return { path: at('/apis/policy/v1', 'poddisruptionbudgets'), labelSelector, list: scoped(() => apis.policy.listNamespacedPodDisruptionBudget({ namespace, labelSelector }, call), () => apis.policy.listPodDisruptionBudgetForAllNamespaces({ labelSelector }, call)) };
-    case 'roleBinding':
-      return { path: at('/apis/rbac.authorization.k8s.io/v1', 'rolebindings'), labelSelector, list: scoped(() => apis.rbac.listNamespacedRoleBinding({ namespace, labelSelector }, call), () => apis.rbac.listRoleBindingForAllNamespaces({ labelSelector }, call)) };
-    case 'serviceAccount':
-      return { path: at('/api/v1', 'serviceaccounts'), labelSelector, list: scoped(() => apis.core.listNamespacedServiceAccount({ namespace, labelSelector }, call), () => apis.core.listServiceAccountForAllNamespaces({ labelSelector }, call)) };
-    case 'metricsService':
-      return { path: at('/api/v1', 'services'), labelSelector, list: scoped(() => apis.core.listNamespacedService({ namespace, labelSelector }, call), () => apis.core.listServiceForAllNamespaces({ labelSelector }, call)) };
-    case 'pod':
-      return { path: at('/api/v1', 'pods'), labelSelector, list: scoped(() => apis.core.listNamespacedPod({ namespace, labelSelector }, call), () => apis.core.listPodForAllNamespaces({ labelSelector }, call)) };
+    case 'deployment': return kept(apps, '/apis/apps/v1', 'deployments', apps.listNamespacedDeployment, apps.listDeploymentForAllNamespaces);
+    case 'podDisruptionBudget': return kept(policy, '/apis/policy/v1', 'poddisruptionbudgets', policy.listNamespacedPodDisruptionBudget, policy.listPodDisruptionBudgetForAllNamespaces);
+    case 'roleBinding': return kept(rbac, '/apis/rbac.authorization.k8s.io/v1', 'rolebindings', rbac.listNamespacedRoleBinding, rbac.listRoleBindingForAllNamespaces);
+    case 'serviceAccount': return kept(core, '/api/v1', 'serviceaccounts', core.listNamespacedServiceAccount, core.listServiceAccountForAllNamespaces);
+    case 'metricsService': return kept(core, '/api/v1', 'services', core.listNamespacedService, core.listServiceForAllNamespaces);
+    case 'pod': return kept(core, '/api/v1', 'pods', core.listNamespacedPod, core.listPodForAllNamespaces);
   }
-}
-
-interface ManagerMetrics {
-  readonly reconciles: Counter<'result'>;
-  readonly duration: Histogram;
-  readonly replicas: Gauge<'release_namespace' | 'release' | 'state'>;
-}
-
-function registerMetrics(registry: Registry): ManagerMetrics {
-  const registers = [registry];
-  return {
-    reconciles: new Counter({ name: `${METRIC_PREFIX}manager_reconcile_total`, help: 'Reconcile passes of a CanaryRelease\'s proxy, by result.', labelNames: ['result'], registers }),
-    duration: new Histogram({ name: `${METRIC_PREFIX}manager_reconcile_duration_seconds`, help: 'Duration of a manager reconcile pass, API writes included.', registers }),
-    replicas: new Gauge({
-      name: `${METRIC_PREFIX}manager_proxy_replicas`,
-      help: 'Proxy pods of each CanaryRelease: desired, ready, and updated (running the current template); on the Lease holder.',
-      labelNames: ['release_namespace', 'release', 'state'],
-      registers,
-    }),
-  };
 }
 
 export class ManagerController {
@@ -117,7 +104,7 @@ export class ManagerController {
   constructor(options: ManagerControllerOptions) {
     this.#options = options;
     this.#log = options.log;
-    this.#metrics = registerMetrics(options.registry);
+    this.#metrics = new ManagerMetrics(options.registry);
     this.#call = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
     this.#queue = new KeyedQueue({
       reconcile: (key) => this.#reconcile(key),
@@ -135,9 +122,7 @@ export class ManagerController {
           kubeConfig: options.kubeConfig,
           onChange: (object) => this.#queue.add(keyOf(kind, object)),
           log: this.#log,
-          staleAfterMs: STALE_WATCH_MS,
-          watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS,
-          maxBackoffMs: INFORMER_MAX_BACKOFF_MS,
+          ...CONTROLLER_INFORMER_TUNING,
         }));
       }
       this.#informers.set(scope, informers);
@@ -215,38 +200,34 @@ export class ManagerController {
     const [namespace = '', name = ''] = key.split('/');
     const waitMs = this.#ownWritesWaitMs(key, namespace, name);
     if (waitMs > 0) return { requeueAfterMs: Math.min(waitMs, 100) };
-    const endTimer = this.#metrics.duration.startTimer();
+    const passed = this.#metrics.pass();
     const observed = this.#observe(namespace, name);
     const refusal = this.#refusals.get(key);
     const planned = plan({ ...observed, ...(refusal === undefined ? {} : { refusal }) }, this.#options.settings, new Date());
     this.#report(namespace, name, observed.release, planned);
-    try {
-      await this.#apply(key, namespace, name, planned.steps);
-      this.#metrics.reconciles.inc({ result: 'success' });
-      if (this.#said.has(key)) this.#log.info({ release: name, namespace }, 'the proxy objects converge again');
-      this.#said.delete(key);
-      // Nothing was refused this time; the status written with the old refusal is corrected by the
-      // next pass, which that very write triggers.
-      this.#refusals.delete(key);
-    } catch (err) {
-      this.#metrics.reconciles.inc({ result: 'error' });
-      await this.#reportRefusal(key, namespace, name, err);
-      throw err;
-    } finally {
-      endTimer();
+    const failure = await this.#apply(key, namespace, name, planned.steps);
+    if (failure !== undefined) {
+      passed('error');
+      await this.#reportRefusal(key, namespace, name, failure);
+      throw new Error(`${describeStep(failure.step)}: ${describeError(failure.error)}`, { cause: failure.error });
     }
+    passed('success');
+    if (this.#said.has(key)) this.#log.info({ release: name, namespace }, 'the proxy objects converge again');
+    this.#said.delete(key);
+    // Nothing was refused this time; the status written with the old refusal is corrected by the
+    // next pass, which that very write triggers.
+    this.#refusals.delete(key);
   }
 
-  async #apply(key: string, namespace: string, name: string, steps: readonly Step[]): Promise<void> {
+  /** Runs the steps, keeping what they wrote for the next pass to wait for; the first failure, if any. */
+  async #apply(key: string, namespace: string, name: string, steps: readonly Step[]): Promise<StepFailure | undefined> {
     const writes: Written[] = [];
-    try {
-      await applyManagerSteps(this.#options.apis, namespace, name, steps, this.#call, (step, written) => {
-        writes.push(written);
-        this.#sayStep(namespace, name, step);
-      }, () => this.#options.isLeader() && !this.#stopped);
-    } finally {
-      if (writes.length > 0) this.#pending.set(key, { writes, deadline: Date.now() + OWN_WRITES_WAIT_MS });
-    }
+    const failure = await applyManagerSteps(this.#options.apis, namespace, name, steps, this.#call, (step, written) => {
+      writes.push(written);
+      this.#sayStep(namespace, name, step);
+    }, () => this.#options.isLeader() && !this.#stopped);
+    if (writes.length > 0) this.#pending.set(key, { writes, deadline: Date.now() + OWN_WRITES_WAIT_MS });
+    return failure;
   }
 
   /**
@@ -254,34 +235,23 @@ export class ManagerController {
    * refused again: say it in the release's condition now. The failing write comes before the status
    * write in the pass, so the status alone is written here, best effort.
    */
-  async #reportRefusal(key: string, namespace: string, name: string, err: unknown): Promise<void> {
-    const step = err instanceof ManagerStepError ? err.step : undefined;
-    const cause = err instanceof ManagerStepError ? err.cause : err;
-    const failure = apiFailure(cause);
-    const taken = step?.kind === 'create' && isAlreadyExists(cause);
-    if (failure === undefined || step === undefined || step.kind === 'writeStatus' || (failure.code === 409 && !taken) || failure.code >= 500 || failure.code === 429) return;
+  async #reportRefusal(key: string, namespace: string, name: string, { step, error }: StepFailure): Promise<void> {
+    const failure = apiFailure(error);
+    const taken = step.kind === 'create' && isAlreadyExists(error);
+    if (failure === undefined || step.kind === 'writeStatus' || (failure.code === 409 && !taken) || failure.code >= 500 || failure.code === 429) return;
     const refusal = taken && step.kind === 'create'
       ? `${KIND_OF[step.child]} ${step.object.metadata?.name ?? ''} already exists and is not the manager's (a standalone proxy?): delete it, or rename the release`
-      : `${KIND_OF[step.child]}: ${describeError(cause)}`;
+      : `${KIND_OF[step.child]}: ${describeError(error)}`;
     this.#refusals.set(key, refusal);
     const observed = this.#observe(namespace, name);
     const statusOnly = plan({ ...observed, refusal }, this.#options.settings, new Date()).steps.filter((item) => item.kind === 'writeStatus');
-    try {
-      await this.#apply(key, namespace, name, statusOnly);
-    } catch (statusErr) {
-      this.#log.debug({ release: name, namespace, error: describeError(statusErr) }, 'could not report the refusal in status either');
-    }
+    const statusFailure = await this.#apply(key, namespace, name, statusOnly);
+    if (statusFailure !== undefined) this.#log.debug({ release: name, namespace, error: describeError(statusFailure.error) }, 'could not report the refusal in status either');
   }
 
   /** Metrics, logs and Events for the state this pass found. */
   #report(namespace: string, name: string, release: ManagedRelease | undefined, planned: Plan): void {
-    // Not `namespace`: Prometheus gives the manager's own namespace that name on every series it scrapes.
-    const labels = { release_namespace: namespace, release: name };
-    for (const state of ['desired', 'ready', 'updated'] as const) {
-      const proxy = planned.proxy;
-      if (proxy === null) this.#metrics.replicas.remove({ ...labels, state });
-      else this.#metrics.replicas.set({ ...labels, state }, state === 'desired' ? proxy.replicas : state === 'ready' ? proxy.readyReplicas : proxy.updatedReplicas);
-    }
+    this.#metrics.proxy(namespace, name, planned.proxy);
     // Once per change of reason: a rollout's "1/2 ready", "2/2 ready" are status, not news.
     const condition = planned.condition;
     const before = (release?.status?.conditions ?? []).find((item) => (item.type as string) === PROXY_CONDITION);
