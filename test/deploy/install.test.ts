@@ -3,37 +3,27 @@
 // and the standalone per-release proxy.
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
-import { after, before, describe, it } from 'node:test';
-import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { hasKubectl, kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
+import { describe, it } from 'node:test';
+import { fakeWithKubectl, hasKubectl } from '../fake-apiserver/helpers.ts';
 import { allObjects, deployDir } from './manifests.ts';
 
 const path = (file: string) => fileURLToPath(new URL(file, deployDir));
 
 describe('installing deploy/ with kubectl', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH', timeout: 60_000 }, () => {
-  let api: FakeApiServer;
-  let kubectl: Kubectl;
-
-  before(async () => {
-    api = await startFakeApiServer({ serviceCidr: '127.0.66.0/24' });
-    kubectl = await kubectlFor(api);
-  });
-  after(async () => {
-    await api.stop();
-    await kubectl.cleanup();
-  });
+  const fake = fakeWithKubectl({ serviceCidr: '127.0.66.0/24' });
+  const kubectl = (...args: string[]) => fake.kubectl(...args);
 
   it('kubectl apply -k deploy/ creates the CRD and the manager, validated; applied again, nothing changes', async () => {
     const created = await kubectl('apply', '-k', path('.'));
     const installed = allObjects().filter((object) => object.kind !== 'CanaryRelease');
     assert.equal(created.trim().split('\n').filter((line) => line.endsWith(' created')).length, installed.length, created);
-    assert.ok(api.requests.some((request) => request.nonResourceURL?.startsWith('/openapi/v3') && request.code === 200), 'kubectl validated against /openapi/v3');
-    const before = api.resourceVersion();
+    assert.ok(fake.api.requests.some((request) => request.nonResourceURL?.startsWith('/openapi/v3') && request.code === 200), 'kubectl validated against /openapi/v3');
+    const before = fake.api.resourceVersion();
     const again = await kubectl('apply', '-k', path('.'));
     // kubectl always sends a PodDisruptionBudget's selector (patchStrategy "replace"), as against
     // any cluster; the server changes nothing.
     assert.deepEqual(again.trim().split('\n').filter((line) => !line.endsWith(' unchanged')), ['poddisruptionbudget.policy/canary-l4-manager configured'], again);
-    assert.equal(api.resourceVersion(), before, 'no object changed');
+    assert.equal(fake.api.resourceVersion(), before, 'no object changed');
     const system = await kubectl('get', 'deploy,pdb,svc,sa', '-n', 'canary-l4-system', '-o', 'name');
     for (const name of ['deployment.apps/canary-l4-manager', 'poddisruptionbudget.policy/canary-l4-manager', 'service/canary-l4-manager-metrics', 'serviceaccount/canary-l4-manager']) {
       assert.match(system, new RegExp(`^${name.replace(/\./g, '\\.')}$`, 'm'));

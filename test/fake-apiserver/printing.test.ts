@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
+import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { humanDuration, jsonPath } from '../support/fake-apiserver/table.ts';
-import { hasKubectl, type Kubectl, kubectlFor } from './helpers.ts';
+import { canaryCrd, fakeWithKubectl, hasKubectl, type Kubectl } from './helpers.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -19,38 +19,21 @@ function table(text: string): string[][] {
   return text.trim().split('\n').map((line) => line.trim().split(/\s{2,}/));
 }
 
-const crd = {
-  apiVersion: 'apiextensions.k8s.io/v1',
-  kind: 'CustomResourceDefinition',
-  metadata: { name: 'widgets.example.com' },
-  spec: {
-    group: 'example.com',
-    scope: 'Namespaced',
-    names: { plural: 'widgets', singular: 'widget', kind: 'Widget', shortNames: ['wd'] },
-    versions: [{
-      name: 'v1', served: true, storage: true, subresources: { status: {} },
-      schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-      additionalPrinterColumns: [
-        { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-        { name: 'Size', type: 'integer', jsonPath: '.spec.size' },
-        { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-        { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-      ],
-    }],
-  },
-};
+/** The CanaryRelease CRD of the fake's tests, with printer columns. */
+const crd = structuredClone(canaryCrd) as typeof canaryCrd & { spec: { versions: Record<string, unknown>[] } };
+crd.spec.versions[0]!.additionalPrinterColumns = [
+  { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+  { name: 'Size', type: 'integer', jsonPath: '.spec.size' },
+  { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+];
 
 describe('kubectl against the fake: an install\'s kinds and server-side printing', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+  const fake = fakeWithKubectl({ serviceCidr: '127.0.62.0/24' });
   let api: FakeApiServer;
   let k: Kubectl;
-
-  before(async () => {
-    api = await startFakeApiServer({ serviceCidr: '127.0.62.0/24' });
-    k = await kubectlFor(api);
-  });
-  after(async () => {
-    await api.stop();
-    await k.cleanup();
+  before(() => {
+    ({ api, kubectl: k } = fake);
   });
 
   it('applies ServiceAccount, RBAC, PodDisruptionBudget, Secret and Namespace with default validation, and re-applies a change', async () => {
@@ -104,24 +87,24 @@ describe('kubectl against the fake: an install\'s kinds and server-side printing
 
   it('get prints a CRD\'s printer columns, in lists, for one object, and as it watches', async () => {
     await k('apply', '-f', await k.manifest('crd.yaml', crd));
-    await k('apply', '-f', await k.manifest('widget.yaml', { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 3 } }));
-    const printed = await k('get', 'widgets');
+    await k('apply', '-f', await k.manifest('release.yaml', { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'w1' }, spec: { size: 3 } }));
+    const printed = await k('get', 'canaryreleases');
     assert.deepEqual(table(printed)[0], ['NAME', 'PHASE', 'SIZE', 'READY', 'AGE']);
     // No phase or Ready condition yet: empty cells; the date column is printed as an age.
     assert.match(printed.split('\n')[1] ?? '', /^w1\s+3\s+\d+s$/);
 
-    const watcher = spawn('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', `${k.home}/cache`, 'get', 'wd', '-w'], { env: { ...process.env, HOME: k.home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const watcher = spawn('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', `${k.home}/cache`, 'get', 'cr', '-w'], { env: { ...process.env, HOME: k.home }, stdio: ['ignore', 'pipe', 'pipe'] });
     let seen = '';
     watcher.stdout.setEncoding('utf8').on('data', (chunk: string) => (seen += chunk));
     try {
       await waitForText(() => seen, /^w1\s/m);
-      await k('patch', 'widget', 'w1', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}');
+      await k('patch', 'canaryrelease', 'w1', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}');
       await waitForText(() => seen, /^w1\s+Ready\s+3\s+True\s/m);
       assert.equal(seen.match(/^NAME\s/gm)?.length, 1, 'the header once');
     } finally {
       watcher.kill();
     }
-    assert.deepEqual(table(await k('get', 'widget', 'w1'))[1]?.slice(0, 4), ['w1', 'Ready', '3', 'True']);
+    assert.deepEqual(table(await k('get', 'canaryrelease', 'w1'))[1]?.slice(0, 4), ['w1', 'Ready', '3', 'True']);
   });
 
   it('client-node keeps getting the objects themselves', async () => {

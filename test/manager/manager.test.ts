@@ -225,9 +225,8 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
   });
 
   it('the leader dies; the other manager takes the Lease once it expires and repairs what happened meanwhile: a hand-deleted Deployment, hand-edited objects', async () => {
-    const leaders = await Promise.all(managers.map(leads));
-    const leader = managers[leaders.indexOf(true)]!;
-    const follower = managers[leaders.indexOf(false)]!;
+    const leading = await Promise.all(managers.map(leads));
+    const [leader, follower] = [managers[leading.indexOf(true)]!, managers[leading.indexOf(false)]!];
     leader.child.kill('SIGKILL');
     await leader.exited;
     const diedAt = Date.now();

@@ -30,9 +30,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  AppsV1Api, CoreV1Api, KubeConfig, ListWatch, PatchStrategy, setHeaderOptions, Watch,
-  type KubernetesListObject, type KubernetesObject, type V1Container, type V1Deployment, type V1Pod, type V1PodCondition,
+  AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions,
+  type KubernetesListObject, type KubernetesObject, type ListWatch, type V1Container, type V1Deployment, type V1Pod, type V1PodCondition,
 } from '@kubernetes/client-node';
+import { keepWatching, OnePassAtATime } from './watching.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const PROBE_INTERVAL_MS = 150;
@@ -86,15 +87,15 @@ class KubeletSimulation implements Kubelet {
   readonly #options: KubeletOptions;
   readonly #core: CoreV1Api;
   readonly #apps: AppsV1Api;
-  readonly #deployments: ListWatch<V1Deployment>;
-  readonly #pods: ListWatch<V1Pod>;
+  /** The labelled Deployments, and the pods made for them (they carry a pod-template-hash). */
+  readonly #watched: { readonly deployments: ListWatch<V1Deployment>; readonly pods: ListWatch<V1Pod> };
   readonly #synced: Promise<void>[] = [];
   readonly #running = new Map<string, Running>();
   readonly #dir = mkdtempSync(join(tmpdir(), 'kubelet-'));
   #nextIp = 1;
   #nextPod = 0;
-  #sync: Promise<void> | undefined;
-  #again = false;
+  /** Passes over the caches, one at a time; one racing the test (a Deployment deleted meanwhile) is run again. */
+  readonly #sync = new OnePassAtATime(() => this.#pass(), () => this.#stopped);
   #stopped = false;
 
   constructor(options: KubeletOptions) {
@@ -102,14 +103,16 @@ class KubeletSimulation implements Kubelet {
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.#apps = options.kubeConfig.makeApiClient(AppsV1Api);
     const labelSelector = options.labelSelector;
-    this.#deployments = this.#informer('/apis/apps/v1/deployments', labelSelector, () => this.#apps.listDeploymentForAllNamespaces({ labelSelector }));
-    this.#pods = this.#informer('/api/v1/pods', TEMPLATE_HASH, () => this.#core.listPodForAllNamespaces({ labelSelector: TEMPLATE_HASH }));
+    this.#watched = {
+      deployments: this.#informer('/apis/apps/v1/deployments', labelSelector, () => this.#apps.listDeploymentForAllNamespaces({ labelSelector })),
+      pods: this.#informer('/api/v1/pods', TEMPLATE_HASH, () => this.#core.listPodForAllNamespaces({ labelSelector: TEMPLATE_HASH })),
+    };
   }
 
   async started(): Promise<void> {
     await Promise.all(this.#synced);
-    this.#resync();
-    await this.#sync;
+    this.#sync.request();
+    await this.#sync.idle;
   }
 
   running(): string[] {
@@ -123,51 +126,20 @@ class KubeletSimulation implements Kubelet {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    await Promise.all([this.#deployments.stop(), this.#pods.stop()]);
-    await this.#sync;
+    await Promise.all([this.#watched.deployments.stop(), this.#watched.pods.stop()]);
+    await this.#sync.idle;
     await Promise.all([...this.#running.values()].map((run) => this.#kill(run)));
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
   #informer<T extends KubernetesObject>(path: string, labelSelector: string, list: () => Promise<KubernetesListObject<T>>): ListWatch<T> {
-    let listed!: () => void;
-    this.#synced.push(new Promise<void>((resolve) => (listed = resolve)));
-    const listAndMark = async () => {
-      const result = await list();
-      listed();
-      return result;
-    };
-    const informer = new ListWatch<T>(path, new Watch(this.#options.kubeConfig), listAndMark, false, labelSelector, undefined, { delayFn: (ms) => sleep(Math.min(ms, 500)) });
-    for (const event of ['add', 'update', 'delete'] as const) informer.on(event, () => this.#resync());
-    informer.on('error', () => void sleep(300).then(() => (this.#stopped ? undefined : informer.start())));
-    void informer.start();
+    const { informer, synced } = keepWatching(this.#options.kubeConfig, path, list, () => this.#sync.request(), { labelSelector, retryMs: 300, stopped: () => this.#stopped });
+    this.#synced.push(synced);
     return informer;
   }
 
-  /** One pass at a time; a change during a pass makes one more. */
-  #resync(): void {
-    if (this.#stopped) return;
-    if (this.#sync !== undefined) {
-      this.#again = true;
-      return;
-    }
-    this.#sync = (async () => {
-      do {
-        this.#again = false;
-        try {
-          await this.#pass();
-        } catch {
-          // A write that raced the test (a Deployment deleted meanwhile): the next event retries.
-          this.#again = true;
-          await sleep(100);
-        }
-      } while (this.#again && !this.#stopped);
-      this.#sync = undefined;
-    })();
-  }
-
   async #pass(): Promise<void> {
-    const pods = this.#pods.list().filter((pod) => pod.metadata?.deletionTimestamp == null);
+    const pods = this.#watched.pods.list().filter((pod) => pod.metadata?.deletionTimestamp == null);
     const live = new Set(pods.map(keyOf));
     // The Pods deleted (by a rollout, the garbage collector or a test): their processes end.
     for (const [key, run] of this.#running) {
@@ -175,7 +147,7 @@ class KubeletSimulation implements Kubelet {
       this.#running.delete(key);
       void this.#kill(run);
     }
-    for (const deployment of this.#deployments.list()) {
+    for (const deployment of this.#watched.deployments.list()) {
       if (this.#stopped || deployment.metadata?.deletionTimestamp != null) continue;
       await this.#reconcileDeployment(deployment, pods.filter((pod) => pod.metadata?.ownerReferences?.some((ref) => ref.uid === deployment.metadata?.uid)));
     }
@@ -321,7 +293,7 @@ class KubeletSimulation implements Kubelet {
       if (ready !== run.ready && run.child === child && !run.stopped) {
         run.ready = ready;
         await this.#setStatus(run, podIP, { running: { startedAt: new Date() } }).catch(() => undefined);
-        this.#resync();
+        this.#sync.request();
       }
       await sleep(PROBE_INTERVAL_MS);
     }
