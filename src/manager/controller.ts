@@ -95,6 +95,8 @@ export class ManagerController {
   readonly #pending = new Map<string, { readonly writes: Written[]; readonly deadline: number }>();
   /** Why the apiserver refused a release's objects, until a pass succeeds. */
   readonly #refusals = new Map<string, string>();
+  /** The ProxyAvailable reason this replica last reported per release. */
+  readonly #reported = new Map<string, string>();
   /** The last error logged per release, so a retry is not news. */
   readonly #said = new Map<string, string>();
   #synced = false;
@@ -252,10 +254,18 @@ export class ManagerController {
   /** Metrics, logs and Events for the state this pass found. */
   #report(namespace: string, name: string, release: ManagedRelease | undefined, planned: Plan): void {
     this.#metrics.proxy(namespace, name, planned.proxy);
-    // Once per change of reason: a rollout's "1/2 ready", "2/2 ready" are status, not news.
+    // Once per change of reason: a rollout's "1/2 ready", "2/2 ready" are status, not news. Compared
+    // with what this replica reported last, not with the release: a proxy's status write may carry
+    // an older ProxyAvailable for a moment (its cache lags this write), which is no news either.
     const condition = planned.condition;
-    const before = (release?.status?.conditions ?? []).find((item) => (item.type as string) === PROXY_CONDITION);
-    if (release === undefined || condition === undefined || before?.reason === condition.reason) return;
+    const key = `${namespace}/${name}`;
+    const before = this.#reported.get(key) ?? (release?.status?.conditions ?? []).find((item) => (item.type as string) === PROXY_CONDITION)?.reason;
+    if (release === undefined || condition === undefined) {
+      this.#reported.delete(key);
+      return;
+    }
+    this.#reported.set(key, condition.reason);
+    if (before === condition.reason) return;
     const warning = condition.status === 'False' && condition.reason !== 'NoReadyProxy' && condition.reason !== 'ReleaseFinished';
     this.#log[warning ? 'warn' : 'info']({ release: name, namespace, reason: condition.reason }, `${PROXY_CONDITION}: ${condition.message}`);
     this.#record(release, warning ? 'Warning' : 'Normal', condition.reason, condition.message);

@@ -163,8 +163,10 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     await createRelease(cluster, 'web-v2', { services: [serviceEntry('web', [{ port: 8000, weight: 20 }])] });
     const withProxy: CanaryReleaseSpec = { services: [serviceEntry('api', [{ port: 8100, weight: 10 }])], ...{ proxy: { replicas: 1 } } };
     await createRelease(cluster, 'api-v2', withProxy);
-    const release = await waitForRelease(cluster, 'web-v2', 'two ready proxies, serving',
-      (found) => (found as ManagedRelease | undefined)?.status?.proxy?.readyReplicas === 2 && serving(found), 30_000) as ManagedRelease;
+    // The proxy's status writes can briefly carry an older ProxyAvailable (its cache lags the
+    // manager's write by a watch event); the manager puts it right at once.
+    const release = await waitForRelease(cluster, 'web-v2', 'two ready proxies, serving', (found) => (found as ManagedRelease | undefined)?.status?.proxy?.readyReplicas === 2
+      && serving(found) && proxyCondition(found)?.status === 'True', 30_000) as ManagedRelease;
     await waitFor(async () => (await Promise.all(managers.map(leads))).filter(Boolean).length === 1, 'exactly one leading manager', 10_000);
 
     assert.deepEqual(await managed(), [
@@ -190,6 +192,12 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     // Two replicas, each with its own smooth WRR: 80/20 of 50, give or take one per replica.
     const counts = await split(PORT_BASES['web-v2']!, 50);
     assert.ok(Math.abs((counts.canary ?? 0) - 10) <= 2 && (counts.stable ?? 0) + (counts.canary ?? 0) === 50, `split ${JSON.stringify(counts)}`);
+    // Both managers are ready (caches filled); the one that leads says what it keeps.
+    for (const manager of managers) assert.equal((await fetch(`http://127.0.0.1:${manager.adminPort()}/readyz`)).status, 200, `${manager.name} is ready`);
+    const leader = managers[(await Promise.all(managers.map(leads))).indexOf(true)]!;
+    const metrics = await (await fetch(`http://127.0.0.1:${leader.adminPort()}/metrics`)).text();
+    assert.match(metrics, /^canary_l4_manager_proxy_replicas\{release_namespace="default",release="web-v2",state="ready"\} 2$/m);
+    assert.match(metrics, /^canary_l4_manager_reconcile_total\{result="success"\} [1-9]/m);
     assert.ok(Number.isFinite(a.adminPort()));
   });
 
@@ -209,7 +217,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     assert.deepEqual(counts, { stable: 8, canary: 2 });
   });
 
-  it('an invalid spec.proxy is said on its release, naming the fields; the other releases go on', async () => {
+  it('an invalid spec.proxy, or a name someone else holds, is said on its release (naming the field, the object); the other releases go on', async () => {
     const invalid: CanaryReleaseSpec = { services: [serviceEntry('web', [{ port: 8000, weight: 5 }])], ...{ proxy: { replicas: 0, resources: { limits: { memory: 'lots' } } } } };
     await createRelease(cluster, 'bad-v1', invalid);
     const bad = await waitForRelease(cluster, 'bad-v1', 'ProxyAvailable False', (found) => proxyCondition(found)?.status === 'False', 15_000);
@@ -221,6 +229,16 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     assert.equal(events.items[0]?.type, 'Warning');
     assert.equal(events.items[0]?.source?.component, MANAGED_BY);
     await cluster.custom.deleteNamespacedCustomObject({ group: 'canary-l4.io', version: 'v1alpha1', namespace: NAMESPACE, plural: 'canaryreleases', name: 'bad-v1' });
+
+    // A name already taken by someone else's Deployment (a standalone proxy, say): refused, and said.
+    await apps.createNamespacedDeployment({ namespace: NAMESPACE, body: { metadata: { name: 'canary-l4-taken-v1' }, spec: {
+      selector: { matchLabels: { app: 'mine' } }, template: { metadata: { labels: { app: 'mine' } }, spec: { containers: [{ name: 'mine', image: 'mine:1' }] } } } } });
+    await createRelease(cluster, 'taken-v1', { services: [serviceEntry('web', [{ port: 8000, weight: 5 }])] });
+    const taken = await waitForRelease(cluster, 'taken-v1', 'ProxyAvailable False', (found) => proxyCondition(found)?.reason === 'Refused', 15_000);
+    assert.equal(proxyCondition(taken)?.message, 'the API refused the proxy\'s objects: Deployment canary-l4-taken-v1 already exists and is not the manager\'s (a standalone proxy?): delete it, or rename the release');
+    assert.deepEqual((await deployment('canary-l4-taken-v1'))?.spec?.selector.matchLabels, { app: 'mine' }, 'left as it was');
+    await cluster.custom.deleteNamespacedCustomObject({ group: 'canary-l4.io', version: 'v1alpha1', namespace: NAMESPACE, plural: 'canaryreleases', name: 'taken-v1' });
+    await apps.deleteNamespacedDeployment({ name: 'canary-l4-taken-v1', namespace: NAMESPACE });
     assert.equal((await proxyOf('web-v2'))?.ready, '1/1');
   });
 
