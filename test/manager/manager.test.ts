@@ -64,6 +64,8 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     let output = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    // A test run that dies must not leave a manager running (it would keep writing to nothing).
+    process.once('exit', () => child.kill('SIGKILL'));
     const manager: Manager = {
       name,
       child,

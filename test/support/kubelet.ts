@@ -98,7 +98,13 @@ class KubeletSimulation implements Kubelet {
   readonly #sync = new OnePassAtATime(() => this.#pass(), () => this.#stopped);
   #stopped = false;
 
+  /** A test that dies before stop() must not leave its pods' processes running (holding ports). */
+  readonly #killAllOnExit = () => {
+    for (const run of this.#running.values()) run.child?.kill('SIGKILL');
+  };
+
   constructor(options: KubeletOptions) {
+    process.once('exit', this.#killAllOnExit);
     this.#options = options;
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
     this.#apps = options.kubeConfig.makeApiClient(AppsV1Api);
@@ -129,6 +135,7 @@ class KubeletSimulation implements Kubelet {
     await Promise.all([this.#watched.deployments.stop(), this.#watched.pods.stop()]);
     await this.#sync.idle;
     await Promise.all([...this.#running.values()].map((run) => this.#kill(run)));
+    process.off('exit', this.#killAllOnExit);
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
