@@ -4,14 +4,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Gauge } from 'prom-client';
 import type { L4Config } from './config/types.ts';
 import { Controller } from './control/controller.ts';
-import { METRIC_PREFIX } from './defaults.ts';
 import type { PortWeightOverride } from './control/desired.ts';
 import type { Labels } from './control/types.ts';
 import { loadKubeConfig, makeClients } from './kube/client.ts';
-import { LeaderElector } from './kube/lease.ts';
+import { startLeadership } from './kube/leadership.ts';
+import type { LeaderElector } from './kube/lease.ts';
 import { Runtime, exitOnSignals, type RuntimeOptions } from './runtime.ts';
 import { loadServedConfig, saveServedConfig, type StateOwner } from './state-dir.ts';
 
@@ -56,33 +55,10 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     identity,
     onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
   });
-  const leader = new Gauge({
-    name: `${METRIC_PREFIX}leader`,
-    help: '1 on the replica that writes to the API (the Lease holder, or the only replica without leader election).',
-    registers: [runtime.registry],
+  elector = startLeadership({
+    coordination: clients.coordination, namespace, name: `canary-l4-${release}`, identity, leaseDurationMs: options.leaseDurationMs,
+    log: runtime.log, registry: runtime.registry, onChange: () => controller.trigger(),
   });
-  leader.set(options.leaseDurationMs === undefined ? 1 : 0);
-  const leadershipChanged = (leading: boolean) => {
-    leader.set(leading ? 1 : 0);
-    controller.trigger();
-  };
-  if (options.leaseDurationMs !== undefined) {
-    // client-go's proportions: renew well within the lease, retry several times per lease.
-    elector = new LeaderElector({
-      coordination: clients.coordination,
-      namespace,
-      name: `canary-l4-${release}`,
-      identity,
-      leaseDurationMs: options.leaseDurationMs,
-      renewDeadlineMs: Math.round((options.leaseDurationMs * 2) / 3),
-      retryPeriodMs: Math.round(options.leaseDurationMs / 7.5),
-      requestTimeoutMs: Math.round(options.leaseDurationMs / 7.5),
-      log: runtime.log,
-      onStartedLeading: () => leadershipChanged(true),
-      onStoppedLeading: () => leadershipChanged(false),
-    });
-    elector.start();
-  }
   runtime.log.info(
     { namespace, release, proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides },
     'proxy started',

@@ -8,6 +8,7 @@ import { ConfigError } from '../errors.ts';
 import { serveCommand } from './commands/serve.ts';
 import { demoCommand } from './commands/demo.ts';
 import { proxyCommand } from './commands/proxy.ts';
+import { managerCommand } from './commands/manager.ts';
 
 /** Startup failures a user can cause are one line per problem and a non-zero exit, no stack. */
 function exitWith(err: unknown): never {
@@ -22,8 +23,9 @@ try {
     .env('CANARY_L4')
     .command(serveCommand)
     .command(proxyCommand)
+    .command(managerCommand)
     .command(demoCommand)
-    .demandCommand(1, 'name a command: serve, proxy or demo (see --help)')
+    .demandCommand(1, 'name a command: serve, proxy, manager or demo (see --help)')
     .strict()
     .help()
     .alias('h', 'help')

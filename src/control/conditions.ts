@@ -26,10 +26,13 @@ export function formatTime(now: Date): string {
 
 export function buildConditions(previous: readonly CanaryReleaseCondition[] | undefined, drafts: ConditionDrafts,
   generation: number, now: Date): readonly CanaryReleaseCondition[] {
-  return CONDITION_TYPES.map((type) => {
+  const own = CONDITION_TYPES.map((type) => {
     const draft = drafts[type];
     const before = previous?.find((item) => item.type === type);
     const lastTransitionTime = before !== undefined && before.status === draft.status ? before.lastTransitionTime : formatTime(now);
     return { type, ...draft, lastTransitionTime, observedGeneration: generation };
   });
+  // Another controller's conditions (the manager's ProxyAvailable) are kept as they are: the
+  // status write replaces the whole list, and dropping them would start a tug of war.
+  return [...own, ...(previous ?? []).filter((item) => !CONDITION_TYPES.includes(item.type))];
 }

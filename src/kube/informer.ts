@@ -35,6 +35,10 @@ export interface Informer<T extends KubernetesObject> {
 
 const INITIAL_BACKOFF_MS = 500;
 
+/** What a controller's informers run with: a server-side watch timeout, a restart of a watch silent
+ * for long, and retries at least every 3 s, so recovery after an API outage is prompt. */
+export const CONTROLLER_INFORMER_TUNING = { watchTimeoutSeconds: 300, staleAfterMs: 10 * 60_000, maxBackoffMs: 3_000 } as const;
+
 class TunedWatch extends Watch {
   readonly #timeoutSeconds: number;
   readonly #onActivity: () => void;

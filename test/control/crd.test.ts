@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { CONDITION_TYPES } from '../../src/control/conditions.ts';
 import { GROUP, KIND, PHASES, PLURAL, VERSION } from '../../src/control/types.ts';
+import { PROXY_CONDITION } from '../../src/manager/types.ts';
 
 type Schema = { [key: string]: unknown; properties?: Record<string, Schema>; items?: Schema };
 
@@ -44,7 +45,7 @@ describe('deploy/crd.yaml', () => {
     assert.deepEqual(at(port, 'protocol').enum, ['TCP', 'UDP', 'HTTP', 'HTTPS']);
     assert.deepEqual(at(root, 'spec.transition').enum, ['', 'Adopted', 'Deprecated']);
     assert.deepEqual(at(root, 'status.ports.[].protocol').enum, ['TCP', 'UDP']);
-    assert.deepEqual(at(root, 'status.conditions.[].type').enum, CONDITION_TYPES);
+    assert.deepEqual(at(root, 'status.conditions.[].type').enum, [...CONDITION_TYPES, PROXY_CONDITION], 'the proxy\'s conditions and the manager\'s');
     assert.deepEqual(at(root, 'status.phase').enum, ['', ...PHASES], 'every phase the proxy writes, and the "" of releases written before 0.2');
   });
 
@@ -64,10 +65,12 @@ describe('deploy/crd.yaml', () => {
     assert.doesNotMatch(JSON.stringify(root), /\$ref/, 'structural schemas cannot use $ref');
   });
 
-  it('prints phase, weights, readiness and age, each from a status field the proxy writes', () => {
+  it('prints phase, weights, proxies, readiness and age, each from a status field the proxy or the manager writes', () => {
     assert.deepEqual(version.additionalPrinterColumns.map((column) => [column.name, column.jsonPath]), [
-      ['Phase', '.status.phase'], ['Weights', '.status.weights'], ['Ready', '.status.conditions[?(@.type=="Ready")].status'], ['Age', '.metadata.creationTimestamp'],
+      ['Phase', '.status.phase'], ['Weights', '.status.weights'], ['Proxy', '.status.proxy.ready'], ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
+      ['Age', '.metadata.creationTimestamp'],
     ]);
     assert.equal(at(root, 'status.weights').type, 'string');
+    assert.equal(at(root, 'status.proxy.ready').type, 'string');
   });
 });

@@ -1,8 +1,8 @@
 // High availability: two `canary-l4 proxy` replicas (child processes sharing the proxy ports with
 // SO_REUSEPORT, as two pods behind the retargeted Service would each have them) serve the same
 // split; one Lease-elected leader writes. The leader is killed mid-lifecycle and the follower
-// takes over and finishes the adoption. What the replicas asked of the API is the Role in
-// deploy/rbac.yaml, exactly.
+// takes over and finishes the adoption. What the replicas asked of the API is the ClusterRole in
+// deploy/proxy-rbac.yaml, exactly.
 
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { V1Role } from '@kubernetes/client-node';
+import type { V1ClusterRole } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { sleep, waitFor } from '../support/backends.ts';
 import { MAIN } from '../support/serve-child.ts';
@@ -55,10 +55,10 @@ async function metric(replica: Replica, pattern: RegExp): Promise<number> {
 const isLeader = async (replica: Replica) => (await metric(replica, /^canary_l4_leader (\d+)$/m)) === 1;
 const connectionsServed = (replica: Replica) => metric(replica, /^canary_l4_listener_connections_total\{listener="web-ha-svc-8600-tcp"\} (\d+)$/m);
 
-/** The Role of deploy/rbac.yaml as `verb group/resource` lines, as rbacUsed() writes them. */
+/** The proxy's ClusterRole (deploy/proxy-rbac.yaml) as `verb group/resource` lines, as rbacUsed() writes them. */
 function roleGrants(): string[] {
-  const documents = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map((doc) => doc.toJS());
-  const role = documents.find((doc) => doc?.kind === 'Role') as V1Role;
+  const documents = parseAllDocuments(readFileSync(new URL('../../deploy/proxy-rbac.yaml', import.meta.url), 'utf8')).map((doc) => doc.toJS());
+  const role = documents.find((doc) => doc?.kind === 'ClusterRole') as V1ClusterRole;
   return (role.rules ?? [])
     .flatMap((rule) => (rule.apiGroups ?? []).flatMap((group) => (rule.resources ?? []).flatMap((resource) => rule.verbs.map((verb) => `${verb} ${group || 'core'}/${resource}`))))
     .sort();
@@ -131,6 +131,6 @@ describe('two replicas, one leader', { timeout: 90_000 }, () => {
     assert.equal(await follower.exited, 0);
     await sleep(100);
 
-    assert.deepEqual(rbacUsed(cluster.api), roleGrants(), 'the Role in deploy/rbac.yaml is exactly what the proxy used');
+    assert.deepEqual(rbacUsed(cluster.api), roleGrants(), 'the ClusterRole in deploy/proxy-rbac.yaml is exactly what the proxy used');
   });
 });

@@ -23,13 +23,16 @@ interface Dashboard {
   templating: { list: { type: string; query?: string | { query?: string } }[] };
 }
 
-/** The control loop's metrics and their labels (src/control/controller.ts, src/proxy.ts): not in a bare data plane's /metrics. */
+/** The control loops' metrics and their labels (src/control/controller.ts, src/proxy.ts, src/manager/controller.ts, src/manager.ts): not in a bare data plane's /metrics. */
 const CONTROL_LOOP_METRICS = new Map<string, readonly string[]>([
   ['canary_l4_reconcile_total', ['result']],
   ['canary_l4_reconcile_duration_seconds', ['le']],
   ['canary_l4_release_info', ['release', 'namespace', 'phase']],
   ['canary_l4_canary_weight', ['service', 'port', 'protocol']],
   ['canary_l4_leader', []],
+  ['canary_l4_manager_reconcile_total', ['result']],
+  ['canary_l4_manager_reconcile_duration_seconds', ['le']],
+  ['canary_l4_manager_proxy_replicas', ['release_namespace', 'release', 'state']],
 ]);
 /** Labels Prometheus Operator puts on every target of a ServiceMonitor. */
 const OPERATOR_TARGET_LABELS = ['namespace', 'service', 'pod', 'container', 'endpoint', 'job', 'instance'];
@@ -150,7 +153,7 @@ describe('deploy/grafana/canary-l4.json', () => {
   });
 
   it('uses only labels that the metrics of each query carry, or that the ServiceMonitor adds', () => {
-    const monitor = theOnly<KubeObject & { spec: { endpoints: { relabelings?: { targetLabel?: string }[] }[] } }>('ServiceMonitor');
+    const monitor = theOnly<KubeObject & { spec: { endpoints: { relabelings?: { targetLabel?: string }[] }[] } }>('ServiceMonitor', 'monitoring/');
     const relabelled = monitor.spec.endpoints.flatMap((endpoint) => (endpoint.relabelings ?? []).flatMap((rule) => (rule.targetLabel ? [rule.targetLabel] : [])));
     const labelsOf = (name: string): string[] => {
       const controlLoop = CONTROL_LOOP_METRICS.get(familyOf(name));

@@ -13,6 +13,9 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT } from '../../src/defaults.ts';
+import { KIND } from '../../src/control/types.ts';
+import { renderProxy } from '../../src/manager/render.ts';
+import type { ManagedRelease } from '../../src/manager/types.ts';
 import { deployDir, theOnly } from './manifests.ts';
 
 const run = promisify(execFile);
@@ -95,8 +98,9 @@ describe('deploy/Dockerfile', () => {
     const [user = ''] = instructions(finalStage, 'USER');
     const [uid = ''] = user.split(':');
     assert.match(uid, /^[1-9]\d*$/, 'numeric, so that runAsNonRoot can verify it');
-    const deployment = theOnly<V1Deployment>('Deployment');
-    assert.equal(deployment.spec?.template.spec?.securityContext?.runAsUser, Number(uid));
+    for (const deployment of [theOnly<V1Deployment>('Deployment'), theOnly<V1Deployment>('Deployment', 'standalone/')]) {
+      assert.equal(deployment.spec?.template.spec?.securityContext?.runAsUser, Number(uid));
+    }
   });
 
   it('starts under tini, which passes SIGTERM on to node', () => {
@@ -148,18 +152,27 @@ describe('deploy/Dockerfile', () => {
 
     it('`--help` prints the commands', async () => {
       const { stdout } = await start(['--help']);
-      for (const command of ['serve', 'proxy', 'demo']) assert.match(stdout, new RegExp(`canary-l4 ${command}\\b`));
+      for (const command of ['serve', 'proxy', 'manager', 'demo']) assert.match(stdout, new RegExp(`canary-l4 ${command}\\b`));
     });
 
-    it('accepts the command and flags the Deployment gives it', async () => {
-      const deployment = theOnly<V1Deployment>('Deployment');
-      const args = deployment.spec?.template.spec?.containers[0]?.args ?? [];
-      const result = await start([...args, '--help']).then(
-        ({ stdout }) => ({ ok: true, output: stdout }),
-        (err: { stderr?: string }) => ({ ok: false, output: err.stderr ?? String(err) }),
-      );
-      assert.ok(result.ok, `\`canary-l4 ${args.join(' ')}\` is refused: ${result.output}`);
-      assert.match(result.output, /--canary-release/);
-    });
+    // The manager's Deployment, and the proxies: standalone, and as the manager renders them.
+    const example = theOnly<ManagedRelease>(KIND);
+    const rendered = renderProxy({ ...example, metadata: { ...example.metadata, namespace: 'default', uid: 'uid-1' } }, { proxyImage: 'canary-l4:0.1.0' });
+    const deployments: [string, V1Deployment | undefined, RegExp][] = [
+      ['deploy/manager-deployment.yaml', theOnly<V1Deployment>('Deployment'), /--proxy-image/],
+      ['deploy/standalone/deployment.yaml', theOnly<V1Deployment>('Deployment', 'standalone/'), /--canary-release/],
+      ['the manager\'s proxy Deployment', rendered.ok ? rendered.objects.deployment : undefined, /--canary-release/],
+    ];
+    for (const [what, deployment, flag] of deployments) {
+      it(`accepts the command and flags ${what} gives it`, async () => {
+        const args = deployment?.spec?.template.spec?.containers[0]?.args ?? [];
+        const result = await start([...args, '--help']).then(
+          ({ stdout }) => ({ ok: true, output: stdout }),
+          (err: { stderr?: string }) => ({ ok: false, output: err.stderr ?? String(err) }),
+        );
+        assert.ok(result.ok, `\`canary-l4 ${args.join(' ')}\` is refused: ${result.output}`);
+        assert.match(result.output, flag);
+      });
+    }
   });
 });

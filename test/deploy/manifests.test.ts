@@ -1,35 +1,41 @@
-// The manifests of deploy/ fit together: the Deployment's pods are what the PDB, the metrics
-// Service and (through it) the ServiceMonitor select, and what the proxy retargets the release's
-// Services to; the probes reach the admin server; a SIGTERM drains before the kubelet kills; the
-// pod is locked down; RBAC grants what the proxy needs and nothing else.
+// The manifests of deploy/ fit together. The default install (deploy/) is the CRD and the manager:
+// its pods are what its PDB and metrics Service select, its probes reach its admin server, it runs
+// locked down, and its RBAC binds it to what it needs. A proxy Deployment — the one the manager
+// renders for a release, and deploy/standalone's — has its pods labelled for the release's
+// Services, probes on the admin server, a drain that ends before the kubelet kills, a locked-down
+// pod and an emptyDir for --state-dir. The ServiceMonitor component finds every metrics Service.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { parse, parseAllDocuments } from 'yaml';
 import type {
-  V1Container, V1Deployment, V1LabelSelector, V1PodDisruptionBudget, V1Role, V1RoleBinding, V1Service, V1ServiceAccount,
+  V1ClusterRole, V1ClusterRoleBinding, V1Container, V1Deployment, V1LabelSelector, V1PodDisruptionBudget, V1Role, V1RoleBinding, V1Service,
+  V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/defaults.ts';
 import { KIND, LABEL_RELEASE } from '../../src/control/types.ts';
-import { allObjects, deployDir, manifestFiles, theOnly, type KubeObject } from './manifests.ts';
+import { renderProxy } from '../../src/manager/render.ts';
+import { PROXY_CLUSTER_ROLE, type ManagedRelease } from '../../src/manager/types.ts';
+import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject } from './manifests.ts';
 
 const run = promisify(execFile);
+const MANAGER_NAMESPACE = 'canary-l4-system';
 
 interface ServiceMonitor extends KubeObject {
-  spec: { selector: V1LabelSelector; endpoints: { port: string; path?: string; relabelings?: { sourceLabels?: string[]; targetLabel?: string }[] }[] };
+  spec: { namespaceSelector?: { any?: boolean }; selector: V1LabelSelector; endpoints: { port: string; path?: string; relabelings?: { sourceLabels?: string[]; targetLabel?: string }[] }[] };
 }
 
-const deployment = theOnly<V1Deployment>('Deployment');
-const podSpec = deployment.spec?.template.spec;
-const podLabels = deployment.spec?.template.metadata?.labels ?? {};
-const proxy = podSpec?.containers.find((container) => container.name === 'proxy');
-const release = theOnly<KubeObject>(KIND);
+const example = theOnly<ManagedRelease>(KIND);
+const rendered = renderProxy({ ...example, metadata: { ...example.metadata, namespace: 'default', uid: 'uid-1' } }, { proxyImage: 'canary-l4:0.1.0' });
+assert.ok(rendered.ok, 'the example release renders');
+const manager = theOnly<V1Deployment>('Deployment');
+const managerContainer = manager.spec?.template.spec?.containers.find((container) => container.name === 'manager');
 
 function envValue(container: V1Container | undefined, name: string): string | undefined {
   return container?.env?.find((variable) => variable.name === name)?.value;
@@ -43,51 +49,130 @@ function selects(selector: V1LabelSelector | undefined, labels: Record<string, s
 }
 
 /** A container port given by name or number, as a number. */
-function portNumber(port: number | string | undefined): number | undefined {
-  return typeof port === 'number' ? port : proxy?.ports?.find((candidate) => candidate.name === port)?.containerPort;
+function portNumber(container: V1Container | undefined, port: number | string | undefined): number | undefined {
+  return typeof port === 'number' ? port : container?.ports?.find((candidate) => candidate.name === port)?.containerPort;
 }
 
-describe('deploy/ manifests', () => {
-  it('every YAML file parses into API objects, and kustomization.yaml lists exactly those files', () => {
-    assert.ok(allObjects().length >= 9);
-    const kustomization = parse(readFileSync(new URL('kustomization.yaml', deployDir), 'utf8')) as { resources: string[] };
-    assert.deepEqual([...kustomization.resources].sort(), manifestFiles());
+function probesAdminPort(container: V1Container | undefined): void {
+  const adminPort = Number(envValue(container, 'CANARY_L4_ADMIN_PORT') ?? DEFAULT_ADMIN_PORT);
+  assert.equal(container?.readinessProbe?.httpGet?.path, '/readyz');
+  assert.equal(container?.livenessProbe?.httpGet?.path, '/healthz');
+  assert.equal(portNumber(container, container?.readinessProbe?.httpGet?.port), adminPort);
+  assert.equal(portNumber(container, container?.livenessProbe?.httpGet?.port), adminPort);
+}
+
+function lockedDown(deployment: V1Deployment, container: V1Container | undefined): void {
+  const pod = deployment.spec?.template.spec?.securityContext;
+  const own = container?.securityContext;
+  assert.equal(own?.runAsNonRoot ?? pod?.runAsNonRoot, true);
+  assert.notEqual(own?.runAsUser ?? pod?.runAsUser ?? 0, 0);
+  assert.equal(own?.readOnlyRootFilesystem, true);
+  assert.equal(own?.allowPrivilegeEscalation, false);
+  assert.deepEqual(own?.capabilities, { drop: ['ALL'] }, 'ports are >= 8080: not even NET_BIND_SERVICE');
+  assert.equal((own?.seccompProfile ?? pod?.seccompProfile)?.type, 'RuntimeDefault');
+  assert.notEqual(deployment.spec?.template.spec?.hostNetwork, true);
+}
+
+/** `verb group/resource` lines of some RBAC rules. */
+function grants(rules: V1ClusterRole['rules']): string[] {
+  return (rules ?? []).flatMap((rule) => (rule.apiGroups ?? []).flatMap((group) => (rule.resources ?? []).flatMap((resource) => rule.verbs.map((verb) => `${verb} ${group || 'core'}/${resource}`))));
+}
+
+describe('deploy/: the default install, CRD and manager', () => {
+  it('kustomization.yaml installs every manifest of deploy/ but the example release', () => {
+    const kustomization = parse(readFileSync(new URL('kustomization.yaml', deployDir), 'utf8')) as { namespace: string; resources: string[] };
+    assert.deepEqual([...kustomization.resources].sort(), manifestFiles().filter((file) => file !== 'canaryrelease-example.yaml'));
+    assert.equal(kustomization.namespace, MANAGER_NAMESPACE);
   });
 
-  it('holds every piece of an installation', () => {
-    const kinds = allObjects().map((object) => `${object.apiVersion} ${object.kind}`).sort();
-    assert.deepEqual(kinds, [
+  it('holds the CRD, the manager, the proxy ClusterRole, and nothing per release', () => {
+    const installed = allObjects().filter((object) => object.kind !== KIND);
+    assert.deepEqual(installed.map((object) => `${object.apiVersion} ${object.kind}`).sort(), [
       'apiextensions.k8s.io/v1 CustomResourceDefinition',
       'apps/v1 Deployment',
-      'canary-l4.io/v1alpha1 CanaryRelease',
-      'monitoring.coreos.com/v1 ServiceMonitor',
       'policy/v1 PodDisruptionBudget',
+      'rbac.authorization.k8s.io/v1 ClusterRole',
+      'rbac.authorization.k8s.io/v1 ClusterRole',
+      'rbac.authorization.k8s.io/v1 ClusterRoleBinding',
       'rbac.authorization.k8s.io/v1 Role',
       'rbac.authorization.k8s.io/v1 RoleBinding',
+      'v1 Namespace',
       'v1 Service',
       'v1 ServiceAccount',
     ]);
+    assert.equal(named<KubeObject>('Namespace', MANAGER_NAMESPACE).kind, 'Namespace');
   });
 
-  describe('the Deployment', () => {
-    it('runs the proxy of the example CanaryRelease, in its own namespace', () => {
+  it('runs two manager replicas, each told its own pod (its image is the proxies\' default)', () => {
+    assert.equal(manager.spec?.replicas, 2);
+    assert.deepEqual(managerContainer?.args, ['manager']);
+    const fieldOf = (name: string) => managerContainer?.env?.find((variable) => variable.name === name)?.valueFrom?.fieldRef?.fieldPath;
+    assert.equal(fieldOf('CANARY_L4_POD_NAME'), 'metadata.name');
+    assert.equal(fieldOf('CANARY_L4_POD_NAMESPACE'), 'metadata.namespace');
+  });
+
+  it('probes the manager on /readyz and /healthz at its admin port, and locks it down', () => {
+    probesAdminPort(managerContainer);
+    lockedDown(manager, managerContainer);
+    assert.ok(managerContainer?.resources?.requests?.memory && managerContainer.resources.limits?.memory);
+  });
+
+  it('the manager\'s PDB and metrics Service select its pods', () => {
+    const podLabels = manager.spec?.template.metadata?.labels ?? {};
+    assert.ok(selects(manager.spec?.selector, podLabels));
+    assert.ok(selects(theOnly<V1PodDisruptionBudget>('PodDisruptionBudget').spec?.selector, podLabels));
+    const service = theOnly<V1Service>('Service');
+    assert.ok(selects({ matchLabels: service.spec?.selector }, podLabels));
+    assert.equal(portNumber(managerContainer, service.spec?.ports?.[0]?.targetPort), DEFAULT_ADMIN_PORT);
+  });
+
+  it('binds the manager\'s ServiceAccount to its ClusterRole, and in its namespace to its Role', () => {
+    const account = theOnly<V1ServiceAccount>('ServiceAccount');
+    assert.equal(manager.spec?.template.spec?.serviceAccountName, account.metadata?.name);
+    const clusterBinding = theOnly<V1ClusterRoleBinding>('ClusterRoleBinding');
+    const binding = theOnly<V1RoleBinding>('RoleBinding');
+    assert.deepEqual(clusterBinding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'canary-l4-manager' });
+    assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: theOnly<V1Role>('Role').metadata?.name });
+    for (const subjects of [clusterBinding.subjects, binding.subjects]) {
+      assert.deepEqual(subjects, [{ kind: 'ServiceAccount', name: account.metadata?.name, namespace: MANAGER_NAMESPACE }]);
+    }
+  });
+
+  // That the rules are exactly what the manager uses is checked where it runs: test/manager/manager.test.ts.
+  it('lets the manager bind the proxy\'s ClusterRole without holding its rights, and grants no wildcard', () => {
+    const role = named<V1ClusterRole>('ClusterRole', 'canary-l4-manager');
+    const bind = role.rules?.filter((rule) => rule.verbs.includes('bind')) ?? [];
+    assert.deepEqual(bind.map((rule) => [rule.resources, rule.resourceNames, rule.verbs]), [[['clusterroles'], [PROXY_CLUSTER_ROLE], ['bind']]]);
+    const everything = [...grants(role.rules), ...grants(theOnly<V1Role>('Role').rules)];
+    assert.ok(everything.every((grant) => !grant.includes('*')), everything.join('; '));
+    for (const proxyOnly of ['patch canary-l4.io/canaryreleases', 'patch core/services', 'escalate rbac.authorization.k8s.io/clusterroles']) {
+      assert.ok(!everything.includes(proxyOnly), `the manager does not ${proxyOnly}`);
+    }
+  });
+});
+
+const standalone = theOnly<V1Deployment>('Deployment', 'standalone/');
+const proxies: [string, V1Deployment][] = [['deploy/standalone/deployment.yaml', standalone], ['the manager\'s proxy Deployment', rendered.objects.deployment]];
+
+for (const [what, deployment] of proxies) {
+  describe(what, () => {
+    const podSpec = deployment.spec?.template.spec;
+    const podLabels = deployment.spec?.template.metadata?.labels ?? {};
+    const proxy = podSpec?.containers.find((container) => container.name === 'proxy');
+
+    it('runs `canary-l4 proxy` for the example CanaryRelease, in its namespace', () => {
       assert.equal(proxy?.args?.[0], 'proxy');
-      assert.equal(envValue(proxy, 'CANARY_RELEASE_NAME'), release.metadata.name);
-      assert.equal(proxy?.env?.find((variable) => variable.name === 'CANARY_RELEASE_NAMESPACE')?.valueFrom?.fieldRef?.fieldPath, 'metadata.namespace');
+      assert.equal(envValue(proxy, 'CANARY_RELEASE_NAME'), example.metadata.name);
+      const namespace = proxy?.env?.find((variable) => variable.name === 'CANARY_RELEASE_NAMESPACE');
+      assert.ok(namespace?.value === 'default' || namespace?.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace');
     });
 
     it(`labels its pods ${LABEL_RELEASE}: <release>, the proxy's default --proxy-selector, and selects them by it`, () => {
-      assert.equal(podLabels[LABEL_RELEASE], release.metadata.name);
-      assert.deepEqual(deployment.spec?.selector.matchLabels, { [LABEL_RELEASE]: release.metadata.name });
+      assert.equal(podLabels[LABEL_RELEASE], example.metadata.name);
+      assert.deepEqual(deployment.spec?.selector.matchLabels, { [LABEL_RELEASE]: example.metadata.name });
     });
 
-    it('probes readiness on /readyz and liveness on /healthz, at the admin port the proxy listens on', () => {
-      const adminPort = Number(envValue(proxy, 'CANARY_L4_ADMIN_PORT') ?? DEFAULT_ADMIN_PORT);
-      assert.equal(proxy?.readinessProbe?.httpGet?.path, '/readyz');
-      assert.equal(proxy?.livenessProbe?.httpGet?.path, '/healthz');
-      assert.equal(portNumber(proxy?.readinessProbe?.httpGet?.port), adminPort);
-      assert.equal(portNumber(proxy?.livenessProbe?.httpGet?.port), adminPort);
-    });
+    it('probes readiness on /readyz and liveness on /healthz, at the admin port the proxy listens on', () => probesAdminPort(proxy));
 
     it('lets the preStop pause and the drain finish before the kubelet kills the pod', () => {
       const drainSeconds = Number(envValue(proxy, 'CANARY_L4_DRAIN_TIMEOUT') ?? DEFAULT_DRAIN_TIMEOUT_MS / 1000);
@@ -105,21 +190,14 @@ describe('deploy/ manifests', () => {
       assert.ok(podSpec?.volumes?.find((volume) => volume.name === mount.name)?.emptyDir, 'the volume is an emptyDir');
     });
 
-    it('keeps a serving pod during a rollout', () => {
+    it('keeps a serving pod during a rollout, and spreads its pods over nodes', () => {
       assert.equal(deployment.spec?.strategy?.rollingUpdate?.maxUnavailable, 0);
+      const spread = podSpec?.affinity?.podAntiAffinity?.preferredDuringSchedulingIgnoredDuringExecution?.[0]?.podAffinityTerm;
+      assert.equal(spread?.topologyKey, 'kubernetes.io/hostname');
+      assert.ok(selects(spread?.labelSelector, podLabels));
     });
 
-    it('runs locked down: non-root, read-only root, no privilege escalation, no capabilities, RuntimeDefault seccomp', () => {
-      const pod = podSpec?.securityContext;
-      const container = proxy?.securityContext;
-      assert.equal(container?.runAsNonRoot ?? pod?.runAsNonRoot, true);
-      assert.notEqual(container?.runAsUser ?? pod?.runAsUser ?? 0, 0);
-      assert.equal(container?.readOnlyRootFilesystem, true);
-      assert.equal(container?.allowPrivilegeEscalation, false);
-      assert.deepEqual(container?.capabilities, { drop: ['ALL'] }, 'proxy ports are >= 8080: not even NET_BIND_SERVICE');
-      assert.equal((container?.seccompProfile ?? pod?.seccompProfile)?.type, 'RuntimeDefault');
-      assert.notEqual(podSpec?.hostNetwork, true);
-    });
+    it('runs locked down: non-root, read-only root, no privilege escalation, no capabilities, RuntimeDefault seccomp', () => lockedDown(deployment, proxy));
 
     it('requests CPU and memory and caps memory', () => {
       assert.ok(proxy?.resources?.requests?.cpu);
@@ -127,60 +205,99 @@ describe('deploy/ manifests', () => {
       assert.ok(proxy?.resources?.limits?.memory);
     });
   });
+}
 
-  it('the PodDisruptionBudget covers the proxy pods', () => {
-    const pdb = theOnly<V1PodDisruptionBudget>('PodDisruptionBudget');
-    assert.ok(selects(pdb.spec?.selector, podLabels), 'the PDB selector matches the pod template labels');
-    assert.ok(pdb.spec?.minAvailable !== undefined || pdb.spec?.maxUnavailable !== undefined);
+describe('deploy/standalone: one release without the manager', () => {
+  const podLabels = standalone.spec?.template.metadata?.labels ?? {};
+
+  it('the PodDisruptionBudget and the metrics Service cover the proxy pods', () => {
+    assert.ok(selects(theOnly<V1PodDisruptionBudget>('PodDisruptionBudget', 'standalone/').spec?.selector, podLabels));
+    const service = theOnly<V1Service>('Service', 'standalone/');
+    assert.ok(selects({ matchLabels: service.spec?.selector }, podLabels));
+    assert.equal(portNumber(standalone.spec?.template.spec?.containers[0], service.spec?.ports?.[0]?.targetPort), DEFAULT_ADMIN_PORT);
   });
 
-  it('Prometheus finds the admin port: ServiceMonitor → metrics Service → proxy pods', () => {
-    const service = theOnly<V1Service>('Service');
-    const monitor = theOnly<ServiceMonitor>('ServiceMonitor');
-    assert.ok(selects(service.spec?.selector ? { matchLabels: service.spec.selector } : undefined, podLabels), 'the metrics Service selects the proxy pods');
-    assert.ok(selects(monitor.spec.selector, service.metadata?.labels ?? {}), 'the ServiceMonitor selects the metrics Service');
-    const [endpoint] = monitor.spec.endpoints;
-    const servicePort = service.spec?.ports?.find((port) => port.name === endpoint?.port);
-    assert.ok(servicePort, `the metrics Service has a port named ${endpoint?.port}`);
-    assert.equal(portNumber(servicePort.targetPort), portNumber('admin'));
-    assert.equal(endpoint?.path ?? '/metrics', '/metrics');
-    const releaseLabel = `__meta_kubernetes_pod_label_${LABEL_RELEASE.replace(/[^a-zA-Z0-9_]/g, '_')}`;
-    assert.ok(
-      endpoint?.relabelings?.some((rule) => rule.sourceLabels?.includes(releaseLabel) && rule.targetLabel === 'canary_release'),
-      'every series is labelled with the release of the pod it came from',
-    );
-  });
-
-  it('the RoleBinding gives the Role to the ServiceAccount the Deployment runs as', () => {
-    const account = theOnly<V1ServiceAccount>('ServiceAccount');
-    const binding = theOnly<V1RoleBinding>('RoleBinding');
-    const role = theOnly<V1Role>('Role');
-    assert.equal(podSpec?.serviceAccountName, account.metadata?.name);
-    assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata?.name });
+  it('binds the ServiceAccount the Deployment runs as to the proxy\'s ClusterRole, in the release\'s namespace', () => {
+    const account = theOnly<V1ServiceAccount>('ServiceAccount', 'standalone/');
+    const binding = theOnly<V1RoleBinding>('RoleBinding', 'standalone/');
+    assert.equal(standalone.spec?.template.spec?.serviceAccountName, account.metadata?.name);
+    assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: PROXY_CLUSTER_ROLE });
     assert.deepEqual(binding.subjects?.map(({ kind, name }) => ({ kind, name })), [{ kind: 'ServiceAccount', name: account.metadata?.name }]);
+    assert.equal(named<V1ClusterRole>('ClusterRole', PROXY_CLUSTER_ROLE).kind, 'ClusterRole', 'deploy/ ships the ClusterRole it binds');
   });
 
-  // That the Role grants exactly what the proxy uses is checked where the proxy runs: test/control/ha.test.ts.
-  it('the Role names no single objects (the proxy works on Services it creates)', () => {
-    for (const rule of theOnly<V1Role>('Role').rules ?? []) assert.equal(rule.resourceNames, undefined);
+  it('the proxy\'s ClusterRole names no single objects (the proxy works on Services it creates)', () => {
+    for (const rule of named<V1ClusterRole>('ClusterRole', PROXY_CLUSTER_ROLE).rules ?? []) assert.equal(rule.resourceNames, undefined);
+  });
+});
+
+describe('deploy/monitoring: the optional ServiceMonitor', () => {
+  const monitor = theOnly<ServiceMonitor>('ServiceMonitor', 'monitoring/');
+
+  it('finds the manager\'s metrics Service and every proxy\'s, in every namespace, on their admin port', () => {
+    assert.equal(monitor.spec.namespaceSelector?.any, true);
+    const [endpoint] = monitor.spec.endpoints;
+    assert.equal(endpoint?.path ?? '/metrics', '/metrics');
+    const services: [string, V1Service, V1Container | undefined][] = [
+      ['the manager\'s', theOnly<V1Service>('Service'), managerContainer],
+      ['a managed proxy\'s', rendered.objects.metricsService, rendered.objects.deployment.spec?.template.spec?.containers[0]],
+      ['a standalone proxy\'s', theOnly<V1Service>('Service', 'standalone/'), standalone.spec?.template.spec?.containers[0]],
+    ];
+    for (const [whose, service, container] of services) {
+      assert.ok(selects(monitor.spec.selector, service.metadata?.labels ?? {}), `the ServiceMonitor selects ${whose} metrics Service`);
+      const port = service.spec?.ports?.find((item) => item.name === endpoint?.port);
+      assert.equal(portNumber(container, port?.targetPort), DEFAULT_ADMIN_PORT, `${whose} metrics Service has the port ${endpoint?.port}`);
+    }
+  });
+
+  it('labels every series with the release of the pod it came from', () => {
+    const releaseLabel = `__meta_kubernetes_pod_label_${LABEL_RELEASE.replace(/[^a-zA-Z0-9_]/g, '_')}`;
+    const relabelings = monitor.spec.endpoints.flatMap((endpoint) => endpoint.relabelings ?? []);
+    assert.ok(relabelings.some((rule) => rule.sourceLabels?.includes(releaseLabel) && rule.targetLabel === 'canary_release'));
   });
 });
 
 const kubectl = await run('kubectl', ['version', '--client'], { timeout: 15_000 }).then(() => true, () => false);
 
-describe('kubectl kustomize deploy/', { skip: kubectl ? false : 'kubectl is not on PATH' }, () => {
-  it('renders every object into one namespace, the RoleBinding subject included', async () => {
+describe('kubectl kustomize', { skip: kubectl ? false : 'kubectl is not on PATH' }, () => {
+  const kustomize = async (dir: string): Promise<KubeObject[]> => {
     const home = await mkdtemp(join(tmpdir(), 'kustomize-home-'));
     try {
-      const { stdout } = await run('kubectl', ['kustomize', fileURLToPath(deployDir)], { env: { ...process.env, HOME: home }, timeout: 30_000 });
-      const rendered = parseAllDocuments(stdout).map((document) => document.toJS() as KubeObject);
-      assert.deepEqual(rendered.map((object) => `${object.kind}/${object.metadata.name}`).sort(), allObjects().map((object) => `${object.kind}/${object.metadata.name}`).sort());
-      const namespaces = new Set(rendered.filter((object) => object.kind !== 'CustomResourceDefinition').map((object) => object.metadata.namespace));
-      assert.equal(namespaces.size, 1, `one namespace, got ${[...namespaces].join(', ')}`);
-      const binding = rendered.find((object) => object.kind === 'RoleBinding') as V1RoleBinding | undefined;
-      assert.deepEqual(binding?.subjects?.map((subject) => subject.namespace), [...namespaces]);
+      const { stdout } = await run('kubectl', ['kustomize', dir], { env: { ...process.env, HOME: home }, timeout: 30_000 });
+      return parseAllDocuments(stdout).map((document) => document.toJS() as KubeObject);
     } finally {
       await rm(home, { recursive: true, force: true });
     }
+  };
+  const namespacesOf = (objects: KubeObject[]) => new Set(objects.filter((object) => !['CustomResourceDefinition', 'Namespace', 'ClusterRole', 'ClusterRoleBinding'].includes(object.kind))
+    .map((object) => object.metadata.namespace));
+
+  it('deploy/ renders the manager into canary-l4-system, without a ServiceMonitor', async () => {
+    const objects = await kustomize(fileURLToPath(deployDir));
+    assert.deepEqual(objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(), allObjects().filter((object) => object.kind !== KIND).map((object) => `${object.kind}/${object.metadata.name}`).sort());
+    assert.deepEqual([...namespacesOf(objects)], [MANAGER_NAMESPACE]);
+  });
+
+  it('an overlay with the monitoring component adds the ServiceMonitor', async () => {
+    const overlay = await mkdtemp(join(tmpdir(), 'overlay-'));
+    try {
+      // kustomize takes relative paths only.
+      const base = relative(overlay, fileURLToPath(deployDir));
+      await writeFile(join(overlay, 'kustomization.yaml'), `resources: [${base}]\ncomponents: [${join(base, 'monitoring')}]\n`);
+      const objects = await kustomize(overlay);
+      assert.deepEqual(objects.filter((object) => object.kind === 'ServiceMonitor').map((object) => object.metadata.namespace), [MANAGER_NAMESPACE]);
+    } finally {
+      await rm(overlay, { recursive: true, force: true });
+    }
+  });
+
+  it('deploy/standalone renders one release\'s proxy into one namespace, the RoleBinding subject included', async () => {
+    const objects = await kustomize(fileURLToPath(new URL('standalone/', deployDir)));
+    assert.deepEqual(objects.map((object) => `${object.kind}/${object.metadata.name}`).sort(), allObjects('standalone/').map((object) => `${object.kind}/${object.metadata.name}`).sort());
+    const namespaces = namespacesOf(objects);
+    assert.equal(namespaces.size, 1);
+    const binding = objects.find((object) => object.kind === 'RoleBinding') as V1RoleBinding | undefined;
+    assert.deepEqual(binding?.subjects?.map((subject) => subject.namespace), [...namespaces]);
   });
 });
+

@@ -33,18 +33,26 @@ function isKubeObject(value: unknown): value is KubeObject {
   );
 }
 
-/** The YAML manifests of deploy/ (kustomization.yaml is not one). */
-export function manifestFiles(): string[] {
-  return readdirSync(deployDir).filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml').sort();
+/** The YAML manifests of a folder of deploy/ ('' for deploy/ itself; kustomization.yaml is not one). */
+export function manifestFiles(folder = ''): string[] {
+  return readdirSync(new URL(folder, deployDir)).filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml').sort()
+    .map((file) => `${folder}${file}`);
 }
 
-export function allObjects(): KubeObject[] {
-  return manifestFiles().flatMap(loadManifest);
+export function allObjects(folder = ''): KubeObject[] {
+  return manifestFiles(folder).flatMap(loadManifest);
 }
 
-/** The single object of a kind across deploy/, typed as the caller knows it to be. */
-export function theOnly<T>(kind: string): T {
-  const found = allObjects().filter((object) => object.kind === kind);
-  assert.equal(found.length, 1, `deploy/ holds exactly one ${kind}`);
+/** The single object of a kind in a folder of deploy/, typed as the caller knows it to be. */
+export function theOnly<T>(kind: string, folder = ''): T {
+  const found = allObjects(folder).filter((object) => object.kind === kind);
+  assert.equal(found.length, 1, `deploy/${folder} holds exactly one ${kind}`);
   return found[0] as T;
+}
+
+/** The object of a kind and name in a folder of deploy/. */
+export function named<T>(kind: string, name: string, folder = ''): T {
+  const found = allObjects(folder).find((object) => object.kind === kind && object.metadata.name === name);
+  assert.ok(found, `deploy/${folder} holds ${kind} ${name}`);
+  return found as T;
 }

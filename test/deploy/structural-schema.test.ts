@@ -14,6 +14,7 @@ const port: StructuralSchema = {
     tags: { type: 'array', minItems: 1, items: { type: 'string' } },
     override: { type: 'integer', nullable: true },
     free: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { known: { type: 'string' } } },
+    quantity: { 'x-kubernetes-int-or-string': true },
   },
 };
 
@@ -34,6 +35,8 @@ const cases: { name: string; value: unknown; problems: string[] }[] = [
   { name: 'items', value: { port: 80, tags: ['x', 2] }, problems: ['tags[1]: must be of type string, got number'] },
   { name: 'minItems', value: { port: 80, tags: [] }, problems: ['tags: must have at least 1 items, got 0'] },
   { name: 'null where not nullable', value: { port: null }, problems: ['port: must not be null'] },
+  { name: 'int-or-string takes either', value: { port: 80, quantity: '500m' }, problems: [] },
+  { name: 'int-or-string refuses anything else', value: { port: 80, quantity: 0.5 }, problems: ['quantity: must be an integer or a string, got 0.5'] },
   { name: 'preserved unknown fields still check the known ones', value: { port: 80, free: { known: 1 } }, problems: ['free.known: must be of type string, got number'] },
 ];
 

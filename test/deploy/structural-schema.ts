@@ -17,11 +17,13 @@ export interface StructuralSchema {
   readonly minItems?: number;
   readonly nullable?: boolean;
   readonly 'x-kubernetes-preserve-unknown-fields'?: boolean;
+  /** An integer or a string (a resource quantity: 2, "500m"). */
+  readonly 'x-kubernetes-int-or-string'?: boolean;
 }
 
 const ENFORCED = new Set([
   'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'minimum', 'maximum',
-  'minLength', 'maxLength', 'pattern', 'minItems', 'nullable', 'x-kubernetes-preserve-unknown-fields',
+  'minLength', 'maxLength', 'pattern', 'minItems', 'nullable', 'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
 ]);
 /** Keywords that say nothing about validity (or only about list merging, which one object cannot break). */
 const NOT_VALIDATING = new Set(['description', 'default', 'format', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys']);
@@ -34,7 +36,9 @@ export function validate(value: unknown, schema: StructuralSchema, path = '<root
   for (const keyword of Object.keys(schema))
     if (!ENFORCED.has(keyword) && !NOT_VALIDATING.has(keyword)) throw new Error(`${path}: schema keyword ${keyword} is not supported by this validator`);
   if (value === null) return schema.nullable === true ? [] : [`${path}: must not be null`];
-  const typeProblem = checkType(value, schema.type);
+  const typeProblem = schema['x-kubernetes-int-or-string'] === true
+    ? (Number.isInteger(value) || typeof value === 'string' ? undefined : `must be an integer or a string, got ${JSON.stringify(value)}`)
+    : checkType(value, schema.type);
   if (typeProblem !== undefined) return [`${path}: ${typeProblem}`];
 
   const problems: string[] = [];

@@ -74,11 +74,11 @@ describe('discovery', () => {
     const res = await fetch(api.url + path);
     return { status: res.status, body: (await res.json()) as any };
   };
-  it('serves /version, /api, /apis, /api/v1, /apis/<g>/<v> and /openapi/v3', async () => {
+  it('serves /version, /api, /apis, /api/v1, /apis/<g>/<v>, /openapi/v3 and /openapi/v2', async () => {
     assert.equal((await get('/version')).body.major, '1');
     assert.deepEqual((await get('/api')).body.versions, ['v1']);
     const groups = (await get('/apis')).body.groups.map((g: any) => g.name);
-    assert.deepEqual(groups.sort(), ['apiextensions.k8s.io', 'apps', 'coordination.k8s.io']);
+    assert.deepEqual(groups.sort(), ['apiextensions.k8s.io', 'apps', 'autoscaling', 'batch', 'coordination.k8s.io', 'networking.k8s.io', 'policy', 'rbac.authorization.k8s.io', 'scheduling.k8s.io']);
     const v1 = (await get('/api/v1')).body;
     const svc = v1.resources.find((r: any) => r.name === 'services');
     assert.deepEqual([svc.kind, svc.namespaced, svc.shortNames], ['Service', true, ['svc']]);
@@ -88,6 +88,11 @@ describe('discovery', () => {
     assert.ok(oa.paths['api/v1'].serverRelativeURL.startsWith('/openapi/v3/api/v1?hash='));
     const doc = (await get('/openapi/v3/apis/apps/v1')).body;
     assert.deepEqual(doc.paths['/apis/apps/v1/namespaces/{namespace}/deployments/{name}'].patch['x-kubernetes-group-version-kind'], { group: 'apps', version: 'v1', kind: 'Deployment' });
-    assert.equal((await get('/openapi/v2')).status, 404);
+    const v2 = await get('/openapi/v2');
+    assert.deepEqual([v2.status, v2.body.swagger], [200, '2.0']);
+    // kubectl asks for protobuf only: gnostic's Document { swagger: "2.0", info: {...} }.
+    const protobuf = await fetch(`${api.url}/openapi/v2`, { headers: { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' } });
+    assert.equal(protobuf.headers.get('content-type'), 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf');
+    assert.deepEqual([...new Uint8Array(await protobuf.arrayBuffer()).subarray(0, 5)], [0x0a, 3, ...Buffer.from('2.0')]);
   });
 });

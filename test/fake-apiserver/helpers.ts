@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { after, before } from 'node:test';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
@@ -75,6 +76,20 @@ export function svc(name: string, extra: Record<string, any> = {}): any {
 }
 
 const execFileAsync = promisify(execFile);
+
+/** A fake apiserver and kubectl bound to it, for the tests of a describe block (set in its before hook). */
+export function fakeWithKubectl(options?: FakeApiServerOptions): { readonly api: FakeApiServer; readonly kubectl: Kubectl } {
+  const context = {} as { api: FakeApiServer; kubectl: Kubectl };
+  before(async () => {
+    context.api = await startFakeApiServer(options);
+    context.kubectl = await kubectlFor(context.api);
+  });
+  after(async () => {
+    await context.api?.stop();
+    await context.kubectl?.cleanup();
+  });
+  return context;
+}
 
 /** Whether kubectl is on PATH (kubectl tests skip without it). */
 export async function hasKubectl(): Promise<boolean> {

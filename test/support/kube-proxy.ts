@@ -19,19 +19,18 @@
  */
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CoreV1Api,
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
-  ListWatch,
+  type ListWatch,
   type V1Pod,
   type V1Service,
   type V1ServicePort,
-  Watch,
 } from '@kubernetes/client-node';
 import { isPodReady } from './pods.ts';
+import { keepWatching, OnePassAtATime } from './watching.ts';
 
 export interface KubeProxyOptions {
   kubeConfig: KubeConfig;
@@ -109,8 +108,7 @@ class KubeProxySimulation implements KubeProxy {
   readonly #nextEndpoint = new Map<string, number>();
   /** Every proxied socket, so stop() can end them (connections outlive their listener otherwise). */
   readonly #sockets = new Set<net.Socket | dgram.Socket>();
-  #sync: Promise<void> | undefined;
-  #resyncWanted = false;
+  readonly #sync = new OnePassAtATime(() => this.#syncListeners(), () => this.#stopped);
   #stopped = false;
 
   constructor(options: KubeProxyOptions) {
@@ -126,7 +124,7 @@ class KubeProxySimulation implements KubeProxy {
   async started(): Promise<void> {
     await Promise.all(this.#synced);
     this.#resync();
-    await this.#sync;
+    await this.#sync.idle;
   }
 
   listeners(): string[] {
@@ -141,29 +139,15 @@ class KubeProxySimulation implements KubeProxy {
     if (this.#stopped) return;
     this.#stopped = true;
     await Promise.all([this.#services.stop(), this.#pods.stop()]);
-    await this.#sync;
+    await this.#sync.idle;
     for (const listener of this.#listeners.values()) listener.close();
     this.#listeners.clear();
     for (const s of this.#sockets) (s instanceof net.Socket ? s.destroy() : closeQuietly(s));
   }
 
-  /** A ListWatch that restarts after errors (client-node's stops for good) and re-watches within 1 s. */
   #informer<T extends KubernetesObject>(kubeConfig: KubeConfig, path: string, list: () => Promise<KubernetesListObject<T>>, onChange: () => void): ListWatch<T> {
-    let listed!: () => void;
-    this.#synced.push(new Promise<void>((resolve) => (listed = resolve)));
-    const listAndMark = async () => {
-      const result = await list();
-      listed();
-      return result;
-    };
-    const informer = new ListWatch<T>(path, new Watch(kubeConfig), listAndMark, false, undefined, undefined, { delayFn: (ms) => sleep(Math.min(ms, 1000)) });
-    for (const event of ['add', 'update', 'delete'] as const) informer.on(event, onChange);
-    informer.on('error', () => {
-      void sleep(INFORMER_RETRY_MS).then(() => {
-        if (!this.#stopped) void informer.start();
-      });
-    });
-    void informer.start();
+    const { informer, synced } = keepWatching(kubeConfig, path, list, onChange, { retryMs: INFORMER_RETRY_MS, stopped: () => this.#stopped });
+    this.#synced.push(synced);
     return informer;
   }
 
@@ -171,18 +155,7 @@ class KubeProxySimulation implements KubeProxy {
 
   /** Brings the listeners in line with the Services; runs one pass at a time, again if asked meanwhile. */
   #resync(): void {
-    if (this.#stopped) return;
-    if (this.#sync) {
-      this.#resyncWanted = true;
-      return;
-    }
-    this.#sync = (async () => {
-      do {
-        this.#resyncWanted = false;
-        await this.#syncListeners();
-      } while (this.#resyncWanted && !this.#stopped);
-      this.#sync = undefined;
-    })();
+    this.#sync.request();
   }
 
   async #syncListeners(): Promise<void> {

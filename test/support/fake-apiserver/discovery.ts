@@ -19,6 +19,35 @@ export const SERVER_VERSION = {
   platform: 'linux/amd64',
 };
 
+/**
+ * /openapi/v2 as kubectl reads it: protobuf only (client-go asks for
+ * `application/com.github.proto-openapi.spec.v2@v1.0+protobuf`), when it patches an object that
+ * exists and the v3 document names no strategic-merge schema. A Swagger 2.0 document with no
+ * definitions: kubectl then builds the patch from its compiled-in types, as it does for any kind a
+ * server does not describe. Any other Accept gets the same document as JSON.
+ */
+export const OPENAPI_V2_PROTOBUF = 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf';
+
+export function openApiV2(accept: string | undefined): { contentType: string; body: Buffer } {
+  const info = { title: 'fake-apiserver', version: SERVER_VERSION.gitVersion };
+  if ((accept ?? '').includes('protobuf')) {
+    // gnostic's openapi.v2.Document: swagger = 1, info = 2 (Info: title = 1, version = 2).
+    const infoBytes = Buffer.concat([protoString(1, info.title), protoString(2, info.version)]);
+    return { contentType: OPENAPI_V2_PROTOBUF, body: Buffer.concat([protoString(1, '2.0'), protoBytes(2, infoBytes)]) };
+  }
+  return { contentType: 'application/json', body: Buffer.from(JSON.stringify({ swagger: '2.0', info, paths: {}, definitions: {} })) };
+}
+
+/** A length-delimited protobuf field (wire type 2); lengths here stay below 128 bytes. */
+function protoBytes(field: number, bytes: Buffer): Buffer {
+  if (bytes.length > 127) throw new Error('protoBytes: only single-byte lengths are encoded');
+  return Buffer.concat([Buffer.from([(field << 3) | 2, bytes.length]), bytes]);
+}
+
+function protoString(field: number, text: string): Buffer {
+  return protoBytes(field, Buffer.from(text, 'utf8'));
+}
+
 /** Answer a non-resource GET, or `undefined` if the path is not a discovery path. */
 export function discovery(registry: Registry, path: string, host: string): KObject | undefined {
   const p = path.replace(/\/+$/, '') || '/';

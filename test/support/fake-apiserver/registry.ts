@@ -6,6 +6,7 @@
  */
 import type { KObject } from './json.ts';
 import type { PatchMeta } from './patch.ts';
+import type { PrinterColumn } from './table.ts';
 
 export interface ResourceType {
   group: string;
@@ -32,6 +33,8 @@ export interface ResourceType {
   returnDeletedObject: boolean;
   /** The CRD this type came from, if any. */
   crdName?: string;
+  /** A CRD's additionalPrinterColumns (served version), for Table output. */
+  printerColumns?: PrinterColumn[];
 }
 
 export function typeKey(group: string, plural: string): string {
@@ -100,7 +103,40 @@ export function builtinTypes(): ResourceType[] {
     builtin({ group: 'apps', plural: 'deployments', singular: 'deployment', kind: 'Deployment', namespaced: true, statusSubresource: true, shortNames: ['deploy'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
     builtin({ group: 'apps', plural: 'replicasets', singular: 'replicaset', kind: 'ReplicaSet', namespaced: true, statusSubresource: true, shortNames: ['rs'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
     builtin({ group: 'coordination.k8s.io', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true, statusSubresource: false }),
+    ...manifestTypes(),
     builtin({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions', singular: 'customresourcedefinition', kind: 'CustomResourceDefinition', namespaced: false, statusSubresource: true, shortNames: ['crd', 'crds'], categories: ['api-extensions'], patchMeta: CONDITIONS }),
+  ];
+}
+
+/**
+ * The other kinds a manifest set of a v1.32 cluster commonly holds (an operator's install: its
+ * ServiceAccount, RBAC, PodDisruptionBudget, workloads, policies). Generic storage with their
+ * scope, status subresource, short names and strategic-merge list keys: enough to apply, get,
+ * watch and delete them; no controller acts on them.
+ */
+function manifestTypes(): ResourceType[] {
+  const workload = (plural: string, kind: string, shortNames: string[], podSpec = 'spec.template.spec') =>
+    builtin({ group: plural === 'jobs' || plural === 'cronjobs' ? 'batch' : 'apps', plural, singular: kind.toLowerCase(), kind, namespaced: true,
+      statusSubresource: true, shortNames, categories: ['all'], patchMeta: { ...podSpecMeta(podSpec), ...CONDITIONS } });
+  const rbac = (plural: string, kind: string, namespaced: boolean) =>
+    builtin({ group: 'rbac.authorization.k8s.io', plural, singular: kind.toLowerCase(), kind, namespaced, statusSubresource: false });
+  return [
+    builtin({ group: '', plural: 'serviceaccounts', singular: 'serviceaccount', kind: 'ServiceAccount', namespaced: true, statusSubresource: false, shortNames: ['sa'], returnDeletedObject: true, patchMeta: { secrets: { mergeKey: 'name' } } }),
+    builtin({ group: '', plural: 'secrets', singular: 'secret', kind: 'Secret', namespaced: true, statusSubresource: false }),
+    builtin({ group: '', plural: 'persistentvolumeclaims', singular: 'persistentvolumeclaim', kind: 'PersistentVolumeClaim', namespaced: true, statusSubresource: true, shortNames: ['pvc'], patchMeta: CONDITIONS }),
+    rbac('roles', 'Role', true),
+    rbac('rolebindings', 'RoleBinding', true),
+    rbac('clusterroles', 'ClusterRole', false),
+    rbac('clusterrolebindings', 'ClusterRoleBinding', false),
+    builtin({ group: 'policy', plural: 'poddisruptionbudgets', singular: 'poddisruptionbudget', kind: 'PodDisruptionBudget', namespaced: true, statusSubresource: true, shortNames: ['pdb'], patchMeta: CONDITIONS }),
+    builtin({ group: 'scheduling.k8s.io', plural: 'priorityclasses', singular: 'priorityclass', kind: 'PriorityClass', namespaced: false, statusSubresource: false, shortNames: ['pc'] }),
+    workload('statefulsets', 'StatefulSet', ['sts']),
+    workload('daemonsets', 'DaemonSet', ['ds']),
+    workload('jobs', 'Job', []),
+    workload('cronjobs', 'CronJob', ['cj'], 'spec.jobTemplate.spec.template.spec'),
+    builtin({ group: 'autoscaling', versions: ['v2'], plural: 'horizontalpodautoscalers', singular: 'horizontalpodautoscaler', kind: 'HorizontalPodAutoscaler', namespaced: true, statusSubresource: true, shortNames: ['hpa'], categories: ['all'], patchMeta: CONDITIONS }),
+    builtin({ group: 'networking.k8s.io', plural: 'networkpolicies', singular: 'networkpolicy', kind: 'NetworkPolicy', namespaced: true, statusSubresource: false, shortNames: ['netpol'] }),
+    builtin({ group: 'networking.k8s.io', plural: 'ingresses', singular: 'ingress', kind: 'Ingress', namespaced: true, statusSubresource: true, shortNames: ['ing'] }),
   ];
 }
 
@@ -129,6 +165,7 @@ export function typeFromCrd(crd: KObject): ResourceType | undefined {
     extraFieldSelectors: ((storage.selectableFields ?? []) as KObject[]).map((f) => String(f.jsonPath).replace(/^\./, '')),
     returnDeletedObject: false,
     crdName: crd.metadata?.name,
+    printerColumns: (storage.additionalPrinterColumns ?? []) as PrinterColumn[],
   };
 }
 

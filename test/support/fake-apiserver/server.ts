@@ -7,13 +7,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FakeApi, PATCH_TYPES, type DeleteOptions, type Target } from './api.ts';
-import { discovery } from './discovery.ts';
+import { discovery, openApiV2 } from './discovery.ts';
 import { ApiError, errors } from './errors.ts';
 import { CONTROL_PREFIX, handleControl } from './fault-routes.ts';
 import { type FakeFaults, FaultState } from './faults.ts';
 import { Controllers } from './gc.ts';
 import { isObject, type KObject } from './json.ts';
 import { parseRequestInfo, type RequestInfo } from './request-info.ts';
+import { toTable, wantsTable } from './table.ts';
 import { WatchHub, type WatchSettings } from './watch.ts';
 import { parse as parseYaml } from 'yaml';
 
@@ -197,6 +198,12 @@ export class FakeServer {
       res.end('ok');
       return 200;
     }
+    if (p === '/openapi/v2') {
+      const { contentType, body } = openApiV2(req.headers.accept);
+      res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': body.length });
+      res.end(body);
+      return 200;
+    }
     const doc = discovery(this.api.registry, p, req.headers.host ?? `${this.#host}:${this.#port}`);
     if (!doc) throw errors.noRoute();
     send(res, 200, doc);
@@ -214,20 +221,22 @@ export class FakeServer {
     if (info.subresource && !['get', 'update', 'patch'].includes(info.verb)) throw errors.methodNotAllowed();
     const t: Target = { rt, version: info.version, namespace: info.namespace };
     const dryRun = q.getAll('dryRun').includes('All');
+    // kubectl get asks for a Table (server-side printing); everyone else gets the objects.
+    const table = wantsTable(req.headers.accept) && !info.subresource;
     switch (info.verb) {
-      case 'get':
-        return send(res, 200, this.api.get(t, info.name));
-      case 'list':
-        return send(
-          res,
-          200,
-          this.api.list(t, {
-            labelSelector: q.get('labelSelector') ?? undefined,
-            fieldSelector: q.get('fieldSelector') ?? undefined,
-            limit: q.has('limit') ? Number(q.get('limit')) : undefined,
-            continue: q.get('continue') ?? undefined,
-          }),
-        );
+      case 'get': {
+        const found = this.api.get(t, info.name);
+        return send(res, 200, table ? toTable(rt, [found], { resourceVersion: found.metadata.resourceVersion }) : found);
+      }
+      case 'list': {
+        const found = this.api.list(t, {
+          labelSelector: q.get('labelSelector') ?? undefined,
+          fieldSelector: q.get('fieldSelector') ?? undefined,
+          limit: q.has('limit') ? Number(q.get('limit')) : undefined,
+          continue: q.get('continue') ?? undefined,
+        });
+        return send(res, 200, table ? toTable(rt, found.items, found.metadata) : found);
+      }
       case 'watch': {
         let fieldSelector = q.get('fieldSelector') ?? undefined;
         if (info.name) fieldSelector = [fieldSelector, `metadata.name=${info.name}`].filter(Boolean).join(',');
@@ -242,6 +251,8 @@ export class FakeServer {
           },
           req,
           res,
+          // kubectl get -w: each event's object is a one-row Table, column definitions in the first only.
+          table ? (object, first) => toTable(rt, [object], object.metadata, { noHeaders: !first }) : undefined,
         );
         return 200;
       }

@@ -57,7 +57,7 @@ export class WatchHub {
   }
 
   /** Validate parameters (may throw an ApiError before any byte is sent), then stream. */
-  serve(t: Target, params: WatchParams, req: IncomingMessage, res: ServerResponse): void {
+  serve(t: Target, params: WatchParams, req: IncomingMessage, res: ServerResponse, render?: (object: KObject, first: boolean) => KObject): void {
     const api = this.#api;
     const key = typeKey(t.rt.group, t.rt.plural);
     const match = api.matcher(t.rt, params.labelSelector, params.fieldSelector);
@@ -79,8 +79,11 @@ export class WatchHub {
     res.socket?.setNoDelay(true);
 
     let closed = false;
+    let objectsSent = 0;
     const send = (type: string, object: KObject) => {
-      if (!closed) res.write(`${JSON.stringify({ type, object })}\n`);
+      if (closed) return;
+      const shown = render !== undefined && type !== 'BOOKMARK' && type !== 'ERROR' ? render(object, objectsSent++ === 0) : object;
+      res.write(`${JSON.stringify({ type, object: shown })}\n`);
     };
     const bookmark = () =>
       send('BOOKMARK', {

@@ -1,0 +1,134 @@
+// Runs the manager's steps against the apiserver, in order, stopping at the first failure (the
+// caller retries the whole pass, which plans only what is still missing). Nothing is read or
+// diffed here: plan.ts built every body.
+
+import {
+  AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api, type KubernetesObject, type V1DeleteOptions,
+} from '@kubernetes/client-node';
+import type { CallOptions } from '../kube/client.ts';
+import { isNotFound, mergePatch } from '../kube/patch.ts';
+import { FIELD_MANAGER } from '../control/apply.ts';
+import { GROUP, PLURAL, VERSION } from '../control/types.ts';
+import { KIND_OF, type ChildKind, type Step } from './plan.ts';
+
+export interface ManagerApis {
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+  readonly policy: PolicyV1Api;
+  readonly rbac: RbacAuthorizationV1Api;
+  readonly custom: CustomObjectsApi;
+}
+
+export function makeManagerApis(kubeConfig: KubeConfig): ManagerApis {
+  return {
+    core: kubeConfig.makeApiClient(CoreV1Api),
+    apps: kubeConfig.makeApiClient(AppsV1Api),
+    policy: kubeConfig.makeApiClient(PolicyV1Api),
+    rbac: kubeConfig.makeApiClient(RbacAuthorizationV1Api),
+    custom: kubeConfig.makeApiClient(CustomObjectsApi),
+  };
+}
+
+/** What a write left: the object's resourceVersion, or undefined for one that is gone. */
+export interface Written {
+  readonly child: ChildKind | 'release';
+  readonly name: string;
+  readonly resourceVersion: string | undefined;
+}
+
+interface Verbs {
+  create(namespace: string, body: KubernetesObject): Promise<KubernetesObject>;
+  replace(namespace: string, name: string, body: KubernetesObject): Promise<KubernetesObject>;
+  delete(namespace: string, name: string, uid: string | undefined): Promise<unknown>;
+}
+
+type Call = CallOptions;
+type Create<T> = (request: { namespace: string; body: T; fieldManager: string }, call: Call) => Promise<T>;
+type Replace<T> = (request: { namespace: string; name: string; body: T; fieldManager: string }, call: Call) => Promise<T>;
+type Delete = (request: { namespace: string; name: string; body: V1DeleteOptions }, call: Call) => Promise<unknown>;
+
+/** One kind's generated client methods, bound to its API object, as the three verbs the steps use. */
+function verbs<T extends KubernetesObject>(api: object, create: Create<T>, replace: Replace<T>, remove: Delete, call: Call): Verbs {
+  const fieldManager = FIELD_MANAGER;
+  return {
+    create: (namespace, body) => create.call(api, { namespace, body: body as T, fieldManager }, call),
+    replace: (namespace, name, body) => replace.call(api, { namespace, name, body: body as T, fieldManager }, call),
+    // The uid precondition: never an object of the same name made since.
+    delete: (namespace, name, uid) => remove.call(api, { namespace, name, body: { propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) } }, call),
+  };
+}
+
+function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ChildKind, call: Call): Verbs {
+  switch (child) {
+    case 'serviceAccount':
+      return verbs(core, core.createNamespacedServiceAccount, core.replaceNamespacedServiceAccount, core.deleteNamespacedServiceAccount, call);
+    case 'roleBinding':
+      return verbs(rbac, rbac.createNamespacedRoleBinding, rbac.replaceNamespacedRoleBinding, rbac.deleteNamespacedRoleBinding, call);
+    case 'deployment':
+      return verbs(apps, apps.createNamespacedDeployment, apps.replaceNamespacedDeployment, apps.deleteNamespacedDeployment, call);
+    case 'podDisruptionBudget':
+      return verbs(policy, policy.createNamespacedPodDisruptionBudget, policy.replaceNamespacedPodDisruptionBudget, policy.deleteNamespacedPodDisruptionBudget, call);
+    case 'metricsService':
+      return verbs(core, core.createNamespacedService, core.replaceNamespacedService, core.deleteNamespacedService, call);
+  }
+}
+
+/** The first step that failed, and why. */
+export interface StepFailure {
+  readonly step: Step;
+  readonly error: unknown;
+}
+
+/**
+ * Runs the steps for the release `namespace/name` while `mayWrite()` holds; `onDone` hears of each
+ * as it succeeds. Stops at the first failure and resolves with it (undefined: all done).
+ */
+export async function applyManagerSteps(apis: ManagerApis, namespace: string, name: string, steps: readonly Step[], call: CallOptions,
+  onDone: (step: Step, written: Written) => void, mayWrite: () => boolean): Promise<StepFailure | undefined> {
+  for (const step of steps) {
+    if (!mayWrite()) return undefined;
+    try {
+      onDone(step, await applyStep(apis, namespace, name, step, call));
+    } catch (error) {
+      return { step, error };
+    }
+  }
+  return undefined;
+}
+
+async function applyStep(apis: ManagerApis, namespace: string, release: string, step: Step, call: CallOptions): Promise<Written> {
+  if (step.kind === 'writeStatus') {
+    const patched = await apis.custom.patchNamespacedCustomObjectStatus(
+      { group: GROUP, version: VERSION, namespace, plural: PLURAL, name: release, body: step.patch, fieldManager: FIELD_MANAGER }, mergePatch(call));
+    return { child: 'release', name: release, resourceVersion: (patched as KubernetesObject).metadata?.resourceVersion };
+  }
+  const verbs = verbsOf(apis, step.child, call);
+  switch (step.kind) {
+    case 'create': {
+      const created = await verbs.create(namespace, step.object);
+      return { child: step.child, name: created.metadata?.name ?? '', resourceVersion: created.metadata?.resourceVersion };
+    }
+    case 'replace': {
+      const replaced = await verbs.replace(namespace, step.object.metadata?.name ?? '', step.object);
+      return { child: step.child, name: replaced.metadata?.name ?? '', resourceVersion: replaced.metadata?.resourceVersion };
+    }
+    case 'delete':
+      try {
+        await verbs.delete(namespace, step.name, step.uid);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      return { child: step.child, name: step.name, resourceVersion: undefined };
+  }
+}
+
+export function describeStep(step: Step): string {
+  switch (step.kind) {
+    case 'writeStatus':
+      return 'write status.proxy';
+    case 'delete':
+      return `delete ${KIND_OF[step.child]} ${step.name}`;
+    default:
+      return `${step.kind} ${KIND_OF[step.child]} ${step.object.metadata?.name ?? ''}`;
+  }
+}

@@ -1,0 +1,317 @@
+// The control loop of `canary-l4 manager`: informers on the CanaryReleases and on what the manager
+// keeps for them (found by its managed-by label), in every watched namespace; events only add the
+// release's key to the work queue; a worker reads the caches, calls the pure plan and applies its
+// steps. Only the Lease holder writes. Failures retry with backoff per release (the others go
+// on); a periodic resync repairs what no event announced.
+
+import type { KubeConfig, KubernetesListObject, KubernetesObject, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { boundedCall, type CallOptions } from '../kube/client.ts';
+import { EventRecorder } from '../kube/events.ts';
+import { CONTROLLER_INFORMER_TUNING, startInformer, type Informer } from '../kube/informer.ts';
+import { apiFailure, describeError, isAlreadyExists } from '../kube/patch.ts';
+import { API_VERSION, GROUP, KIND, LABEL_RELEASE, PLURAL, VERSION } from '../control/types.ts';
+import { applyManagerSteps, describeStep, type ManagerApis, type StepFailure, type Written } from './apply.ts';
+import { CHILD_KINDS, childName, KIND_OF, plan, type ChildKind, type Plan, type Step } from './plan.ts';
+import { ManagerMetrics } from './metrics.ts';
+import { KeyedQueue } from './queue.ts';
+import type { RenderSettings } from './render.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from './types.ts';
+
+export interface ManagerControllerOptions {
+  readonly log: Logger;
+  readonly registry: Registry;
+  readonly kubeConfig: KubeConfig;
+  readonly apis: ManagerApis;
+  /** The namespaces watched; empty: every namespace. */
+  readonly namespaces: readonly string[];
+  readonly settings: RenderSettings;
+  readonly resyncMs: number;
+  readonly requestTimeoutMs: number;
+  readonly isLeader: () => boolean;
+  /** Who this replica is, for the Events it records. */
+  readonly identity: string;
+  /** Told once every cache is filled (readiness). */
+  readonly onSynced: () => void;
+}
+
+/** A release whose writes fail is retried at least this often; two releases are worked on at once. */
+const WORK_MAX_BACKOFF_MS = 10_000;
+const WORKERS = 2;
+/** How long a pass waits for the caches to show the previous pass's writes of the same release. */
+const OWN_WRITES_WAIT_MS = 2_000;
+const MANAGED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
+
+type Watched = ChildKind | 'release' | 'pod';
+
+type List = KubernetesListObject<KubernetesObject>;
+type ListIn = (request: { namespace: string; labelSelector: string }, call: CallOptions) => Promise<List>;
+type ListAll = (request: { labelSelector: string }, call: CallOptions) => Promise<List>;
+
+interface Source {
+  readonly path: string;
+  readonly labelSelector?: string;
+  readonly list: () => Promise<List>;
+}
+
+/** How each watched kind is listed and watched, in one namespace ('' for all of them). */
+function source({ core, apps, policy, rbac, custom }: ManagerApis, kind: Watched, namespace: string, call: CallOptions): Source {
+  const at = (base: string, plural: string) => `${base}${namespace === '' ? '' : `/namespaces/${namespace}`}/${plural}`;
+  // What the manager keeps, by its label; the generated client's two list methods of the kind.
+  const kept = (api: object, base: string, plural: string, inNamespace: ListIn, everywhere: ListAll): Source => ({
+    path: at(base, plural),
+    labelSelector: MANAGED_SELECTOR,
+    list: () => (namespace === '' ? everywhere.call(api, { labelSelector: MANAGED_SELECTOR }, call) : inNamespace.call(api, { namespace, labelSelector: MANAGED_SELECTOR }, call)),
+  });
+  const releases = { group: GROUP, version: VERSION };
+  switch (kind) {
+    case 'release':
+      return {
+        path: at(`/apis/${GROUP}/${VERSION}`, PLURAL),
+        list: () => (namespace === '' ? custom.listCustomObjectForAllNamespaces({ ...releases, resourcePlural: PLURAL }, call)
+          : custom.listNamespacedCustomObject({ ...releases, plural: PLURAL, namespace }, call)) as Promise<List>,
+      };
+    case 'deployment': return kept(apps, '/apis/apps/v1', 'deployments', apps.listNamespacedDeployment, apps.listDeploymentForAllNamespaces);
+    case 'podDisruptionBudget': return kept(policy, '/apis/policy/v1', 'poddisruptionbudgets', policy.listNamespacedPodDisruptionBudget, policy.listPodDisruptionBudgetForAllNamespaces);
+    case 'roleBinding': return kept(rbac, '/apis/rbac.authorization.k8s.io/v1', 'rolebindings', rbac.listNamespacedRoleBinding, rbac.listRoleBindingForAllNamespaces);
+    case 'serviceAccount': return kept(core, '/api/v1', 'serviceaccounts', core.listNamespacedServiceAccount, core.listServiceAccountForAllNamespaces);
+    case 'metricsService': return kept(core, '/api/v1', 'services', core.listNamespacedService, core.listServiceForAllNamespaces);
+    case 'pod': return kept(core, '/api/v1', 'pods', core.listNamespacedPod, core.listPodForAllNamespaces);
+  }
+}
+
+export class ManagerController {
+  readonly #options: ManagerControllerOptions;
+  readonly #log: Logger;
+  readonly #metrics: ManagerMetrics;
+  readonly #cancel = new AbortController();
+  readonly #call: CallOptions;
+  readonly #queue: KeyedQueue;
+  /** Per scope ('' or a namespace), per watched kind. */
+  readonly #informers = new Map<string, Map<Watched, Informer<KubernetesObject>>>();
+  readonly #recorders = new Map<string, EventRecorder>();
+  /** Writes of each release the caches have yet to show: the next pass waits for them. */
+  readonly #pending = new Map<string, { readonly writes: Written[]; readonly deadline: number }>();
+  /** Why the apiserver refused a release's objects, until a pass succeeds. */
+  readonly #refusals = new Map<string, string>();
+  /** The ProxyAvailable reason this replica last reported per release. */
+  readonly #reported = new Map<string, string>();
+  /** The last error logged per release, so a retry is not news. */
+  readonly #said = new Map<string, string>();
+  #synced = false;
+  #stopped = false;
+  #resync: NodeJS.Timeout | undefined;
+
+  constructor(options: ManagerControllerOptions) {
+    this.#options = options;
+    this.#log = options.log;
+    this.#metrics = new ManagerMetrics(options.registry);
+    this.#call = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
+    this.#queue = new KeyedQueue({
+      reconcile: (key) => this.#reconcile(key),
+      onError: (key, err, retryInMs) => this.#sayError(key, err, retryInMs),
+      workers: WORKERS,
+      maxBackoffMs: WORK_MAX_BACKOFF_MS,
+    });
+    const scopes = options.namespaces.length === 0 ? [''] : options.namespaces;
+    const kinds: readonly Watched[] = ['release', ...CHILD_KINDS, 'pod'];
+    for (const scope of scopes) {
+      const informers = new Map<Watched, Informer<KubernetesObject>>();
+      for (const kind of kinds) {
+        informers.set(kind, startInformer<KubernetesObject>({
+          ...source(options.apis, kind, scope, this.#call),
+          kubeConfig: options.kubeConfig,
+          onChange: (object) => this.#queue.add(keyOf(kind, object)),
+          log: this.#log,
+          ...CONTROLLER_INFORMER_TUNING,
+        }));
+      }
+      this.#informers.set(scope, informers);
+    }
+    const all = [...this.#informers.values()].flatMap((informers) => [...informers.values()]);
+    void Promise.all(all.map((informer) => informer.synced)).then(() => {
+      if (this.#stopped) return;
+      this.#synced = true;
+      this.#queue.start();
+      this.#enqueueAll();
+      this.#resync = setInterval(() => this.#enqueueAll(), options.resyncMs);
+      options.onSynced();
+    });
+  }
+
+  /** Leadership changed: a new leader looks at every release at once. */
+  leadershipChanged(): void {
+    if (this.#synced) this.#enqueueAll();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#resync);
+    this.#cancel.abort();
+    await this.#queue.stop();
+    await Promise.all([...this.#informers.values()].flatMap((informers) => [...informers.values()].map((informer) => informer.stop())));
+  }
+
+  #informer(kind: Watched, namespace: string): Informer<KubernetesObject> | undefined {
+    return (this.#informers.get('') ?? this.#informers.get(namespace))?.get(kind);
+  }
+
+  /** Every release, and everything left of one (an object the manager keeps for a release that is gone). */
+  #enqueueAll(): void {
+    for (const informers of this.#informers.values()) {
+      for (const [kind, informer] of informers) for (const object of informer.list()) this.#queue.add(keyOf(kind, object));
+    }
+  }
+
+  #observe(namespace: string, name: string) {
+    const children: Partial<Record<ChildKind, KubernetesObject>> = {};
+    for (const kind of CHILD_KINDS) {
+      const found = this.#informer(kind, namespace)?.get(childName(kind, name), namespace);
+      if (found !== undefined) children[kind] = found;
+    }
+    const pods = (this.#informer('pod', namespace)?.list() ?? [])
+      .filter((pod) => pod.metadata?.namespace === namespace && pod.metadata.labels?.[LABEL_RELEASE] === name) as V1Pod[];
+    const release = this.#informer('release', namespace)?.get(name, namespace) as ManagedRelease | undefined;
+    return { namespace, name, release, children, pods };
+  }
+
+  /** Milliseconds to wait for the caches to show this release's last writes (0: go ahead). */
+  #ownWritesWaitMs(key: string, namespace: string, name: string): number {
+    const pending = this.#pending.get(key);
+    if (pending === undefined) return 0;
+    const shown = pending.writes.every((written) => {
+      const cached = written.child === 'release'
+        ? this.#informer('release', namespace)?.get(name, namespace)
+        : this.#informer(written.child, namespace)?.get(written.name, namespace);
+      if (written.resourceVersion === undefined) return cached === undefined;
+      // A release gone since is shown as well as it will ever be.
+      if (cached === undefined) return written.child === 'release';
+      return atLeast(cached.metadata?.resourceVersion, written.resourceVersion);
+    });
+    const waitMs = pending.deadline - Date.now();
+    if (shown || waitMs <= 0) {
+      this.#pending.delete(key);
+      return 0;
+    }
+    return waitMs;
+  }
+
+  async #reconcile(key: string): Promise<{ requeueAfterMs?: number } | void> {
+    if (!this.#options.isLeader() || this.#stopped) return;
+    const [namespace = '', name = ''] = key.split('/');
+    const waitMs = this.#ownWritesWaitMs(key, namespace, name);
+    if (waitMs > 0) return { requeueAfterMs: Math.min(waitMs, 100) };
+    const passed = this.#metrics.pass();
+    const observed = this.#observe(namespace, name);
+    const refusal = this.#refusals.get(key);
+    const planned = plan({ ...observed, ...(refusal === undefined ? {} : { refusal }) }, this.#options.settings, new Date());
+    this.#report(namespace, name, observed.release, planned);
+    const failure = await this.#apply(key, namespace, name, planned.steps);
+    if (failure !== undefined) {
+      passed('error');
+      await this.#reportRefusal(key, namespace, name, failure);
+      throw new Error(`${describeStep(failure.step)}: ${describeError(failure.error)}`, { cause: failure.error });
+    }
+    passed('success');
+    if (this.#said.has(key)) this.#log.info({ release: name, namespace }, 'the proxy objects converge again');
+    this.#said.delete(key);
+    // Nothing was refused this time; the status written with the old refusal is corrected by the
+    // next pass, which that very write triggers.
+    this.#refusals.delete(key);
+  }
+
+  /** Runs the steps, keeping what they wrote for the next pass to wait for; the first failure, if any. */
+  async #apply(key: string, namespace: string, name: string, steps: readonly Step[]): Promise<StepFailure | undefined> {
+    const writes: Written[] = [];
+    const failure = await applyManagerSteps(this.#options.apis, namespace, name, steps, this.#call, (step, written) => {
+      writes.push(written);
+      this.#sayStep(namespace, name, step);
+    }, () => this.#options.isLeader() && !this.#stopped);
+    if (writes.length > 0) this.#pending.set(key, { writes, deadline: Date.now() + OWN_WRITES_WAIT_MS });
+    return failure;
+  }
+
+  /**
+   * A write the apiserver refuses (invalid, forbidden, a name someone else's object holds) will be
+   * refused again: say it in the release's condition now. The failing write comes before the status
+   * write in the pass, so the status alone is written here, best effort.
+   */
+  async #reportRefusal(key: string, namespace: string, name: string, { step, error }: StepFailure): Promise<void> {
+    const failure = apiFailure(error);
+    const taken = step.kind === 'create' && isAlreadyExists(error);
+    if (failure === undefined || step.kind === 'writeStatus' || (failure.code === 409 && !taken) || failure.code >= 500 || failure.code === 429) return;
+    const refusal = taken && step.kind === 'create'
+      ? `${KIND_OF[step.child]} ${step.object.metadata?.name ?? ''} already exists and is not the manager's (a standalone proxy?): delete it, or rename the release`
+      : `${KIND_OF[step.child]}: ${describeError(error)}`;
+    this.#refusals.set(key, refusal);
+    const observed = this.#observe(namespace, name);
+    const statusOnly = plan({ ...observed, refusal }, this.#options.settings, new Date()).steps.filter((item) => item.kind === 'writeStatus');
+    const statusFailure = await this.#apply(key, namespace, name, statusOnly);
+    if (statusFailure !== undefined) this.#log.debug({ release: name, namespace, error: describeError(statusFailure.error) }, 'could not report the refusal in status either');
+  }
+
+  /** Metrics, logs and Events for the state this pass found. */
+  #report(namespace: string, name: string, release: ManagedRelease | undefined, planned: Plan): void {
+    this.#metrics.proxy(namespace, name, planned.proxy);
+    // Once per change of reason: a rollout's "1/2 ready", "2/2 ready" are status, not news. Compared
+    // with what this replica reported last, not with the release: a proxy's status write may carry
+    // an older ProxyAvailable for a moment (its cache lags this write), which is no news either.
+    const condition = planned.condition;
+    const key = `${namespace}/${name}`;
+    const before = this.#reported.get(key) ?? (release?.status?.conditions ?? []).find((item) => (item.type as string) === PROXY_CONDITION)?.reason;
+    if (release === undefined || condition === undefined) {
+      this.#reported.delete(key);
+      return;
+    }
+    this.#reported.set(key, condition.reason);
+    if (before === condition.reason) return;
+    const warning = condition.status === 'False' && condition.reason !== 'NoReadyProxy' && condition.reason !== 'ReleaseFinished';
+    this.#log[warning ? 'warn' : 'info']({ release: name, namespace, reason: condition.reason }, `${PROXY_CONDITION}: ${condition.message}`);
+    this.#record(release, warning ? 'Warning' : 'Normal', condition.reason, condition.message);
+  }
+
+  #record(release: ManagedRelease, type: 'Normal' | 'Warning', reason: string, message: string): void {
+    const { name, namespace = '', uid } = release.metadata;
+    let recorder = this.#recorders.get(namespace);
+    if (recorder === undefined) {
+      recorder = new EventRecorder({ core: this.#options.apis.core, namespace, component: MANAGED_BY, instance: this.#options.identity, log: this.#log, callOptions: this.#call });
+      this.#recorders.set(namespace, recorder);
+    }
+    const object: V1ObjectReference = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid };
+    recorder.record(object, type, reason, message);
+  }
+
+  #sayStep(namespace: string, name: string, step: Step): void {
+    if (step.kind === 'writeStatus') return;
+    const object = `${KIND_OF[step.child]} ${step.kind === 'delete' ? step.name : step.object.metadata?.name}`;
+    const verb = { create: 'created', replace: 'updated', delete: 'deleted' }[step.kind];
+    this.#log.info({ release: name, namespace, step: step.kind, object }, `${verb} ${object}`);
+    const release = this.#informer('release', namespace)?.get(name, namespace) as ManagedRelease | undefined;
+    if (step.child === 'deployment' && release !== undefined) {
+      const reason = { create: 'ProxyCreated', replace: 'ProxyUpdated', delete: 'ProxyRemoved' }[step.kind];
+      this.#record(release, 'Normal', reason, `${verb} ${object}`);
+    }
+  }
+
+  #sayError(key: string, err: unknown, retryInMs: number): void {
+    const message = describeError(err);
+    const level = this.#said.get(key) === message ? 'debug' : 'warn';
+    const [namespace, release] = key.split('/');
+    this.#log[level]({ release, namespace, error: message, retryInMs }, 'manager reconcile failed; retrying');
+    this.#said.set(key, message);
+  }
+}
+
+/** The release an object belongs to: itself, or the one its release label names. */
+function keyOf(kind: Watched, object: KubernetesObject): string {
+  const namespace = object.metadata?.namespace ?? '';
+  const name = kind === 'release' ? object.metadata?.name : object.metadata?.labels?.[LABEL_RELEASE];
+  return `${namespace}/${name ?? ''}`;
+}
+
+/** resourceVersions are etcd revisions in practice: a newer one means our write is in the cache. */
+function atLeast(cached: string | undefined, written: string): boolean {
+  if (cached === written) return true;
+  return cached !== undefined && /^\d+$/.test(cached) && /^\d+$/.test(written) && BigInt(cached) >= BigInt(written);
+}

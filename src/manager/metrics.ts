@@ -1,0 +1,44 @@
+// The manager's metrics: its passes, and the proxy pods of every release it keeps (on the Lease
+// holder, which is the one that looks).
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { METRIC_PREFIX } from '../defaults.ts';
+import type { ProxyStatus } from './types.ts';
+
+const STATES = ['desired', 'ready', 'updated'] as const;
+
+export class ManagerMetrics {
+  readonly #passes: Counter<'result'>;
+  readonly #duration: Histogram;
+  /** Not labelled `namespace`: Prometheus gives every series it scrapes the manager's own namespace by that name. */
+  readonly #replicas: Gauge<'release_namespace' | 'release' | 'state'>;
+
+  constructor(registry: Registry) {
+    const registers = [registry];
+    this.#passes = new Counter({ name: `${METRIC_PREFIX}manager_reconcile_total`, help: 'Reconcile passes of a CanaryRelease\'s proxy, by result.', labelNames: ['result'], registers });
+    this.#duration = new Histogram({ name: `${METRIC_PREFIX}manager_reconcile_duration_seconds`, help: 'Duration of a manager reconcile pass, API writes included.', registers });
+    this.#replicas = new Gauge({
+      name: `${METRIC_PREFIX}manager_proxy_replicas`,
+      help: 'Proxy pods of each CanaryRelease: desired, ready, and updated (running the current template); on the Lease holder.',
+      labelNames: ['release_namespace', 'release', 'state'],
+      registers,
+    });
+  }
+
+  /** Starts timing a pass; the returned function ends it and counts its result. */
+  pass(): (result: 'success' | 'error') => void {
+    const end = this.#duration.startTimer();
+    return (result) => {
+      end();
+      this.#passes.inc({ result });
+    };
+  }
+
+  /** A release's proxy as status.proxy says it; null: it has none (any more). */
+  proxy(namespace: string, release: string, proxy: ProxyStatus | null): void {
+    for (const state of STATES) {
+      const labels = { release_namespace: namespace, release, state };
+      if (proxy === null) this.#replicas.remove(labels);
+      else this.#replicas.set(labels, state === 'desired' ? proxy.replicas : state === 'ready' ? proxy.readyReplicas : proxy.updatedReplicas);
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// The objects the manager keeps for one CanaryRelease, rendered from it and the manager's flags.
+// Pure. The proxy Deployment is deploy/standalone/deployment.yaml made for this release: the same
+// probes, hardened pod, anti-affinity, grace period and --state-dir emptyDir; only spec.proxy and
+// --proxy-image change it. The proxy learns everything from plain env values (no --kubeconfig: in
+// a pod it uses its ServiceAccount), so `kubectl describe` shows exactly what it runs with.
+
+import { createHash } from 'node:crypto';
+import type {
+  KubernetesObject, V1Deployment, V1EnvVar, V1OwnerReference, V1PodDisruptionBudget, V1ResourceRequirements, V1RoleBinding, V1Service,
+  V1ServiceAccount,
+} from '@kubernetes/client-node';
+import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
+import { API_VERSION, KIND, LABEL_RELEASE } from '../control/types.ts';
+import { canonicalJson } from './canonical.ts';
+import { readProxySpec } from './proxy-spec.ts';
+import {
+  ANNOTATION_RENDERED, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName, type ManagedRelease, type ProxySpec,
+} from './types.ts';
+
+export interface RenderSettings {
+  /** The image the proxy pods run (--proxy-image, or the manager's own). */
+  readonly proxyImage: string;
+}
+
+/** Everything kept for a release, in the order it is created (the pods need their account first). */
+export interface RenderedProxy {
+  readonly serviceAccount: V1ServiceAccount;
+  readonly roleBinding: V1RoleBinding;
+  readonly deployment: V1Deployment;
+  readonly podDisruptionBudget: V1PodDisruptionBudget;
+  readonly metricsService: V1Service;
+}
+
+export type RenderResult = { readonly ok: true; readonly objects: RenderedProxy; readonly spec: ProxySpec } | { readonly ok: false; readonly problems: readonly string[] };
+
+/** Where the proxy keeps its served config (an emptyDir: it outlives container restarts). */
+const STATE_DIR = '/var/lib/canary-l4';
+/** The preStop pause that lets kube-proxy drop the pod from the Services' endpoints first. */
+const PRE_STOP_SECONDS = 5;
+/** preStop, the control loop's stop (at most 5 s) and the drain, with room to exit. */
+const GRACE_SECONDS = PRE_STOP_SECONDS + 5 + DEFAULT_DRAIN_TIMEOUT_MS / 1000 + 10;
+const DEFAULT_RESOURCES: V1ResourceRequirements = {
+  requests: { cpu: '100m', memory: '128Mi' },
+  // No CPU limit: throttling a proxy adds latency to every connection through it.
+  limits: { memory: '512Mi' },
+};
+/** canary-l4-<release>-metrics must be a DNS-1035 label (63 characters). */
+const MAX_RELEASE_NAME = 63 - metricsServiceName('').length;
+const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function renderProxy(release: ManagedRelease, settings: RenderSettings): RenderResult {
+  const { name } = release.metadata;
+  const read = readProxySpec(release.spec?.proxy);
+  const problems = read.ok ? [] : [...read.problems];
+  if (name.length > MAX_RELEASE_NAME || !RELEASE_NAME.test(name)) {
+    problems.unshift(`metadata.name: the proxy's objects are named after the release (Service ${metricsServiceName('<name>')}), so it must be `
+      + `at most ${MAX_RELEASE_NAME} lower-case letters, digits and '-', got ${JSON.stringify(name)}`);
+  }
+  if (!read.ok || problems.length > 0) return { ok: false, problems };
+  const spec = read.spec;
+  const meta = (objectName: string, component: 'proxy' | 'metrics' = 'proxy') => ({
+    name: objectName,
+    namespace: release.metadata.namespace,
+    labels: { ...managedLabels(name, component) },
+    // No owner while the release is being deleted: a foreground deletion would take a proxy made
+    // now at once, and the proxy must run until it has handed the Services back.
+    ...(release.metadata.deletionTimestamp == null ? { ownerReferences: [ownerOf(release)] } : {}),
+  });
+  const objects: RenderedProxy = {
+    serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(proxyName(name)) },
+    roleBinding: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: meta(proxyName(name)),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: PROXY_CLUSTER_ROLE },
+      subjects: [{ kind: 'ServiceAccount', name: proxyName(name), namespace: release.metadata.namespace }],
+    },
+    deployment: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(proxyName(name)), spec: deploymentSpec(release, spec, settings) },
+    podDisruptionBudget: {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: meta(proxyName(name)),
+      // One pod at a time: with two replicas never the last one; with one, a node drain still
+      // proceeds (a PDB that can never be satisfied blocks the cluster's upgrades).
+      spec: { maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { [LABEL_RELEASE]: name } } },
+    },
+    metricsService: {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta(metricsServiceName(name), 'metrics'),
+      spec: { type: 'ClusterIP', selector: { [LABEL_RELEASE]: name }, ports: [{ name: 'admin', port: DEFAULT_ADMIN_PORT, targetPort: 'admin', protocol: 'TCP' }] },
+    },
+  };
+  return { ok: true, spec, objects: withDigests(objects) };
+}
+
+function ownerOf(release: ManagedRelease): V1OwnerReference {
+  // No blockOwnerDeletion: it needs `update` on canaryreleases/finalizers where
+  // OwnerReferencesPermissionEnforcement runs, and the proxy's finalizer already orders deletion.
+  return { apiVersion: API_VERSION, kind: KIND, name: release.metadata.name, uid: release.metadata.uid, controller: true };
+}
+
+function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: RenderSettings): V1Deployment['spec'] {
+  const name = release.metadata.name;
+  const selector = { [LABEL_RELEASE]: name };
+  const env: V1EnvVar[] = [
+    { name: 'CANARY_RELEASE_NAME', value: name },
+    { name: 'CANARY_RELEASE_NAMESPACE', value: release.metadata.namespace ?? '' },
+    { name: 'CANARY_L4_ADMIN_PORT', value: String(DEFAULT_ADMIN_PORT) },
+    { name: 'CANARY_L4_DRAIN_TIMEOUT', value: String(DEFAULT_DRAIN_TIMEOUT_MS / 1000) },
+    // The last served config, kept across container restarts: a proxy restarted while the API is
+    // unreachable serves it at once instead of black-holing its Services.
+    { name: 'CANARY_L4_STATE_DIR', value: STATE_DIR },
+  ];
+  return {
+    replicas: spec.replicas,
+    revisionHistoryLimit: 3,
+    // The new pod listens on every proxy port before an old one drains: the Services always have an endpoint.
+    strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+    selector: { matchLabels: selector },
+    template: {
+      metadata: { labels: { ...managedLabels(name, 'proxy') } },
+      spec: {
+        serviceAccountName: proxyName(name),
+        // Two replicas on one node would fail together.
+        affinity: {
+          podAntiAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } } }],
+          },
+        },
+        terminationGracePeriodSeconds: GRACE_SECONDS,
+        securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+        ...(spec.nodeSelector === undefined ? {} : { nodeSelector: { ...spec.nodeSelector } }),
+        ...(spec.tolerations === undefined ? {} : { tolerations: spec.tolerations.map((toleration) => ({ ...toleration })) }),
+        ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
+        containers: [{
+          name: 'proxy',
+          image: settings.proxyImage,
+          args: ['proxy'],
+          env,
+          // Proxy ports are allocated from --port-base at run time and reached through the
+          // retargeted Services' targetPorts; only the admin port is named.
+          ports: [{ name: 'admin', containerPort: DEFAULT_ADMIN_PORT, protocol: 'TCP' }],
+          readinessProbe: { httpGet: { path: '/readyz', port: 'admin' }, periodSeconds: 5, failureThreshold: 2 },
+          livenessProbe: { httpGet: { path: '/healthz', port: 'admin' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
+          lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
+          resources: spec.resources === undefined ? DEFAULT_RESOURCES : { ...spec.resources },
+          volumeMounts: [{ name: 'state', mountPath: STATE_DIR }],
+          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+        }],
+        volumes: [{ name: 'state', emptyDir: { sizeLimit: '1Mi' } }],
+      },
+    },
+  };
+}
+
+/** Each object annotated with a digest of itself, so a field dropped from the rendering is noticed. */
+function withDigests(objects: RenderedProxy): RenderedProxy {
+  const stamp = <T extends KubernetesObject>(object: T): T =>
+    ({ ...object, metadata: { ...object.metadata, annotations: { ...object.metadata?.annotations, [ANNOTATION_RENDERED]: digest(object) } } });
+  return {
+    serviceAccount: stamp(objects.serviceAccount),
+    roleBinding: stamp(objects.roleBinding),
+    deployment: stamp(objects.deployment),
+    podDisruptionBudget: stamp(objects.podDisruptionBudget),
+    metricsService: stamp(objects.metricsService),
+  };
+}
+
+/** sha256 of the object's canonical JSON, first 16 hex digits. */
+export function digest(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 16);
+}
