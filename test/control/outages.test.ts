@@ -18,8 +18,8 @@ import {
 } from './cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from './testbed.ts';
 
-const CHILD_BASE = 32300;
-const IN_PROCESS_BASE = 32400;
+const CHILD_BASE = 27300;
+const IN_PROCESS_BASE = 27400;
 const OUTAGE_MS = 6_000;
 
 const service = (name: string, port: number) => ({

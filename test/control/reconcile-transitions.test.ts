@@ -139,7 +139,7 @@ describe('transitions', () => {
     assert.equal(end.release?.status?.phase, 'Deprecated');
   });
 
-  it("the proxy's own Service (deploy/metrics-service.yaml selects the proxy pods) is not an original: no Failure, the hand-back completes", () => {
+  it("the proxy's own Service (a metrics Service selects the proxy pods) is not an original: no Failure, the hand-back completes", () => {
     const metrics = service('rel-metrics', PROXY, [{ name: 'admin', port: 9090, targetPort: 'admin' }]);
     const start = webWorld(WEB_SPEC, [original(), metrics]);
     // checkServed off: the metrics Service selects the proxy on its named admin port, not a proxy port.

@@ -16,8 +16,8 @@ import {
 } from './cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
 
-const FIRST_BASE = 32100;
-const SECOND_BASE = 32200;
+const FIRST_BASE = 27100;
+const SECOND_BASE = 27200;
 
 /** The owner's manifest, applied with kubectl: what GitOps re-applies on every sync. */
 const manifest = {

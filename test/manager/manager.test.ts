@@ -143,6 +143,8 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
         CANARY_L4_PORT_BASE: String(PORT_BASES[pod.metadata?.labels?.[LABEL_RELEASE] ?? ''] ?? 28900),
         CANARY_L4_REUSE_PORT: 'true',
         CANARY_L4_LEASE_DURATION: '2',
+        // No hand-back grace: the fake's kube-proxy-free world routes nothing stale.
+        CANARY_L4_HAND_BACK_GRACE: '0',
       }),
     });
     await createService(cluster, 'web', [{ name: 'http', port: 8000, targetPort: 9376 }]);

@@ -22,7 +22,7 @@ import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWe
 import { startTestbed, startTraffic, type Attempt, type Traffic } from '../control/testbed.ts';
 
 const RELEASE = 'web-v2';
-const PORT_BASE = 32500;
+const PORT_BASE = 27500;
 /** After the steady state is seen again, how long a window stays open (clients in flight). */
 const WINDOW_TAIL_MS = 250;
 const STEADY_TIMEOUT_MS = 30_000;
