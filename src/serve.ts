@@ -7,6 +7,7 @@ import type { L4Config, WeightOverride } from './config/types.ts';
 import { loadConfigFile } from './config/load.ts';
 import { applyWeightOverrides } from './config/overrides.ts';
 import type { ConfigTarget } from './runtime.ts';
+import { handleHangups } from './hangups.ts';
 
 export interface ServeOptions {
   readonly configPath: string;
@@ -45,7 +46,7 @@ export async function serveConfigFile(target: ConfigTarget, first: L4Config, opt
       }
     });
   };
-  process.on('SIGHUP', () => reload('SIGHUP'));
+  handleHangups(() => reload('SIGHUP'));
   if (options.watchFile) watchFile(options.configPath, () => reload('file change'));
 }
 

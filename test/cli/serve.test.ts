@@ -2,7 +2,11 @@
 // non-zero with the field path; SIGHUP and file changes reload, keeping the old config when the
 // new one is invalid or cannot bind; --weight changes the split; SIGTERM drains a live transfer.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, writeSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import {
@@ -20,7 +24,7 @@ import {
   type TcpBackend,
 } from '../support/backends.ts';
 import { metricValue } from '../support/dataplane.ts';
-import { runServeExpectingExit, startServe, type ServeChild } from '../support/serve-child.ts';
+import { runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/serve-child.ts';
 
 const MiB = 1024 * 1024;
 
@@ -264,6 +268,63 @@ describe('serve: SIGTERM', { timeout: 30_000 }, () => {
     } finally {
       await serve.stop();
       await backend.close();
+    }
+  });
+});
+
+/**
+ * Opens a FIFO for writing once a reader waits on it (a non-blocking open fails with ENXIO until
+ * then), so the test knows `serve` is blocked reading its config.
+ */
+async function fifoWriterOnceRead(fifo: string, timeoutMs: number): Promise<number | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
+      if (Date.now() > deadline) return undefined;
+      await sleep(20);
+    }
+  }
+}
+
+async function feedFifo(fifo: string, config: unknown): Promise<void> {
+  const fd = await fifoWriterOnceRead(fifo, 10_000);
+  assert.ok(fd !== undefined, 'serve never read its config file');
+  writeSync(fd, JSON.stringify(config));
+  closeSync(fd);
+}
+
+describe('serve: SIGHUP during start-up', { timeout: 30_000 }, () => {
+  test('a SIGHUP before the first config is served neither kills serve nor is lost: the SIGHUPs held become one reload', async () => {
+    const stable = await startNamedBackend('stable');
+    const canary = await startNamedBackend('canary');
+    const port = await freePort();
+    // A FIFO holds serve inside its first read of the config until the test writes it.
+    const dir = mkdtempSync(join(tmpdir(), 'canary-l4-test-'));
+    const fifo = join(dir, 'lb.yaml');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const serve = spawnServe(fifo, ['--no-watch'], dir);
+    try {
+      const reading = await fifoWriterOnceRead(fifo, 10_000);
+      assert.ok(reading !== undefined, 'serve never read its config file');
+      serve.child.kill('SIGHUP');
+      serve.child.kill('SIGHUP');
+      await sleep(300); // time for a signal without a handler to end the process
+      assert.equal(serve.hasExited, false, `serve died of a SIGHUP during start-up: ${JSON.stringify(await Promise.race([serve.exited, sleep(0)]))}`);
+      writeSync(reading, JSON.stringify({ listeners: [web(port, stable.port, canary.port, 100, 0)] }));
+      closeSync(reading);
+      await untilReady(serve);
+
+      // Once serving, the held SIGHUPs make one reload, which reads the file again.
+      await feedFifo(fifo, { listeners: [web(port, stable.port, canary.port, 0, 100)] });
+      await waitFor(() => serve.logs().some((line) => line.msg === 'config reloaded' && line.trigger === 'SIGHUP'), 'the held SIGHUP to reload');
+      assert.deepEqual(await names(port, 10), { canary: 10 });
+      assert.equal(await fifoWriterOnceRead(fifo, 500), undefined, 'two SIGHUPs held at start-up made a second reload');
+    } finally {
+      await serve.stop();
+      await Promise.all([stable.close(), canary.close()]);
     }
   });
 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { askName, countBy, freePort, runConcurrently, startNamedBackend, waitFor, type TcpBackend } from '../support/backends.ts';
+import { askName, countBy, freePort, runConcurrently, sleep, startNamedBackend, waitFor, type TcpBackend } from '../support/backends.ts';
 import { metricValue } from '../support/dataplane.ts';
 import { startServe, type ServeChild } from '../support/serve-child.ts';
 
@@ -73,6 +73,15 @@ describe('serve --workers 2', { timeout: 90_000 }, () => {
     serve.writeConfig({ listeners: [web(port, stable.port, canary.port, 0)] });
     serve.child.kill('SIGHUP');
     await waitFor(async () => (await split(port, 20)).canary === undefined, 'no connection to the canary on either worker', 10_000);
+  });
+
+  test('a SIGHUP sent to the workers (a hang-up reaches the whole process group) leaves them serving', async () => {
+    const workers = workerPids(serve.pid);
+    for (const pid of workers) process.kill(pid, 'SIGHUP');
+    await sleep(300);
+    assert.deepEqual(workerPids(serve.pid).sort(), [...workers].sort(), 'a worker died of SIGHUP and was replaced');
+    assert.equal(serve.logs().filter((line) => line.msg === 'worker died; starting a replacement').length, 0);
+    assert.deepEqual(await split(port, 20), { stable: 20 });
   });
 
   test('a dead worker is replaced and serves the running config', async () => {

@@ -21,6 +21,7 @@ export interface ServeChild {
   readonly adminPort: number;
   readonly configPath: string;
   readonly exited: Promise<Exit>;
+  readonly hasExited: boolean;
   stdout(): string;
   stderr(): string;
   /** The JSON log lines printed so far. */
@@ -90,10 +91,20 @@ function parseLogs(text: string): Record<string, unknown>[] {
 /** Starts `serve` and waits until /readyz answers 200; rejects (with the child's stderr) if it exits first. */
 export async function startServe(config: unknown, extraArgs: readonly string[] = [], readyTimeoutMs = 15_000): Promise<ServeChild> {
   const { dir, path } = tempConfig(config);
+  const serve = spawnServe(path, extraArgs, dir);
+  await untilReady(serve, readyTimeoutMs);
+  return serve;
+}
+
+/**
+ * Starts `serve --config configPath` without waiting for it (the config may be a FIFO the test
+ * has yet to feed); `ownDir` is removed by stop().
+ */
+export function spawnServe(configPath: string, extraArgs: readonly string[] = [], ownDir?: string): ServeChild {
   const { child, out, err, exited } = spawnCli([
     'serve',
     '--config',
-    path,
+    configPath,
     '--admin-port',
     '0',
     '--admin-host',
@@ -106,12 +117,15 @@ export async function startServe(config: unknown, extraArgs: readonly string[] =
     child,
     pid: child.pid!,
     adminPort: 0,
-    configPath: path,
+    configPath,
     exited,
+    get hasExited() {
+      return hasExited;
+    },
     stdout: out,
     stderr: err,
     logs: () => parseLogs(out()),
-    writeConfig: (next) => writeFileSync(path, typeof next === 'string' ? next : JSON.stringify(next, null, 2)),
+    writeConfig: (next) => writeFileSync(configPath, typeof next === 'string' ? next : JSON.stringify(next, null, 2)),
     get: async (urlPath) => {
       const response = await fetch(`http://127.0.0.1:${serve.adminPort}${urlPath}`, { signal: AbortSignal.timeout(5000) });
       return { status: response.status, body: await response.text() };
@@ -123,20 +137,25 @@ export async function startServe(config: unknown, extraArgs: readonly string[] =
         await exited;
         clearTimeout(timer);
       }
-      rmSync(dir, { recursive: true, force: true });
+      if (ownDir !== undefined) rmSync(ownDir, { recursive: true, force: true });
     },
   };
+  return serve;
+}
+
+/** Waits until /readyz answers 200 (learning the admin port from the log); stops the child on failure. */
+export async function untilReady(serve: ServeChild, readyTimeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + readyTimeoutMs;
   try {
     for (;;) {
-      if (hasExited) throw new Error(`serve exited before it was ready: ${JSON.stringify(await exited)}\n${err()}${out()}`);
-      if (Date.now() > deadline) throw new Error(`serve not ready within ${readyTimeoutMs} ms\n${err()}${out()}`);
+      if (serve.hasExited) throw new Error(`serve exited before it was ready: ${JSON.stringify(await serve.exited)}\n${serve.stderr()}${serve.stdout()}`);
+      if (Date.now() > deadline) throw new Error(`serve not ready within ${readyTimeoutMs} ms\n${serve.stderr()}${serve.stdout()}`);
       if (serve.adminPort === 0) {
         const line = serve.logs().find((entry) => typeof entry.adminPort === 'number');
         if (line !== undefined) (serve as { adminPort: number }).adminPort = line.adminPort as number;
       } else {
         const ready = await serve.get('/readyz').catch(() => undefined);
-        if (ready?.status === 200) return serve;
+        if (ready?.status === 200) return;
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
