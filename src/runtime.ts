@@ -24,8 +24,11 @@ export interface RuntimeOptions {
 /** Something a config can be applied to: one data plane, or a pool of worker processes. */
 export interface ConfigTarget {
   readonly log: Logger;
-  /** Rejects, leaving the previous config serving, when the config cannot be applied; counted either way. */
-  applyConfig(config: L4Config): Promise<void>;
+  /**
+   * Resolves false when the config equals the one served (nothing is touched); rejects, leaving the
+   * previous config serving, when it cannot be applied. Counted in every case.
+   */
+  applyConfig(config: L4Config): Promise<boolean>;
   /** Counts a new config refused before it reached applyConfig (it did not load or validate). */
   recordRefusedConfig(): void;
   setReady(ready: boolean): void;
@@ -89,11 +92,11 @@ export class Runtime implements ConfigTarget {
     this.#ready = ready && this.#stopping === undefined;
   }
 
-  async applyConfig(config: L4Config): Promise<void> {
+  async applyConfig(config: L4Config): Promise<boolean> {
     try {
-      await this.dataplane.apply(config);
-      this.stats.reloadsSucceeded++;
-      this.stats.lastReloadSuccessSeconds = Date.now() / 1000;
+      const changed = await this.dataplane.apply(config);
+      this.stats.recordReload(changed);
+      return changed;
     } catch (err) {
       this.stats.reloadsFailed++;
       throw err;

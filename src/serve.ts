@@ -39,8 +39,8 @@ export async function serveConfigFile(target: ConfigTarget, first: L4Config, opt
           target.recordRefusedConfig();
           throw err;
         });
-        await target.applyConfig(config);
-        target.log.info({ trigger, listeners: config.listeners.length }, 'config reloaded');
+        if (await target.applyConfig(config)) target.log.info({ trigger, listeners: config.listeners.length }, 'config reloaded');
+        else target.log.info({ trigger }, 'config unchanged; nothing to reload');
       } catch (err) {
         target.log.error({ trigger, error: (err as Error).message }, 'config reload refused; the previous config keeps serving');
       }

@@ -3,6 +3,7 @@
 // loads and validates configs, hands them to every worker, serves the admin endpoints with the
 // workers' metrics summed, replaces a worker that dies, and drains them all on SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
@@ -75,7 +76,11 @@ export class WorkerPool implements ConfigTarget {
    * Every worker applies the config. Any refusal (e.g. a port in use) rejects with its reason, and
    * the workers that took the new config go back to the previous one, so all serve the same.
    */
-  async applyConfig(config: L4Config): Promise<void> {
+  async applyConfig(config: L4Config): Promise<boolean> {
+    if (this.#config !== undefined && isDeepStrictEqual(config, this.#config)) {
+      this.#stats.recordReload(false);
+      return false;
+    }
     this.#wanted = config;
     const errors = await this.#broadcast(config, liveWorkers());
     if (errors.length > 0) {
@@ -85,8 +90,8 @@ export class WorkerPool implements ConfigTarget {
       throw new Error([...new Set(errors)].join('; '));
     }
     this.#config = config;
-    this.#stats.reloadsSucceeded++;
-    this.#stats.lastReloadSuccessSeconds = Date.now() / 1000;
+    this.#stats.recordReload(true);
+    return true;
   }
 
   stop(drainMs: number): Promise<void> {

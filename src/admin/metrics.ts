@@ -120,11 +120,21 @@ export function createMetricsRegistry(sources: MetricsSources, options: { proces
 }
 
 /** Config reload outcomes: a failed reload leaves the previous config serving, so it needs an alert. */
-export function registerReloadMetrics(registry: Registry, stats: Pick<StatsRegistry, 'reloadsSucceeded' | 'reloadsFailed' | 'lastReloadSuccessSeconds'>): void {
-  scraped(registry, 'config_reloads_total', 'Config reloads, by result (a failed one leaves the previous config serving).', 'counter', () => [
-    { labels: { result: 'success' }, value: stats.reloadsSucceeded },
-    { labels: { result: 'failure' }, value: stats.reloadsFailed },
-  ]);
+export function registerReloadMetrics(
+  registry: Registry,
+  stats: Pick<StatsRegistry, 'reloadsSucceeded' | 'reloadsFailed' | 'reloadsUnchanged' | 'lastReloadSuccessSeconds'>,
+): void {
+  scraped(
+    registry,
+    'config_reloads_total',
+    'Config reloads, by result (a failed one leaves the previous config serving; unchanged: equal to the one served, nothing applied).',
+    'counter',
+    () => [
+      { labels: { result: 'success' }, value: stats.reloadsSucceeded },
+      { labels: { result: 'failure' }, value: stats.reloadsFailed },
+      { labels: { result: 'unchanged' }, value: stats.reloadsUnchanged },
+    ],
+  );
   scraped(registry, 'config_last_reload_success_timestamp_seconds', 'When the running config was applied.', 'gauge', () => [
     { labels: {}, value: stats.lastReloadSuccessSeconds },
   ]);

@@ -2,6 +2,7 @@
 // all of them are bound does the new config take over; a bind failure leaves the old config
 // serving untouched. Listeners are identified by protocol and address, not by name, so renaming a
 // listener or changing its backends never re-binds its socket or cuts its connections.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
 import { BackendHealth } from './passive-health.ts';
@@ -38,7 +39,8 @@ export class DataPlane {
   readonly #health = new Map<string, BackendHealth>();
   /** Listeners removed by a reload, still finishing their connections. */
   readonly #draining = new Set<Listener>();
-  #config: L4Config = { listeners: [] };
+  /** undefined until the first config is applied. */
+  #config: L4Config | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #stopped = false;
 
@@ -48,7 +50,7 @@ export class DataPlane {
 
   /** The config being served. */
   get config(): L4Config {
-    return this.#config;
+    return this.#config ?? NO_CONFIG;
   }
 
   /** Ports with a bound listener of the current config, per protocol. */
@@ -77,8 +79,11 @@ export class DataPlane {
     );
   }
 
-  /** Applies configs one at a time, in call order. Rejects (old config kept) if a listener cannot bind. */
-  apply(config: L4Config): Promise<void> {
+  /**
+   * Applies configs one at a time, in call order. Resolves false, touching nothing, when the config
+   * equals the running one; rejects (old config kept) if a listener cannot bind.
+   */
+  apply(config: L4Config): Promise<boolean> {
     const next = this.#queue.then(() => this.#apply(config));
     this.#queue = next.catch(() => {});
     return next;
@@ -94,8 +99,9 @@ export class DataPlane {
     await Promise.all([...running.map(({ listener }) => listener), ...this.#draining].map((listener) => listener.drain(graceMs)));
   }
 
-  async #apply(config: L4Config): Promise<void> {
+  async #apply(config: L4Config): Promise<boolean> {
     if (this.#stopped) throw new Error('the data plane is shutting down; config not applied');
+    if (this.#config !== undefined && isDeepStrictEqual(config, this.#config)) return false;
     const wanted = new Map(config.listeners.map((listener) => [listenerKey(listener), listener]));
     const added: [string, RunningListener][] = [];
     try {
@@ -118,22 +124,26 @@ export class DataPlane {
       if (listenerConfig === undefined) {
         this.#running.delete(key);
         this.#drainInBackground(running);
-      } else {
-        running.snapshot = this.#snapshot(listenerConfig);
+      } else if (!isDeepStrictEqual(listenerConfig, running.snapshot.config)) {
+        running.snapshot = this.#snapshot(listenerConfig, running.snapshot);
         running.listener.update(running.snapshot);
       }
     }
     for (const [key, running] of added) this.#running.set(key, running);
     this.#pruneHealth(config);
     this.#config = config;
+    return true;
   }
 
-  #snapshot(config: ListenerConfig): ListenerSnapshot {
+  /** `previous`: the listener's snapshot so far, whose balancing state carries over. */
+  #snapshot(config: ListenerConfig, previous?: ListenerSnapshot): ListenerSnapshot {
     const { stats } = this.#options;
-    return buildSnapshot(config, stats.listener(config.name), (backend) => ({
-      health: this.#healthOf(config, backend),
-      stats: stats.backend(config.name, backend.name),
-    }));
+    return buildSnapshot(
+      config,
+      stats.listener(config.name),
+      (backend) => ({ health: this.#healthOf(config, backend), stats: stats.backend(config.name, backend.name) }),
+      previous,
+    );
   }
 
   /** Health follows the backend across reloads as long as its name and address stay the same. */
@@ -160,6 +170,8 @@ export class DataPlane {
     });
   }
 }
+
+const NO_CONFIG: L4Config = Object.freeze({ listeners: Object.freeze([]) });
 
 function listenerKey(listener: ListenerConfig): string {
   return `${listener.protocol}|${listener.listen.host ?? '*'}|${listener.listen.port}`;

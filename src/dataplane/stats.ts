@@ -75,7 +75,18 @@ export class StatsRegistry {
   readonly backends = new Map<string, Map<string, BackendStats>>();
   reloadsSucceeded = 0;
   reloadsFailed = 0;
+  /** Configs equal to the one served, so nothing was applied. */
+  reloadsUnchanged = 0;
   lastReloadSuccessSeconds = 0;
+
+  recordReload(changed: boolean): void {
+    if (!changed) {
+      this.reloadsUnchanged++;
+      return;
+    }
+    this.reloadsSucceeded++;
+    this.lastReloadSuccessSeconds = Date.now() / 1000;
+  }
 
   listener(name: string): ListenerStats {
     let stats = this.listeners.get(name);

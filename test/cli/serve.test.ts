@@ -3,7 +3,7 @@
 // new one is invalid or cannot bind; --weight changes the split; SIGTERM drains a live transfer.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, utimesSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -172,6 +172,32 @@ describe('serve: file watch', { timeout: 30_000 }, () => {
       serve.writeConfig({ listeners: [web(port, stable.port, canary.port, 0, 100)] });
       await waitFor(async () => (await askName(port)) === 'canary', 'the file change to be picked up', 10_000);
       assert.ok(serve.logs().some((line) => line.msg === 'config reloaded' && line.trigger === 'file change'));
+    } finally {
+      await serve.stop();
+      await Promise.all([stable.close(), canary.close()]);
+    }
+  });
+});
+
+describe('serve: a reload that changes nothing', { timeout: 30_000 }, () => {
+  test('touching the file or a SIGHUP with the same config reloads nothing: logged and counted as unchanged', async () => {
+    const stable = await startNamedBackend('stable');
+    const canary = await startNamedBackend('canary');
+    const port = await freePort();
+    const serve = await startServe({ listeners: [web(port, stable.port, canary.port, 90, 10)] });
+    try {
+      const unchanged = () => serve.logs().filter((line) => line.msg === 'config unchanged; nothing to reload');
+      await sleep(50); // a different mtime
+      const now = new Date();
+      utimesSync(serve.configPath, now, now);
+      await waitFor(() => unchanged().length === 1, 'the touched file to be read', 10_000);
+      assert.equal(unchanged()[0]!.trigger, 'file change');
+      serve.child.kill('SIGHUP');
+      await waitFor(() => unchanged().length === 2, 'the SIGHUP to be handled');
+      assert.ok(!serve.logs().some((line) => line.msg === 'config reloaded'));
+      const metrics = (await serve.get('/metrics')).body;
+      assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }), 1, 'only the first config');
+      assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'unchanged' }), 2);
     } finally {
       await serve.stop();
       await Promise.all([stable.close(), canary.close()]);

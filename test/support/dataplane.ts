@@ -12,8 +12,8 @@ export const silentLog = pino({ level: 'silent' });
 export interface TestPlane {
   readonly dataplane: DataPlane;
   readonly stats: StatsRegistry;
-  /** Validates (defaults filled) and applies a raw config document. */
-  apply(raw: unknown): Promise<void>;
+  /** Validates (defaults filled) and applies a raw config document; false when it equals the running one. */
+  apply(raw: unknown): Promise<boolean>;
   listener(name: string): ListenerStats;
   backend(listener: string, backend: string): BackendStats;
   /** The Prometheus exposition of the counters, as /metrics would serve it (no process metrics). */
