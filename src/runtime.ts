@@ -3,7 +3,9 @@
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
+import { ADMIN_MAX_CONNECTIONS } from './defaults.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
+import { budgetForThisProcess, openFileLimit } from './dataplane/open-file-limit.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
 import { createMetricsRegistry } from './admin/metrics.ts';
 import { startAdminServer, type AdminServer } from './admin/server.ts';
@@ -47,16 +49,26 @@ export class Runtime implements ConfigTarget {
 
   private constructor(options: RuntimeOptions) {
     this.log = options.log;
+    // The admin server's connections (and its listening socket) stay out of the data plane's reach.
+    const limit = openFileLimit();
+    const descriptors = budgetForThisProcess(options.adminPort === null ? 0 : ADMIN_MAX_CONNECTIONS + 1, limit);
+    options.log.info({ openFileLimit: limit, descriptorBudget: descriptors.capacity }, 'file descriptors for listeners, connections and UDP sessions');
     this.dataplane = new DataPlane({
       log: options.log,
       stats: this.stats,
       listenerGraceMs: options.listenerGraceMs,
       reusePort: options.reusePort ?? false,
+      descriptors,
     });
     this.#serveMetrics = options.metrics ?? true;
     this.registry = this.#serveMetrics
       ? createMetricsRegistry(
-          { stats: this.stats, backendStates: () => this.dataplane.backendStates(), reloads: options.adminPort !== null },
+          {
+            stats: this.stats,
+            backendStates: () => this.dataplane.backendStates(),
+            descriptors: this.dataplane.descriptors,
+            reloads: options.adminPort !== null,
+          },
           { processMetrics: true },
         )
       : new Registry();

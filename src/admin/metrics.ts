@@ -4,6 +4,7 @@ import client, { Registry } from 'prom-client';
 import { METRIC_PREFIX } from '../defaults.ts';
 import { DURATION_BUCKETS, type BackendStats, type DurationHistogram, type ListenerStats, type StatsRegistry } from '../dataplane/stats.ts';
 import type { BackendState } from '../dataplane/dataplane.ts';
+import type { DescriptorBudget } from '../dataplane/descriptor-budget.ts';
 
 type Labels = Record<string, string>;
 interface Sample {
@@ -54,6 +55,7 @@ export interface MetricsSources {
   readonly reloads: boolean;
   /** Weight and health of every backend of the running config. */
   readonly backendStates: () => BackendState[];
+  readonly descriptors: Pick<DescriptorBudget, 'capacity' | 'inUse'>;
 }
 
 export function createMetricsRegistry(sources: MetricsSources, options: { processMetrics: boolean }): Registry {
@@ -77,7 +79,13 @@ export function createMetricsRegistry(sources: MetricsSources, options: { proces
   scraped(registry, 'listener_connections_total', 'Client TCP connections accepted and UDP sessions requested, per listener.', 'counter', () =>
     [...stats.listeners].map(([listener, s]) => ({ labels: { listener }, value: s.accepted })),
   );
-  scraped(registry, 'connections_refused_total', 'New connections refused, by reason (no_backend: all weights 0 or every backend failed).', 'counter', perListener((s) => s.refused));
+  scraped(
+    registry,
+    'connections_refused_total',
+    'New connections refused, by reason (no_backend: all weights 0 or every backend failed; fd_limit: the descriptor budget is spent; local_error: the system refused a socket).',
+    'counter',
+    perListener((s) => s.refused),
+  );
   scraped(registry, 'backend_connections_total', 'TCP connections established (and UDP sessions opened) to each backend.', 'counter', perBackend((s) => s.connections));
   scraped(registry, 'active_connections', 'Open TCP connections and live UDP sessions, per backend.', 'gauge', perBackend((s) => s.active));
   scraped(registry, 'bytes_total', 'Bytes proxied, per backend and direction.', 'counter', () => [
@@ -106,7 +114,13 @@ export function createMetricsRegistry(sources: MetricsSources, options: { proces
     ...perBackend((s) => s.datagramsToBackend, { direction: 'to_backend' })(),
     ...perBackend((s) => s.datagramsToClient, { direction: 'to_client' })(),
   ]);
-  scraped(registry, 'udp_dropped_datagrams_total', 'UDP datagrams dropped, by reason.', 'counter', perListener((s) => s.udpDropped));
+  scraped(registry, 'udp_dropped_datagrams_total', 'UDP datagrams dropped, by reason (fd_limit, local_error: no socket for a new session).', 'counter', perListener((s) => s.udpDropped));
+  scraped(registry, 'descriptor_budget', 'File descriptors listeners, connections and UDP sessions may hold: the open-file limit less what the process and the admin server keep.', 'gauge', () => [
+    { labels: {}, value: sources.descriptors.capacity },
+  ]);
+  scraped(registry, 'descriptors_in_use', 'File descriptors held by listeners, connections and UDP sessions.', 'gauge', () => [
+    { labels: {}, value: sources.descriptors.inUse },
+  ]);
   scraped(registry, 'backend_weight', 'Configured weight of each backend of the running config.', 'gauge', () =>
     sources.backendStates().map((b) => ({ labels: { listener: b.listener, backend: b.backend }, value: b.weight })),
     'max',

@@ -174,7 +174,7 @@ function readUdpOptions(raw: unknown, path: string, problems: string[]): UdpOpti
   const fields = raw === undefined ? {} : (readMapping(raw, path, UDP_KEYS, problems) ?? {});
   return Object.freeze({
     responses: readInteger(fields.responses, `${path}.responses`, NON_NEGATIVE, problems, 0),
-    maxSessions: readInteger(fields.maxSessions, `${path}.maxSessions`, POSITIVE, problems, DEFAULT_UDP_MAX_SESSIONS),
+    maxSessions: readInteger(fields.maxSessions, `${path}.maxSessions`, NON_NEGATIVE, problems, DEFAULT_UDP_MAX_SESSIONS),
   });
 }
 

@@ -23,6 +23,7 @@ export interface ListenAddress {
 export interface UdpOptions {
   /** > 0: end a session after this many replies (nginx proxy_responses). 0 = unlimited. */
   readonly responses: number;
+  /** Cap on live sessions; 0 = none of its own (the process's descriptor budget bounds them). */
   readonly maxSessions: number;
 }
 

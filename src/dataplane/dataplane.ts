@@ -5,10 +5,13 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
+import { ThrottledWarning } from '../log.ts';
+import type { DescriptorBudget } from './descriptor-budget.ts';
+import { budgetForThisProcess } from './open-file-limit.ts';
 import { BackendHealth } from './passive-health.ts';
 import { buildSnapshot, type ListenerSnapshot } from './routing.ts';
-import type { StatsRegistry } from './stats.ts';
-import type { Listener } from './listener.ts';
+import type { LocalRefusal, StatsRegistry } from './stats.ts';
+import type { Listener, ListenerContext } from './listener.ts';
 import { TcpListener } from './tcp-listener.ts';
 import { UdpListener } from './udp-listener.ts';
 
@@ -19,6 +22,8 @@ export interface DataPlaneOptions {
   readonly listenerGraceMs: number;
   /** Share listening ports with other worker processes (SO_REUSEPORT). */
   readonly reusePort?: boolean;
+  /** The descriptors listeners may hold; default: the process's open-file limit less what it keeps for itself. */
+  readonly descriptors?: DescriptorBudget;
 }
 
 export interface BackendState {
@@ -41,11 +46,18 @@ export class DataPlane {
   readonly #draining = new Set<Listener>();
   /** undefined until the first config is applied. */
   #config: L4Config | undefined;
+  readonly descriptors: DescriptorBudget;
+  readonly #shortOfResources: ThrottledWarning;
   #queue: Promise<unknown> = Promise.resolve();
   #stopped = false;
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
+    this.descriptors = options.descriptors ?? budgetForThisProcess(0);
+    this.#shortOfResources = new ThrottledWarning(
+      options.log,
+      'new connections and UDP sessions refused for want of file descriptors or other local resources; raise the open-file limit (ulimit -n) or see README "File descriptors"',
+    );
   }
 
   /** The config being served. */
@@ -108,9 +120,8 @@ export class DataPlane {
       for (const [key, listenerConfig] of wanted) {
         if (this.#running.has(key)) continue;
         const snapshot = this.#snapshot(listenerConfig);
-        const { log, reusePort = false } = this.#options;
-        const listener =
-          listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, log, reusePort) : new UdpListener(snapshot, log, reusePort);
+        const context = this.#listenerContext(listenerConfig);
+        const listener = listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, context) : new UdpListener(snapshot, context);
         added.push([key, { listener, snapshot }]);
         await listener.listen();
       }
@@ -133,6 +144,20 @@ export class DataPlane {
     this.#pruneHealth(config);
     this.#config = config;
     return true;
+  }
+
+  #listenerContext(config: ListenerConfig): ListenerContext {
+    const { log, reusePort = false } = this.#options;
+    const budget = this.descriptors;
+    const onLocalRefusal = (reason: LocalRefusal, err?: NodeJS.ErrnoException) =>
+      this.#shortOfResources.note(() => ({
+        listener: config.name,
+        reason,
+        error: err?.code,
+        descriptorsInUse: budget.inUse,
+        descriptorBudget: budget.capacity,
+      }));
+    return { log, reusePort, descriptors: budget.open(), onLocalRefusal };
   }
 
   /** `previous`: the listener's snapshot so far, whose balancing state carries over. */

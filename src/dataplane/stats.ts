@@ -45,8 +45,30 @@ export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReas
   }
 }
 
-export type RefusalReason = 'no_backend' | 'max_connections' | 'draining';
-export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full';
+/**
+ * Errors that say this process ran short of something (descriptors, memory, buffers, local ports),
+ * not that the backend failed: they must not count against a backend or its health.
+ */
+export function isLocalResourceError(err: NodeJS.ErrnoException): boolean {
+  switch (err.code) {
+    case 'EMFILE':
+    case 'ENFILE':
+    case 'ENOBUFS':
+    case 'ENOMEM':
+    case 'EADDRNOTAVAIL':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
+ * Why new connections or UDP sessions were refused. fd_limit: the descriptor budget is spent;
+ * local_error: the system refused a socket anyway (EMFILE, ENOBUFS, no free local port...).
+ */
+export type LocalRefusal = 'fd_limit' | 'local_error';
+export type RefusalReason = 'no_backend' | 'max_connections' | 'draining' | LocalRefusal;
+export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full' | LocalRefusal;
 
 export class BackendStats {
   /** TCP connections established to this backend, or UDP sessions opened to it. */
@@ -63,10 +85,10 @@ export class BackendStats {
 }
 
 export class ListenerStats {
-  /** Client connections accepted (TCP) or sessions requested (UDP). */
+  /** Client connections accepted (TCP) or sessions opened (UDP; a datagram refused a session is a drop). */
   accepted = 0;
-  readonly refused: Record<RefusalReason, number> = { no_backend: 0, max_connections: 0, draining: 0 };
-  readonly udpDropped: Record<UdpDropReason, number> = { no_backend: 0, max_sessions: 0, queue_full: 0 };
+  readonly refused: Record<RefusalReason, number> = { no_backend: 0, max_connections: 0, draining: 0, fd_limit: 0, local_error: 0 };
+  readonly udpDropped: Record<UdpDropReason, number> = { no_backend: 0, max_sessions: 0, queue_full: 0, fd_limit: 0, local_error: 0 };
 }
 
 export class StatsRegistry {

@@ -3,22 +3,23 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
-import { connectErrorReason } from './stats.ts';
+import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
-import { Drain, bindListener, listenOptions, type Listener } from './listener.ts';
+import { TCP_CONNECTION_DESCRIPTORS } from './descriptor-budget.ts';
+import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from './listener.ts';
 
 export class TcpListener implements Listener {
   readonly #server: net.Server;
   readonly #log: Logger;
+  readonly #context: ListenerContext;
   readonly #connections = new Set<net.Socket>();
   readonly #drain = new Drain(this.#connections, (socket) => socket.destroy());
-  readonly #reusePort: boolean;
   #snapshot: ListenerSnapshot;
 
-  constructor(snapshot: ListenerSnapshot, log: Logger, reusePort: boolean) {
+  constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
-    this.#reusePort = reusePort;
-    this.#log = log.child({ listener: snapshot.config.name });
+    this.#context = context;
+    this.#log = context.log.child({ listener: snapshot.config.name });
     // Paused until the upstream is connected: early client bytes wait in the kernel, not in memory.
     this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true });
     this.#server.on('connection', (client) => this.#accept(client));
@@ -32,7 +33,9 @@ export class TcpListener implements Listener {
 
   listen(): Promise<void> {
     const { config } = this.#snapshot;
-    return bindListener(this.#server, config, this.#log, (onBound) => this.#server.listen(listenOptions(config.listen, this.#reusePort), onBound));
+    return bindListener(this.#server, config, this.#log, (onBound) =>
+      this.#server.listen(listenOptions(config.listen, this.#context.reusePort), onBound),
+    );
   }
 
   update(snapshot: ListenerSnapshot): void {
@@ -41,8 +44,10 @@ export class TcpListener implements Listener {
   }
 
   drain(graceMs: number): Promise<void> {
-    if (!this.#drain.started) this.#server.close();
-    return this.#drain.start(graceMs);
+    if (this.#drain.started) return this.#drain.start(graceMs);
+    this.#server.close();
+    this.#context.descriptors.stopReserving();
+    return this.#drain.start(graceMs).then(() => this.#context.descriptors.dispose());
   }
 
   #applyCap(): void {
@@ -53,8 +58,16 @@ export class TcpListener implements Listener {
   #accept(client: net.Socket): void {
     const snapshot = this.#snapshot;
     snapshot.stats.accepted++;
+    const { descriptors } = this.#context;
+    if (!descriptors.tryAcquire(TCP_CONNECTION_DESCRIPTORS)) {
+      this.#refuseLocally(client, snapshot, 'fd_limit');
+      return;
+    }
     this.#connections.add(client);
-    client.once('close', () => this.#connections.delete(client));
+    client.once('close', () => {
+      this.#connections.delete(client);
+      descriptors.release(TCP_CONNECTION_DESCRIPTORS);
+    });
     // Until joined, a client error (it gave up) just ends the attempt; joinSockets takes over after.
     const ignoreEarlyError = () => {};
     client.on('error', ignoreEarlyError);
@@ -93,6 +106,8 @@ export class TcpListener implements Listener {
       clearTimeout(timer);
       client.off('close', abandon);
       if (client.destroyed) return;
+      // Not the backend's fault, and the next backend would fail the same way.
+      if (isLocalResourceError(err)) return this.#refuseLocally(client, snapshot, 'local_error', err);
       this.#recordConnectFailure(backend, err, snapshot);
       this.#connectUpstream(client, snapshot, tried, joined);
     });
@@ -111,6 +126,12 @@ export class TcpListener implements Listener {
         stats.sessionDuration.observe((performance.now() - started) / 1000);
       });
     });
+  }
+
+  #refuseLocally(client: net.Socket, snapshot: ListenerSnapshot, reason: LocalRefusal, err?: NodeJS.ErrnoException): void {
+    snapshot.stats.refused[reason]++;
+    this.#context.onLocalRefusal(reason, err);
+    client.resetAndDestroy();
   }
 
   #recordConnectFailure(backend: BackendRuntime, err: NodeJS.ErrnoException, snapshot: ListenerSnapshot): void {

@@ -331,7 +331,7 @@ describe('serve: SIGHUP during start-up', { timeout: 30_000 }, () => {
     const dir = mkdtempSync(join(tmpdir(), 'canary-l4-test-'));
     const fifo = join(dir, 'lb.yaml');
     assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
-    const serve = spawnServe(fifo, ['--no-watch'], dir);
+    const serve = spawnServe(fifo, ['--no-watch'], { ownDir: dir });
     try {
       const reading = await fifoWriterOnceRead(fifo, 10_000);
       assert.ok(reading !== undefined, 'serve never read its config file');

@@ -78,7 +78,7 @@ const DESIGN_EXAMPLE_CONFIG: L4Config = {
       maxConnections: 0,
       maxFails: 1,
       failTimeoutMs: 10_000,
-      udp: { responses: 0, maxSessions: 65_536 },
+      udp: { responses: 0, maxSessions: 0 }, // no cap of its own: the descriptor budget bounds sessions
     },
     {
       name: 'dns-53',
@@ -243,7 +243,7 @@ describe('one problem per bad field, with its exact line', () => {
     ['negative maxConnections', { maxConnections: -1 }, 'listeners[0].maxConnections: must be an integer >= 0, got -1'],
     ['maxFails 0', { maxFails: 0 }, 'listeners[0].maxFails: must be a positive integer, got 0'],
     ['negative udp.responses', { udp: { responses: -1 } }, 'listeners[0].udp.responses: must be an integer >= 0, got -1'],
-    ['udp.maxSessions 0', { udp: { maxSessions: 0 } }, 'listeners[0].udp.maxSessions: must be a positive integer, got 0'],
+    ['negative udp.maxSessions', { udp: { maxSessions: -1 } }, 'listeners[0].udp.maxSessions: must be an integer >= 0, got -1'],
     ['udp a scalar', { udp: 5 }, 'listeners[0].udp: must be a mapping, got 5'],
     ['typo in a backend key', { backends: [rawBackend({ wieght: 5 })] }, 'listeners[0].backends[0].wieght: unknown key, did you mean "weight"?'],
     ['snake_case listener key', { idle_timeout_ms: 5 }, 'listeners[0].idle_timeout_ms: unknown key, did you mean "idleTimeoutMs"?'],

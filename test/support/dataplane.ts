@@ -28,7 +28,10 @@ export interface TestPlane {
 export function createPlane(listenerGraceMs = 200): TestPlane {
   const stats = new StatsRegistry();
   const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs });
-  const registry = createMetricsRegistry({ stats, reloads: true, backendStates: () => dataplane.backendStates() }, { processMetrics: false });
+  const registry = createMetricsRegistry(
+    { stats, reloads: true, backendStates: () => dataplane.backendStates(), descriptors: dataplane.descriptors },
+    { processMetrics: false },
+  );
   return {
     dataplane,
     stats,

@@ -46,8 +46,19 @@ function tempConfig(config: unknown): { dir: string; path: string } {
   return { dir, path };
 }
 
-function spawnCli(args: readonly string[]): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CANARY_L4_ADMIN_PORT: undefined } });
+export interface LaunchOptions {
+  /** The open-file limit (`ulimit -n`) of the child. */
+  readonly fdLimit?: number;
+  /** Removed by stop(). */
+  readonly ownDir?: string;
+  readonly readyTimeoutMs?: number;
+}
+
+function spawnCli(args: readonly string[], fdLimit?: number): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
+  const argv = [MAIN, ...args];
+  const [command, commandArgs] =
+    fdLimit === undefined ? [process.execPath, argv] : ['sh', ['-c', `ulimit -n ${fdLimit} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CANARY_L4_ADMIN_PORT: undefined } });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
@@ -89,18 +100,15 @@ function parseLogs(text: string): Record<string, unknown>[] {
 }
 
 /** Starts `serve` and waits until /readyz answers 200; rejects (with the child's stderr) if it exits first. */
-export async function startServe(config: unknown, extraArgs: readonly string[] = [], readyTimeoutMs = 15_000): Promise<ServeChild> {
+export async function startServe(config: unknown, extraArgs: readonly string[] = [], options: LaunchOptions = {}): Promise<ServeChild> {
   const { dir, path } = tempConfig(config);
-  const serve = spawnServe(path, extraArgs, dir);
-  await untilReady(serve, readyTimeoutMs);
+  const serve = spawnServe(path, extraArgs, { ...options, ownDir: dir });
+  await untilReady(serve, options.readyTimeoutMs);
   return serve;
 }
 
-/**
- * Starts `serve --config configPath` without waiting for it (the config may be a FIFO the test
- * has yet to feed); `ownDir` is removed by stop().
- */
-export function spawnServe(configPath: string, extraArgs: readonly string[] = [], ownDir?: string): ServeChild {
+/** Starts `serve --config configPath` without waiting for it (the config may be a FIFO the test has yet to feed). */
+export function spawnServe(configPath: string, extraArgs: readonly string[] = [], { ownDir, fdLimit }: LaunchOptions = {}): ServeChild {
   const { child, out, err, exited } = spawnCli([
     'serve',
     '--config',
@@ -110,7 +118,7 @@ export function spawnServe(configPath: string, extraArgs: readonly string[] = []
     '--admin-host',
     '127.0.0.1',
     ...extraArgs,
-  ]);
+  ], fdLimit);
   let hasExited = false;
   void exited.then(() => (hasExited = true));
   const serve: ServeChild = {
