@@ -12,6 +12,7 @@ import { startAdminServer, type AdminServer } from './admin/server.ts';
 
 export interface RuntimeOptions {
   readonly log: Logger;
+  /** The admin server's address; undefined: every address, IPv4 and IPv6. */
   readonly adminHost: string | undefined;
   /** null: no admin server of its own (a `--workers` process; the primary serves it). */
   readonly adminPort: number | null;
@@ -19,8 +20,8 @@ export interface RuntimeOptions {
   /** false: no /metrics and no process-metrics sampling (the data plane's counters are plain numbers either way). Default true. */
   readonly metrics?: boolean;
   readonly reusePort?: boolean;
-  /** What /config shows; defaults to the data plane's running config. */
-  readonly configView?: () => unknown;
+  /** false: no /config (it shows every backend's address). Default true. */
+  readonly configEndpoint?: boolean;
 }
 
 /** Something a config can be applied to: one data plane, or a pool of worker processes. */
@@ -86,17 +87,16 @@ export class Runtime implements ConfigTarget {
     const runtime = new Runtime(options);
     if (options.adminPort === null) return runtime;
     runtime.#admin = await startAdminServer(
-      options.adminHost,
-      options.adminPort,
+      { host: options.adminHost, port: options.adminPort },
       {
         metrics: runtime.#serveMetrics ? runtime.registry : undefined,
         isReady: () => runtime.#ready,
-        config: options.configView ?? (() => runtime.dataplane.config),
+        config: options.configEndpoint === false ? undefined : () => runtime.dataplane.config,
       },
       options.log,
     );
     // With --admin-port 0 this line is the only way to learn where /metrics and /readyz are.
-    options.log.info({ adminPort: runtime.adminPort }, 'admin server listening');
+    options.log.info({ adminAddress: options.adminHost ?? '*', adminPort: runtime.adminPort }, 'admin server listening');
     return runtime;
   }
 

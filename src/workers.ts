@@ -9,7 +9,7 @@ import { AggregatorRegistry, Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
 import { registerReloadMetrics } from './admin/metrics.ts';
-import { startAdminServer, type AdminServer } from './admin/server.ts';
+import { startAdminServer, type AdminAddress, type AdminServer } from './admin/server.ts';
 import { Runtime, exitOnSignals, type ConfigTarget, type RuntimeOptions } from './runtime.ts';
 
 type ToWorker = { type: 'canary-l4:apply'; id: number; config: L4Config } | { type: 'canary-l4:shutdown'; drainMs: number };
@@ -43,22 +43,21 @@ export class WorkerPool implements ConfigTarget {
     return this.#admin?.port ?? 0;
   }
 
-  async start(adminHost: string | undefined, adminPort: number, metrics: boolean): Promise<void> {
+  async start(admin: AdminAddress, endpoints: { metrics: boolean; config: boolean }): Promise<void> {
     const aggregator = new AggregatorRegistry();
     const own = new Registry();
     registerReloadMetrics(own, this.#stats);
     const summed = { metrics: async () => `${await aggregator.clusterMetrics()}\n${await own.metrics()}`, contentType: own.contentType };
     this.#admin = await startAdminServer(
-      adminHost,
-      adminPort,
+      admin,
       {
-        metrics: metrics ? summed : undefined,
+        metrics: endpoints.metrics ? summed : undefined,
         isReady: () => this.#ready,
-        config: () => this.#config ?? { listeners: [] },
+        config: endpoints.config ? () => this.#config ?? { listeners: [] } : undefined,
       },
       this.log,
     );
-    this.log.info({ adminPort: this.adminPort, workers: this.#count }, 'admin server listening');
+    this.log.info({ adminAddress: admin.host ?? '*', adminPort: this.adminPort, workers: this.#count }, 'admin server listening');
     cluster.on('message', (worker, message: FromWorker) => this.#onMessage(worker, message));
     cluster.on('exit', (worker, code, signal) => this.#onExit(worker, code, signal));
     await Promise.all(Array.from({ length: this.#count }, () => this.#fork()));

@@ -70,7 +70,7 @@ listeners:
       '/nonexistent/canary-l4/lb.yaml',
       '--admin-port',
       '0',
-      '--admin-host',
+      '--admin-address',
       '127.0.0.1',
     ]);
     assert.equal(exit.code, 2);

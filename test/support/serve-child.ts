@@ -19,6 +19,8 @@ export interface ServeChild {
   readonly child: ChildProcess;
   readonly pid: number;
   readonly adminPort: number;
+  /** Where the admin server answers (127.0.0.1 when it listens on every address). */
+  readonly adminHost: string;
   readonly configPath: string;
   readonly exited: Promise<Exit>;
   readonly hasExited: boolean;
@@ -52,6 +54,8 @@ export interface LaunchOptions {
   /** Removed by stop(). */
   readonly ownDir?: string;
   readonly readyTimeoutMs?: number;
+  /** --admin-address; 'default' passes none. Default 127.0.0.1. */
+  readonly adminAddress?: string;
 }
 
 function spawnCli(args: readonly string[], fdLimit?: number): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
@@ -80,7 +84,7 @@ export async function runCli(args: readonly string[], timeoutMs = 20_000): Promi
 export async function runServeExpectingExit(config: unknown, extraArgs: readonly string[] = []): Promise<SpawnResult> {
   const { dir, path } = tempConfig(config);
   try {
-    return await runCli(['serve', '--config', path, '--admin-port', '0', '--admin-host', '127.0.0.1', ...extraArgs]);
+    return await runCli(['serve', '--config', path, '--admin-port', '0', '--admin-address', '127.0.0.1', ...extraArgs]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -108,23 +112,16 @@ export async function startServe(config: unknown, extraArgs: readonly string[] =
 }
 
 /** Starts `serve --config configPath` without waiting for it (the config may be a FIFO the test has yet to feed). */
-export function spawnServe(configPath: string, extraArgs: readonly string[] = [], { ownDir, fdLimit }: LaunchOptions = {}): ServeChild {
-  const { child, out, err, exited } = spawnCli([
-    'serve',
-    '--config',
-    configPath,
-    '--admin-port',
-    '0',
-    '--admin-host',
-    '127.0.0.1',
-    ...extraArgs,
-  ], fdLimit);
+export function spawnServe(configPath: string, extraArgs: readonly string[] = [], { ownDir, fdLimit, adminAddress = '127.0.0.1' }: LaunchOptions = {}): ServeChild {
+  const addressFlag = adminAddress === 'default' ? [] : ['--admin-address', adminAddress];
+  const { child, out, err, exited } = spawnCli(['serve', '--config', configPath, '--admin-port', '0', ...addressFlag, ...extraArgs], fdLimit);
   let hasExited = false;
   void exited.then(() => (hasExited = true));
   const serve: ServeChild = {
     child,
     pid: child.pid!,
     adminPort: 0,
+    adminHost: '127.0.0.1',
     configPath,
     exited,
     get hasExited() {
@@ -135,7 +132,7 @@ export function spawnServe(configPath: string, extraArgs: readonly string[] = []
     logs: () => parseLogs(out()),
     writeConfig: (next) => writeFileSync(configPath, typeof next === 'string' ? next : JSON.stringify(next, null, 2)),
     get: async (urlPath) => {
-      const response = await fetch(`http://127.0.0.1:${serve.adminPort}${urlPath}`, { signal: AbortSignal.timeout(5000) });
+      const response = await fetch(`http://${serve.adminHost}:${serve.adminPort}${urlPath}`, { signal: AbortSignal.timeout(5000) });
       return { status: response.status, body: await response.text() };
     },
     stop: async () => {
@@ -160,7 +157,11 @@ export async function untilReady(serve: ServeChild, readyTimeoutMs = 15_000): Pr
       if (Date.now() > deadline) throw new Error(`serve not ready within ${readyTimeoutMs} ms\n${serve.stderr()}${serve.stdout()}`);
       if (serve.adminPort === 0) {
         const line = serve.logs().find((entry) => typeof entry.adminPort === 'number');
-        if (line !== undefined) (serve as { adminPort: number }).adminPort = line.adminPort as number;
+        if (line !== undefined) {
+          const learned = serve as { adminPort: number; adminHost: string };
+          learned.adminPort = line.adminPort as number;
+          if (typeof line.adminAddress === 'string' && line.adminAddress !== '*') learned.adminHost = line.adminAddress;
+        }
       } else {
         const ready = await serve.get('/readyz').catch(() => undefined);
         if (ready?.status === 200) return;
