@@ -7,13 +7,19 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
+import { BindError } from './errors.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
 import { registerReloadMetrics } from './admin/metrics.ts';
 import { startAdminServer, type AdminAddress, type AdminServer } from './admin/server.ts';
 import { Runtime, exitOnSignals, type ConfigTarget, type RuntimeOptions } from './runtime.ts';
 
 type ToWorker = { type: 'canary-l4:apply'; id: number; config: L4Config } | { type: 'canary-l4:shutdown'; drainMs: number };
-type FromWorker = { type: 'canary-l4:applied'; id: number; error?: string } | { type: 'canary-l4:ready' };
+/** `field`: the listen field of a listener that could not bind. */
+type FromWorker = { type: 'canary-l4:applied'; id: number; error?: string; field?: string } | { type: 'canary-l4:ready' };
+interface Refusal {
+  readonly message: string;
+  readonly field?: string;
+}
 
 /** How long past the drain timeout the primary waits for a worker before killing it. */
 const WORKER_EXIT_MARGIN_MS = 5_000;
@@ -24,7 +30,7 @@ export class WorkerPool implements ConfigTarget {
   readonly log: Logger;
   readonly #count: number;
   readonly #stats = new StatsRegistry();
-  readonly #pending = new Map<number, { waiting: Set<Worker>; errors: string[]; done: () => void }>();
+  readonly #pending = new Map<number, { waiting: Set<Worker>; errors: Refusal[]; done: () => void }>();
   #nextId = 0;
   /** The config every worker serves. */
   #config: L4Config | undefined;
@@ -86,7 +92,9 @@ export class WorkerPool implements ConfigTarget {
       this.#stats.reloadsFailed++;
       this.#wanted = this.#config;
       if (this.#config !== undefined) await this.#broadcast(this.#config, liveWorkers());
-      throw new Error([...new Set(errors)].join('; '));
+      const message = [...new Set(errors.map((error) => error.message))].join('; ');
+      const { field } = errors[0]!;
+      throw field === undefined ? new Error(message) : new BindError(field, message);
     }
     this.#config = config;
     this.#stats.recordReload(true);
@@ -115,21 +123,21 @@ export class WorkerPool implements ConfigTarget {
     for (let given: L4Config | undefined; this.#wanted !== given && this.#wanted !== undefined && !worker.isDead(); ) {
       given = this.#wanted;
       const errors = await this.#broadcast(given, [worker]);
-      if (errors.length > 0) this.log.error({ worker: worker.process.pid, error: errors[0] }, 'a new worker refused the config the others serve');
+      if (errors.length > 0) this.log.error({ worker: worker.process.pid, error: errors[0]!.message }, 'a new worker refused the config the others serve');
     }
   }
 
-  #broadcast(config: L4Config, workers: Worker[]): Promise<string[]> {
+  #broadcast(config: L4Config, workers: Worker[]): Promise<Refusal[]> {
     const id = this.#nextId++;
     return new Promise((resolve) => {
       const timeout = setTimeout(() => {
-        for (const worker of entry.waiting) entry.errors.push(`worker ${worker.process.pid} did not answer within ${APPLY_TIMEOUT_MS / 1000} s`);
+        for (const worker of entry.waiting) entry.errors.push({ message: `worker ${worker.process.pid} did not answer within ${APPLY_TIMEOUT_MS / 1000} s` });
         this.#pending.delete(id);
         resolve(entry.errors);
       }, APPLY_TIMEOUT_MS);
       const entry = {
         waiting: new Set(workers),
-        errors: [] as string[],
+        errors: [] as Refusal[],
         done: () => {
           clearTimeout(timeout);
           resolve(entry.errors);
@@ -145,7 +153,7 @@ export class WorkerPool implements ConfigTarget {
     if (message?.type !== 'canary-l4:applied') return;
     const entry = this.#pending.get(message.id);
     if (entry === undefined) return;
-    if (message.error !== undefined) entry.errors.push(message.error);
+    if (message.error !== undefined) entry.errors.push({ message: message.error, field: message.field });
     this.#settle(message.id, worker);
   }
 
@@ -188,7 +196,13 @@ export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reu
     if (message?.type === 'canary-l4:apply') {
       runtime.applyConfig(message.config).then(
         () => process.send?.({ type: 'canary-l4:applied', id: message.id } satisfies FromWorker),
-        (err: Error) => process.send?.({ type: 'canary-l4:applied', id: message.id, error: err.message } satisfies FromWorker),
+        (err: Error) =>
+          process.send?.({
+            type: 'canary-l4:applied',
+            id: message.id,
+            error: err.message,
+            field: err instanceof BindError ? err.field : undefined,
+          } satisfies FromWorker),
       );
     } else if (message?.type === 'canary-l4:shutdown') {
       void stop(message.drainMs);

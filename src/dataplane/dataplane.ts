@@ -5,6 +5,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
+import { BindError } from '../errors.ts';
 import { ThrottledWarning } from '../log.ts';
 import type { DescriptorBudget } from './descriptor-budget.ts';
 import { budgetForThisProcess } from './open-file-limit.ts';
@@ -114,24 +115,29 @@ export class DataPlane {
   async #apply(config: L4Config): Promise<boolean> {
     if (this.#stopped) throw new Error('the data plane is shutting down; config not applied');
     if (this.#config !== undefined && isDeepStrictEqual(config, this.#config)) return false;
-    const wanted = new Map(config.listeners.map((listener) => [listenerKey(listener), listener]));
+    const wanted = new Map(config.listeners.map((listener, index) => [listenerKey(listener), { listener, index }]));
     const added: [string, RunningListener][] = [];
-    try {
-      for (const [key, listenerConfig] of wanted) {
-        if (this.#running.has(key)) continue;
-        const snapshot = this.#snapshot(listenerConfig);
-        const context = this.#listenerContext(listenerConfig);
-        const listener = listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, context) : new UdpListener(snapshot, context);
-        added.push([key, { listener, snapshot }]);
+    const newSeries = this.#options.stats.recordCreations();
+    for (const [key, { listener: listenerConfig, index }] of wanted) {
+      if (this.#running.has(key)) continue;
+      const snapshot = this.#snapshot(listenerConfig);
+      const context = this.#listenerContext(listenerConfig);
+      const listener = listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, context) : new UdpListener(snapshot, context);
+      added.push([key, { listener, snapshot }]);
+      try {
         await listener.listen();
+      } catch (err) {
+        await Promise.all(added.map(([, { listener }]) => listener.drain(0)));
+        newSeries.remove();
+        this.#pruneHealth(this.config);
+        const { message, code } = err as NodeJS.ErrnoException;
+        throw new BindError(`listeners[${index}].listen`, message, code, { cause: err });
       }
-    } catch (err) {
-      await Promise.all(added.map(([, { listener }]) => listener.drain(0)));
-      throw err;
     }
+    newSeries.keep();
 
     for (const [key, running] of this.#running) {
-      const listenerConfig = wanted.get(key);
+      const listenerConfig = wanted.get(key)?.listener;
       if (listenerConfig === undefined) {
         this.#running.delete(key);
         this.#drainInBackground(running);

@@ -110,17 +110,46 @@ export class StatsRegistry {
     this.lastReloadSuccessSeconds = Date.now() / 1000;
   }
 
+  /** Entries created since recordCreations(), for a config that may yet be refused. */
+  #created: (() => void)[] | undefined;
+
   listener(name: string): ListenerStats {
     let stats = this.listeners.get(name);
-    if (!stats) this.listeners.set(name, (stats = new ListenerStats()));
+    if (!stats) {
+      this.listeners.set(name, (stats = new ListenerStats()));
+      this.#created?.push(() => this.listeners.delete(name));
+    }
     return stats;
   }
 
   backend(listener: string, backend: string): BackendStats {
     let byName = this.backends.get(listener);
-    if (!byName) this.backends.set(listener, (byName = new Map()));
+    if (!byName) {
+      this.backends.set(listener, (byName = new Map()));
+      this.#created?.push(() => this.backends.delete(listener));
+    }
     let stats = byName.get(backend);
-    if (!stats) byName.set(backend, (stats = new BackendStats()));
+    if (!stats) {
+      byName.set(backend, (stats = new BackendStats()));
+      const created = byName;
+      this.#created?.push(() => created.delete(backend));
+    }
     return stats;
+  }
+
+  /**
+   * Records the entries created from now on. `remove` takes them away again (a config that was
+   * refused must leave no series behind); `keep` keeps them. Either ends the recording.
+   */
+  recordCreations(): { keep(): void; remove(): void } {
+    const created: (() => void)[] = [];
+    this.#created = created;
+    return {
+      keep: () => (this.#created = undefined),
+      remove: () => {
+        this.#created = undefined;
+        for (const undo of created.reverse()) undo();
+      },
+    };
   }
 }

@@ -83,14 +83,18 @@ listeners:
     assert.match(stderr, /--weight "web:canry=5": listener "web" has no backend "canry"; the backends are stable, canary/);
   });
 
-  test('a listener that cannot bind at startup exits non-zero naming the listener and the address', async () => {
+  test('a listener that cannot bind at startup exits 2, like any config error: the file, the field path, the listener, the address', async () => {
     const holder = net.createServer().listen({ host: '127.0.0.1', port: 0 });
     await once(holder, 'listening');
     try {
       const port = (holder.address() as net.AddressInfo).port;
-      const { exit, stderr } = await runServeExpectingExit({ listeners: [web(port, 1, 2, 90, 10)] });
-      assert.notEqual(exit.code, 0);
-      assert.match(stderr, new RegExp(`listener "web" cannot listen on tcp 127\\.0\\.0\\.1:${port}: the address is in use.*\\(EADDRINUSE\\)`));
+      const { exit, stderr } = await runServeExpectingExit({ listeners: [web(await freePort(), 1, 2, 90, 10), { ...web(port, 1, 2, 90, 10), name: 'held' }] });
+      assert.equal(exit.code, 2, stderr);
+      assert.match(
+        stderr,
+        new RegExp(`^canary-l4: .*lb\\.yaml: listeners\\[1\\]\\.listen: listener "held" cannot listen on tcp 127\\.0\\.0\\.1:${port}: the address is in use.*\\(EADDRINUSE\\)$`, 'm'),
+      );
+      assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
     } finally {
       holder.close();
     }
@@ -151,7 +155,7 @@ describe('serve: reloads', { timeout: 60_000 }, () => {
     });
     serve.child.kill('SIGHUP');
     await waitFor(() => reloadLogs().length === 3, 'the refusal log line');
-    assert.match(String(reloadLogs()[2]!.error), /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
+    assert.match(String(reloadLogs()[2]!.error), /lb\.yaml: listeners\[1\]\.listen: listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
     assert.deepEqual(await names(port, 10), { canary: 10 }, 'the weights of the refused file were applied');
     const metrics = (await serve.get('/metrics')).body;
     assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'failure' }), 2);
@@ -175,6 +179,40 @@ describe('serve: file watch', { timeout: 30_000 }, () => {
     } finally {
       await serve.stop();
       await Promise.all([stable.close(), canary.close()]);
+    }
+  });
+});
+
+describe('serve: warnings about a valid config', { timeout: 30_000 }, () => {
+  test('a listener whose weights are all 0 and a backend host that does not resolve are warned about, naming the field', async () => {
+    const stable = await startNamedBackend('stable');
+    const [dark, web] = [await freePort(), await freePort()];
+    const serve = await startServe({
+      listeners: [
+        { name: 'dark', listen: `127.0.0.1:${dark}`, backends: [{ name: 'stable', host: '127.0.0.1', port: stable.port, weight: 0 }] },
+        {
+          name: 'web',
+          listen: `127.0.0.1:${web}`,
+          backends: [
+            { name: 'stable', host: '127.0.0.1', port: stable.port, weight: 90 },
+            { name: 'canary', host: 'no-such-host.invalid', port: 80, weight: 10 },
+          ],
+        },
+      ],
+    });
+    try {
+      const warning = (msg: string) => serve.logs().find((line) => line.level === 40 && line.msg === msg);
+      const zero = warning('every backend has weight 0: the listener refuses every new connection');
+      assert.ok(zero, serve.stdout());
+      assert.equal(zero.field, 'listeners[0].backends');
+      assert.equal(zero.listener, 'dark');
+      await waitFor(() => warning('backend host does not resolve: connections to it will fail') !== undefined, 'the unresolvable host warning');
+      const unresolved = warning('backend host does not resolve: connections to it will fail')!;
+      assert.equal(unresolved.field, 'listeners[1].backends[1].host');
+      assert.equal(unresolved.host, 'no-such-host.invalid');
+    } finally {
+      await serve.stop();
+      await stable.close();
     }
   });
 });

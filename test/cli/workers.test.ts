@@ -103,6 +103,8 @@ describe('serve --workers 2', { timeout: 90_000 }, () => {
       serve.writeConfig({ listeners: [web(port, stable.port, canary.port, 50), { ...web(held, stable.port, canary.port, 0), name: 'clash' }] });
       serve.child.kill('SIGHUP');
       await waitFor(() => serve.logs().some((line) => line.msg === 'config reload refused; the previous config keeps serving'), 'the reload to be refused', 10_000);
+      const refusal = serve.logs().find((line) => line.msg === 'config reload refused; the previous config keeps serving')!;
+      assert.match(String(refusal.error), /lb\.yaml: listeners\[1\]\.listen: listener "clash" cannot listen/);
       const counts = await split(port, 40);
       assert.deepEqual(counts, { stable: 40 }, 'the previous weights (canary 0) on every worker');
       const config = JSON.parse((await serve.get('/config')).body) as { listeners: { name: string }[] };

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
+import { BindError } from '../../src/errors.ts';
 import { Runtime } from '../../src/runtime.ts';
 import {
   askName,
@@ -308,6 +309,8 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     await assert.rejects(runtime.applyConfig(bad), (err: Error) => {
       assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
       assert.match(err.message, /EADDRINUSE/);
+      assert.ok(err instanceof BindError);
+      assert.equal(err.field, 'listeners[1].listen', 'the path of the field to fix');
       return true;
     });
     assert.equal(runtime.dataplane.config, good, 'the running config is still the old one');
@@ -319,6 +322,10 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'failure' }), 1);
     assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }), 1);
     assert.equal(metricValue(metrics, 'canary_l4_backend_weight', { listener: 'web', backend: 'stable' }), 100);
+    // The refused listener leaves no series behind: it never served.
+    assert.equal(metricValue(metrics, 'canary_l4_listener_connections_total', { listener: 'held' }), undefined);
+    assert.equal(metricValue(metrics, 'canary_l4_backend_connections_total', { listener: 'held', backend: 'x' }), undefined);
+    assert.equal(metricValue(metrics, 'canary_l4_connections_refused_total', { listener: 'held', reason: 'no_backend' }), undefined);
 
     // Once the port is free the same config applies.
     await new Promise<void>((resolve) => holder.close(() => resolve()));
