@@ -99,6 +99,19 @@ export function createMetricsRegistry(sources: MetricsSources, options: { proces
         for (const [reason, value] of Object.entries(s.connectErrors)) samples.push({ labels: { listener, backend, reason }, value });
     return samples;
   });
+  scraped(
+    registry,
+    'backend_failures_total',
+    'Established connections counted against the backend\'s health, by reason (reset before its first byte with failOnReset; no byte within firstByteTimeoutMs).',
+    'counter',
+    () => {
+      const samples: Sample[] = [];
+      for (const [listener, backends] of stats.backends)
+        for (const [backend, s] of backends)
+          for (const [reason, value] of Object.entries(s.failures)) samples.push({ labels: { listener, backend, reason }, value });
+      return samples;
+    },
+  );
   for (const [name, help, pick] of [
     ['connect_duration_seconds', 'Time to connect to the backend.', (s: BackendStats) => s.connectDuration],
     ['session_duration_seconds', 'Lifetime of proxied TCP connections and UDP sessions.', (s: BackendStats) => s.sessionDuration],

@@ -19,6 +19,7 @@ import {
   DOCUMENT_PATH,
   type IntegerRule,
   describe,
+  readBoolean,
   readChoice,
   readInteger,
   readList,
@@ -103,6 +104,8 @@ const LISTENER_KEYS = [
   'maxConnections',
   'maxFails',
   'failTimeoutMs',
+  'failOnReset',
+  'firstByteTimeoutMs',
   'udp',
 ] as const satisfies readonly (keyof ListenerConfig)[];
 // `overriddenFrom` is set by `--weight` only, never by a document.
@@ -117,6 +120,7 @@ const BACKEND_PORT: IntegerRule = { min: 1, max: 65_535, expected: 'an integer 1
 // setTimeout's ceiling: a longer delay does not wait, it fires at once.
 const MILLISECONDS: IntegerRule = { min: 1, max: 2_147_483_647, expected: 'an integer 1-2147483647 (milliseconds)' };
 const POSITIVE: IntegerRule = { min: 1, max: Number.MAX_SAFE_INTEGER, expected: 'a positive integer' };
+const TIMEOUT_OR_OFF: IntegerRule = { min: 0, max: MILLISECONDS.max, expected: 'an integer 0-2147483647 (milliseconds; 0 = off)' };
 const NON_NEGATIVE: IntegerRule = { min: 0, max: Number.MAX_SAFE_INTEGER, expected: 'an integer >= 0' };
 
 function readConfig(raw: unknown, problems: string[]): L4Config {
@@ -154,6 +158,8 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
     maxConnections: readInteger(fields.maxConnections, at('maxConnections'), NON_NEGATIVE, problems, 0),
     maxFails: readInteger(fields.maxFails, at('maxFails'), POSITIVE, problems, DEFAULT_MAX_FAILS),
     failTimeoutMs: readInteger(fields.failTimeoutMs, at('failTimeoutMs'), MILLISECONDS, problems, DEFAULT_FAIL_TIMEOUT_MS),
+    failOnReset: readBoolean(fields.failOnReset, at('failOnReset'), problems, false),
+    firstByteTimeoutMs: readInteger(fields.firstByteTimeoutMs, at('firstByteTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
     udp: readUdpOptions(fields.udp, at('udp'), problems),
   });
 }

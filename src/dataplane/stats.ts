@@ -25,6 +25,7 @@ export class DurationHistogram {
   }
 }
 
+export type BackendFailureReason = 'reset' | 'first_byte_timeout';
 export type ConnectErrorReason = 'timeout' | 'refused' | 'reset' | 'unreachable' | 'other';
 /** How a failed backend connect is counted in connect_errors_total. */
 export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReason {
@@ -79,6 +80,8 @@ export class BackendStats {
   datagramsToBackend = 0;
   datagramsToClient = 0;
   readonly connectErrors: Record<ConnectErrorReason, number> = { timeout: 0, refused: 0, reset: 0, unreachable: 0, other: 0 };
+  /** Established connections counted against the backend's health (the opt-in failOnReset, firstByteTimeoutMs). */
+  readonly failures: Record<BackendFailureReason, number> = { reset: 0, first_byte_timeout: 0 };
   readonly connectDuration = new DurationHistogram();
   /** TCP connection or UDP session lifetime. */
   readonly sessionDuration = new DurationHistogram();

@@ -108,7 +108,9 @@ export class TcpListener implements Listener {
       if (client.destroyed) return;
       // Not the backend's fault, and the next backend would fail the same way.
       if (isLocalResourceError(err)) return this.#refuseLocally(client, snapshot, 'local_error', err);
-      this.#recordConnectFailure(backend, err, snapshot);
+      const reason = connectErrorReason(err);
+      backend.stats.connectErrors[reason]++;
+      this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message);
       this.#connectUpstream(client, snapshot, tried, joined);
     });
     upstream.once('connect', () => {
@@ -119,7 +121,8 @@ export class TcpListener implements Listener {
       stats.connectDuration.observe((performance.now() - started) / 1000);
       stats.connections++;
       stats.active++;
-      backend.health.recordSuccess();
+      if (config.failOnReset || (config.firstByteTimeoutMs ?? 0) > 0) this.#judgeByFirstByte(backend, upstream, snapshot);
+      else backend.health.recordSuccess();
       joined();
       joinSockets(client, upstream, stats, config.idleTimeoutMs, () => {
         stats.active--;
@@ -134,17 +137,45 @@ export class TcpListener implements Listener {
     client.resetAndDestroy();
   }
 
-  #recordConnectFailure(backend: BackendRuntime, err: NodeJS.ErrnoException, snapshot: ListenerSnapshot): void {
+  /**
+   * The opt-in passive health past the connect (failOnReset, firstByteTimeoutMs): a backend that
+   * accepts is judged by its first byte. A reset before it, or silence past the timeout, is a
+   * failure; a connection that closes after the backend sent something is the success that clears
+   * the count (counting the connect as one would clear it every time, and maxFails > 1 would never
+   * be reached by a backend that accepts and then resets).
+   */
+  #judgeByFirstByte(backend: BackendRuntime, upstream: net.Socket, snapshot: ListenerSnapshot): void {
     const { config } = snapshot;
-    const reason = connectErrorReason(err);
-    backend.stats.connectErrors[reason]++;
+    let failed = false;
+    const fail = (reason: 'reset' | 'first_byte_timeout', detail: string) => {
+      if (failed || upstream.bytesRead > 0) return;
+      failed = true;
+      backend.stats.failures[reason]++;
+      this.#recordFailure(backend, snapshot, reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time', detail);
+    };
+    const timeoutMs = config.firstByteTimeoutMs ?? 0;
+    const timer = timeoutMs > 0 ? setTimeout(() => fail('first_byte_timeout', `nothing within ${timeoutMs} ms`), timeoutMs) : undefined;
+    if (config.failOnReset) {
+      upstream.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ECONNRESET' || err.code === 'EPIPE') fail('reset', err.message);
+      });
+    }
+    upstream.once('close', () => {
+      clearTimeout(timer);
+      if (!failed && upstream.bytesRead > 0) backend.health.recordSuccess();
+    });
+  }
+
+  /** Passive health (maxFails within failTimeoutMs); logs when the backend is taken out. */
+  #recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string): void {
+    const { config } = snapshot;
     const now = Date.now();
     const wasAvailable = backend.health.isAvailable(now);
     backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs);
     if (wasAvailable && !backend.health.isAvailable(now)) {
       this.#log.warn(
-        { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, reason, err: err.message },
-        `backend marked failed for ${config.failTimeoutMs} ms after connect failure`,
+        { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, err: detail },
+        `backend marked failed for ${config.failTimeoutMs} ms after ${what}`,
       );
     }
   }
