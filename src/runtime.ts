@@ -68,6 +68,7 @@ export class Runtime implements ConfigTarget {
             stats: this.stats,
             backendStates: () => this.dataplane.backendStates(),
             descriptors: this.dataplane.descriptors,
+            readBufferBytes: () => this.dataplane.idleReadBuffers.heldBytes(),
             reloads: options.adminPort !== null,
           },
           { processMetrics: true },

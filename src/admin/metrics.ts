@@ -56,6 +56,8 @@ export interface MetricsSources {
   /** Weight and health of every backend of the running config. */
   readonly backendStates: () => BackendState[];
   readonly descriptors: Pick<DescriptorBudget, 'capacity' | 'inUse'>;
+  /** Bytes of read buffers the open TCP connections hold. */
+  readonly readBufferBytes: () => number;
 }
 
 export function createMetricsRegistry(sources: MetricsSources, options: { processMetrics: boolean }): Registry {
@@ -130,6 +132,9 @@ export function createMetricsRegistry(sources: MetricsSources, options: { proces
   scraped(registry, 'udp_dropped_datagrams_total', 'UDP datagrams dropped, by reason (fd_limit, local_error: no socket for a new session).', 'counter', perListener((s) => s.udpDropped));
   scraped(registry, 'descriptor_budget', 'File descriptors listeners, connections and UDP sessions may hold: the open-file limit less what the process and the admin server keep.', 'gauge', () => [
     { labels: {}, value: sources.descriptors.capacity },
+  ]);
+  scraped(registry, 'read_buffer_bytes', 'Bytes of read buffers held by open TCP connections (let go of once a connection idles).', 'gauge', () => [
+    { labels: {}, value: sources.readBufferBytes() },
   ]);
   scraped(registry, 'descriptors_in_use', 'File descriptors held by listeners, connections and UDP sessions.', 'gauge', () => [
     { labels: {}, value: sources.descriptors.inUse },

@@ -9,6 +9,7 @@ import { BindError } from '../errors.ts';
 import { ThrottledWarning } from '../log.ts';
 import type { DescriptorBudget } from './descriptor-budget.ts';
 import { budgetForThisProcess } from './open-file-limit.ts';
+import { IdleReadBuffers } from './idle-read-buffers.ts';
 import { BackendHealth } from './passive-health.ts';
 import { buildSnapshot, type ListenerSnapshot } from './routing.ts';
 import type { LocalRefusal, StatsRegistry } from './stats.ts';
@@ -25,6 +26,8 @@ export interface DataPlaneOptions {
   readonly reusePort?: boolean;
   /** The descriptors listeners may hold; default: the process's open-file limit less what it keeps for itself. */
   readonly descriptors?: DescriptorBudget;
+  /** How often idle connections are looked for, to let go of their read buffers. Default 5 s. */
+  readonly idleBufferSweepMs?: number;
 }
 
 export interface BackendState {
@@ -48,6 +51,7 @@ export class DataPlane {
   /** undefined until the first config is applied. */
   #config: L4Config | undefined;
   readonly descriptors: DescriptorBudget;
+  readonly idleReadBuffers: IdleReadBuffers;
   readonly #shortOfResources: ThrottledWarning;
   #queue: Promise<unknown> = Promise.resolve();
   #stopped = false;
@@ -55,6 +59,7 @@ export class DataPlane {
   constructor(options: DataPlaneOptions) {
     this.#options = options;
     this.descriptors = options.descriptors ?? budgetForThisProcess(0);
+    this.idleReadBuffers = new IdleReadBuffers(options.idleBufferSweepMs ?? DEFAULT_IDLE_BUFFER_SWEEP_MS);
     this.#shortOfResources = new ThrottledWarning(
       options.log,
       'new connections and UDP sessions refused for want of file descriptors or other local resources; raise the open-file limit (ulimit -n) or see README "File descriptors"',
@@ -110,6 +115,7 @@ export class DataPlane {
     this.#running.clear();
     // Listeners a reload removed may have a longer grace than the shutdown's: drain(graceMs) shortens it.
     await Promise.all([...running.map(({ listener }) => listener), ...this.#draining].map((listener) => listener.drain(graceMs)));
+    this.idleReadBuffers.stop();
   }
 
   async #apply(config: L4Config): Promise<boolean> {
@@ -163,7 +169,7 @@ export class DataPlane {
         descriptorsInUse: budget.inUse,
         descriptorBudget: budget.capacity,
       }));
-    return { log, reusePort, descriptors: budget.open(), onLocalRefusal };
+    return { log, reusePort, descriptors: budget.open(), onLocalRefusal, idleReadBuffers: this.idleReadBuffers };
   }
 
   /** `previous`: the listener's snapshot so far, whose balancing state carries over. */
@@ -201,6 +207,9 @@ export class DataPlane {
     });
   }
 }
+
+/** A connection idle between one and two of these lets go of its read buffers. */
+const DEFAULT_IDLE_BUFFER_SWEEP_MS = 5_000;
 
 const NO_CONFIG: L4Config = Object.freeze({ listeners: Object.freeze([]) });
 

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { ListenAddress, ListenerConfig } from '../config/types.ts';
 import { formatListenAddress } from '../config/load.ts';
 import type { DescriptorAccount } from './descriptor-budget.ts';
+import type { IdleReadBuffers } from './idle-read-buffers.ts';
 import type { ListenerSnapshot } from './routing.ts';
 import type { LocalRefusal } from './stats.ts';
 
@@ -16,6 +17,8 @@ export interface ListenerContext {
   readonly descriptors: DescriptorAccount;
   /** A new connection or session was refused for want of local resources (logged, throttled). */
   readonly onLocalRefusal: (reason: LocalRefusal, err?: NodeJS.ErrnoException) => void;
+  /** Where TCP connections are registered so that their read buffers go when they idle. */
+  readonly idleReadBuffers: IdleReadBuffers;
 }
 
 export interface Listener {

@@ -86,12 +86,13 @@ export class TcpListener implements Listener {
     const backend = snapshot.backends[index]!;
     const { config } = snapshot;
     const started = performance.now();
+    const upstreamForwarder = upstreamReads(client, backend.stats);
     const upstream = net.connect({
       host: backend.config.host,
       port: backend.config.port,
       allowHalfOpen: true,
       noDelay: true,
-      onread: upstreamReads(client, backend.stats),
+      onread: upstreamForwarder,
     });
     const timer = setTimeout(() => upstream.destroy(connectTimeout(config.connectTimeoutMs)), config.connectTimeoutMs);
     // The client was destroyed (a drain deadline: paused, it cannot notice its peer leaving). A plain
@@ -124,10 +125,13 @@ export class TcpListener implements Listener {
       if (config.failOnReset || (config.firstByteTimeoutMs ?? 0) > 0) this.#judgeByFirstByte(backend, upstream, snapshot);
       else backend.health.recordSuccess();
       joined();
-      joinSockets(client, upstream, stats, config.idleTimeoutMs, () => {
+      const { idleReadBuffers } = this.#context;
+      const pair = joinSockets(client, upstream, upstreamForwarder, stats, config.idleTimeoutMs, () => {
+        idleReadBuffers.delete(pair);
         stats.active--;
         stats.sessionDuration.observe((performance.now() - started) / 1000);
       });
+      idleReadBuffers.add(pair);
     });
   }
 

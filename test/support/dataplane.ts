@@ -2,7 +2,7 @@
 // validated exactly as a file would be, and the Prometheus view of the counters.
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
-import { DataPlane } from '../../src/dataplane/dataplane.ts';
+import { DataPlane, type DataPlaneOptions } from '../../src/dataplane/dataplane.ts';
 import { StatsRegistry, type BackendStats, type ListenerStats } from '../../src/dataplane/stats.ts';
 import { createMetricsRegistry } from '../../src/admin/metrics.ts';
 import { freePort } from './backends.ts';
@@ -25,11 +25,17 @@ export interface TestPlane {
  * Every apply replaces the whole config, so a test's listener is removed (and drained for
  * listenerGraceMs) when the next test applies its own: keep the grace short unless a test is about it.
  */
-export function createPlane(listenerGraceMs = 200): TestPlane {
+export function createPlane(listenerGraceMs = 200, options: Pick<DataPlaneOptions, 'idleBufferSweepMs'> = {}): TestPlane {
   const stats = new StatsRegistry();
-  const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs });
+  const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs, ...options });
   const registry = createMetricsRegistry(
-    { stats, reloads: true, backendStates: () => dataplane.backendStates(), descriptors: dataplane.descriptors },
+    {
+      stats,
+      reloads: true,
+      backendStates: () => dataplane.backendStates(),
+      descriptors: dataplane.descriptors,
+      readBufferBytes: () => dataplane.idleReadBuffers.heldBytes(),
+    },
     { processMetrics: false },
   );
   return {
