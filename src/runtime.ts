@@ -7,7 +7,7 @@ import { ADMIN_MAX_CONNECTIONS } from './defaults.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
 import { budgetForThisProcess, openFileLimit } from './dataplane/open-file-limit.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
-import { createMetricsRegistry } from './admin/metrics.ts';
+import { createRegistry, metricsEndpoint, registerReloadMetrics, type MetricsEndpoint } from './admin/metrics.ts';
 import { startAdminServer, type AdminServer } from './admin/server.ts';
 
 export interface RuntimeOptions {
@@ -41,9 +41,10 @@ export class Runtime implements ConfigTarget {
   readonly log: Logger;
   readonly stats = new StatsRegistry();
   readonly dataplane: DataPlane;
-  /** Not served with --no-metrics. */
+  /** prom-client's: process metrics (unless --no-metrics), config reloads, and what the control loop registers. */
   readonly registry: Registry;
-  readonly #serveMetrics: boolean;
+  /** /metrics: the registry, then the data plane's counters; undefined with --no-metrics. */
+  readonly metrics: MetricsEndpoint | undefined;
   #admin: AdminServer | undefined;
   #ready = false;
   #stopping: Promise<void> | undefined;
@@ -61,19 +62,11 @@ export class Runtime implements ConfigTarget {
       reusePort: options.reusePort ?? false,
       descriptors,
     });
-    this.#serveMetrics = options.metrics ?? true;
-    this.registry = this.#serveMetrics
-      ? createMetricsRegistry(
-          {
-            stats: this.stats,
-            backendStates: () => this.dataplane.backendStates(),
-            descriptors: this.dataplane.descriptors,
-            readBufferBytes: () => this.dataplane.idleReadBuffers.heldBytes(),
-            reloads: options.adminPort !== null,
-          },
-          { processMetrics: true },
-        )
-      : new Registry();
+    const serveMetrics = options.metrics ?? true;
+    this.registry = createRegistry({ processMetrics: serveMetrics });
+    // In a `--workers` process (no admin server of its own) the primary counts reloads.
+    if (options.adminPort !== null) registerReloadMetrics(this.registry, this.stats);
+    this.metrics = serveMetrics ? metricsEndpoint(() => this.registry.metrics(), this.dataplane) : undefined;
   }
 
   get adminPort(): number {
@@ -90,7 +83,7 @@ export class Runtime implements ConfigTarget {
     runtime.#admin = await startAdminServer(
       { host: options.adminHost, port: options.adminPort },
       {
-        metrics: runtime.#serveMetrics ? runtime.registry : undefined,
+        metrics: runtime.metrics,
         isReady: () => runtime.#ready,
         config: options.configEndpoint === false ? undefined : () => runtime.dataplane.config,
       },

@@ -1,19 +1,21 @@
 // `--workers N`: N processes serve the same listeners through SO_REUSEPORT (the kernel spreads TCP
 // connections and keeps each UDP flow on one worker), as nginx's worker_processes. The primary
 // loads and validates configs, hands them to every worker, serves the admin endpoints with the
-// workers' metrics summed, replaces a worker that dies, and drains them all on SIGTERM.
+// workers' metrics summed (worker-metrics.ts), replaces a worker that dies, and drains them all on
+// SIGTERM.
 import cluster, { type Worker } from 'node:cluster';
-import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import { AggregatorRegistry, Registry } from 'prom-client';
+import { Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
+import { configsEqual } from './config/equal.ts';
 import { BindError } from './errors.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
 import { registerReloadMetrics } from './admin/metrics.ts';
 import { startAdminServer, type AdminAddress, type AdminServer } from './admin/server.ts';
 import { Runtime, exitOnSignals, type ConfigTarget, type RuntimeOptions } from './runtime.ts';
+import { WorkerMetrics, answerCollect, type CollectReply, type CollectRequest } from './worker-metrics.ts';
 
-type ToWorker = { type: 'canary-l4:apply'; id: number; config: L4Config } | { type: 'canary-l4:shutdown'; drainMs: number };
+type ToWorker = { type: 'canary-l4:apply'; id: number; config: L4Config } | { type: 'canary-l4:shutdown'; drainMs: number } | CollectRequest;
 /** `field`: the listen field of a listener that could not bind. */
 type FromWorker = { type: 'canary-l4:applied'; id: number; error?: string; field?: string } | { type: 'canary-l4:ready' };
 interface Refusal {
@@ -31,6 +33,9 @@ export class WorkerPool implements ConfigTarget {
   readonly #count: number;
   readonly #stats = new StatsRegistry();
   readonly #pending = new Map<number, { waiting: Set<Worker>; errors: Refusal[]; done: () => void }>();
+  /** Each worker's number, 0 to count - 1; a replacement takes the number of the worker it replaces. */
+  readonly #slots = new Map<Worker, number>();
+  #metrics: WorkerMetrics | undefined;
   #nextId = 0;
   /** The config every worker serves. */
   #config: L4Config | undefined;
@@ -50,21 +55,22 @@ export class WorkerPool implements ConfigTarget {
   }
 
   async start(admin: AdminAddress, endpoints: { metrics: boolean; config: boolean }): Promise<void> {
-    const aggregator = new AggregatorRegistry();
     const own = new Registry();
     registerReloadMetrics(own, this.#stats);
-    const summed = { metrics: async () => `${await aggregator.clusterMetrics()}\n${await own.metrics()}`, contentType: own.contentType };
+    this.#metrics = new WorkerMetrics(own, () => this.#config, (worker) => this.#slots.get(worker) ?? -1, liveWorkers);
     this.#admin = await startAdminServer(
       admin,
       {
-        metrics: endpoints.metrics ? summed : undefined,
+        metrics: endpoints.metrics ? this.#metrics.endpoint : undefined,
         isReady: () => this.#ready,
         config: endpoints.config ? () => this.#config ?? { listeners: [] } : undefined,
       },
       this.log,
     );
     this.log.info({ adminAddress: admin.host ?? '*', adminPort: this.adminPort, workers: this.#count }, 'admin server listening');
-    cluster.on('message', (worker, message: FromWorker) => this.#onMessage(worker, message));
+    cluster.on('message', (worker, message: FromWorker | CollectReply) => {
+      if (!this.#metrics?.onMessage(worker, message as CollectReply)) this.#onMessage(worker, message as FromWorker);
+    });
     cluster.on('exit', (worker, code, signal) => this.#onExit(worker, code, signal));
     await Promise.all(Array.from({ length: this.#count }, () => this.#fork()));
   }
@@ -82,7 +88,7 @@ export class WorkerPool implements ConfigTarget {
    * the workers that took the new config go back to the previous one, so all serve the same.
    */
   async applyConfig(config: L4Config): Promise<boolean> {
-    if (this.#config !== undefined && isDeepStrictEqual(config, this.#config)) {
+    if (this.#config !== undefined && (await configsEqual(config, this.#config))) {
       this.#stats.recordReload(false);
       return false;
     }
@@ -114,6 +120,10 @@ export class WorkerPool implements ConfigTarget {
 
   async #fork(): Promise<void> {
     const worker = cluster.fork();
+    const taken = new Set(this.#slots.values());
+    let slot = 0;
+    while (taken.has(slot)) slot++;
+    this.#slots.set(worker, slot);
     // 'online' comes before the worker listens for messages, and a message sent earlier is lost.
     await new Promise<void>((resolve, reject) => {
       worker.on('message', (message: FromWorker) => message?.type === 'canary-l4:ready' && resolve());
@@ -168,6 +178,8 @@ export class WorkerPool implements ConfigTarget {
   #onExit(worker: Worker, code: number | null, signal: string | null): void {
     // Not a refusal: its replacement is given the config being applied (#wanted).
     for (const [id, entry] of this.#pending) if (entry.waiting.has(worker)) this.#settle(id, worker);
+    this.#metrics?.onExit(worker);
+    this.#slots.delete(worker);
     if (this.#stopping !== undefined) return;
     this.log.error({ worker: worker.process.pid, code, signal }, 'worker died; starting a replacement');
     this.#fork().catch((err: Error) => this.log.error({ err }, 'could not start a replacement worker'));
@@ -189,8 +201,6 @@ export class WorkerPool implements ConfigTarget {
 /** The worker side: a data plane on shared ports, steered by the primary over IPC. */
 export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reusePort'>, drainMs: number): Promise<void> {
   const runtime = await Runtime.start({ ...options, adminPort: null, reusePort: true });
-  AggregatorRegistry.setRegistries([runtime.registry]);
-  new AggregatorRegistry(); // answers the primary's metric requests
   const stop = (ms: number) => runtime.stop(ms).then(() => process.exit(0));
   process.on('message', (message: ToWorker) => {
     if (message?.type === 'canary-l4:apply') {
@@ -206,6 +216,8 @@ export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reu
       );
     } else if (message?.type === 'canary-l4:shutdown') {
       void stop(message.drainMs);
+    } else if (message?.type === 'canary-l4:collect') {
+      answerCollect(runtime, message.id).catch((err: Error) => runtime.log.error({ err }, 'could not report the counters'));
     }
   });
   process.send?.({ type: 'canary-l4:ready' } satisfies FromWorker);

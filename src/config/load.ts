@@ -5,6 +5,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { isIP, isIPv4, isIPv6 } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { LineCounter, parseDocument } from 'yaml';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -40,7 +41,11 @@ export const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,63}$/;
 export const NAME_RULE = '1-63 characters from A-Z a-z 0-9 _ . -';
 export const MAX_WEIGHT = 100;
 
-/** Reads and validates a config file; every failure, I/O included, is a ConfigError. */
+/**
+ * Reads and validates a config file; every failure, I/O included, is a ConfigError. The parsing
+ * runs on a thread of its own: a 3 MB file takes seconds, which on the main thread would hold
+ * every connection still.
+ */
 export async function loadConfigFile(path: string): Promise<L4Config> {
   let text: string;
   try {
@@ -49,7 +54,31 @@ export async function loadConfigFile(path: string): Promise<L4Config> {
     const reason = (error as NodeJS.ErrnoException).code ?? String(error);
     throw new ConfigError(path, [`cannot read the file (${reason})`], { cause: error });
   }
-  return parseConfig(text, path);
+  return parseOffThread(text, path);
+}
+
+/** What the parsing thread answers (parse-thread.ts). */
+export type ParseReply = { readonly config: L4Config } | { readonly problems: readonly string[] };
+
+/** parseConfig on a thread of its own; the config comes back frozen, as parseConfig's does. */
+export function parseOffThread(text: string, source: string): Promise<L4Config> {
+  return new Promise((resolve, reject) => {
+    const thread = new Worker(new URL('./parse-thread.ts', import.meta.url), { workerData: { text, source } });
+    thread.once('message', (reply: ParseReply) => {
+      if ('config' in reply) resolve(deepFreeze(reply.config));
+      else reject(new ConfigError(source, reply.problems));
+    });
+    thread.once('error', (error) => reject(new ConfigError(source, [`could not be parsed: ${error.message}`], { cause: error })));
+    thread.once('exit', (code) => reject(new ConfigError(source, [`could not be parsed: the parsing thread exited (${code})`])));
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /** Parses a YAML or JSON document (JSON is YAML) and validates it. `source` names it in errors. */

@@ -6,6 +6,8 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
 import { BindError } from '../errors.ts';
+import { configsEqual } from '../config/equal.ts';
+import { Slicer } from '../slicer.ts';
 import { ThrottledWarning } from '../log.ts';
 import type { DescriptorBudget } from './descriptor-budget.ts';
 import { budgetForThisProcess } from './open-file-limit.ts';
@@ -86,15 +88,23 @@ export class DataPlane {
     return total;
   }
 
-  backendStates(now = Date.now()): BackendState[] {
-    return [...this.#running.values()].flatMap(({ snapshot }) =>
-      snapshot.backends.map((b) => ({
-        listener: snapshot.config.name,
-        backend: b.config.name,
-        weight: b.config.weight,
-        healthy: b.health.isAvailable(now),
-      })),
-    );
+  /** The counters of every listener and backend served so far. */
+  get stats(): StatsRegistry {
+    return this.#options.stats;
+  }
+
+  /** Bytes of read buffers the open TCP connections hold. */
+  readBufferBytes(): number {
+    return this.idleReadBuffers.heldBytes();
+  }
+
+  /** Weight and health of every backend of the running config. */
+  *backendStates(now = Date.now()): Generator<BackendState> {
+    for (const { snapshot } of this.#running.values()) {
+      for (const backend of snapshot.backends) {
+        yield { listener: snapshot.config.name, backend: backend.config.name, weight: backend.config.weight, healthy: backend.health.isAvailable(now) };
+      }
+    }
   }
 
   /**
@@ -120,11 +130,14 @@ export class DataPlane {
 
   async #apply(config: L4Config): Promise<boolean> {
     if (this.#stopped) throw new Error('the data plane is shutting down; config not applied');
-    if (this.#config !== undefined && isDeepStrictEqual(config, this.#config)) return false;
+    if (this.#config !== undefined && (await configsEqual(config, this.#config))) return false;
     const wanted = new Map(config.listeners.map((listener, index) => [listenerKey(listener), { listener, index }]));
     const added: [string, RunningListener][] = [];
     const newSeries = this.#options.stats.recordCreations();
+    // A bind completes on the same tick: 10 000 of them in a row would hold the event loop.
+    const slicer = new Slicer();
     for (const [key, { listener: listenerConfig, index }] of wanted) {
+      if (slicer.due()) await slicer.pause();
       if (this.#running.has(key)) continue;
       const snapshot = this.#snapshot(listenerConfig);
       const context = this.#listenerContext(listenerConfig);
@@ -135,26 +148,33 @@ export class DataPlane {
       } catch (err) {
         await Promise.all(added.map(([, { listener }]) => listener.drain(0)));
         newSeries.remove();
-        this.#pruneHealth(this.config);
+        await this.#pruneHealth(this.config);
         const { message, code } = err as NodeJS.ErrnoException;
         throw new BindError(`listeners[${index}].listen`, message, code, { cause: err });
       }
     }
     newSeries.keep();
 
+    // The running listeners' new snapshots are built in slices, then all swapped in at once.
+    const updated: [RunningListener, ListenerSnapshot][] = [];
+    const removed: string[] = [];
     for (const [key, running] of this.#running) {
       const listenerConfig = wanted.get(key)?.listener;
-      if (listenerConfig === undefined) {
-        this.#running.delete(key);
-        this.#drainInBackground(running);
-      } else if (!isDeepStrictEqual(listenerConfig, running.snapshot.config)) {
-        running.snapshot = this.#snapshot(listenerConfig, running.snapshot);
-        running.listener.update(running.snapshot);
-      }
+      if (listenerConfig === undefined) removed.push(key);
+      else if (!isDeepStrictEqual(listenerConfig, running.snapshot.config)) updated.push([running, this.#snapshot(listenerConfig, running.snapshot)]);
+      if (slicer.due()) await slicer.pause();
+    }
+    for (const key of removed) {
+      this.#drainInBackground(this.#running.get(key)!);
+      this.#running.delete(key);
+    }
+    for (const [running, snapshot] of updated) {
+      running.snapshot = snapshot;
+      running.listener.update(snapshot);
     }
     for (const [key, running] of added) this.#running.set(key, running);
-    this.#pruneHealth(config);
     this.#config = config;
+    await this.#pruneHealth(config);
     return true;
   }
 
@@ -191,9 +211,18 @@ export class DataPlane {
     return health;
   }
 
-  #pruneHealth(config: L4Config): void {
-    const kept = new Set(config.listeners.flatMap((listener) => listener.backends.map((b) => backendKey(listener, b))));
-    for (const key of this.#health.keys()) if (!kept.has(key)) this.#health.delete(key);
+  /** Forgets the health of backends `config` no longer has (in slices: 20 000 backends take a while). */
+  async #pruneHealth(config: L4Config): Promise<void> {
+    const slicer = new Slicer();
+    const kept = new Set<string>();
+    for (const listener of config.listeners) {
+      for (const backend of listener.backends) kept.add(backendKey(listener, backend));
+      if (slicer.due()) await slicer.pause();
+    }
+    for (const key of this.#health.keys()) {
+      if (!kept.has(key)) this.#health.delete(key);
+      if (slicer.due()) await slicer.pause();
+    }
   }
 
   #drainInBackground(running: RunningListener): void {

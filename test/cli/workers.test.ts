@@ -67,6 +67,8 @@ describe('serve --workers 2', { timeout: 90_000 }, () => {
     const metrics = (await serve.get('/metrics')).body;
     assert.equal(metricValue(metrics, 'canary_l4_listener_connections_total', { listener: 'web' }), 200, 'summed over both workers');
     assert.equal(metricValue(metrics, 'canary_l4_backend_weight', { listener: 'web', backend: 'canary' }), 20, 'a weight is not summed');
+    // A process's own metrics stay per worker: CPU seconds of two processes cannot be summed across a restart.
+    for (const worker of ['0', '1']) assert.ok((metricValue(metrics, 'canary_l4_process_cpu_user_seconds_total', { worker }) ?? 0) > 0, `worker ${worker}`);
   });
 
   test('a SIGHUP reload reaches both workers', async () => {
@@ -84,13 +86,27 @@ describe('serve --workers 2', { timeout: 90_000 }, () => {
     assert.deepEqual(await split(port, 20), { stable: 20 });
   });
 
-  test('a dead worker is replaced and serves the running config', async () => {
+  test('a dead worker is replaced and serves the running config; the summed counters do not go backwards', async () => {
+    const counted = async () => {
+      const metrics = (await serve.get('/metrics')).body;
+      const value = (name: string, labels: Record<string, string>) => metricValue(metrics, `canary_l4_${name}`, labels) ?? Number.NaN;
+      return {
+        accepted: value('listener_connections_total', { listener: 'web' }),
+        stable: value('backend_connections_total', { listener: 'web', backend: 'stable' }),
+        bytes: value('bytes_total', { listener: 'web', backend: 'stable', direction: 'to_client' }),
+      };
+    };
+    const before = await counted();
     const [victim] = workerPids(serve.pid);
     process.kill(victim!, 'SIGKILL');
     await waitFor(() => {
       const pids = workerPids(serve.pid);
       return pids.length === 2 && !pids.includes(victim!);
     }, 'a replacement worker', 10_000);
+    const after = await counted();
+    for (const key of ['accepted', 'stable', 'bytes'] as const) {
+      assert.ok(after[key] >= before[key], `${key} went from ${before[key]} to ${after[key]} when a worker died`);
+    }
     // Enough connections that the kernel gives the new worker some: all must avoid the canary.
     await waitFor(async () => (await split(port, 40)).canary === undefined && (await split(port, 40)).stable === 40, 'every connection to stable', 10_000);
   });

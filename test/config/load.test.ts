@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { describe, test } from 'node:test';
 import { loadConfigFile, parseConfig, validateConfig } from '../../src/config/load.ts';
 import type { L4Config } from '../../src/config/types.ts';
@@ -407,5 +408,34 @@ describe('loadConfigFile', () => {
       problems: ['cannot read the file (ENOENT)'],
       message: `${missing}: cannot read the file (ENOENT)`,
     });
+  });
+
+  test('a config from a file is frozen, and its problems name the field, as parseConfig does', async (t) => {
+    const directory = await mkdtemp(join(tmpdir(), 'canary-l4-config-'));
+    t.after(() => rm(directory, { recursive: true, force: true }));
+    const path = join(directory, 'lb.yaml');
+    await writeFile(path, DESIGN_EXAMPLE_YAML);
+    assertDeeplyFrozen(await loadConfigFile(path));
+    await writeFile(path, 'listeners:\n  - name: web\n    listen: 8080\n    backends: []\n');
+    await assert.rejects(loadConfigFile(path), {
+      name: 'ConfigError',
+      problems: ['listeners[0].backends: must be a list of at least one backend, got []'],
+    });
+  });
+
+  test('a big file is parsed off the main thread: the event loop is free while it is parsed', async (t) => {
+    const directory = await mkdtemp(join(tmpdir(), 'canary-l4-config-'));
+    t.after(() => rm(directory, { recursive: true, force: true }));
+    const path = join(directory, 'lb.yaml');
+    const listener = (i: number) =>
+      `  - name: l${i}\n    listen: ${10_000 + i}\n    backends:\n      - { name: stable, host: 10.0.0.1, port: 80, weight: 90 }\n      - { name: canary, host: 10.0.0.2, port: 80, weight: 10 }\n`;
+    await writeFile(path, `listeners:\n${Array.from({ length: 2000 }, (_, i) => listener(i)).join('')}`);
+    const before = performance.eventLoopUtilization();
+    const config = await loadConfigFile(path);
+    const { utilization } = performance.eventLoopUtilization(before);
+    assert.equal(config.listeners.length, 2000);
+    // Parsed on the main thread, the event loop is busy nearly all along (hundreds of milliseconds
+    // of YAML); off it, the main thread only starts the thread and takes the result.
+    assert.ok(utilization < 0.5, `the event loop was busy ${(100 * utilization).toFixed(0)} % of the time 2 000 listeners took to load`);
   });
 });

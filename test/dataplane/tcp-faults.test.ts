@@ -127,7 +127,7 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     for (let i = 0; i < 20; i++) afterRecovery.push(await askName(port));
     const counts = countBy(afterRecovery);
     assert.ok((counts.later ?? 0) >= 9 && (counts.live ?? 0) >= 9, `50/50 after recovery, got ${JSON.stringify(counts)}`);
-    assert.equal(plane.dataplane.backendStates().find((b) => b.backend === 'later')?.healthy, true);
+    assert.equal([...plane.dataplane.backendStates()].find((b) => b.backend === 'later')?.healthy, true);
   });
 
   test('every backend refusing: the client is reset and the refusal counted as no_backend', async () => {
@@ -301,7 +301,7 @@ describe('opt-in passive health past the connect (failOnReset, firstByteTimeoutM
       for (let i = 0; i < 10; i++) names.push(await askName(port));
       assert.deepEqual(countBy(names), { good: 10 });
       assert.equal(silent.accepted, 1);
-      assert.equal(plane.dataplane.backendStates().find((b) => b.listener === 'first-byte' && b.backend === 'silent')?.healthy, false);
+      assert.equal([...plane.dataplane.backendStates()].find((b) => b.listener === 'first-byte' && b.backend === 'silent')?.healthy, false);
     } finally {
       hanging.destroy();
     }

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
 import { DataPlane, type DataPlaneOptions } from '../../src/dataplane/dataplane.ts';
 import { StatsRegistry, type BackendStats, type ListenerStats } from '../../src/dataplane/stats.ts';
-import { createMetricsRegistry } from '../../src/admin/metrics.ts';
+import { metricsEndpoint } from '../../src/admin/metrics.ts';
 import { freePort } from './backends.ts';
 
 export const silentLog = pino({ level: 'silent' });
@@ -28,23 +28,18 @@ export interface TestPlane {
 export function createPlane(listenerGraceMs = 200, options: Pick<DataPlaneOptions, 'idleBufferSweepMs'> = {}): TestPlane {
   const stats = new StatsRegistry();
   const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs, ...options });
-  const registry = createMetricsRegistry(
-    {
-      stats,
-      reloads: true,
-      backendStates: () => dataplane.backendStates(),
-      descriptors: dataplane.descriptors,
-      readBufferBytes: () => dataplane.idleReadBuffers.heldBytes(),
-    },
-    { processMetrics: false },
-  );
+  const endpoint = metricsEndpoint(async () => '', dataplane);
   return {
     dataplane,
     stats,
     apply: (raw) => dataplane.apply(validateConfig(raw, 'test config')),
     listener: (name) => stats.listener(name),
     backend: (listener, backend) => stats.backend(listener, backend),
-    metrics: () => registry.metrics(),
+    metrics: async () => {
+      let text = '';
+      for await (const chunk of endpoint.render()) text += chunk;
+      return text;
+    },
     close: (graceMs = 0) => dataplane.shutdown(graceMs),
   };
 }

@@ -42,7 +42,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     continue;
   }
   for (const fd of fillers) closeSync(fd);
-  const states = Object.fromEntries(plane.dataplane.backendStates().map((state) => [`${state.listener}/${state.backend}`, state.healthy]));
+  const states = Object.fromEntries([...plane.dataplane.backendStates()].map((state) => [`${state.listener}/${state.backend}`, state.healthy]));
   const backendStats = (listener: string, name: string) => ({ ...plane.backend(listener, name).connectErrors, connections: plane.backend(listener, name).connections });
   process.stdout.write(
     `${JSON.stringify({
