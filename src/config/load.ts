@@ -57,16 +57,22 @@ export async function loadConfigFile(path: string): Promise<L4Config> {
   return parseOffThread(text, path);
 }
 
-/** What the parsing thread answers (parse-thread.ts). */
-export type ParseReply = { readonly config: L4Config } | { readonly problems: readonly string[] };
+/** What the parsing thread sends (parse-thread.ts): the problems, or parts of the config. */
+export type ParseReply =
+  | { readonly problems: readonly string[] }
+  | { readonly listeners: readonly ListenerConfig[] }
+  | { readonly rest: L4Config };
 
 /** parseConfig on a thread of its own; the config comes back frozen, as parseConfig's does. */
 export function parseOffThread(text: string, source: string): Promise<L4Config> {
   return new Promise((resolve, reject) => {
     const thread = new Worker(new URL('./parse-thread.ts', import.meta.url), { workerData: { text, source } });
-    thread.once('message', (reply: ParseReply) => {
-      if ('config' in reply) resolve(deepFreeze(reply.config));
-      else reject(new ConfigError(source, reply.problems));
+    const listeners: ListenerConfig[] = [];
+    thread.on('message', (reply: ParseReply) => {
+      if ('problems' in reply) return reject(new ConfigError(source, reply.problems));
+      if ('rest' in reply) return resolve(Object.freeze({ ...reply.rest, listeners: Object.freeze(listeners) }));
+      for (const listener of reply.listeners) listeners.push(deepFreeze(listener));
+      thread.postMessage('next');
     });
     thread.once('error', (error) => reject(new ConfigError(source, [`could not be parsed: ${error.message}`], { cause: error })));
     thread.once('exit', (code) => reject(new ConfigError(source, [`could not be parsed: the parsing thread exited (${code})`])));
