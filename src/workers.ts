@@ -35,6 +35,8 @@ export class WorkerPool implements ConfigTarget {
   readonly #pending = new Map<number, { waiting: Set<Worker>; errors: Refusal[]; done: () => void }>();
   /** Each worker's number, 0 to count - 1; a replacement takes the number of the worker it replaces. */
   readonly #slots = new Map<Worker, number>();
+  /** Workers that said they listen for messages (one sent earlier is lost). */
+  readonly #steerable = new Set<Worker>();
   #metrics: WorkerMetrics | undefined;
   #nextId = 0;
   /** The config every worker serves. */
@@ -57,7 +59,7 @@ export class WorkerPool implements ConfigTarget {
   async start(admin: AdminAddress, endpoints: { metrics: boolean; config: boolean }): Promise<void> {
     const own = new Registry();
     registerReloadMetrics(own, this.#stats);
-    this.#metrics = new WorkerMetrics(own, () => this.#config, (worker) => this.#slots.get(worker) ?? -1, liveWorkers);
+    this.#metrics = new WorkerMetrics(own, () => this.#config, (worker) => this.#slots.get(worker) ?? -1, () => [...this.#steerable]);
     this.#admin = await startAdminServer(
       admin,
       {
@@ -129,6 +131,7 @@ export class WorkerPool implements ConfigTarget {
       worker.on('message', (message: FromWorker) => message?.type === 'canary-l4:ready' && resolve());
       worker.once('exit', (code) => reject(new Error(`worker ${worker.process.pid} exited with code ${code} while starting`)));
     });
+    this.#steerable.add(worker);
     // Until it has what the others serve or are being given (a reload may start meanwhile).
     for (let given: L4Config | undefined; this.#wanted !== given && this.#wanted !== undefined && !worker.isDead(); ) {
       given = this.#wanted;
@@ -180,6 +183,7 @@ export class WorkerPool implements ConfigTarget {
     for (const [id, entry] of this.#pending) if (entry.waiting.has(worker)) this.#settle(id, worker);
     this.#metrics?.onExit(worker);
     this.#slots.delete(worker);
+    this.#steerable.delete(worker);
     if (this.#stopping !== undefined) return;
     this.log.error({ worker: worker.process.pid, code, signal }, 'worker died; starting a replacement');
     this.#fork().catch((err: Error) => this.log.error({ err }, 'could not start a replacement worker'));

@@ -53,7 +53,7 @@ export class DataPlane {
   /** undefined until the first config is applied. */
   #config: L4Config | undefined;
   readonly descriptors: DescriptorBudget;
-  readonly idleReadBuffers: IdleReadBuffers;
+  readonly #idleReadBuffers: IdleReadBuffers;
   readonly #shortOfResources: ThrottledWarning;
   #queue: Promise<unknown> = Promise.resolve();
   #stopped = false;
@@ -61,7 +61,7 @@ export class DataPlane {
   constructor(options: DataPlaneOptions) {
     this.#options = options;
     this.descriptors = options.descriptors ?? budgetForThisProcess(0);
-    this.idleReadBuffers = new IdleReadBuffers(options.idleBufferSweepMs ?? DEFAULT_IDLE_BUFFER_SWEEP_MS);
+    this.#idleReadBuffers = new IdleReadBuffers(options.idleBufferSweepMs ?? DEFAULT_IDLE_BUFFER_SWEEP_MS);
     this.#shortOfResources = new ThrottledWarning(
       options.log,
       'new connections and UDP sessions refused for want of file descriptors or other local resources; raise the open-file limit (ulimit -n) or see README "File descriptors"',
@@ -95,7 +95,7 @@ export class DataPlane {
 
   /** Bytes of read buffers the open TCP connections hold. */
   readBufferBytes(): number {
-    return this.idleReadBuffers.heldBytes();
+    return this.#idleReadBuffers.heldBytes();
   }
 
   /** Weight and health of every backend of the running config. */
@@ -125,7 +125,7 @@ export class DataPlane {
     this.#running.clear();
     // Listeners a reload removed may have a longer grace than the shutdown's: drain(graceMs) shortens it.
     await Promise.all([...running.map(({ listener }) => listener), ...this.#draining].map((listener) => listener.drain(graceMs)));
-    this.idleReadBuffers.stop();
+    this.#idleReadBuffers.stop();
   }
 
   async #apply(config: L4Config): Promise<boolean> {
@@ -189,7 +189,7 @@ export class DataPlane {
         descriptorsInUse: budget.inUse,
         descriptorBudget: budget.capacity,
       }));
-    return { log, reusePort, descriptors: budget.open(), onLocalRefusal, idleReadBuffers: this.idleReadBuffers };
+    return { log, reusePort, descriptors: budget.open(), onLocalRefusal, idleReadBuffers: this.#idleReadBuffers };
   }
 
   /** `previous`: the listener's snapshot so far, whose balancing state carries over. */
