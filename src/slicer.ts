@@ -7,6 +7,7 @@ const SLICE_MS = 5;
 /** Units of work between two looks at the clock. */
 const CHECK_EVERY = 32;
 
+/** One long loop's clock: `if (slicer.due()) await slicer.pause();` once per unit of work. */
 export class Slicer {
   #sliceStart = performance.now();
   #units = 0;

@@ -60,6 +60,7 @@ interface WorkerReport {
   gauges: WorkerGauges;
 }
 
+/** The primary's running total of its workers' counters (see above). */
 export class WorkerCounters {
   /** The sum over every worker that ever reported, the dead ones included. */
   readonly total = new StatsRegistry();

@@ -11,7 +11,9 @@ import type { DataPlaneView } from './admin/exposition.ts';
 import { WorkerCounters, countersInParts, type CountersPart, type WorkerGauges } from './worker-counters.ts';
 import type { Runtime } from './runtime.ts';
 
+/** Primary to worker: send your counters. */
 export type CollectRequest = { type: 'canary-l4:collect'; id: number };
+/** Worker to primary: its counters in parts, then `collected` with its gauges and process metrics. */
 export type CollectReply =
   | { type: 'canary-l4:counters'; id: number; part: CountersPart }
   | { type: 'canary-l4:collected'; id: number; gauges: WorkerGauges; processMetrics: object[] };
@@ -23,6 +25,7 @@ interface MetricJson {
   readonly values?: { labels?: Record<string, string | number> }[];
 }
 
+/** The primary's side of /metrics in `--workers` mode. */
 export class WorkerMetrics {
   readonly #counters = new WorkerCounters();
   readonly #own: Registry;

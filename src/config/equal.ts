@@ -5,6 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { Slicer } from '../slicer.ts';
 import type { L4Config } from './types.ts';
 
+/** Whether `a` and `b` hold the same listeners with the same settings, in the same order. */
 export async function configsEqual(a: L4Config, b: L4Config): Promise<boolean> {
   if (a === b) return true;
   if (a.listeners.length !== b.listeners.length || !isDeepStrictEqual({ ...a, listeners: [] }, { ...b, listeners: [] })) return false;

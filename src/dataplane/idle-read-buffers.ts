@@ -15,6 +15,7 @@ export interface ReadingPair {
   readonly upstreamReads: ReadForwarder;
 }
 
+/** The open connections of a data plane, and the timer that looks for idle ones. */
 export class IdleReadBuffers {
   /** Each pair with its byte count at the last look. */
   readonly #pairs = new Map<ReadingPair, number>();
