@@ -5,8 +5,11 @@ import { LOG_LEVELS, createLogger, type LogLevel } from '../log.ts';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LISTENER_GRACE_MS } from '../defaults.ts';
 import type { RuntimeOptions } from '../runtime.ts';
 
-/** `adminAddress`: where the admin server listens unless told; EVERY_ADDRESS for every address. */
-export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: string }) {
+/**
+ * `adminAddress`: where the admin server listens unless told. Every address by default: in a pod
+ * the kubelet's probes and Prometheus come from outside; `serve` and `demo` ask for loopback.
+ */
+export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: string } = { adminAddress: EVERY_ADDRESS }) {
   return yargs
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as LogLevel, describe: 'Log level of the JSON logs on stdout' })
     .option('admin-port', { type: 'number', default: DEFAULT_ADMIN_PORT, describe: 'Port of the admin HTTP server (/metrics /healthz /readyz /config); 0 = any free port' })

@@ -3,12 +3,11 @@ import { parsePortWeights, parseSelector } from '../../control/proxy-flags.ts';
 import { defaultProxySelector } from '../../control/reconcile.ts';
 import { DEFAULT_PORT_BASE } from '../../defaults.ts';
 import { ConfigError } from '../../errors.ts';
-import { EVERY_ADDRESS, runtimeOptions, withCommonOptions } from '../options.ts';
+import { runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
   return (
-    // In a pod the kubelet's probes and Prometheus come from outside: every address by default.
-    withCommonOptions(yargs, { adminAddress: EVERY_ADDRESS })
+    withCommonOptions(yargs)
       .option('namespace', { alias: 'n', type: 'string', describe: 'Namespace of the CanaryRelease and its Services [env: CANARY_RELEASE_NAMESPACE]' })
       .option('canary-release', { type: 'string', describe: 'Name of the CanaryRelease to run [env: CANARY_RELEASE_NAME]' })
       .option('kubeconfig', { type: 'string', describe: 'kubeconfig file [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]' })
