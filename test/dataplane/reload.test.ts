@@ -310,7 +310,7 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
       assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
       assert.match(err.message, /EADDRINUSE/);
       assert.ok(err instanceof BindError);
-      assert.equal(err.field, 'listeners[1].listen', 'the path of the field to fix');
+      assert.equal(err.field, `listeners[${bad.listeners.findIndex((listener) => listener.name === 'held')}].listen`, 'the path of the field to fix');
       return true;
     });
     assert.equal(runtime.dataplane.config, good, 'the running config is still the old one');
