@@ -6,6 +6,7 @@ import { CANARY_METRICS_URL, CANARY_NO_METRICS, type ProxyVariant, type RunningP
 import { CHILD_FD_LIMIT } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
 import { httpKeepalive, tcpBulk8, tcpShort, udpMax, type Workload, type WorkloadContext } from './workloads.ts';
+import { bigConfigStalls } from './stalls.ts';
 
 /** 10 000, unless a single proxy process cannot hold two fds per connection under the fd limit. */
 const IDLE_CONNECTIONS = Math.min(10_000, Math.floor((CHILD_FD_LIMIT - 200) / 2));
@@ -182,4 +183,4 @@ export const metricsCost: Workload = {
   },
 };
 
-export const EXTRA_WORKLOADS: readonly Workload[] = [idleConnections, slowReaders, metricsCost];
+export const EXTRA_WORKLOADS: readonly Workload[] = [idleConnections, slowReaders, metricsCost, bigConfigStalls];

@@ -15,3 +15,16 @@ export class ConfigError extends Error {
     this.problems = Object.freeze([...problems]);
   }
 }
+
+/** A listener that cannot bind; `field` is the path of its listen address in the config (`listeners[2].listen`). */
+export class BindError extends Error {
+  readonly field: string;
+  readonly code: string | undefined;
+
+  constructor(field: string, message: string, code?: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'BindError';
+    this.field = field;
+    this.code = code;
+  }
+}

@@ -3,13 +3,16 @@
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
+import { ADMIN_MAX_CONNECTIONS } from './defaults.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
+import { budgetForThisProcess, openFileLimit } from './dataplane/open-file-limit.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
-import { createMetricsRegistry } from './admin/metrics.ts';
+import { createRegistry, metricsEndpoint, registerReloadMetrics, type MetricsEndpoint } from './admin/metrics.ts';
 import { startAdminServer, type AdminServer } from './admin/server.ts';
 
 export interface RuntimeOptions {
   readonly log: Logger;
+  /** The admin server's address; undefined: every address, IPv4 and IPv6. */
   readonly adminHost: string | undefined;
   /** null: no admin server of its own (a `--workers` process; the primary serves it). */
   readonly adminPort: number | null;
@@ -17,15 +20,18 @@ export interface RuntimeOptions {
   /** false: no /metrics and no process-metrics sampling (the data plane's counters are plain numbers either way). Default true. */
   readonly metrics?: boolean;
   readonly reusePort?: boolean;
-  /** What /config shows; defaults to the data plane's running config. */
-  readonly configView?: () => unknown;
+  /** false: no /config (it shows every backend's address). Default true. */
+  readonly configEndpoint?: boolean;
 }
 
 /** Something a config can be applied to: one data plane, or a pool of worker processes. */
 export interface ConfigTarget {
   readonly log: Logger;
-  /** Rejects, leaving the previous config serving, when the config cannot be applied; counted either way. */
-  applyConfig(config: L4Config): Promise<void>;
+  /**
+   * Resolves false when the config equals the one served (nothing is touched); rejects, leaving the
+   * previous config serving, when it cannot be applied. Counted in every case.
+   */
+  applyConfig(config: L4Config): Promise<boolean>;
   /** Counts a new config refused before it reached applyConfig (it did not load or validate). */
   recordRefusedConfig(): void;
   setReady(ready: boolean): void;
@@ -35,28 +41,32 @@ export class Runtime implements ConfigTarget {
   readonly log: Logger;
   readonly stats = new StatsRegistry();
   readonly dataplane: DataPlane;
-  /** Not served with --no-metrics. */
+  /** prom-client's: process metrics (unless --no-metrics), config reloads, and what the control loop registers. */
   readonly registry: Registry;
-  readonly #serveMetrics: boolean;
+  /** /metrics: the registry, then the data plane's counters; undefined with --no-metrics. */
+  readonly metrics: MetricsEndpoint | undefined;
   #admin: AdminServer | undefined;
   #ready = false;
   #stopping: Promise<void> | undefined;
 
   private constructor(options: RuntimeOptions) {
     this.log = options.log;
+    // The admin server's connections (and its listening socket) stay out of the data plane's reach.
+    const limit = openFileLimit();
+    const descriptors = budgetForThisProcess(options.adminPort === null ? 0 : ADMIN_MAX_CONNECTIONS + 1, limit);
+    options.log.info({ openFileLimit: limit, descriptorBudget: descriptors.capacity }, 'file descriptors for listeners, connections and UDP sessions');
     this.dataplane = new DataPlane({
       log: options.log,
       stats: this.stats,
       listenerGraceMs: options.listenerGraceMs,
       reusePort: options.reusePort ?? false,
+      descriptors,
     });
-    this.#serveMetrics = options.metrics ?? true;
-    this.registry = this.#serveMetrics
-      ? createMetricsRegistry(
-          { stats: this.stats, backendStates: () => this.dataplane.backendStates(), reloads: options.adminPort !== null },
-          { processMetrics: true },
-        )
-      : new Registry();
+    const serveMetrics = options.metrics ?? true;
+    this.registry = createRegistry({ processMetrics: serveMetrics });
+    // In a `--workers` process (no admin server of its own) the primary counts reloads.
+    if (options.adminPort !== null) registerReloadMetrics(this.registry, this.stats);
+    this.metrics = serveMetrics ? metricsEndpoint(() => this.registry.metrics(), this.dataplane) : undefined;
   }
 
   get adminPort(): number {
@@ -71,17 +81,16 @@ export class Runtime implements ConfigTarget {
     const runtime = new Runtime(options);
     if (options.adminPort === null) return runtime;
     runtime.#admin = await startAdminServer(
-      options.adminHost,
-      options.adminPort,
+      { host: options.adminHost, port: options.adminPort },
       {
-        metrics: runtime.#serveMetrics ? runtime.registry : undefined,
+        metrics: runtime.metrics,
         isReady: () => runtime.#ready,
-        config: options.configView ?? (() => runtime.dataplane.config),
+        config: options.configEndpoint === false ? undefined : () => runtime.dataplane.config,
       },
       options.log,
     );
     // With --admin-port 0 this line is the only way to learn where /metrics and /readyz are.
-    options.log.info({ adminPort: runtime.adminPort }, 'admin server listening');
+    options.log.info({ adminAddress: options.adminHost ?? '*', adminPort: runtime.adminPort }, 'admin server listening');
     return runtime;
   }
 
@@ -89,11 +98,11 @@ export class Runtime implements ConfigTarget {
     this.#ready = ready && this.#stopping === undefined;
   }
 
-  async applyConfig(config: L4Config): Promise<void> {
+  async applyConfig(config: L4Config): Promise<boolean> {
     try {
-      await this.dataplane.apply(config);
-      this.stats.reloadsSucceeded++;
-      this.stats.lastReloadSuccessSeconds = Date.now() / 1000;
+      const changed = await this.dataplane.apply(config);
+      this.stats.recordReload(changed);
+      return changed;
     } catch (err) {
       this.stats.reloadsFailed++;
       throw err;

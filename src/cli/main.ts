@@ -2,6 +2,8 @@
 // canary-l4: the command line. Flags become options here; the work is done elsewhere.
 // The shebang's --max-semi-space-size=2 keeps V8's young generation small: ~110 MiB less RSS under
 // load at the same throughput (bench/); the Dockerfile and `npm start` pass it too.
+// First, so that a SIGHUP during start-up cannot end the process (see hangups.ts).
+import '../hangups.ts';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError } from '../errors.ts';

@@ -5,11 +5,25 @@ import { LOG_LEVELS, createLogger, type LogLevel } from '../log.ts';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LISTENER_GRACE_MS } from '../defaults.ts';
 import type { RuntimeOptions } from '../runtime.ts';
 
-export function withCommonOptions<T>(yargs: Argv<T>) {
+/**
+ * `adminAddress`: where the admin server listens unless told. Every address by default: in a pod
+ * the kubelet's probes and Prometheus come from outside; `serve` and `demo` ask for loopback.
+ */
+export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: string } = { adminAddress: EVERY_ADDRESS }) {
   return yargs
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as LogLevel, describe: 'Log level of the JSON logs on stdout' })
     .option('admin-port', { type: 'number', default: DEFAULT_ADMIN_PORT, describe: 'Port of the admin HTTP server (/metrics /healthz /readyz /config); 0 = any free port' })
-    .option('admin-host', { type: 'string', describe: 'Address of the admin HTTP server [default: every address]' })
+    .option('admin-address', {
+      alias: 'admin-host',
+      type: 'string',
+      default: defaults.adminAddress,
+      describe: `Address of the admin HTTP server: an address of this host, or ${EVERY_ADDRESS} for every address (IPv4 and IPv6). --admin-host is the old name`,
+    })
+    .option('config-endpoint', {
+      type: 'boolean',
+      default: true,
+      describe: 'Serve /config, the running config with every backend address (--no-config-endpoint: 404)',
+    })
     .option('drain-timeout', { type: 'number', default: DEFAULT_DRAIN_TIMEOUT_MS / 1000, describe: 'Seconds live connections may take to finish after SIGTERM/SIGINT' })
     .option('metrics', {
       type: 'boolean',
@@ -28,10 +42,14 @@ export function withCommonOptions<T>(yargs: Argv<T>) {
     });
 }
 
+/** The --admin-address that means every address, as in nginx's `listen *:80`. */
+export const EVERY_ADDRESS = '*';
+
 export interface CommonArgs {
   logLevel: LogLevel;
   adminPort: number;
-  adminHost: string | undefined;
+  adminAddress: string;
+  configEndpoint: boolean;
   drainTimeout: number;
   listenerGrace: number;
   metrics: boolean;
@@ -40,9 +58,15 @@ export interface CommonArgs {
 export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
   return {
     log: createLogger(argv.logLevel),
-    adminHost: argv.adminHost,
+    adminHost: adminHost(argv),
     adminPort: argv.adminPort,
+    configEndpoint: argv.configEndpoint,
     listenerGraceMs: argv.listenerGrace * 1000,
     metrics: argv.metrics,
   };
+}
+
+/** The admin server's host as node:net takes it: undefined for every address. */
+export function adminHost(argv: Pick<CommonArgs, 'adminAddress'>): string | undefined {
+  return argv.adminAddress === EVERY_ADDRESS ? undefined : argv.adminAddress;
 }

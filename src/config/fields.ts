@@ -55,6 +55,13 @@ export function readInteger(value: unknown, path: string, rule: IntegerRule, pro
   return rule.min;
 }
 
+export function readBoolean(value: unknown, path: string, problems: string[], fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value === 'boolean') return value;
+  problems.push(`${path}: must be true or false, got ${describe(value)}`);
+  return fallback;
+}
+
 export function readChoice<T extends string>(value: unknown, path: string, choices: readonly T[], fallback: T, problems: string[]): T {
   if (value === undefined) return fallback;
   const choice = choices.find((candidate) => candidate === value);

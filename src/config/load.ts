@@ -5,6 +5,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { isIP, isIPv4, isIPv6 } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { LineCounter, parseDocument } from 'yaml';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -19,6 +20,7 @@ import {
   DOCUMENT_PATH,
   type IntegerRule,
   describe,
+  readBoolean,
   readChoice,
   readInteger,
   readList,
@@ -39,7 +41,11 @@ export const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,63}$/;
 export const NAME_RULE = '1-63 characters from A-Z a-z 0-9 _ . -';
 export const MAX_WEIGHT = 100;
 
-/** Reads and validates a config file; every failure, I/O included, is a ConfigError. */
+/**
+ * Reads and validates a config file; every failure, I/O included, is a ConfigError. The parsing
+ * runs on a thread of its own: a 3 MB file takes seconds, which on the main thread would hold
+ * every connection still.
+ */
 export async function loadConfigFile(path: string): Promise<L4Config> {
   let text: string;
   try {
@@ -48,7 +54,37 @@ export async function loadConfigFile(path: string): Promise<L4Config> {
     const reason = (error as NodeJS.ErrnoException).code ?? String(error);
     throw new ConfigError(path, [`cannot read the file (${reason})`], { cause: error });
   }
-  return parseConfig(text, path);
+  return parseOffThread(text, path);
+}
+
+/** What the parsing thread sends (parse-thread.ts): the problems, or parts of the config. */
+export type ParseReply =
+  | { readonly problems: readonly string[] }
+  | { readonly listeners: readonly ListenerConfig[] }
+  | { readonly rest: L4Config };
+
+/** parseConfig on a thread of its own; the config comes back frozen, as parseConfig's does. */
+export function parseOffThread(text: string, source: string): Promise<L4Config> {
+  return new Promise((resolve, reject) => {
+    const thread = new Worker(new URL('./parse-thread.ts', import.meta.url), { workerData: { text, source } });
+    const listeners: ListenerConfig[] = [];
+    thread.on('message', (reply: ParseReply) => {
+      if ('problems' in reply) return reject(new ConfigError(source, reply.problems));
+      if ('rest' in reply) return resolve(Object.freeze({ ...reply.rest, listeners: Object.freeze(listeners) }));
+      for (const listener of reply.listeners) listeners.push(deepFreeze(listener));
+      thread.postMessage('next');
+    });
+    thread.once('error', (error) => reject(new ConfigError(source, [`could not be parsed: ${error.message}`], { cause: error })));
+    thread.once('exit', (code) => reject(new ConfigError(source, [`could not be parsed: the parsing thread exited (${code})`])));
+  });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /** Parses a YAML or JSON document (JSON is YAML) and validates it. `source` names it in errors. */
@@ -103,6 +139,8 @@ const LISTENER_KEYS = [
   'maxConnections',
   'maxFails',
   'failTimeoutMs',
+  'failOnReset',
+  'firstByteTimeoutMs',
   'udp',
 ] as const satisfies readonly (keyof ListenerConfig)[];
 // `overriddenFrom` is set by `--weight` only, never by a document.
@@ -117,6 +155,7 @@ const BACKEND_PORT: IntegerRule = { min: 1, max: 65_535, expected: 'an integer 1
 // setTimeout's ceiling: a longer delay does not wait, it fires at once.
 const MILLISECONDS: IntegerRule = { min: 1, max: 2_147_483_647, expected: 'an integer 1-2147483647 (milliseconds)' };
 const POSITIVE: IntegerRule = { min: 1, max: Number.MAX_SAFE_INTEGER, expected: 'a positive integer' };
+const TIMEOUT_OR_OFF: IntegerRule = { min: 0, max: MILLISECONDS.max, expected: 'an integer 0-2147483647 (milliseconds; 0 = off)' };
 const NON_NEGATIVE: IntegerRule = { min: 0, max: Number.MAX_SAFE_INTEGER, expected: 'an integer >= 0' };
 
 function readConfig(raw: unknown, problems: string[]): L4Config {
@@ -154,6 +193,8 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
     maxConnections: readInteger(fields.maxConnections, at('maxConnections'), NON_NEGATIVE, problems, 0),
     maxFails: readInteger(fields.maxFails, at('maxFails'), POSITIVE, problems, DEFAULT_MAX_FAILS),
     failTimeoutMs: readInteger(fields.failTimeoutMs, at('failTimeoutMs'), MILLISECONDS, problems, DEFAULT_FAIL_TIMEOUT_MS),
+    failOnReset: readBoolean(fields.failOnReset, at('failOnReset'), problems, false),
+    firstByteTimeoutMs: readInteger(fields.firstByteTimeoutMs, at('firstByteTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
     udp: readUdpOptions(fields.udp, at('udp'), problems),
   });
 }
@@ -174,7 +215,7 @@ function readUdpOptions(raw: unknown, path: string, problems: string[]): UdpOpti
   const fields = raw === undefined ? {} : (readMapping(raw, path, UDP_KEYS, problems) ?? {});
   return Object.freeze({
     responses: readInteger(fields.responses, `${path}.responses`, NON_NEGATIVE, problems, 0),
-    maxSessions: readInteger(fields.maxSessions, `${path}.maxSessions`, POSITIVE, problems, DEFAULT_UDP_MAX_SESSIONS),
+    maxSessions: readInteger(fields.maxSessions, `${path}.maxSessions`, NON_NEGATIVE, problems, DEFAULT_UDP_MAX_SESSIONS),
   });
 }
 

@@ -23,6 +23,7 @@ export interface ListenAddress {
 export interface UdpOptions {
   /** > 0: end a session after this many replies (nginx proxy_responses). 0 = unlimited. */
   readonly responses: number;
+  /** Cap on live sessions; 0 = none of its own (the process's descriptor budget bounds them). */
   readonly maxSessions: number;
 }
 
@@ -43,6 +44,16 @@ export interface ListenerConfig {
    * failTimeoutMs mark a backend failed for failTimeoutMs. */
   readonly maxFails: number;
   readonly failTimeoutMs: number;
+  /**
+   * tcp, opt-in (absent = false): a backend that resets a connection before sending a byte counts
+   * as a failure too. nginx's stream module counts connect failures only.
+   */
+  readonly failOnReset?: boolean;
+  /**
+   * tcp, opt-in (absent or 0 = off): a backend that has sent nothing this long after the connection
+   * was established counts as a failure too (the connection itself is left to idleTimeoutMs).
+   */
+  readonly firstByteTimeoutMs?: number;
   readonly udp: UdpOptions;
 }
 

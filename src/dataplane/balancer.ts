@@ -12,6 +12,26 @@ export function createPicker(strategy: BalanceStrategy, weights: readonly number
 }
 
 /**
+ * The picker for new weights that continues where `previous` was: smooth WRR keeps the running
+ * score of every backend still there (matched by key; a new one starts at 0), bounded by the new
+ * total weight. Starting over instead would hand the first picks after every reload to the
+ * heaviest backend, and frequent reloads would starve a light canary.
+ */
+export function carryOverPicker(
+  previous: Picker,
+  previousKeys: readonly string[],
+  strategy: BalanceStrategy,
+  weights: readonly number[],
+  keys: readonly string[],
+): Picker {
+  if (strategy !== 'wrr' || !(previous instanceof SmoothWeightedRoundRobin)) return createPicker(strategy, weights);
+  const scoreByKey = new Map(previousKeys.map((key, i) => [key, previous.scores[i]!]));
+  const total = weights.reduce((sum, weight) => sum + weight, 0);
+  const scores = keys.map((key) => Math.max(-total, Math.min(total, scoreByKey.get(key) ?? 0)));
+  return new SmoothWeightedRoundRobin(weights, scores);
+}
+
+/**
  * nginx's smooth weighted round robin (ngx_http_upstream_get_peer): every pick adds each candidate's
  * weight to its running score, takes the highest, and subtracts the candidates' total from the winner.
  * 90/10 gives exactly 9 of every 10 picks to the first backend, interleaved rather than in a burst.
@@ -20,9 +40,14 @@ export class SmoothWeightedRoundRobin implements Picker {
   readonly #weights: readonly number[];
   readonly #current: number[];
 
-  constructor(weights: readonly number[]) {
+  constructor(weights: readonly number[], scores: readonly number[] = weights.map(() => 0)) {
     this.#weights = weights;
-    this.#current = weights.map(() => 0);
+    this.#current = [...scores];
+  }
+
+  /** Each backend's running score (its claim to the next pick). */
+  get scores(): readonly number[] {
+    return this.#current;
   }
 
   pick(usable: (index: number) => boolean): number {

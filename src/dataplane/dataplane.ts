@@ -2,12 +2,20 @@
 // all of them are bound does the new config take over; a bind failure leaves the old config
 // serving untouched. Listeners are identified by protocol and address, not by name, so renaming a
 // listener or changing its backends never re-binds its socket or cuts its connections.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
+import { BindError } from '../errors.ts';
+import { configsEqual } from '../config/equal.ts';
+import { Slicer } from '../slicer.ts';
+import { ThrottledWarning } from '../log.ts';
+import type { DescriptorBudget } from './descriptor-budget.ts';
+import { budgetForThisProcess } from './open-file-limit.ts';
+import { IdleReadBuffers } from './idle-read-buffers.ts';
 import { BackendHealth } from './passive-health.ts';
 import { buildSnapshot, type ListenerSnapshot } from './routing.ts';
-import type { StatsRegistry } from './stats.ts';
-import type { Listener } from './listener.ts';
+import type { LocalRefusal, StatsRegistry } from './stats.ts';
+import type { Listener, ListenerContext } from './listener.ts';
 import { TcpListener } from './tcp-listener.ts';
 import { UdpListener } from './udp-listener.ts';
 
@@ -18,6 +26,10 @@ export interface DataPlaneOptions {
   readonly listenerGraceMs: number;
   /** Share listening ports with other worker processes (SO_REUSEPORT). */
   readonly reusePort?: boolean;
+  /** The descriptors listeners may hold; default: the process's open-file limit less what it keeps for itself. */
+  readonly descriptors?: DescriptorBudget;
+  /** How often idle connections are looked for, to let go of their read buffers. Default 5 s. */
+  readonly idleBufferSweepMs?: number;
 }
 
 export interface BackendState {
@@ -38,17 +50,27 @@ export class DataPlane {
   readonly #health = new Map<string, BackendHealth>();
   /** Listeners removed by a reload, still finishing their connections. */
   readonly #draining = new Set<Listener>();
-  #config: L4Config = { listeners: [] };
+  /** undefined until the first config is applied. */
+  #config: L4Config | undefined;
+  readonly descriptors: DescriptorBudget;
+  readonly #idleReadBuffers: IdleReadBuffers;
+  readonly #shortOfResources: ThrottledWarning;
   #queue: Promise<unknown> = Promise.resolve();
   #stopped = false;
 
   constructor(options: DataPlaneOptions) {
     this.#options = options;
+    this.descriptors = options.descriptors ?? budgetForThisProcess(0);
+    this.#idleReadBuffers = new IdleReadBuffers(options.idleBufferSweepMs ?? DEFAULT_IDLE_BUFFER_SWEEP_MS);
+    this.#shortOfResources = new ThrottledWarning(
+      options.log,
+      'new connections and UDP sessions refused for want of file descriptors or other local resources; raise the open-file limit (ulimit -n) or see README "File descriptors"',
+    );
   }
 
   /** The config being served. */
   get config(): L4Config {
-    return this.#config;
+    return this.#config ?? NO_CONFIG;
   }
 
   /** Ports with a bound listener of the current config, per protocol. */
@@ -66,19 +88,30 @@ export class DataPlane {
     return total;
   }
 
-  backendStates(now = Date.now()): BackendState[] {
-    return [...this.#running.values()].flatMap(({ snapshot }) =>
-      snapshot.backends.map((b) => ({
-        listener: snapshot.config.name,
-        backend: b.config.name,
-        weight: b.config.weight,
-        healthy: b.health.isAvailable(now),
-      })),
-    );
+  /** The counters of every listener and backend served so far. */
+  get stats(): StatsRegistry {
+    return this.#options.stats;
   }
 
-  /** Applies configs one at a time, in call order. Rejects (old config kept) if a listener cannot bind. */
-  apply(config: L4Config): Promise<void> {
+  /** Bytes of read buffers the open TCP connections hold. */
+  readBufferBytes(): number {
+    return this.#idleReadBuffers.heldBytes();
+  }
+
+  /** Weight and health of every backend of the running config. */
+  *backendStates(now = Date.now()): Generator<BackendState> {
+    for (const { snapshot } of this.#running.values()) {
+      for (const backend of snapshot.backends) {
+        yield { listener: snapshot.config.name, backend: backend.config.name, weight: backend.config.weight, healthy: backend.health.isAvailable(now) };
+      }
+    }
+  }
+
+  /**
+   * Applies configs one at a time, in call order. Resolves false, touching nothing, when the config
+   * equals the running one; rejects (old config kept) if a listener cannot bind.
+   */
+  apply(config: L4Config): Promise<boolean> {
     const next = this.#queue.then(() => this.#apply(config));
     this.#queue = next.catch(() => {});
     return next;
@@ -92,48 +125,82 @@ export class DataPlane {
     this.#running.clear();
     // Listeners a reload removed may have a longer grace than the shutdown's: drain(graceMs) shortens it.
     await Promise.all([...running.map(({ listener }) => listener), ...this.#draining].map((listener) => listener.drain(graceMs)));
+    this.#idleReadBuffers.stop();
   }
 
-  async #apply(config: L4Config): Promise<void> {
+  async #apply(config: L4Config): Promise<boolean> {
     if (this.#stopped) throw new Error('the data plane is shutting down; config not applied');
-    const wanted = new Map(config.listeners.map((listener) => [listenerKey(listener), listener]));
+    if (this.#config !== undefined && (await configsEqual(config, this.#config))) return false;
+    const wanted = new Map(config.listeners.map((listener, index) => [listenerKey(listener), { listener, index }]));
     const added: [string, RunningListener][] = [];
-    try {
-      for (const [key, listenerConfig] of wanted) {
-        if (this.#running.has(key)) continue;
-        const snapshot = this.#snapshot(listenerConfig);
-        const { log, reusePort = false } = this.#options;
-        const listener =
-          listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, log, reusePort) : new UdpListener(snapshot, log, reusePort);
-        added.push([key, { listener, snapshot }]);
+    const newSeries = this.#options.stats.recordCreations();
+    // A bind completes on the same tick: 10 000 of them in a row would hold the event loop.
+    const slicer = new Slicer();
+    for (const [key, { listener: listenerConfig, index }] of wanted) {
+      if (slicer.due()) await slicer.pause();
+      if (this.#running.has(key)) continue;
+      const snapshot = this.#snapshot(listenerConfig);
+      const context = this.#listenerContext(listenerConfig);
+      const listener = listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, context) : new UdpListener(snapshot, context);
+      added.push([key, { listener, snapshot }]);
+      try {
         await listener.listen();
+      } catch (err) {
+        await Promise.all(added.map(([, { listener }]) => listener.drain(0)));
+        newSeries.remove();
+        await this.#pruneHealth(this.config);
+        const { message, code } = err as NodeJS.ErrnoException;
+        throw new BindError(`listeners[${index}].listen`, message, code, { cause: err });
       }
-    } catch (err) {
-      await Promise.all(added.map(([, { listener }]) => listener.drain(0)));
-      throw err;
     }
+    newSeries.keep();
 
+    // The running listeners' new snapshots are built in slices, then all swapped in at once.
+    const updated: [RunningListener, ListenerSnapshot][] = [];
+    const removed: string[] = [];
     for (const [key, running] of this.#running) {
-      const listenerConfig = wanted.get(key);
-      if (listenerConfig === undefined) {
-        this.#running.delete(key);
-        this.#drainInBackground(running);
-      } else {
-        running.snapshot = this.#snapshot(listenerConfig);
-        running.listener.update(running.snapshot);
-      }
+      const listenerConfig = wanted.get(key)?.listener;
+      if (listenerConfig === undefined) removed.push(key);
+      else if (!isDeepStrictEqual(listenerConfig, running.snapshot.config)) updated.push([running, this.#snapshot(listenerConfig, running.snapshot)]);
+      if (slicer.due()) await slicer.pause();
+    }
+    for (const key of removed) {
+      this.#drainInBackground(this.#running.get(key)!);
+      this.#running.delete(key);
+    }
+    for (const [running, snapshot] of updated) {
+      running.snapshot = snapshot;
+      running.listener.update(snapshot);
     }
     for (const [key, running] of added) this.#running.set(key, running);
-    this.#pruneHealth(config);
     this.#config = config;
+    await this.#pruneHealth(config);
+    return true;
   }
 
-  #snapshot(config: ListenerConfig): ListenerSnapshot {
+  #listenerContext(config: ListenerConfig): ListenerContext {
+    const { log, reusePort = false } = this.#options;
+    const budget = this.descriptors;
+    const onLocalRefusal = (reason: LocalRefusal, err?: NodeJS.ErrnoException) =>
+      this.#shortOfResources.note(() => ({
+        listener: config.name,
+        reason,
+        error: err?.code,
+        descriptorsInUse: budget.inUse,
+        descriptorBudget: budget.capacity,
+      }));
+    return { log, reusePort, descriptors: budget.open(), onLocalRefusal, idleReadBuffers: this.#idleReadBuffers };
+  }
+
+  /** `previous`: the listener's snapshot so far, whose balancing state carries over. */
+  #snapshot(config: ListenerConfig, previous?: ListenerSnapshot): ListenerSnapshot {
     const { stats } = this.#options;
-    return buildSnapshot(config, stats.listener(config.name), (backend) => ({
-      health: this.#healthOf(config, backend),
-      stats: stats.backend(config.name, backend.name),
-    }));
+    return buildSnapshot(
+      config,
+      stats.listener(config.name),
+      (backend) => ({ health: this.#healthOf(config, backend), stats: stats.backend(config.name, backend.name) }),
+      previous,
+    );
   }
 
   /** Health follows the backend across reloads as long as its name and address stay the same. */
@@ -144,9 +211,18 @@ export class DataPlane {
     return health;
   }
 
-  #pruneHealth(config: L4Config): void {
-    const kept = new Set(config.listeners.flatMap((listener) => listener.backends.map((b) => backendKey(listener, b))));
-    for (const key of this.#health.keys()) if (!kept.has(key)) this.#health.delete(key);
+  /** Forgets the health of backends `config` no longer has (in slices: 20 000 backends take a while). */
+  async #pruneHealth(config: L4Config): Promise<void> {
+    const slicer = new Slicer();
+    const kept = new Set<string>();
+    for (const listener of config.listeners) {
+      for (const backend of listener.backends) kept.add(backendKey(listener, backend));
+      if (slicer.due()) await slicer.pause();
+    }
+    for (const key of this.#health.keys()) {
+      if (!kept.has(key)) this.#health.delete(key);
+      if (slicer.due()) await slicer.pause();
+    }
   }
 
   #drainInBackground(running: RunningListener): void {
@@ -160,6 +236,11 @@ export class DataPlane {
     });
   }
 }
+
+/** A connection idle between one and two of these lets go of its read buffers. */
+const DEFAULT_IDLE_BUFFER_SWEEP_MS = 5_000;
+
+const NO_CONFIG: L4Config = Object.freeze({ listeners: Object.freeze([]) });
 
 function listenerKey(listener: ListenerConfig): string {
   return `${listener.protocol}|${listener.listen.host ?? '*'}|${listener.listen.port}`;

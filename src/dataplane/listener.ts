@@ -1,8 +1,25 @@
 // What the data plane needs of a listener, whatever its protocol, and the address handling both share.
 import net from 'node:net';
+import type { Logger } from 'pino';
 import type { ListenAddress, ListenerConfig } from '../config/types.ts';
 import { formatListenAddress } from '../config/load.ts';
+import type { DescriptorAccount } from './descriptor-budget.ts';
+import type { IdleReadBuffers } from './idle-read-buffers.ts';
 import type { ListenerSnapshot } from './routing.ts';
+import type { LocalRefusal } from './stats.ts';
+
+/** What the data plane gives each listener besides its routing snapshot. */
+export interface ListenerContext {
+  readonly log: Logger;
+  /** Share listening ports with other worker processes (SO_REUSEPORT). */
+  readonly reusePort: boolean;
+  /** The listener's share of the process's file descriptors; its listening socket is counted. */
+  readonly descriptors: DescriptorAccount;
+  /** A new connection or session was refused for want of local resources (logged, throttled). */
+  readonly onLocalRefusal: (reason: LocalRefusal, err?: NodeJS.ErrnoException) => void;
+  /** Where TCP connections are registered so that their read buffers go when they idle. */
+  readonly idleReadBuffers: IdleReadBuffers;
+}
 
 export interface Listener {
   listen(): Promise<void>;

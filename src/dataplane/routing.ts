@@ -2,7 +2,7 @@
 // the picker. Immutable once built; a reload builds a new one and swaps it in whole, so a
 // connection sees one consistent config from accept to close.
 import type { BackendConfig, ListenerConfig } from '../config/types.ts';
-import { createPicker, type Picker } from './balancer.ts';
+import { carryOverPicker, createPicker, type Picker } from './balancer.ts';
 import type { BackendHealth } from './passive-health.ts';
 import type { BackendStats, ListenerStats } from './stats.ts';
 
@@ -19,17 +19,31 @@ export interface ListenerSnapshot {
   readonly picker: Picker;
 }
 
+/** `previous`: the listener's snapshot so far, whose balancing state the new one continues. */
 export function buildSnapshot(
   config: ListenerConfig,
   stats: ListenerStats,
   runtimeOf: (backend: BackendConfig) => Omit<BackendRuntime, 'config'>,
+  previous?: ListenerSnapshot,
 ): ListenerSnapshot {
   return {
     config,
     stats,
     backends: config.backends.map((backend) => ({ config: backend, ...runtimeOf(backend) })),
-    picker: createPicker(config.balance, config.backends.map((b) => b.weight)),
+    picker: nextPicker(config, previous),
   };
+}
+
+/** The same picker while the strategy and the backends' names and weights stay; else one carried over. */
+function nextPicker(config: ListenerConfig, previous: ListenerSnapshot | undefined): Picker {
+  const weights = config.backends.map((b) => b.weight);
+  if (previous === undefined || previous.config.balance !== config.balance) return createPicker(config.balance, weights);
+  const before = previous.config.backends;
+  const unchanged =
+    before.length === config.backends.length && before.every((b, i) => b.name === config.backends[i]!.name && b.weight === weights[i]);
+  if (unchanged) return previous.picker;
+  const names = (backends: readonly BackendConfig[]) => backends.map((b) => b.name);
+  return carryOverPicker(previous.picker, names(before), config.balance, weights, names(config.backends));
 }
 
 /**

@@ -13,15 +13,29 @@ const MIN_READ_BYTES = 4 * 1024;
 
 /**
  * Every socket's first read lands in this one buffer and is copied out at once, so an idle
- * connection holds no read buffer of its own (10 000 idle connections must stay cheap).
+ * connection holds no read buffer of its own (10 000 idle connections must stay cheap). A socket
+ * that went idle after carrying data is sent back here (releaseReadBuffer).
  */
 const FIRST_READ = Buffer.allocUnsafe(MAX_READ_BYTES);
+/**
+ * Each release leaves a few dozen bytes of Node's on the socket until it closes (see
+ * swapReadBuffer), so a socket is released this many times at most.
+ */
+const MAX_RELEASES_PER_SOCKET = 32;
 
 export interface ReadForwarder {
   /** Where the next read goes; Node calls it once at start and after every read. */
   readonly buffer: () => Buffer;
   /** Returns false to stop reading (the destination is full); resume() restarts it. */
   readonly callback: (bytes: number, buffer: Buffer) => boolean;
+  /** Bytes of the buffer the next read lands in, when it is this socket's own. */
+  readonly heldBytes: () => number;
+  /**
+   * Lets go of the socket's own read buffer, so the next read lands in the shared one as a new
+   * socket's does; for a socket that has been idle a while. `socket` must read through this
+   * forwarder. False when there was nothing to release or it cannot be done.
+   */
+  readonly releaseBuffer: (socket: net.Socket) => boolean;
 }
 
 /**
@@ -32,7 +46,15 @@ export interface ReadForwarder {
  */
 export function createReadForwarder(to: net.Socket, count: (bytes: number) => void): ReadForwarder {
   let next = FIRST_READ;
+  let releases = 0;
   return {
+    heldBytes: () => (next === FIRST_READ ? 0 : next.length),
+    releaseBuffer: (socket) => {
+      if (next === FIRST_READ || releases >= MAX_RELEASES_PER_SOCKET || !swapReadBuffer(socket, FIRST_READ)) return false;
+      next = FIRST_READ;
+      releases++;
+      return true;
+    },
     buffer: () => next,
     callback: (bytes, buffer) => {
       count(bytes);
@@ -81,10 +103,20 @@ export function readAcceptedSocketInto(socket: net.Socket, forwarder: ReadForwar
   const handle = (socket as unknown as { _handle?: HandleWithUserBuffer | null })._handle;
   if (SYMBOLS === undefined || typeof handle?.useUserBuffer !== 'function' || handle.reading) return false;
   const target = socket as unknown as Record<symbol, unknown>;
-  const first = forwarder.buffer();
-  target[SYMBOLS.buffer] = first; // the buffer the next read lands in, as Node's own onread setup leaves it
   target[SYMBOLS.generator] = forwarder.buffer;
   target[SYMBOLS.callback] = forwarder.callback;
-  handle.useUserBuffer(first);
+  return swapReadBuffer(socket, forwarder.buffer());
+}
+
+/**
+ * Makes `buffer` the one the socket's next read lands in. Node changes it itself only after a
+ * read; `useUserBuffer` stacks a new read listener on the handle (the one below is never used
+ * again, and all are freed with the socket).
+ */
+function swapReadBuffer(socket: net.Socket, buffer: Buffer): boolean {
+  const handle = (socket as unknown as { _handle?: HandleWithUserBuffer | null })._handle;
+  if (SYMBOLS === undefined || typeof handle?.useUserBuffer !== 'function') return false;
+  (socket as unknown as Record<symbol, unknown>)[SYMBOLS.buffer] = buffer; // as Node's own onread setup leaves it
+  handle.useUserBuffer(buffer);
   return true;
 }

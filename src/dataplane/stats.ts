@@ -25,6 +25,7 @@ export class DurationHistogram {
   }
 }
 
+export type BackendFailureReason = 'reset' | 'first_byte_timeout';
 export type ConnectErrorReason = 'timeout' | 'refused' | 'reset' | 'unreachable' | 'other';
 /** How a failed backend connect is counted in connect_errors_total. */
 export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReason {
@@ -45,8 +46,30 @@ export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReas
   }
 }
 
-export type RefusalReason = 'no_backend' | 'max_connections' | 'draining';
-export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full';
+/**
+ * Errors that say this process ran short of something (descriptors, memory, buffers, local ports),
+ * not that the backend failed: they must not count against a backend or its health.
+ */
+export function isLocalResourceError(err: NodeJS.ErrnoException): boolean {
+  switch (err.code) {
+    case 'EMFILE':
+    case 'ENFILE':
+    case 'ENOBUFS':
+    case 'ENOMEM':
+    case 'EADDRNOTAVAIL':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
+ * Why new connections or UDP sessions were refused. fd_limit: the descriptor budget is spent;
+ * local_error: the system refused a socket anyway (EMFILE, ENOBUFS, no free local port...).
+ */
+export type LocalRefusal = 'fd_limit' | 'local_error';
+export type RefusalReason = 'no_backend' | 'max_connections' | 'draining' | LocalRefusal;
+export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full' | LocalRefusal;
 
 export class BackendStats {
   /** TCP connections established to this backend, or UDP sessions opened to it. */
@@ -57,16 +80,18 @@ export class BackendStats {
   datagramsToBackend = 0;
   datagramsToClient = 0;
   readonly connectErrors: Record<ConnectErrorReason, number> = { timeout: 0, refused: 0, reset: 0, unreachable: 0, other: 0 };
+  /** Established connections counted against the backend's health (the opt-in failOnReset, firstByteTimeoutMs). */
+  readonly failures: Record<BackendFailureReason, number> = { reset: 0, first_byte_timeout: 0 };
   readonly connectDuration = new DurationHistogram();
   /** TCP connection or UDP session lifetime. */
   readonly sessionDuration = new DurationHistogram();
 }
 
 export class ListenerStats {
-  /** Client connections accepted (TCP) or sessions requested (UDP). */
+  /** Client connections accepted (TCP) or sessions opened (UDP; a datagram refused a session is a drop). */
   accepted = 0;
-  readonly refused: Record<RefusalReason, number> = { no_backend: 0, max_connections: 0, draining: 0 };
-  readonly udpDropped: Record<UdpDropReason, number> = { no_backend: 0, max_sessions: 0, queue_full: 0 };
+  readonly refused: Record<RefusalReason, number> = { no_backend: 0, max_connections: 0, draining: 0, fd_limit: 0, local_error: 0 };
+  readonly udpDropped: Record<UdpDropReason, number> = { no_backend: 0, max_sessions: 0, queue_full: 0, fd_limit: 0, local_error: 0 };
 }
 
 export class StatsRegistry {
@@ -75,19 +100,59 @@ export class StatsRegistry {
   readonly backends = new Map<string, Map<string, BackendStats>>();
   reloadsSucceeded = 0;
   reloadsFailed = 0;
+  /** Configs equal to the one served, so nothing was applied. */
+  reloadsUnchanged = 0;
   lastReloadSuccessSeconds = 0;
+
+  recordReload(changed: boolean): void {
+    if (!changed) {
+      this.reloadsUnchanged++;
+      return;
+    }
+    this.reloadsSucceeded++;
+    this.lastReloadSuccessSeconds = Date.now() / 1000;
+  }
+
+  /** Entries created since recordCreations(), for a config that may yet be refused. */
+  #created: (() => void)[] | undefined;
 
   listener(name: string): ListenerStats {
     let stats = this.listeners.get(name);
-    if (!stats) this.listeners.set(name, (stats = new ListenerStats()));
+    if (!stats) {
+      this.listeners.set(name, (stats = new ListenerStats()));
+      this.#created?.push(() => this.listeners.delete(name));
+    }
     return stats;
   }
 
   backend(listener: string, backend: string): BackendStats {
     let byName = this.backends.get(listener);
-    if (!byName) this.backends.set(listener, (byName = new Map()));
+    if (!byName) {
+      this.backends.set(listener, (byName = new Map()));
+      this.#created?.push(() => this.backends.delete(listener));
+    }
     let stats = byName.get(backend);
-    if (!stats) byName.set(backend, (stats = new BackendStats()));
+    if (!stats) {
+      byName.set(backend, (stats = new BackendStats()));
+      const created = byName;
+      this.#created?.push(() => created.delete(backend));
+    }
     return stats;
+  }
+
+  /**
+   * Records the entries created from now on. `remove` takes them away again (a config that was
+   * refused must leave no series behind); `keep` keeps them. Either ends the recording.
+   */
+  recordCreations(): { keep(): void; remove(): void } {
+    const created: (() => void)[] = [];
+    this.#created = created;
+    return {
+      keep: () => (this.#created = undefined),
+      remove: () => {
+        this.#created = undefined;
+        for (const undo of created.reverse()) undo();
+      },
+    };
   }
 }

@@ -3,22 +3,23 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
-import { connectErrorReason } from './stats.ts';
+import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
-import { Drain, bindListener, listenOptions, type Listener } from './listener.ts';
+import { TCP_CONNECTION_DESCRIPTORS } from './descriptor-budget.ts';
+import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from './listener.ts';
 
 export class TcpListener implements Listener {
   readonly #server: net.Server;
   readonly #log: Logger;
+  readonly #context: ListenerContext;
   readonly #connections = new Set<net.Socket>();
   readonly #drain = new Drain(this.#connections, (socket) => socket.destroy());
-  readonly #reusePort: boolean;
   #snapshot: ListenerSnapshot;
 
-  constructor(snapshot: ListenerSnapshot, log: Logger, reusePort: boolean) {
+  constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
-    this.#reusePort = reusePort;
-    this.#log = log.child({ listener: snapshot.config.name });
+    this.#context = context;
+    this.#log = context.log.child({ listener: snapshot.config.name });
     // Paused until the upstream is connected: early client bytes wait in the kernel, not in memory.
     this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true });
     this.#server.on('connection', (client) => this.#accept(client));
@@ -32,7 +33,9 @@ export class TcpListener implements Listener {
 
   listen(): Promise<void> {
     const { config } = this.#snapshot;
-    return bindListener(this.#server, config, this.#log, (onBound) => this.#server.listen(listenOptions(config.listen, this.#reusePort), onBound));
+    return bindListener(this.#server, config, this.#log, (onBound) =>
+      this.#server.listen(listenOptions(config.listen, this.#context.reusePort), onBound),
+    );
   }
 
   update(snapshot: ListenerSnapshot): void {
@@ -41,8 +44,10 @@ export class TcpListener implements Listener {
   }
 
   drain(graceMs: number): Promise<void> {
-    if (!this.#drain.started) this.#server.close();
-    return this.#drain.start(graceMs);
+    if (this.#drain.started) return this.#drain.start(graceMs);
+    this.#server.close();
+    this.#context.descriptors.stopReserving();
+    return this.#drain.start(graceMs).then(() => this.#context.descriptors.dispose());
   }
 
   #applyCap(): void {
@@ -53,8 +58,16 @@ export class TcpListener implements Listener {
   #accept(client: net.Socket): void {
     const snapshot = this.#snapshot;
     snapshot.stats.accepted++;
+    const { descriptors } = this.#context;
+    if (!descriptors.tryAcquire(TCP_CONNECTION_DESCRIPTORS)) {
+      this.#refuseLocally(client, snapshot, 'fd_limit');
+      return;
+    }
     this.#connections.add(client);
-    client.once('close', () => this.#connections.delete(client));
+    client.once('close', () => {
+      this.#connections.delete(client);
+      descriptors.release(TCP_CONNECTION_DESCRIPTORS);
+    });
     // Until joined, a client error (it gave up) just ends the attempt; joinSockets takes over after.
     const ignoreEarlyError = () => {};
     client.on('error', ignoreEarlyError);
@@ -73,12 +86,13 @@ export class TcpListener implements Listener {
     const backend = snapshot.backends[index]!;
     const { config } = snapshot;
     const started = performance.now();
+    const upstreamForwarder = upstreamReads(client, backend.stats);
     const upstream = net.connect({
       host: backend.config.host,
       port: backend.config.port,
       allowHalfOpen: true,
       noDelay: true,
-      onread: upstreamReads(client, backend.stats),
+      onread: upstreamForwarder,
     });
     const timer = setTimeout(() => upstream.destroy(connectTimeout(config.connectTimeoutMs)), config.connectTimeoutMs);
     // The client was destroyed (a drain deadline: paused, it cannot notice its peer leaving). A plain
@@ -93,7 +107,11 @@ export class TcpListener implements Listener {
       clearTimeout(timer);
       client.off('close', abandon);
       if (client.destroyed) return;
-      this.#recordConnectFailure(backend, err, snapshot);
+      // Not the backend's fault, and the next backend would fail the same way.
+      if (isLocalResourceError(err)) return this.#refuseLocally(client, snapshot, 'local_error', err);
+      const reason = connectErrorReason(err);
+      backend.stats.connectErrors[reason]++;
+      this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message);
       this.#connectUpstream(client, snapshot, tried, joined);
     });
     upstream.once('connect', () => {
@@ -104,26 +122,64 @@ export class TcpListener implements Listener {
       stats.connectDuration.observe((performance.now() - started) / 1000);
       stats.connections++;
       stats.active++;
-      backend.health.recordSuccess();
+      if (config.failOnReset || (config.firstByteTimeoutMs ?? 0) > 0) this.#judgeByFirstByte(backend, upstream, snapshot);
+      else backend.health.recordSuccess();
       joined();
-      joinSockets(client, upstream, stats, config.idleTimeoutMs, () => {
+      const { idleReadBuffers } = this.#context;
+      const pair = joinSockets(client, upstream, upstreamForwarder, stats, config.idleTimeoutMs, () => {
+        idleReadBuffers.delete(pair);
         stats.active--;
         stats.sessionDuration.observe((performance.now() - started) / 1000);
       });
+      idleReadBuffers.add(pair);
     });
   }
 
-  #recordConnectFailure(backend: BackendRuntime, err: NodeJS.ErrnoException, snapshot: ListenerSnapshot): void {
+  #refuseLocally(client: net.Socket, snapshot: ListenerSnapshot, reason: LocalRefusal, err?: NodeJS.ErrnoException): void {
+    snapshot.stats.refused[reason]++;
+    this.#context.onLocalRefusal(reason, err);
+    client.resetAndDestroy();
+  }
+
+  /**
+   * The opt-in passive health past the connect (failOnReset, firstByteTimeoutMs): a backend that
+   * accepts is judged by its first byte. A reset before it, or silence past the timeout, is a
+   * failure; a connection that closes after the backend sent something is the success that clears
+   * the count (counting the connect as one would clear it every time, and maxFails > 1 would never
+   * be reached by a backend that accepts and then resets).
+   */
+  #judgeByFirstByte(backend: BackendRuntime, upstream: net.Socket, snapshot: ListenerSnapshot): void {
     const { config } = snapshot;
-    const reason = connectErrorReason(err);
-    backend.stats.connectErrors[reason]++;
+    let failed = false;
+    const fail = (reason: 'reset' | 'first_byte_timeout', detail: string) => {
+      if (failed || upstream.bytesRead > 0) return;
+      failed = true;
+      backend.stats.failures[reason]++;
+      this.#recordFailure(backend, snapshot, reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time', detail);
+    };
+    const timeoutMs = config.firstByteTimeoutMs ?? 0;
+    const timer = timeoutMs > 0 ? setTimeout(() => fail('first_byte_timeout', `nothing within ${timeoutMs} ms`), timeoutMs) : undefined;
+    if (config.failOnReset) {
+      upstream.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'ECONNRESET' || err.code === 'EPIPE') fail('reset', err.message);
+      });
+    }
+    upstream.once('close', () => {
+      clearTimeout(timer);
+      if (!failed && upstream.bytesRead > 0) backend.health.recordSuccess();
+    });
+  }
+
+  /** Passive health (maxFails within failTimeoutMs); logs when the backend is taken out. */
+  #recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string): void {
+    const { config } = snapshot;
     const now = Date.now();
     const wasAvailable = backend.health.isAvailable(now);
     backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs);
     if (wasAvailable && !backend.health.isAvailable(now)) {
       this.#log.warn(
-        { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, reason, err: err.message },
-        `backend marked failed for ${config.failTimeoutMs} ms after connect failure`,
+        { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, err: detail },
+        `backend marked failed for ${config.failTimeoutMs} ms after ${what}`,
       );
     }
   }

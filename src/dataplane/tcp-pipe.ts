@@ -3,6 +3,7 @@
 // buffers), half-close carried across, a reset or error on one side ends the other, and an idle
 // timeout for the pair.
 import type { Socket } from 'node:net';
+import type { ReadingPair } from './idle-read-buffers.ts';
 import { createReadForwarder, readAcceptedSocketInto, type ReadForwarder } from './socket-reads.ts';
 
 export interface PipeCounters {
@@ -15,16 +16,19 @@ export function upstreamReads(client: Socket, counters: PipeCounters): ReadForwa
   return createReadForwarder(client, (n) => (counters.bytesToClient += n));
 }
 
-/** `upstream` must have been created with `onread: upstreamReads(client, counters)`. */
+/** `upstream` must have been created with `onread: upstreamForwarder`, made by upstreamReads(client, counters). */
 export function joinSockets(
   client: Socket,
   upstream: Socket,
+  upstreamForwarder: ReadForwarder,
   counters: PipeCounters,
   idleTimeoutMs: number,
   onClosed: () => void,
-): void {
+): ReadingPair {
   const countToBackend = (n: number) => (counters.bytesToBackend += n);
-  if (!readAcceptedSocketInto(client, createReadForwarder(upstream, countToBackend))) {
+  let clientReads: ReadForwarder | undefined = createReadForwarder(upstream, countToBackend);
+  if (!readAcceptedSocketInto(client, clientReads)) {
+    clientReads = undefined;
     client.on('data', (chunk: Buffer) => {
       countToBackend(chunk.length);
       if (!upstream.write(chunk)) client.pause();
@@ -59,6 +63,7 @@ export function joinSockets(
   client.once('close', closedOne(client, upstream));
   upstream.once('close', closedOne(upstream, client));
   client.resume();
+  return { client, clientReads, upstream, upstreamReads: upstreamForwarder };
 }
 
 /** Reads from `from` stop when `to` is full (the read callback returned false); this restarts them. */

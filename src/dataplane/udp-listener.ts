@@ -8,8 +8,9 @@ import dns from 'node:dns';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { formatListenAddress } from '../config/load.ts';
-import { Drain, bindListener, type Listener } from './listener.ts';
-import { connectErrorReason } from './stats.ts';
+import { Drain, bindListener, type Listener, type ListenerContext } from './listener.ts';
+import { UDP_SESSION_DESCRIPTORS } from './descriptor-budget.ts';
+import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
@@ -48,6 +49,7 @@ class UdpSession {
 export class UdpListener implements Listener {
   readonly #socket: dgram.Socket;
   readonly #log: Logger;
+  readonly #context: ListenerContext;
   /** Client address → client port → session: two small lookups instead of building a string key per datagram. */
   readonly #sessions = new Map<string, Map<number, UdpSession>>();
   readonly #live = new Set<UdpSession>();
@@ -56,13 +58,14 @@ export class UdpListener implements Listener {
   #tick = 0;
   #sweep: NodeJS.Timeout | undefined;
 
-  constructor(snapshot: ListenerSnapshot, log: Logger, reusePort: boolean) {
+  constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
-    this.#log = log.child({ listener: snapshot.config.name });
+    this.#context = context;
+    this.#log = context.log.child({ listener: snapshot.config.name });
     const { host } = snapshot.config.listen;
     const type = host === undefined || net.isIPv6(host) ? 'udp6' : 'udp4';
     // With reusePort the kernel hashes each client address to one worker, so a flow stays on one.
-    this.#socket = dgram.createSocket({ type, ipv6Only: false, reusePort, lookup: immediateLookup });
+    this.#socket = dgram.createSocket({ type, ipv6Only: false, reusePort: context.reusePort, lookup: immediateLookup });
     this.#socket.on('message', (msg, rinfo) => this.#onClientDatagram(msg, rinfo.address, rinfo.port));
   }
 
@@ -92,10 +95,12 @@ export class UdpListener implements Listener {
 
   drain(graceMs: number): Promise<void> {
     if (this.#drain.started) return this.#drain.start(graceMs);
+    this.#context.descriptors.stopReserving();
     // Replies leave from the listening socket, so it stays open until the last session ends.
     return this.#drain.start(graceMs).then(() => {
       clearInterval(this.#sweep);
       this.#socket.close();
+      this.#context.descriptors.dispose();
     });
   }
 
@@ -136,12 +141,12 @@ export class UdpListener implements Listener {
   #open(address: string, port: number): UdpSession | undefined {
     const snapshot = this.#snapshot;
     const listenerStats = snapshot.stats;
-    listenerStats.accepted++;
     if (this.#drain.started) {
       listenerStats.refused.draining++;
       return undefined;
     }
-    if (this.#live.size >= snapshot.config.udp.maxSessions) {
+    const { maxSessions } = snapshot.config.udp;
+    if (maxSessions > 0 && this.#live.size >= maxSessions) {
       listenerStats.udpDropped.max_sessions++;
       return undefined;
     }
@@ -150,6 +155,11 @@ export class UdpListener implements Listener {
       listenerStats.udpDropped.no_backend++;
       return undefined;
     }
+    if (!this.#context.descriptors.tryAcquire(UDP_SESSION_DESCRIPTORS)) {
+      this.#dropLocally('fd_limit');
+      return undefined;
+    }
+    listenerStats.accepted++;
     const backend = snapshot.backends[index]!;
     const session = new UdpSession(backend, address, port, this.#tick);
     const responses = snapshot.config.udp.responses;
@@ -157,7 +167,6 @@ export class UdpListener implements Listener {
     if (byPort === undefined) this.#sessions.set(address, (byPort = new Map()));
     byPort.set(port, session);
     this.#live.add(session);
-    backend.stats.connections++;
     backend.stats.active++;
 
     const { upstream } = session;
@@ -169,7 +178,9 @@ export class UdpListener implements Listener {
       if (responses > 0 && ++session.replies >= responses) this.#end(session);
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ECONNREFUSED') {
+      if (isLocalResourceError(err)) {
+        this.#dropLocally('local_error', err);
+      } else if (err.code === 'ECONNREFUSED') {
         backend.stats.connectErrors.refused++;
         backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs);
       } else {
@@ -181,6 +192,11 @@ export class UdpListener implements Listener {
     // dgram hands a failed connect (a backend name that does not resolve, no route) to this
     // callback rather than to 'error'; sending on the unconnected socket would then throw.
     upstream.connect(backend.config.port, backend.config.host, (err?: NodeJS.ErrnoException) => {
+      if (err && isLocalResourceError(err)) {
+        this.#dropLocally('local_error', err);
+        this.#end(session);
+        return;
+      }
       if (err) {
         const reason = connectErrorReason(err);
         backend.stats.connectErrors[reason]++;
@@ -189,6 +205,7 @@ export class UdpListener implements Listener {
         this.#end(session);
         return;
       }
+      backend.stats.connections++;
       const pending = session.pending;
       session.pending = null;
       if (pending !== null) for (const datagram of pending) upstream.send(datagram);
@@ -205,5 +222,11 @@ export class UdpListener implements Listener {
     stats.active--;
     stats.sessionDuration.observe((performance.now() - session.started) / 1000);
     session.upstream.close();
+    this.#context.descriptors.release(UDP_SESSION_DESCRIPTORS);
+  }
+
+  #dropLocally(reason: LocalRefusal, err?: NodeJS.ErrnoException): void {
+    this.#snapshot.stats.udpDropped[reason]++;
+    this.#context.onLocalRefusal(reason, err);
   }
 }

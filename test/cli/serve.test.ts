@@ -2,7 +2,11 @@
 // non-zero with the field path; SIGHUP and file changes reload, keeping the old config when the
 // new one is invalid or cannot bind; --weight changes the split; SIGTERM drains a live transfer.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, utimesSync, writeSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import {
@@ -20,7 +24,7 @@ import {
   type TcpBackend,
 } from '../support/backends.ts';
 import { metricValue } from '../support/dataplane.ts';
-import { runServeExpectingExit, startServe, type ServeChild } from '../support/serve-child.ts';
+import { runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/serve-child.ts';
 
 const MiB = 1024 * 1024;
 
@@ -66,7 +70,7 @@ listeners:
       '/nonexistent/canary-l4/lb.yaml',
       '--admin-port',
       '0',
-      '--admin-host',
+      '--admin-address',
       '127.0.0.1',
     ]);
     assert.equal(exit.code, 2);
@@ -79,14 +83,18 @@ listeners:
     assert.match(stderr, /--weight "web:canry=5": listener "web" has no backend "canry"; the backends are stable, canary/);
   });
 
-  test('a listener that cannot bind at startup exits non-zero naming the listener and the address', async () => {
+  test('a listener that cannot bind at startup exits 2, like any config error: the file, the field path, the listener, the address', async () => {
     const holder = net.createServer().listen({ host: '127.0.0.1', port: 0 });
     await once(holder, 'listening');
     try {
       const port = (holder.address() as net.AddressInfo).port;
-      const { exit, stderr } = await runServeExpectingExit({ listeners: [web(port, 1, 2, 90, 10)] });
-      assert.notEqual(exit.code, 0);
-      assert.match(stderr, new RegExp(`listener "web" cannot listen on tcp 127\\.0\\.0\\.1:${port}: the address is in use.*\\(EADDRINUSE\\)`));
+      const { exit, stderr } = await runServeExpectingExit({ listeners: [web(await freePort(), 1, 2, 90, 10), { ...web(port, 1, 2, 90, 10), name: 'held' }] });
+      assert.equal(exit.code, 2, stderr);
+      assert.match(
+        stderr,
+        new RegExp(`^canary-l4: .*lb\\.yaml: listeners\\[1\\]\\.listen: listener "held" cannot listen on tcp 127\\.0\\.0\\.1:${port}: the address is in use.*\\(EADDRINUSE\\)$`, 'm'),
+      );
+      assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
     } finally {
       holder.close();
     }
@@ -147,7 +155,7 @@ describe('serve: reloads', { timeout: 60_000 }, () => {
     });
     serve.child.kill('SIGHUP');
     await waitFor(() => reloadLogs().length === 3, 'the refusal log line');
-    assert.match(String(reloadLogs()[2]!.error), /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
+    assert.match(String(reloadLogs()[2]!.error), /lb\.yaml: listeners\[1\]\.listen: listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
     assert.deepEqual(await names(port, 10), { canary: 10 }, 'the weights of the refused file were applied');
     const metrics = (await serve.get('/metrics')).body;
     assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'failure' }), 2);
@@ -168,6 +176,66 @@ describe('serve: file watch', { timeout: 30_000 }, () => {
       serve.writeConfig({ listeners: [web(port, stable.port, canary.port, 0, 100)] });
       await waitFor(async () => (await askName(port)) === 'canary', 'the file change to be picked up', 10_000);
       assert.ok(serve.logs().some((line) => line.msg === 'config reloaded' && line.trigger === 'file change'));
+    } finally {
+      await serve.stop();
+      await Promise.all([stable.close(), canary.close()]);
+    }
+  });
+});
+
+describe('serve: warnings about a valid config', { timeout: 30_000 }, () => {
+  test('a listener whose weights are all 0 and a backend host that does not resolve are warned about, naming the field', async () => {
+    const stable = await startNamedBackend('stable');
+    const [dark, web] = [await freePort(), await freePort()];
+    const serve = await startServe({
+      listeners: [
+        { name: 'dark', listen: `127.0.0.1:${dark}`, backends: [{ name: 'stable', host: '127.0.0.1', port: stable.port, weight: 0 }] },
+        {
+          name: 'web',
+          listen: `127.0.0.1:${web}`,
+          backends: [
+            { name: 'stable', host: '127.0.0.1', port: stable.port, weight: 90 },
+            { name: 'canary', host: 'no-such-host.invalid', port: 80, weight: 10 },
+          ],
+        },
+      ],
+    });
+    try {
+      const warning = (msg: string) => serve.logs().find((line) => line.level === 40 && line.msg === msg);
+      const zero = warning('every backend has weight 0: the listener refuses every new connection');
+      assert.ok(zero, serve.stdout());
+      assert.equal(zero.field, 'listeners[0].backends');
+      assert.equal(zero.listener, 'dark');
+      await waitFor(() => warning('backend host does not resolve: connections to it will fail') !== undefined, 'the unresolvable host warning');
+      const unresolved = warning('backend host does not resolve: connections to it will fail')!;
+      assert.equal(unresolved.field, 'listeners[1].backends[1].host');
+      assert.equal(unresolved.host, 'no-such-host.invalid');
+    } finally {
+      await serve.stop();
+      await stable.close();
+    }
+  });
+});
+
+describe('serve: a reload that changes nothing', { timeout: 30_000 }, () => {
+  test('touching the file or a SIGHUP with the same config reloads nothing: logged and counted as unchanged', async () => {
+    const stable = await startNamedBackend('stable');
+    const canary = await startNamedBackend('canary');
+    const port = await freePort();
+    const serve = await startServe({ listeners: [web(port, stable.port, canary.port, 90, 10)] });
+    try {
+      const unchanged = () => serve.logs().filter((line) => line.msg === 'config unchanged; nothing to reload');
+      await sleep(50); // a different mtime
+      const now = new Date();
+      utimesSync(serve.configPath, now, now);
+      await waitFor(() => unchanged().length === 1, 'the touched file to be read', 10_000);
+      assert.equal(unchanged()[0]!.trigger, 'file change');
+      serve.child.kill('SIGHUP');
+      await waitFor(() => unchanged().length === 2, 'the SIGHUP to be handled');
+      assert.ok(!serve.logs().some((line) => line.msg === 'config reloaded'));
+      const metrics = (await serve.get('/metrics')).body;
+      assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }), 1, 'only the first config');
+      assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'unchanged' }), 2);
     } finally {
       await serve.stop();
       await Promise.all([stable.close(), canary.close()]);
@@ -264,6 +332,63 @@ describe('serve: SIGTERM', { timeout: 30_000 }, () => {
     } finally {
       await serve.stop();
       await backend.close();
+    }
+  });
+});
+
+/**
+ * Opens a FIFO for writing once a reader waits on it (a non-blocking open fails with ENXIO until
+ * then), so the test knows `serve` is blocked reading its config.
+ */
+async function fifoWriterOnceRead(fifo: string, timeoutMs: number): Promise<number | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENXIO') throw err;
+      if (Date.now() > deadline) return undefined;
+      await sleep(20);
+    }
+  }
+}
+
+async function feedFifo(fifo: string, config: unknown): Promise<void> {
+  const fd = await fifoWriterOnceRead(fifo, 10_000);
+  assert.ok(fd !== undefined, 'serve never read its config file');
+  writeSync(fd, JSON.stringify(config));
+  closeSync(fd);
+}
+
+describe('serve: SIGHUP during start-up', { timeout: 30_000 }, () => {
+  test('a SIGHUP before the first config is served neither kills serve nor is lost: the SIGHUPs held become one reload', async () => {
+    const stable = await startNamedBackend('stable');
+    const canary = await startNamedBackend('canary');
+    const port = await freePort();
+    // A FIFO holds serve inside its first read of the config until the test writes it.
+    const dir = mkdtempSync(join(tmpdir(), 'canary-l4-test-'));
+    const fifo = join(dir, 'lb.yaml');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const serve = spawnServe(fifo, ['--no-watch'], { ownDir: dir });
+    try {
+      const reading = await fifoWriterOnceRead(fifo, 10_000);
+      assert.ok(reading !== undefined, 'serve never read its config file');
+      serve.child.kill('SIGHUP');
+      serve.child.kill('SIGHUP');
+      await sleep(300); // time for a signal without a handler to end the process
+      assert.equal(serve.hasExited, false, `serve died of a SIGHUP during start-up: ${JSON.stringify(await Promise.race([serve.exited, sleep(0)]))}`);
+      writeSync(reading, JSON.stringify({ listeners: [web(port, stable.port, canary.port, 100, 0)] }));
+      closeSync(reading);
+      await untilReady(serve);
+
+      // Once serving, the held SIGHUPs make one reload, which reads the file again.
+      await feedFifo(fifo, { listeners: [web(port, stable.port, canary.port, 0, 100)] });
+      await waitFor(() => serve.logs().some((line) => line.msg === 'config reloaded' && line.trigger === 'SIGHUP'), 'the held SIGHUP to reload');
+      assert.deepEqual(await names(port, 10), { canary: 10 });
+      assert.equal(await fifoWriterOnceRead(fifo, 500), undefined, 'two SIGHUPs held at start-up made a second reload');
+    } finally {
+      await serve.stop();
+      await Promise.all([stable.close(), canary.close()]);
     }
   });
 });

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { describe, test } from 'node:test';
 import { loadConfigFile, parseConfig, validateConfig } from '../../src/config/load.ts';
 import type { L4Config } from '../../src/config/types.ts';
@@ -78,7 +79,9 @@ const DESIGN_EXAMPLE_CONFIG: L4Config = {
       maxConnections: 0,
       maxFails: 1,
       failTimeoutMs: 10_000,
-      udp: { responses: 0, maxSessions: 65_536 },
+      failOnReset: false,
+      firstByteTimeoutMs: 0,
+      udp: { responses: 0, maxSessions: 0 }, // no cap of its own: the descriptor budget bounds sessions
     },
     {
       name: 'dns-53',
@@ -94,6 +97,8 @@ const DESIGN_EXAMPLE_CONFIG: L4Config = {
       maxConnections: 0,
       maxFails: 1,
       failTimeoutMs: 10_000,
+      failOnReset: false,
+      firstByteTimeoutMs: 0,
       udp: { responses: 1, maxSessions: 1024 },
     },
   ],
@@ -242,8 +247,10 @@ describe('one problem per bad field, with its exact line', () => {
     ['fail timeout with a unit', { failTimeoutMs: '10s' }, `listeners[0].failTimeoutMs: must be ${milliseconds}, got "10s"`],
     ['negative maxConnections', { maxConnections: -1 }, 'listeners[0].maxConnections: must be an integer >= 0, got -1'],
     ['maxFails 0', { maxFails: 0 }, 'listeners[0].maxFails: must be a positive integer, got 0'],
+    ['failOnReset not a boolean', { failOnReset: 'yes' }, 'listeners[0].failOnReset: must be true or false, got "yes"'],
+    ['negative firstByteTimeoutMs', { firstByteTimeoutMs: -1 }, 'listeners[0].firstByteTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1'],
     ['negative udp.responses', { udp: { responses: -1 } }, 'listeners[0].udp.responses: must be an integer >= 0, got -1'],
-    ['udp.maxSessions 0', { udp: { maxSessions: 0 } }, 'listeners[0].udp.maxSessions: must be a positive integer, got 0'],
+    ['negative udp.maxSessions', { udp: { maxSessions: -1 } }, 'listeners[0].udp.maxSessions: must be an integer >= 0, got -1'],
     ['udp a scalar', { udp: 5 }, 'listeners[0].udp: must be a mapping, got 5'],
     ['typo in a backend key', { backends: [rawBackend({ wieght: 5 })] }, 'listeners[0].backends[0].wieght: unknown key, did you mean "weight"?'],
     ['snake_case listener key', { idle_timeout_ms: 5 }, 'listeners[0].idle_timeout_ms: unknown key, did you mean "idleTimeoutMs"?'],
@@ -251,7 +258,7 @@ describe('one problem per bad field, with its exact line', () => {
     ['typo in a udp key', { udp: { maxSession: 5 } }, 'listeners[0].udp.maxSession: unknown key, did you mean "maxSessions"?'],
     ['unknown key far from any', { backends: [rawBackend({ address: 'x' })] }, 'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight'],
     ['overriddenFrom is not a file key', { backends: [rawBackend({ overriddenFrom: 5 })] }, 'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight'],
-    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, udp'],
+    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, udp'],
     ['duplicate backend name', { backends: [rawBackend(), rawBackend({ host: '10.0.0.13' })] }, 'listeners[0].backends[1].name: must be unique, listeners[0].backends[0] has it too, got "forked"'],
   ];
   for (const [title, fields, problem] of cases) {
@@ -401,5 +408,34 @@ describe('loadConfigFile', () => {
       problems: ['cannot read the file (ENOENT)'],
       message: `${missing}: cannot read the file (ENOENT)`,
     });
+  });
+
+  test('a config from a file is frozen, and its problems name the field, as parseConfig does', async (t) => {
+    const directory = await mkdtemp(join(tmpdir(), 'canary-l4-config-'));
+    t.after(() => rm(directory, { recursive: true, force: true }));
+    const path = join(directory, 'lb.yaml');
+    await writeFile(path, DESIGN_EXAMPLE_YAML);
+    assertDeeplyFrozen(await loadConfigFile(path));
+    await writeFile(path, 'listeners:\n  - name: web\n    listen: 8080\n    backends: []\n');
+    await assert.rejects(loadConfigFile(path), {
+      name: 'ConfigError',
+      problems: ['listeners[0].backends: must be a list of at least one backend, got []'],
+    });
+  });
+
+  test('a big file is parsed off the main thread: the event loop is free while it is parsed', async (t) => {
+    const directory = await mkdtemp(join(tmpdir(), 'canary-l4-config-'));
+    t.after(() => rm(directory, { recursive: true, force: true }));
+    const path = join(directory, 'lb.yaml');
+    const listener = (i: number) =>
+      `  - name: l${i}\n    listen: ${10_000 + i}\n    backends:\n      - { name: stable, host: 10.0.0.1, port: 80, weight: 90 }\n      - { name: canary, host: 10.0.0.2, port: 80, weight: 10 }\n`;
+    await writeFile(path, `listeners:\n${Array.from({ length: 2000 }, (_, i) => listener(i)).join('')}`);
+    const before = performance.eventLoopUtilization();
+    const config = await loadConfigFile(path);
+    const { utilization } = performance.eventLoopUtilization(before);
+    assert.equal(config.listeners.length, 2000);
+    // Parsed on the main thread, the event loop is busy nearly all along (hundreds of milliseconds
+    // of YAML); off it, the main thread only starts the thread and takes the result.
+    assert.ok(utilization < 0.5, `the event loop was busy ${(100 * utilization).toFixed(0)} % of the time 2 000 listeners took to load`);
   });
 });

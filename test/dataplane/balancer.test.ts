@@ -3,7 +3,7 @@
 // First the pure pickers, then the same promises over real connections through a TCP listener.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createPicker, SmoothWeightedRoundRobin } from '../../src/dataplane/balancer.ts';
+import { carryOverPicker, createPicker, RandomPicker, SmoothWeightedRoundRobin, type Picker } from '../../src/dataplane/balancer.ts';
 import { BackendHealth } from '../../src/dataplane/passive-health.ts';
 import { askName, countBy, runConcurrently, startNamedBackend, type TcpBackend } from '../support/backends.ts';
 import { applyOnFreePort, createPlane, type TestPlane } from '../support/dataplane.ts';
@@ -71,6 +71,49 @@ describe('smooth weighted round robin (pure)', { timeout: 30_000 }, () => {
     assert.equal(picker.pick(() => false), -1);
     const sequence = Array.from({ length: 100 }, () => picker.pick(always));
     assert.deepEqual(tally(sequence, 2), [90, 10]);
+  });
+});
+
+describe('smooth weighted round robin across reloads (pure)', { timeout: 30_000 }, () => {
+  /** `total` picks; every `every` picks a reload switches to the next weights of `schedule`, carrying the picker over. */
+  function picksAcrossReloads(schedule: readonly number[][], every: number, total: number): number[] {
+    const keys = ['stable', 'canary'];
+    let weights = schedule[0]!;
+    let picker: Picker = createPicker('wrr', weights);
+    const sequence: number[] = [];
+    for (let i = 0; i < total; i++) {
+      if (i > 0 && i % every === 0) {
+        const next = schedule[(i / every) % schedule.length]!;
+        picker = carryOverPicker(picker, keys, 'wrr', next, keys);
+        weights = next;
+      }
+      sequence.push(picker.pick(always));
+    }
+    return sequence;
+  }
+
+  const cases: { schedule: number[][]; every: number; expected: [number, number] }[] = [
+    // The weights did not change: carrying over is the same as never reloading.
+    { schedule: [[90, 10]], every: 5, expected: [180, 20] },
+    { schedule: [[99, 1]], every: 1, expected: [198, 2] },
+    // Alternating weights: the share is their average (10 % and 20 % give 15 %).
+    { schedule: [[90, 10], [80, 20]], every: 5, expected: [170, 30] },
+    { schedule: [[50, 50], [90, 10]], every: 5, expected: [140, 60] },
+  ];
+  for (const { schedule, every, expected } of cases) {
+    test(`weights ${schedule.map((w) => w.join('/')).join(' then ')}, a reload every ${every} picks: ${expected.join('/')} of 200`, () => {
+      assert.deepEqual(tally(picksAcrossReloads(schedule, every, 200), 2), expected);
+    });
+  }
+
+  test('backends are matched by key: a new one starts at 0, a removed one is dropped, scores stay within the new total', () => {
+    const before = new SmoothWeightedRoundRobin([90, 10], [-50, 50]);
+    const after = carryOverPicker(before, ['stable', 'canary'], 'wrr', [10, 5, 5], ['canary', 'third', 'stable']) as SmoothWeightedRoundRobin;
+    assert.deepEqual(after.scores, [20, 0, -20]);
+  });
+
+  test('random has no state to carry: a new random picker', () => {
+    assert.ok(carryOverPicker(new SmoothWeightedRoundRobin([1, 1]), ['a', 'b'], 'random', [1, 1], ['a', 'b']) instanceof RandomPicker);
   });
 });
 

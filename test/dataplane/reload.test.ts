@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
+import { BindError } from '../../src/errors.ts';
 import { Runtime } from '../../src/runtime.ts';
 import {
   askName,
@@ -22,7 +23,7 @@ import {
   type EchoBackend,
   type TcpBackend,
 } from '../support/backends.ts';
-import { createPlane, metricValue, type TestPlane } from '../support/dataplane.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../support/dataplane.ts';
 
 /** Writes `text` on a live echo connection and resolves with the echo; rejects if the connection goes. */
 async function echoOnce(socket: net.Socket, text: string): Promise<string> {
@@ -134,6 +135,57 @@ describe('reload under load', { timeout: 30_000 }, () => {
     assert.deepEqual(failures.slice(0, 5), [], `${failures.length} failed connections`);
     assert.ok(succeeded >= 100, `only ${succeeded} connections completed under load`);
     assert.equal(plane.listener('web').refused.no_backend, 0);
+  });
+});
+
+describe('reloads keep the split', { timeout: 30_000 }, () => {
+  let plane: TestPlane;
+  let stable: TcpBackend;
+  let canary: TcpBackend;
+
+  before(async () => {
+    plane = createPlane();
+    stable = await startNamedBackend('stable');
+    canary = await startNamedBackend('canary');
+  });
+  after(async () => {
+    await plane.close();
+    await Promise.all([stable.close(), canary.close()]);
+  });
+
+  /** 200 connections one after the other, and before every 5th a reload to the next weights of `schedule`. */
+  async function splitWithReloads(name: string, schedule: [number, number][]): Promise<{ counts: Record<string, number>; applied: boolean[] }> {
+    const config = (port: number, [stableWeight, canaryWeight]: [number, number]) => ({
+      listeners: [
+        {
+          name,
+          listen: `127.0.0.1:${port}`,
+          backends: [
+            { name: 'stable', host: '127.0.0.1', port: stable.port, weight: stableWeight },
+            { name: 'canary', host: '127.0.0.1', port: canary.port, weight: canaryWeight },
+          ],
+        },
+      ],
+    });
+    const port = await applyOnFreePort(plane, (p) => config(p, schedule[0]!));
+    const names: string[] = [];
+    const applied: boolean[] = [];
+    for (let i = 0; i < 200; i++) {
+      if (i > 0 && i % 5 === 0) applied.push(await plane.apply(config(port, schedule[(i / 5) % schedule.length]!)));
+      names.push(await askName(port));
+    }
+    return { counts: countBy(names), applied };
+  }
+
+  test('a reload every 5 connections that changes nothing is skipped, and 90/10 stays exact: 180/20 of 200', async () => {
+    const { counts, applied } = await splitWithReloads('noop-reloads', [[90, 10]]);
+    assert.deepEqual(counts, { stable: 180, canary: 20 });
+    assert.deepEqual(new Set(applied), new Set([false]), 'a config equal to the running one was applied');
+  });
+
+  test('a reload every 5 connections alternating 90/10 and 80/20 carries the rotation over: their average, 170/30 of 200', async () => {
+    const { counts } = await splitWithReloads('changing-reloads', [[90, 10], [80, 20]]);
+    assert.deepEqual(counts, { stable: 170, canary: 30 });
   });
 });
 
@@ -256,6 +308,8 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     await assert.rejects(runtime.applyConfig(bad), (err: Error) => {
       assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
       assert.match(err.message, /EADDRINUSE/);
+      assert.ok(err instanceof BindError);
+      assert.equal(err.field, `listeners[${bad.listeners.findIndex((listener) => listener.name === 'held')}].listen`, 'the path of the field to fix');
       return true;
     });
     assert.equal(runtime.dataplane.config, good, 'the running config is still the old one');
@@ -271,6 +325,10 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'failure' }), 1);
     assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }), 1);
     assert.equal(metricValue(metrics, 'canary_l4_backend_weight', { listener: 'web', backend: 'stable' }), 100);
+    // The refused listener leaves no series behind: it never served.
+    assert.equal(metricValue(metrics, 'canary_l4_listener_connections_total', { listener: 'held' }), undefined);
+    assert.equal(metricValue(metrics, 'canary_l4_backend_connections_total', { listener: 'held', backend: 'x' }), undefined);
+    assert.equal(metricValue(metrics, 'canary_l4_connections_refused_total', { listener: 'held', reason: 'no_backend' }), undefined);
 
     // Once the port is free the same config applies.
     await new Promise<void>((resolve) => holder.close(() => resolve()));

@@ -127,7 +127,7 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     for (let i = 0; i < 20; i++) afterRecovery.push(await askName(port));
     const counts = countBy(afterRecovery);
     assert.ok((counts.later ?? 0) >= 9 && (counts.live ?? 0) >= 9, `50/50 after recovery, got ${JSON.stringify(counts)}`);
-    assert.equal(plane.dataplane.backendStates().find((b) => b.backend === 'later')?.healthy, true);
+    assert.equal([...plane.dataplane.backendStates()].find((b) => b.backend === 'later')?.healthy, true);
   });
 
   test('every backend refusing: the client is reset and the refusal counted as no_backend', async () => {
@@ -234,6 +234,77 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     await waitFor(() => seen.length > 0, 'the backend to see the client go');
     assert.deepEqual(seen, ['ECONNRESET']);
     await waitFor(() => plane.dataplane.activeConnections === 0, 'the proxy to close both sides');
+  });
+});
+
+describe('opt-in passive health past the connect (failOnReset, firstByteTimeoutMs)', { timeout: 30_000 }, () => {
+  let plane: TestPlane;
+  let good: TcpBackend;
+  const closers: (() => Promise<void>)[] = [];
+
+  before(async () => {
+    plane = createPlane();
+    good = await startNamedBackend('good');
+  });
+  after(async () => {
+    await plane.close();
+    await good.close();
+    for (const close of closers) await close();
+  });
+
+  /** 20 connections one after the other over a 50/50 split; what each client got ('reset' for a reset). */
+  async function twentyConnections(port: number): Promise<Record<string, number>> {
+    const outcomes: string[] = [];
+    for (let i = 0; i < 20; i++) outcomes.push(await askName(port).catch((err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' ? 'reset' : String(err))));
+    return countBy(outcomes);
+  }
+
+  test('failOnReset: a backend that accepts and resets is taken out after maxFails resets; by default (nginx) it never is', async () => {
+    // Resets once the client has said its piece (its end), well after the connect succeeded.
+    const resetting = await startTcpBackend((socket) => {
+      socket.resume();
+      socket.once('end', () => socket.resetAndDestroy());
+    });
+    closers.push(() => resetting.close());
+    const listener = (name: string, p: number, extra: Record<string, unknown>) => ({
+      name,
+      listen: `127.0.0.1:${p}`,
+      maxFails: 2,
+      ...extra,
+      backends: backendsOf([['resetting', resetting.port, 50], ['good', good.port, 50]]),
+    });
+    const optedIn = await applyOnFreePort(plane, (p) => ({ listeners: [listener('fail-on-reset', p, { failOnReset: true })] }));
+    assert.deepEqual(await twentyConnections(optedIn), { reset: 2, good: 18 });
+    assert.equal(plane.backend('fail-on-reset', 'resetting').failures.reset, 2);
+    const metrics = await plane.metrics();
+    assert.equal(metricValue(metrics, 'canary_l4_backend_healthy', { listener: 'fail-on-reset', backend: 'resetting' }), 0);
+    assert.equal(metricValue(metrics, 'canary_l4_backend_failures_total', { listener: 'fail-on-reset', backend: 'resetting', reason: 'reset' }), 2);
+
+    const byDefault = await applyOnFreePort(plane, (p) => ({ listeners: [listener('nginx-like', p, {})] }));
+    assert.deepEqual(await twentyConnections(byDefault), { reset: 10, good: 10 });
+  });
+
+  test('firstByteTimeoutMs: a backend that accepts and stays silent is taken out once it has had that long', async () => {
+    const silent = await startTcpBackend((socket) => socket.resume());
+    closers.push(() => silent.close());
+    const port = await applyOnFreePort(plane, (p) => ({
+      listeners: [
+        { name: 'first-byte', listen: `127.0.0.1:${p}`, maxFails: 1, firstByteTimeoutMs: 200, backends: backendsOf([['silent', silent.port, 50], ['good', good.port, 50]]) },
+      ],
+    }));
+    // The first connection goes to the silent backend (ties go to the first) and hangs.
+    const hanging = net.connect({ host: '127.0.0.1', port }).on('error', () => {});
+    try {
+      await waitFor(() => silent.accepted === 1, 'the silent backend to get the first connection');
+      await waitFor(() => plane.backend('first-byte', 'silent').failures.first_byte_timeout === 1, 'the first-byte timeout');
+      const names: string[] = [];
+      for (let i = 0; i < 10; i++) names.push(await askName(port));
+      assert.deepEqual(countBy(names), { good: 10 });
+      assert.equal(silent.accepted, 1);
+      assert.equal([...plane.dataplane.backendStates()].find((b) => b.listener === 'first-byte' && b.backend === 'silent')?.healthy, false);
+    } finally {
+      hanging.destroy();
+    }
   });
 });
 

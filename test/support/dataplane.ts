@@ -2,9 +2,9 @@
 // validated exactly as a file would be, and the Prometheus view of the counters.
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
-import { DataPlane } from '../../src/dataplane/dataplane.ts';
+import { DataPlane, type DataPlaneOptions } from '../../src/dataplane/dataplane.ts';
 import { StatsRegistry, type BackendStats, type ListenerStats } from '../../src/dataplane/stats.ts';
-import { createMetricsRegistry } from '../../src/admin/metrics.ts';
+import { metricsEndpoint } from '../../src/admin/metrics.ts';
 import { freePort } from './backends.ts';
 
 export const silentLog = pino({ level: 'silent' });
@@ -12,8 +12,8 @@ export const silentLog = pino({ level: 'silent' });
 export interface TestPlane {
   readonly dataplane: DataPlane;
   readonly stats: StatsRegistry;
-  /** Validates (defaults filled) and applies a raw config document. */
-  apply(raw: unknown): Promise<void>;
+  /** Validates (defaults filled) and applies a raw config document; false when it equals the running one. */
+  apply(raw: unknown): Promise<boolean>;
   listener(name: string): ListenerStats;
   backend(listener: string, backend: string): BackendStats;
   /** The Prometheus exposition of the counters, as /metrics would serve it (no process metrics). */
@@ -25,17 +25,21 @@ export interface TestPlane {
  * Every apply replaces the whole config, so a test's listener is removed (and drained for
  * listenerGraceMs) when the next test applies its own: keep the grace short unless a test is about it.
  */
-export function createPlane(listenerGraceMs = 200): TestPlane {
+export function createPlane(listenerGraceMs = 200, options: Pick<DataPlaneOptions, 'idleBufferSweepMs'> = {}): TestPlane {
   const stats = new StatsRegistry();
-  const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs });
-  const registry = createMetricsRegistry({ stats, reloads: true, backendStates: () => dataplane.backendStates() }, { processMetrics: false });
+  const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs, ...options });
+  const endpoint = metricsEndpoint(async () => '', dataplane);
   return {
     dataplane,
     stats,
     apply: (raw) => dataplane.apply(validateConfig(raw, 'test config')),
     listener: (name) => stats.listener(name),
     backend: (listener, backend) => stats.backend(listener, backend),
-    metrics: () => registry.metrics(),
+    metrics: async () => {
+      let text = '';
+      for await (const chunk of endpoint.render()) text += chunk;
+      return text;
+    },
     close: (graceMs = 0) => dataplane.shutdown(graceMs),
   };
 }

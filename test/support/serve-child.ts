@@ -19,8 +19,11 @@ export interface ServeChild {
   readonly child: ChildProcess;
   readonly pid: number;
   readonly adminPort: number;
+  /** Where the admin server answers (127.0.0.1 when it listens on every address). */
+  readonly adminHost: string;
   readonly configPath: string;
   readonly exited: Promise<Exit>;
+  readonly hasExited: boolean;
   stdout(): string;
   stderr(): string;
   /** The JSON log lines printed so far. */
@@ -45,8 +48,21 @@ function tempConfig(config: unknown): { dir: string; path: string } {
   return { dir, path };
 }
 
-function spawnCli(args: readonly string[]): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CANARY_L4_ADMIN_PORT: undefined } });
+export interface LaunchOptions {
+  /** The open-file limit (`ulimit -n`) of the child. */
+  readonly fdLimit?: number;
+  /** Removed by stop(). */
+  readonly ownDir?: string;
+  readonly readyTimeoutMs?: number;
+  /** --admin-address; 'default' passes none. Default 127.0.0.1. */
+  readonly adminAddress?: string;
+}
+
+function spawnCli(args: readonly string[], fdLimit?: number): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
+  const argv = [MAIN, ...args];
+  const [command, commandArgs] =
+    fdLimit === undefined ? [process.execPath, argv] : ['sh', ['-c', `ulimit -n ${fdLimit} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CANARY_L4_ADMIN_PORT: undefined } });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
@@ -68,7 +84,7 @@ export async function runCli(args: readonly string[], timeoutMs = 20_000): Promi
 export async function runServeExpectingExit(config: unknown, extraArgs: readonly string[] = []): Promise<SpawnResult> {
   const { dir, path } = tempConfig(config);
   try {
-    return await runCli(['serve', '--config', path, '--admin-port', '0', '--admin-host', '127.0.0.1', ...extraArgs]);
+    return await runCli(['serve', '--config', path, '--admin-port', '0', '--admin-address', '127.0.0.1', ...extraArgs]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -88,32 +104,35 @@ function parseLogs(text: string): Record<string, unknown>[] {
 }
 
 /** Starts `serve` and waits until /readyz answers 200; rejects (with the child's stderr) if it exits first. */
-export async function startServe(config: unknown, extraArgs: readonly string[] = [], readyTimeoutMs = 15_000): Promise<ServeChild> {
+export async function startServe(config: unknown, extraArgs: readonly string[] = [], options: LaunchOptions = {}): Promise<ServeChild> {
   const { dir, path } = tempConfig(config);
-  const { child, out, err, exited } = spawnCli([
-    'serve',
-    '--config',
-    path,
-    '--admin-port',
-    '0',
-    '--admin-host',
-    '127.0.0.1',
-    ...extraArgs,
-  ]);
+  const serve = spawnServe(path, extraArgs, { ...options, ownDir: dir });
+  await untilReady(serve, options.readyTimeoutMs);
+  return serve;
+}
+
+/** Starts `serve --config configPath` without waiting for it (the config may be a FIFO the test has yet to feed). */
+export function spawnServe(configPath: string, extraArgs: readonly string[] = [], { ownDir, fdLimit, adminAddress = '127.0.0.1' }: LaunchOptions = {}): ServeChild {
+  const addressFlag = adminAddress === 'default' ? [] : ['--admin-address', adminAddress];
+  const { child, out, err, exited } = spawnCli(['serve', '--config', configPath, '--admin-port', '0', ...addressFlag, ...extraArgs], fdLimit);
   let hasExited = false;
   void exited.then(() => (hasExited = true));
   const serve: ServeChild = {
     child,
     pid: child.pid!,
     adminPort: 0,
-    configPath: path,
+    adminHost: '127.0.0.1',
+    configPath,
     exited,
+    get hasExited() {
+      return hasExited;
+    },
     stdout: out,
     stderr: err,
     logs: () => parseLogs(out()),
-    writeConfig: (next) => writeFileSync(path, typeof next === 'string' ? next : JSON.stringify(next, null, 2)),
+    writeConfig: (next) => writeFileSync(configPath, typeof next === 'string' ? next : JSON.stringify(next, null, 2)),
     get: async (urlPath) => {
-      const response = await fetch(`http://127.0.0.1:${serve.adminPort}${urlPath}`, { signal: AbortSignal.timeout(5000) });
+      const response = await fetch(`http://${serve.adminHost}:${serve.adminPort}${urlPath}`, { signal: AbortSignal.timeout(5000) });
       return { status: response.status, body: await response.text() };
     },
     stop: async () => {
@@ -123,20 +142,29 @@ export async function startServe(config: unknown, extraArgs: readonly string[] =
         await exited;
         clearTimeout(timer);
       }
-      rmSync(dir, { recursive: true, force: true });
+      if (ownDir !== undefined) rmSync(ownDir, { recursive: true, force: true });
     },
   };
+  return serve;
+}
+
+/** Waits until /readyz answers 200 (learning the admin port from the log); stops the child on failure. */
+export async function untilReady(serve: ServeChild, readyTimeoutMs = 15_000): Promise<void> {
   const deadline = Date.now() + readyTimeoutMs;
   try {
     for (;;) {
-      if (hasExited) throw new Error(`serve exited before it was ready: ${JSON.stringify(await exited)}\n${err()}${out()}`);
-      if (Date.now() > deadline) throw new Error(`serve not ready within ${readyTimeoutMs} ms\n${err()}${out()}`);
+      if (serve.hasExited) throw new Error(`serve exited before it was ready: ${JSON.stringify(await serve.exited)}\n${serve.stderr()}${serve.stdout()}`);
+      if (Date.now() > deadline) throw new Error(`serve not ready within ${readyTimeoutMs} ms\n${serve.stderr()}${serve.stdout()}`);
       if (serve.adminPort === 0) {
         const line = serve.logs().find((entry) => typeof entry.adminPort === 'number');
-        if (line !== undefined) (serve as { adminPort: number }).adminPort = line.adminPort as number;
+        if (line !== undefined) {
+          const learned = serve as { adminPort: number; adminHost: string };
+          learned.adminPort = line.adminPort as number;
+          if (typeof line.adminAddress === 'string' && line.adminAddress !== '*') learned.adminHost = line.adminAddress;
+        }
       } else {
         const ready = await serve.get('/readyz').catch(() => undefined);
-        if (ready?.status === 200) return serve;
+        if (ready?.status === 200) return;
       }
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

@@ -1,11 +1,11 @@
 import type { Argv } from 'yargs';
 import { Runtime, exitOnSignals } from '../../runtime.ts';
 import { formatSplit, runDemo } from '../../demo.ts';
-import { runtimeOptions, withCommonOptions } from '../options.ts';
+import { adminHost, runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
   return (
-    withCommonOptions(yargs)
+    withCommonOptions(yargs, { adminAddress: '127.0.0.1' })
       .option('tcp-port', { type: 'number', default: 10080, describe: 'Port of the demo TCP listener' })
       .option('udp-port', { type: 'number', default: 10053, describe: 'Port of the demo UDP listener' })
       .option('connections', { type: 'number', default: 1000, describe: 'TCP connections in the burst' })
@@ -30,7 +30,8 @@ export const demoCommand = {
       tcpConnections: argv.connections,
       udpSessions: argv.sessions,
     });
-    const admin = `http://127.0.0.1:${runtime.adminPort}`;
+    const host = adminHost(argv) ?? '127.0.0.1';
+    const admin = `http://${host.includes(':') ? `[${host}]` : host}:${runtime.adminPort}`;
     process.stdout.write(
       [
         '',

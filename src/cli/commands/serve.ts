@@ -3,11 +3,11 @@ import { parseWeightOverride } from '../../config/overrides.ts';
 import { Runtime, exitOnSignals } from '../../runtime.ts';
 import { loadServedConfig, serveConfigFile } from '../../serve.ts';
 import { WorkerPool, isWorkerProcess, runWorker } from '../../workers.ts';
-import { runtimeOptions, withCommonOptions } from '../options.ts';
+import { adminHost, runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
   return (
-    withCommonOptions(yargs)
+    withCommonOptions(yargs, { adminAddress: '127.0.0.1' })
       .option('config', { alias: 'c', type: 'string', demandOption: true, describe: 'L4 config file (YAML or JSON)' })
       .option('weight', {
         type: 'string',
@@ -46,7 +46,7 @@ export const serveCommand = {
     if (argv.workers > 1) {
       const pool = new WorkerPool(argv.workers, options.log);
       exitOnSignals(options.log, () => pool.stop(drainMs));
-      await pool.start(argv.adminHost, argv.adminPort, argv.metrics);
+      await pool.start({ host: adminHost(argv), port: argv.adminPort }, { metrics: argv.metrics, config: argv.configEndpoint });
       await serveConfigFile(pool, first, serveOptions);
     } else {
       const runtime = await Runtime.start(options);
