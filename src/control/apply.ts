@@ -3,14 +3,15 @@
 // write is what reconcile built: merge patches carrying their own preconditions, so nothing here
 // reads or diffs an object.
 
-import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import type { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { CallOptions } from '../kube/client.ts';
-import { describeError, isNotFound, mergePatch } from '../kube/patch.ts';
+import { describeError, isNotFound, mergePatch, strategicMergePatch } from '../kube/patch.ts';
 import type { Step } from './desired.ts';
 import { GROUP, PLURAL, VERSION } from './types.ts';
 
 export interface ApplyTarget {
   readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
   readonly custom: CustomObjectsApi;
   readonly namespace: string;
   /** The CanaryRelease's name. */
@@ -23,6 +24,8 @@ export interface ApplyTarget {
 export type Written =
   | { readonly kind: 'service'; readonly name: string; readonly resourceVersion: string | undefined }
   | { readonly kind: 'serviceGone'; readonly name: string; readonly uid: string | undefined }
+  | { readonly kind: 'deployment'; readonly name: string; readonly resourceVersion: string | undefined }
+  | { readonly kind: 'deploymentGone'; readonly name: string; readonly uid: string | undefined }
   | { readonly kind: 'release'; readonly resourceVersion: string | undefined };
 
 export class StepError extends Error {
@@ -63,7 +66,7 @@ export async function applySteps(
 export const FIELD_MANAGER = 'canary-l4';
 
 async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
-  const { core, custom, namespace, release, callOptions } = target;
+  const { core, apps, custom, namespace, release, callOptions } = target;
   const releaseRef = { group: GROUP, version: VERSION, namespace, plural: PLURAL, name: release, fieldManager: FIELD_MANAGER };
   switch (step.kind) {
     case 'patchRelease': {
@@ -85,14 +88,39 @@ async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
     }
     case 'deleteService': {
       // The uid precondition: never delete a Service of the same name made since by someone else.
-      const preconditions = step.uid === undefined ? undefined : { uid: step.uid };
-      try {
-        await core.deleteNamespacedService({ name: step.name, namespace, body: { preconditions } }, callOptions);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await ignoringNotFound(core.deleteNamespacedService({ name: step.name, namespace, body: { preconditions: uidPrecondition(step.uid) } }, callOptions));
       return { kind: 'serviceGone', name: step.name, uid: step.uid };
     }
+    case 'createDeployment': {
+      const created = await apps.createNamespacedDeployment({ namespace, body: step.deployment, fieldManager: FIELD_MANAGER }, callOptions);
+      return { kind: 'deployment', name: created.metadata?.name ?? '', resourceVersion: created.metadata?.resourceVersion };
+    }
+    case 'replaceDeployment': {
+      const name = step.deployment.metadata?.name ?? '';
+      const replaced = await apps.replaceNamespacedDeployment({ name, namespace, body: step.deployment, fieldManager: FIELD_MANAGER }, callOptions);
+      return { kind: 'deployment', name, resourceVersion: replaced.metadata?.resourceVersion };
+    }
+    case 'patchDeployment': {
+      const patched = await apps.patchNamespacedDeployment({ name: step.name, namespace, body: step.patch, fieldManager: FIELD_MANAGER }, strategicMergePatch(callOptions));
+      return { kind: 'deployment', name: step.name, resourceVersion: patched.metadata?.resourceVersion };
+    }
+    case 'deleteDeployment': {
+      await ignoringNotFound(apps.deleteNamespacedDeployment({ name: step.name, namespace, body: { preconditions: uidPrecondition(step.uid) } }, callOptions));
+      return { kind: 'deploymentGone', name: step.name, uid: step.uid };
+    }
+  }
+}
+
+function uidPrecondition(uid: string | undefined): { uid: string } | undefined {
+  return uid === undefined ? undefined : { uid };
+}
+
+/** Deleting what is already gone is done. */
+async function ignoringNotFound(call: Promise<unknown>): Promise<void> {
+  try {
+    await call;
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
   }
 }
 
@@ -100,10 +128,12 @@ export function describeStep(step: Step): string {
   switch (step.kind) {
     case 'patchRelease': case 'writeStatus':
       return step.reason;
-    case 'patchService': case 'deleteService':
+    case 'patchService': case 'deleteService': case 'patchDeployment': case 'deleteDeployment':
       return `${step.reason} ${step.name}`;
     case 'createService':
       return `${step.reason} ${step.service.metadata?.name ?? ''}`;
+    case 'createDeployment': case 'replaceDeployment':
+      return `${step.reason} ${step.deployment.metadata?.name ?? ''}`;
   }
 }
 

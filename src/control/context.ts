@@ -11,6 +11,7 @@ import { disagreeingReplicas } from './replicas.ts';
 import { readyPods, selectorContains, selectorMatches } from './selectors.ts';
 import {
   ANNOTATION_ORIGINAL, FINALIZER, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase, type PortStatus, type TransitionRecord,
+  type WorkloadStatus,
 } from './types.ts';
 
 export interface Context {
@@ -87,7 +88,8 @@ export function hasReadyPod(context: Context, selector: Labels): boolean {
  * is derived from the others, so the columns and the conditions can never disagree.
  */
 export function makeStatus(context: Context, phase: Phase, transition: TransitionRecord | null,
-  drafts: Omit<ConditionDrafts, 'Ready'>, ports: readonly PortStatus[]): CanaryReleaseStatus {
+  drafts: Omit<ConditionDrafts, 'Ready'>, ports: readonly PortStatus[],
+  workloads: readonly WorkloadStatus[] | undefined = context.observed.release.status?.workloads): CanaryReleaseStatus {
   const outside = [
     ...(context.observed.apiError === undefined ? [] : [{ reason: 'APIError', message: `the last API request failed: ${context.observed.apiError}` }]),
     ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides)
@@ -98,7 +100,7 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
     : condition(true, extra.reason, extra.message)), drafts.Failure);
   const all = { ...drafts, Failure: failure, Ready: readiness(phase, { ...drafts, Failure: failure }) };
   const conditions = buildConditions(context.observed.release.status?.conditions, all, context.generation, context.options.now);
-  return { phase, observedGeneration: context.generation, transition, conditions, ports, weights: formatWeights(ports) };
+  return { phase, observedGeneration: context.generation, transition, conditions, ports, weights: formatWeights(ports), ...(workloads === undefined ? {} : { workloads }) };
 }
 
 /** Ready only while running as asked: retargeted, nothing failing, nothing waiting or held. */

@@ -5,7 +5,7 @@
 // what no event announced.
 
 import { isDeepStrictEqual } from 'node:util';
-import type { KubernetesListObject, KubernetesObject, V1ObjectReference, V1Pod, V1Service } from '@kubernetes/client-node';
+import type { KubernetesListObject, KubernetesObject, V1Deployment, V1ObjectReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
@@ -98,6 +98,9 @@ export class Controller {
   readonly #releases: Informer<KubernetesObject>;
   readonly #services: Informer<V1Service>;
   readonly #pods: Informer<V1Pod>;
+  /** The stable and canary workloads of spec.workloads, and the stable ReplicaSets' pod-template-hash. */
+  readonly #deployments: Informer<V1Deployment>;
+  readonly #replicaSets: Informer<V1ReplicaSet>;
   readonly #events: EventRecorder;
   #stopped = false;
   #synced = false;
@@ -115,10 +118,10 @@ export class Controller {
     this.#options = options;
     this.#log = options.runtime.log.child({ release: options.release, namespace: options.namespace });
     this.#metrics = registerMetrics(options.runtime.registry);
-    const { core, custom, kubeConfig } = options.clients;
+    const { core, apps, custom, kubeConfig } = options.clients;
     const { namespace, release } = options;
     const callOptions = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
-    this.#target = { core, custom, namespace, release, callOptions };
+    this.#target = { core, apps, custom, namespace, release, callOptions };
     this.#loop = new WorkLoop({
       reconcile: () => this.#reconcile(),
       onError: (err, retryInMs) => this.#sayError(err, retryInMs),
@@ -157,8 +160,18 @@ export class Controller {
       path: `/api/v1/namespaces/${namespace}/pods`,
       list: () => core.listNamespacedPod({ namespace }, callOptions),
     });
+    this.#deployments = startInformer<V1Deployment>({
+      ...shared,
+      path: `/apis/apps/v1/namespaces/${namespace}/deployments`,
+      list: () => apps.listNamespacedDeployment({ namespace }, callOptions),
+    });
+    this.#replicaSets = startInformer<V1ReplicaSet>({
+      ...shared,
+      path: `/apis/apps/v1/namespaces/${namespace}/replicasets`,
+      list: () => apps.listNamespacedReplicaSet({ namespace }, callOptions),
+    });
     // A pass on a half-filled cache would see Services as missing: wait for every first list.
-    void Promise.all([this.#releases.synced, this.#services.synced, this.#pods.synced]).then(() => {
+    void Promise.all([this.#releases.synced, this.#services.synced, this.#pods.synced, this.#deployments.synced, this.#replicaSets.synced]).then(() => {
       if (this.#stopped) return;
       this.#synced = true;
       this.#loop.start();
@@ -174,7 +187,7 @@ export class Controller {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#cancel.abort();
-    await Promise.all([this.#loop.stop(), this.#releases.stop(), this.#services.stop(), this.#pods.stop()]);
+    await Promise.all([this.#loop.stop(), this.#releases.stop(), this.#services.stop(), this.#pods.stop(), this.#deployments.stop(), this.#replicaSets.stop()]);
   }
 
   #release(): CanaryRelease | undefined {
@@ -195,8 +208,10 @@ export class Controller {
   #plan(release: CanaryRelease, now: Date, apiError?: string): Desired {
     const observed: Observed = {
       release,
-      services: new Map(this.#services.list().map((service) => [service.metadata?.name ?? '', service])),
+      services: byName(this.#services.list()),
       pods: this.#pods.list(),
+      deployments: byName(this.#deployments.list()),
+      replicaSets: this.#replicaSets.list(),
       listening: this.#listening(),
       ...(apiError === undefined ? {} : { apiError }),
     };
@@ -230,7 +245,11 @@ export class Controller {
   }
 
   async #reconcile(): Promise<{ requeueAfterMs?: number } | void> {
-    const waitMs = this.#ownWrites.waitMs({ service: (name) => this.#service(name), release: () => this.#release() }, Date.now());
+    const waitMs = this.#ownWrites.waitMs({
+      service: (name) => this.#service(name),
+      deployment: (name) => this.#deployments.get(name, this.#options.namespace),
+      release: () => this.#release(),
+    }, Date.now());
     if (waitMs > 0) return { requeueAfterMs: waitMs };
     const endTimer = this.#metrics.duration.startTimer();
     try {
@@ -408,4 +427,8 @@ export class Controller {
 
 function describeCondition(condition: CanaryReleaseCondition): string {
   return `${condition.reason}: ${condition.message}`;
+}
+
+function byName<T extends { metadata?: { name?: string } }>(objects: readonly T[]): Map<string, T> {
+  return new Map(objects.map((object) => [object.metadata?.name ?? '', object]));
 }

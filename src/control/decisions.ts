@@ -5,7 +5,7 @@
 import type { Desired, Step } from './desired.ts';
 import { askedWeight, servedWeight } from './l4.ts';
 import { portKeyId } from './ports.ts';
-import type { CanaryReleaseCondition, CanaryReleaseStatus, ConditionType, PortStatus } from './types.ts';
+import { LABEL_WORKLOAD, type CanaryReleaseCondition, type CanaryReleaseStatus, type ConditionType, type PortStatus } from './types.ts';
 
 export interface Decision {
   readonly type: 'Normal' | 'Warning';
@@ -26,6 +26,12 @@ export function stepDecision(step: Step): Decision | undefined {
         case 'adopt': return { type: 'Normal', reason: 'Adopted', message: `Service ${step.name} now selects the canary pods` };
         default: return undefined;
       }
+    case 'createDeployment':
+      return { type: 'Normal', reason: 'CanaryWorkloadCreated', message: `Deployment ${step.deployment.metadata?.name} made from ${step.deployment.metadata?.labels?.[LABEL_WORKLOAD]} with the release's patch` };
+    case 'patchDeployment':
+      return { type: 'Normal', reason: 'StablePatched', message: `Deployment ${step.name} takes the canary's patch; the Services are handed back once it has rolled out` };
+    case 'deleteDeployment':
+      return { type: 'Normal', reason: 'CanaryWorkloadDeleted', message: `Deployment ${step.name} deleted` };
     case 'writeStatus':
       return step.reason === 'recordTransition' && step.status.transition !== null
         ? { type: 'Normal', reason: step.status.transition.type === 'Adopted' ? 'Adopting' : 'Deprecating', message: step.status.transition.message }

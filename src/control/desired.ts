@@ -3,7 +3,7 @@
 // the observed object differs from it, so a converged release yields no step and a retried one can
 // never apply anything twice.
 
-import type { V1Pod, V1Service } from '@kubernetes/client-node';
+import type { V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import type { L4Config } from '../config/types.ts';
 import type { ReleaseMergePatch, ServiceMergePatch } from './patches.ts';
 import type { CanaryRelease, CanaryReleaseStatus, Labels } from './types.ts';
@@ -15,6 +15,9 @@ export interface Observed {
   readonly services: ReadonlyMap<string, V1Service>;
   /** Every Pod of the namespace: for the mixing check and "canary matches no pod yet". */
   readonly pods: readonly V1Pod[];
+  /** Every Deployment and ReplicaSet of the namespace: the stable and canary workloads (spec.workloads). */
+  readonly deployments: ReadonlyMap<string, V1Deployment>;
+  readonly replicaSets: readonly V1ReplicaSet[];
   /** Proxy ports on which the local data plane listens and is ready. A change of this set must
    * trigger a reconcile, as an informer event does: retargets wait for it. */
   readonly listening: ReadonlySet<number>;
@@ -53,13 +56,21 @@ export interface ReconcileOptions {
  * - deleteService: delete with preconditions.uid; NotFound counts as done.
  * - writeStatus: merge patch `{status}` on the status subresource (every field present, so the
  *   patch replaces the whole status).
+ * - createDeployment, replaceDeployment, deleteDeployment: the canary workload (uid precondition on
+ *   delete); patchDeployment: the stable workload, on adoption only.
  */
 export type Step =
   | { readonly kind: 'patchRelease'; readonly reason: 'addFinalizer' | 'removeFinalizer'; readonly patch: ReleaseMergePatch }
   | { readonly kind: 'patchService'; readonly reason: ServicePatchReason; readonly name: string; readonly patch: ServiceMergePatch }
   | { readonly kind: 'createService'; readonly reason: 'createCopy'; readonly service: V1Service }
   | { readonly kind: 'deleteService'; readonly reason: 'deleteCopy'; readonly name: string; readonly uid: string | undefined }
-  | { readonly kind: 'writeStatus'; readonly reason: 'recordTransition' | 'updateStatus'; readonly status: CanaryReleaseStatus };
+  | { readonly kind: 'writeStatus'; readonly reason: 'recordTransition' | 'updateStatus'; readonly status: CanaryReleaseStatus }
+  | { readonly kind: 'createDeployment'; readonly reason: 'createCanaryWorkload'; readonly deployment: V1Deployment }
+  /** PUT of the whole canary Deployment (it is ours alone), with the observed resourceVersion. */
+  | { readonly kind: 'replaceDeployment'; readonly reason: 'updateCanaryWorkload'; readonly deployment: V1Deployment }
+  /** Strategic merge patch of the stable Deployment's template: what Adopted makes the new version. */
+  | { readonly kind: 'patchDeployment'; readonly reason: 'adoptStable'; readonly name: string; readonly patch: unknown }
+  | { readonly kind: 'deleteDeployment'; readonly reason: 'deleteCanaryWorkload'; readonly name: string; readonly uid: string | undefined };
 
 export type ServicePatchReason =
   /** Annotation with the original selector and ports, before any change to the Service. */

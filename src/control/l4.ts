@@ -26,6 +26,22 @@ export function servedWeight(port: PortStatus): number {
   return port.served ?? askedWeight(port);
 }
 
+/** Which sides of a Service have a Ready pod. */
+export interface SideReadiness {
+  readonly stable: boolean;
+  readonly canary: boolean;
+}
+
+/**
+ * The canary share the data plane applies: the asked one while both sides have a Ready pod; none
+ * to a side that has no Ready pod while the other has one; the asked one when neither has (there is
+ * nothing better to do, and the first pod up should not wait for a status write to get traffic).
+ */
+export function gatedWeight(asked: number, sides: SideReadiness): number {
+  if (sides.stable === sides.canary) return asked;
+  return sides.canary ? 100 : 0;
+}
+
 /** `web:80=20%,dns:53/UDP=5%`; a port held away from what it asks: `web:80=0% (asks 20%)`. */
 export function formatWeights(ports: readonly PortStatus[]): string {
   return ports.map((port) => {

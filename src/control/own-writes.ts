@@ -4,12 +4,13 @@
 // logged and counted, on every rollout. So the next pass waits, for a bounded time, until the
 // caches hold what the writes returned; past the bound it goes on, and the preconditions keep it safe.
 
-import type { V1Service } from '@kubernetes/client-node';
+import type { V1Deployment, V1Service } from '@kubernetes/client-node';
 import type { Written } from './apply.ts';
 import type { CanaryRelease } from './types.ts';
 
 export interface CacheView {
   service(name: string): V1Service | undefined;
+  deployment(name: string): V1Deployment | undefined;
   release(): CanaryRelease | undefined;
 }
 
@@ -24,7 +25,7 @@ export class OwnWrites {
   }
 
   record(written: Written, now: number): void {
-    this.#pending.set(written.kind === 'release' ? 'release' : `service/${written.name}`, written);
+    this.#pending.set(written.kind === 'release' ? 'release' : `${written.kind.replace('Gone', '')}/${written.name}`, written);
     this.#deadline = now + this.#maxWaitMs;
   }
 
@@ -41,13 +42,13 @@ export class OwnWrites {
 
 function shown(cache: CacheView, written: Written): boolean {
   switch (written.kind) {
-    case 'service': {
-      const service = cache.service(written.name);
-      return written.resourceVersion === undefined || service?.metadata?.resourceVersion === written.resourceVersion;
+    case 'service': case 'deployment': {
+      const object = written.kind === 'service' ? cache.service(written.name) : cache.deployment(written.name);
+      return written.resourceVersion === undefined || object?.metadata?.resourceVersion === written.resourceVersion;
     }
-    case 'serviceGone': {
-      const service = cache.service(written.name);
-      return service === undefined || (written.uid !== undefined && service.metadata?.uid !== written.uid);
+    case 'serviceGone': case 'deploymentGone': {
+      const object = written.kind === 'serviceGone' ? cache.service(written.name) : cache.deployment(written.name);
+      return object === undefined || (written.uid !== undefined && object.metadata?.uid !== written.uid);
     }
     case 'release': {
       const release = cache.release();

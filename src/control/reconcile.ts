@@ -12,6 +12,7 @@ import { servicePorts, portProtocol } from './originals.ts';
 import { allocatePorts, followRenumbered, type LivePort } from './ports.ts';
 import { planRunning } from './running.ts';
 import { planServices } from './spec.ts';
+import { planWorkloads, stableChanged } from './workloads.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './transition.ts';
 import { LABEL_RELEASE, type Labels, type TransitionRecord } from './types.ts';
 
@@ -28,8 +29,16 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
   if (phase === 'Adopted' || phase === 'Deprecated') return planArchived(context, phase);
   const transition = decideTransition(context);
   if (transition !== undefined) return planTransition(context, transition);
-  const spec = planServices(observed.release.spec, context.name, context.originals, observed.services);
-  if (!spec.ok) return planHolding(context, spec.problems, spec.waiting);
+  const workloads = planWorkloads(observed.release, observed.deployments, observed.replicaSets);
+  const spec = planServices(observed.release.spec, context.name, context.originals, observed.services, workloads.ok ? workloads.plans : []);
+  if (!workloads.ok || !spec.ok) {
+    const problems = [...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems)];
+    const waiting = [
+      ...(workloads.ok ? [] : workloads.waiting.map((message) => ({ reason: 'WaitingForWorkload', message }))),
+      ...(spec.ok ? [] : spec.waiting.map((message) => ({ reason: 'WaitingForOtherRelease', message }))),
+    ];
+    return planHolding(context, problems, waiting);
+  }
   const wanted = [
     ...spec.plans.flatMap((plan) => plan.ports),
     // A Service dropped from the spec but still selecting the proxy keeps its ports until handed back.
@@ -38,7 +47,7 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
   const recorded = followRenumbered(context.recorded, livePortsOf(context));
   const allocation = allocatePorts(recorded, wanted, options.portBase);
   if (!allocation.ok) return planHolding(context, [allocation.message], []);
-  return planRunning(context, spec.plans, allocation.allocations);
+  return planRunning(context, spec.plans, allocation.allocations, workloads.plans);
 }
 
 /** The TCP and UDP ports of the original Services, as they are now. */
@@ -64,6 +73,8 @@ function decideTransition(context: Context): TransitionRecord | undefined {
   if (requested === 'Adopted' || requested === 'Deprecated') {
     return { type: requested, reason: 'Requested', message: `spec.transition is ${requested}` };
   }
+  const stableChange = stableChanged(release, context.observed.deployments, context.observed.replicaSets);
+  if (stableChange !== undefined) return { type: 'Deprecated', reason: 'StableChanged', message: `deprecated automatically: ${stableChange}` };
   for (const entry of release.spec?.services ?? []) {
     const state = context.originals.get(entry.service);
     if (state?.kind === 'hijacked') {
@@ -82,10 +93,10 @@ function hasRun(context: Context, service: string): boolean {
 }
 
 /**
- * A release that cannot go on as written, or that waits for another release to let go of a
- * Service: say why, change nothing, keep serving what status holds.
+ * A release that cannot go on as written, or that waits (for another release to let go of a
+ * Service, for a workload's ReplicaSet): say why, change nothing, keep serving what status holds.
  */
-function planHolding(context: Context, problems: readonly string[], waiting: readonly string[]): Desired {
+function planHolding(context: Context, problems: readonly string[], waiting: readonly { reason: string; message: string }[]): Desired {
   const serving = context.recorded.some((port) => pointsAtProxy(context, port.service));
   const invalid = problems.length > 0;
   const status = makeStatus(context, 'Holding', null, {
@@ -94,7 +105,7 @@ function planHolding(context: Context, problems: readonly string[], waiting: rea
       : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy'),
     Progressing: invalid
       ? condition(false, 'Blocked', 'nothing is changed until the CanaryRelease is fixed')
-      : condition(true, 'WaitingForOtherRelease', waiting.join('; ')),
+      : condition(true, waiting[0]?.reason ?? 'Waiting', waiting.map((wait) => wait.message).join('; ')),
     Failure: invalid ? condition(true, 'InvalidRelease', problems.join('; ')) : condition(false, 'None'),
     Archived: condition(false, 'Running'),
   }, context.recorded);

@@ -10,13 +10,14 @@ import { condition } from './conditions.ts';
 import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, statusStep, type Context } from './context.ts';
 import { clusterIpOf, copyName, copySource, COPY_ROLES, desiredCopy } from './copies.ts';
 import type { Desired, Step } from './desired.ts';
-import { askedWeight, buildL4Config, servedWeight } from './l4.ts';
+import { askedWeight, buildL4Config, gatedWeight, servedWeight, type SideReadiness } from './l4.ts';
 import { formatSaved, liveFields, retargetFields, saveOriginal } from './originals.ts';
 import { copyPatch, originalPatch } from './patches.ts';
 import { portKeyId, type Allocation } from './ports.ts';
 import { findOverlap, formatSelector, livePods, type SelectorOverlap } from './selectors.ts';
 import type { ServicePlan } from './spec.ts';
 import { handBackSteps } from './transition.ts';
+import { canaryDrift, workloadStatuses, type WorkloadPlan } from './workloads.ts';
 import type { PortStatus } from './types.ts';
 
 interface SelectorFindings {
@@ -26,11 +27,6 @@ interface SelectorFindings {
   readonly notes: readonly string[];
 }
 
-/** Which sides of a Service have a Ready pod. */
-interface SideReadiness {
-  readonly stable: boolean;
-  readonly canary: boolean;
-}
 
 interface RetargetOutcome {
   readonly steps: readonly Step[];
@@ -39,7 +35,8 @@ interface RetargetOutcome {
   readonly waiting: readonly string[];
 }
 
-export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[]): Desired {
+export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
+  workloads: readonly WorkloadPlan[]): Desired {
   const readiness = new Map(plans.map((plan) => [plan.name, {
     stable: hasReadyPod(context, plan.forkedSelector), canary: hasReadyPod(context, plan.canarySelector),
   }] as const));
@@ -63,10 +60,12 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
     Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForReadyPods', progressing.join('; ')),
     Failure: failures.length === 0 ? condition(false, 'None') : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
     Archived: condition(false, 'Running'),
-  }, ports);
+  }, ports, workloads.length === 0 ? undefined
+    : workloadStatuses(workloads, context.observed.deployments, context.observed.release.status?.workloads ?? []));
   const steps = [
     ...finalizerStep(context, true),
     ...plans.flatMap((plan) => saveStep(context, plan)),
+    ...workloads.flatMap((workload) => canaryWorkloadSteps(context, workload)),
     ...plans.flatMap((plan) => copySteps(context, plan)),
     ...outcomes.flatMap((outcome) => outcome.steps),
     ...dropped.steps,
@@ -74,16 +73,6 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
     ...statusStep(context, status),
   ];
   return { mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services) };
-}
-
-/**
- * The canary share the data plane applies: the asked one while both sides have a Ready pod; none
- * to a side that has no Ready pod while the other has one; the asked one when neither has (there is
- * nothing better to do, and the first pod up should not wait for a status write to get traffic).
- */
-export function gatedWeight(asked: number, sides: SideReadiness): number {
-  if (sides.stable === sides.canary) return asked;
-  return sides.canary ? 100 : 0;
 }
 
 /** Spec weights and overrides for planned ports; a dropped Service still served keeps what status says. */
@@ -134,6 +123,21 @@ function describeOverlap(service: string, first: string, second: string, overlap
   const selectors = `${first} selector ${formatSelector(overlap.first)} and ${second} selector ${formatSelector(overlap.second)}`;
   const how = overlap.identical ? 'are the same' : `both match pods ${overlap.pods.join(', ')}`;
   return `Service ${service}: ${selectors} ${how}; traffic is not moved until they select apart`;
+}
+
+/** The canary Deployment made, brought up to date, or (its selector being immutable) made again. */
+function canaryWorkloadSteps(context: Context, workload: WorkloadPlan): Step[] {
+  const name = workload.canary.metadata?.name ?? '';
+  const live = context.observed.deployments.get(name);
+  if (live === undefined) return [{ kind: 'createDeployment', reason: 'createCanaryWorkload', deployment: workload.canary }];
+  switch (canaryDrift(live, workload.canary)) {
+    case 'none': return [];
+    case 'recreate': return [{ kind: 'deleteDeployment', reason: 'deleteCanaryWorkload', name, uid: live.metadata?.uid }];
+    case 'update': {
+      const metadata = { ...workload.canary.metadata, resourceVersion: live.metadata?.resourceVersion };
+      return [{ kind: 'replaceDeployment', reason: 'updateCanaryWorkload', deployment: { ...workload.canary, metadata } }];
+    }
+  }
 }
 
 function saveStep(context: Context, plan: ServicePlan): Step[] {

@@ -6,7 +6,8 @@ import type { V1Service } from '@kubernetes/client-node';
 import { copyName, COPY_ROLES, isCopyOf } from './copies.ts';
 import { portProtocol, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from './originals.ts';
 import type { PortKey } from './ports.ts';
-import { applyOperations, formatSelector, labelProblems } from './selectors.ts';
+import { applyOperations, formatSelector, labelProblems, selectorMatches } from './selectors.ts';
+import { canarySideSelector, stableSideSelector, type WorkloadPlan } from './workloads.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec, Labels, PortProtocol, SpecProtocol } from './types.ts';
 
 /** A state in which the release may run on the Service. */
@@ -25,6 +26,8 @@ export interface ServicePlan {
   readonly saved: SavedOriginal;
   readonly forkedSelector: Labels;
   readonly canarySelector: Labels;
+  /** The workload whose pods the Service selects, when the release has spec.workloads. */
+  readonly workload?: WorkloadPlan;
   /** Every port of the Service: the unlisted ones are proxied too, at 100 % stable. */
   readonly ports: readonly PlannedPort[];
 }
@@ -46,7 +49,7 @@ function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
 }
 
 export function planServices(spec: CanaryReleaseSpec | undefined, release: string, states: ReadonlyMap<string, OriginalState>,
-  services: ReadonlyMap<string, V1Service>): SpecPlan {
+  services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[] = []): SpecPlan {
   const entries = spec?.services ?? [];
   const problems: string[] = [];
   const waiting: string[] = [];
@@ -65,14 +68,14 @@ export function planServices(spec: CanaryReleaseSpec | undefined, release: strin
       waiting.push(`Service ${entry.service} is under CanaryRelease ${state.release}; this release starts once that one has ended`);
       return;
     }
-    const plan = planService(entry, at, release, state, services, problems);
+    const plan = planService(entry, at, release, state, services, workloads, problems);
     if (plan !== undefined) plans.push(plan);
   });
   return problems.length === 0 && waiting.length === 0 ? { ok: true, plans } : { ok: false, problems, waiting };
 }
 
 function planService(entry: CanaryServiceSpec, at: string, release: string, state: Exclude<OriginalState, { kind: 'foreign' }>,
-  services: ReadonlyMap<string, V1Service>, problems: string[]): ServicePlan | undefined {
+  services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[], problems: string[]): ServicePlan | undefined {
   const name = entry.service;
   const workable = workableState(state, name, at, problems);
   if (workable === undefined) return undefined;
@@ -93,8 +96,11 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   if (Object.keys(saved.selector).length === 0) {
     problems.push(`${at}: Service ${name} has no selector; only Services that select pods can be split`);
   }
-  const forkedSelector = applyOperations(saved.selector, entry.forkedServiceOperations);
-  const canarySelector = applyOperations(saved.selector, entry.canaryServiceOperations);
+  const workload = workloads.length === 0 ? undefined : workloadOf(saved.selector, workloads, `${at}: Service ${name}`, problems);
+  // With workloads the selectors are made apart: the stable side pinned to the stable pods' hash,
+  // the canary side on the canary pods' labels and the track label.
+  const forkedSelector = applyOperations(workload === undefined ? saved.selector : stableSideSelector(saved.selector, workload.stableHash), entry.forkedServiceOperations);
+  const canarySelector = applyOperations(workload === undefined ? saved.selector : canarySideSelector(saved.selector, workload), entry.canaryServiceOperations);
   for (const operations of ['canaryServiceOperations', 'forkedServiceOperations'] as const) {
     for (const problem of labelProblems(entry[operations]?.add ?? {})) problems.push(`${at}.${operations}.add: ${problem}`);
   }
@@ -102,7 +108,17 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: the forked selector ends up empty`);
   const ports = planPorts(entry, at, service, problems);
   if (problems.length > before) return undefined;
-  return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports };
+  return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports, ...(workload === undefined ? {} : { workload }) };
+}
+
+/** The one workload whose stable pods the selector picks; with workloads, each Service must pick one. */
+export function workloadOf(selector: Labels, workloads: readonly WorkloadPlan[], what: string, problems: string[]): WorkloadPlan | undefined {
+  const matching = workloads.filter((workload) => selectorMatches(selector, workload.stableLabels));
+  if (matching.length === 1) return matching[0];
+  problems.push(matching.length === 0
+    ? `${what} selects ${formatSelector(selector)}, the pods of none of spec.workloads; with workloads, every Service must select the pods of one`
+    : `${what} selects the pods of several workloads (${matching.map((workload) => workload.spec.name).join(', ')}); list one Service per workload`);
+  return undefined;
 }
 
 function workableState(state: Exclude<OriginalState, { kind: 'foreign' }>, name: string, at: string, problems: string[]): WorkableState | undefined {

@@ -11,11 +11,13 @@ import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, pointsAtProxy, 
 import { copyName, COPY_ROLES } from './copies.ts';
 import type { L4Config } from '../config/types.ts';
 import type { Desired, Step } from './desired.ts';
-import { buildL4Config } from './l4.ts';
+import { buildL4Config, gatedWeight } from './l4.ts';
 import { originalPatch } from './patches.ts';
 import { releaseFields, saveOriginal, type OriginalFields, type OriginalState, type SavedOriginal } from './originals.ts';
-import { applyOperations, formatSelector } from './selectors.ts';
-import type { CanaryReleaseStatus, CanaryServiceSpec, Labels, TransitionRecord, TransitionType } from './types.ts';
+import { applyOperations, formatSelector, livePods, selectorMatches } from './selectors.ts';
+import { LABEL_TRACK, TRACK_CANARY, type CanaryReleaseStatus, type CanaryServiceSpec, type PortStatus, type TransitionRecord, type TransitionType } from './types.ts';
+import { planWorkloadStage } from './workload-transition.ts';
+import { isCanaryWorkloadOf } from './workloads.ts';
 
 const HANDED_BACK_LATER: ReadonlySet<OriginalState['kind']> = new Set(['saved', 'retargeted', 'hijacked', 'lost', 'unreadable']);
 
@@ -36,7 +38,17 @@ export type HandBack =
  */
 export function handBack(context: Context, name: string, state: OriginalState, type: TransitionType): HandBack {
   const result = handBackFields(context, name, state, type);
-  if (result.kind !== 'patch' || hasReadyPod(context, result.fields.selector)) return result;
+  if (result.kind !== 'patch') return result;
+  if (type === 'Deprecated') {
+    // A rollback must not hand the Service to canary pods that still match it (a canary workload's
+    // pods carry every stable label): the canary Deployment is deleted first, then this waits.
+    const canary = livePods(context.observed.pods).filter((pod) => pod.metadata?.labels?.[LABEL_TRACK] === TRACK_CANARY
+      && selectorMatches(result.fields.selector, pod.metadata.labels));
+    if (canary.length > 0) {
+      return { kind: 'waiting', message: `Service ${name}: canary pods ${canary.map((pod) => pod.metadata?.name).join(', ')} still match its original selector; it is handed back once they are gone` };
+    }
+  }
+  if (hasReadyPod(context, result.fields.selector)) return result;
   const reachesReadyNow = pointsAtProxy(context, name)
     ? COPY_ROLES.some((role) => hasReadyPod(context, context.observed.services.get(copyName(name, role))?.spec?.selector ?? {}))
     : hasReadyPod(context, state.kind === 'missing' ? {} : state.service.spec?.selector ?? {});
@@ -55,7 +67,7 @@ function handBackFields(context: Context, name: string, state: OriginalState, ty
       // Idempotent, as remove-then-add operations are: adopting twice changes nothing.
       const entry = specEntry(context, name);
       if (type !== 'Adopted' || entry === undefined) return { kind: 'nothing' };
-      return adopt(name, state.service, saveOriginal(state.service, context.name), entry, false);
+      return adopt(context, name, state.service, saveOriginal(state.service, context.name), entry, false);
     }
     case 'lost':
       return { kind: 'blocked', problem: `Service ${name} selects the proxy but its saved original is gone; set its selector by hand` };
@@ -67,7 +79,7 @@ function handBackFields(context: Context, name: string, state: OriginalState, ty
     case 'saved': case 'retargeted': {
       const entry = specEntry(context, name);
       const retargeted = state.kind === 'retargeted';
-      if (type === 'Adopted' && entry !== undefined) return adopt(name, state.service, state.saved, entry, retargeted);
+      if (type === 'Adopted' && entry !== undefined) return adopt(context, name, state.service, state.saved, entry, retargeted);
       // Not yet retargeted: the Service is as its owner left it; only the annotation goes.
       const selector = retargeted ? state.saved.selector : state.service.spec?.selector ?? {};
       return { kind: 'patch', reason: 'restore', fields: releaseFields(state.service, state.saved, selector, () => retargeted) };
@@ -88,8 +100,13 @@ function specEntry(context: Context, name: string): CanaryServiceSpec | undefine
   return context.observed.release.spec?.services?.find((item) => item.service === name);
 }
 
-function adopt(name: string, service: V1Service, saved: SavedOriginal, entry: CanaryServiceSpec, retargeted: boolean): HandBack {
-  const selector = applyOperations(saved.selector, entry.canaryServiceOperations);
+/**
+ * Adopted: the canary selector becomes the Service's. With workloads, the stable Deployment has
+ * become the new version instead, and the Service gets its own selector back.
+ */
+function adopt(context: Context, name: string, service: V1Service, saved: SavedOriginal, entry: CanaryServiceSpec, retargeted: boolean): HandBack {
+  const workloads = (context.observed.release.spec?.workloads?.length ?? 0) > 0;
+  const selector = workloads ? saved.selector : applyOperations(saved.selector, entry.canaryServiceOperations);
   if (Object.keys(selector).length === 0) {
     return { kind: 'blocked', problem: `the canary selector of Service ${name} is empty; fix canaryServiceOperations to adopt` };
   }
@@ -120,33 +137,53 @@ export function handBackSteps(context: Context, names: readonly string[], type: 
 
 export function planTransition(context: Context, record: TransitionRecord): Desired {
   const verb = record.type === 'Adopted' ? 'Adopting' : 'Deprecating';
-  const stillServed = context.recorded.filter((port) => pointsAtProxy(context, port.service));
-  const l4Config = buildL4Config(stillServed, context.observed.services);
+  const ports = servedWhileHandingBack(context, record);
+  const l4Config = buildL4Config(ports.filter((port) => pointsAtProxy(context, port.service)), context.observed.services);
   // Kept until handed back: a hijacked Service's restore needs them to tell our targetPorts.
-  const notHandedBack = context.recorded.filter((port) => HANDED_BACK_LATER.has(context.originals.get(port.service)?.kind ?? 'missing'));
-  const inProgress = (problems: readonly string[], waiting: readonly string[]) => makeStatus(context, verb, record, {
-    Available: condition(false, verb, 'traffic is being handed back to the original Services'),
-    Progressing: waiting.length === 0 ? condition(true, verb, record.message) : condition(true, 'WaitingForReadyPods', `${record.message}; ${waiting.join('; ')}`),
-    Failure: problems.length === 0 ? condition(false, 'None') : condition(true, 'CannotRestore', problems.join('; ')),
-    Archived: condition(false, verb),
-  }, notHandedBack);
-  const recorded = context.observed.release.status?.transition?.type === record.type;
-  const handBacks = handBackSteps(context, [...context.originals.keys()], record.type);
-  if (handBacks.blocked.size > 0) {
-    const status = inProgress(handBacks.problems, handBacks.waiting);
-    const statusFirst = statusStep(context, status, recorded ? 'updateStatus' : 'recordTransition');
-    return { mode: 'transition', l4Config, status, steps: [...statusFirst, ...handBacks.steps] };
+  const notHandedBack = ports.filter((port) => HANDED_BACK_LATER.has(context.originals.get(port.service)?.kind ?? 'missing'));
+  const stage = planWorkloadStage(context, record);
+  const inProgress = (reason: string, problems: readonly string[], waiting: readonly string[], workloads = context.observed.release.status?.workloads) =>
+    makeStatus(context, verb, record, {
+      Available: condition(false, verb, 'traffic is being handed back to the original Services'),
+      Progressing: waiting.length === 0 ? condition(true, verb, record.message) : condition(true, reason, `${record.message}; ${waiting.join('; ')}`),
+      Failure: problems.length === 0 ? condition(false, 'None') : condition(true, 'CannotRestore', problems.join('; ')),
+      Archived: condition(false, verb),
+    }, notHandedBack, workloads);
+  // The transition is recorded before its first step (it must outlive its trigger), with the
+  // workloads as they are: a stage's news (stablePatched) is written only after its steps.
+  const recordStep = context.observed.release.status?.transition?.type === record.type ? [] : statusStep(context, inProgress(verb, [], []), 'recordTransition');
+  if (!stage.done) {
+    const status = inProgress('RollingOutStable', stage.problems, stage.waiting, stage.workloads);
+    return { mode: 'transition', l4Config, status, steps: [...recordStep, ...stage.steps, ...statusStep(context, status)] };
   }
-  const recordStep = recorded ? [] : statusStep(context, inProgress([], []), 'recordTransition');
+  const handBacks = handBackSteps(context, [...context.originals.keys()], record.type);
+  const before = [...recordStep, ...stage.steps, ...handBacks.steps];
+  if (handBacks.blocked.size > 0) {
+    const status = inProgress('WaitingForReadyPods', handBacks.problems, handBacks.waiting, stage.workloads);
+    return { mode: 'transition', l4Config, status, steps: [...before, ...statusStep(context, status)] };
+  }
   const grace = planGrace(context, record, verb);
   if (grace !== undefined) {
-    return { mode: 'transition', l4Config: grace.l4Config, status: grace.status, requeueAfterMs: grace.remainingMs,
-      steps: [...recordStep, ...handBacks.steps, ...statusStep(context, grace.status)] };
+    return { mode: 'transition', l4Config: grace.l4Config, status: grace.status, requeueAfterMs: grace.remainingMs, steps: [...before, ...statusStep(context, grace.status)] };
   }
-  const deletions = context.copies.map(deleteCopyStep);
+  // Adopted: the canary workloads served until now; Deprecated took them away first.
+  const canaryWorkloads = record.type === 'Adopted' ? [...context.observed.deployments.values()].filter((deployment) => isCanaryWorkloadOf(deployment, context.name)) : [];
+  const deletions: Step[] = [
+    ...context.copies.map(deleteCopyStep),
+    ...canaryWorkloads.map((deployment): Step => ({ kind: 'deleteDeployment', reason: 'deleteCanaryWorkload', name: deployment.metadata?.name ?? '', uid: deployment.metadata?.uid })),
+  ];
   const status = archivedStatus(context, record);
-  const steps = [...recordStep, ...handBacks.steps, ...deletions, ...statusStep(context, status), ...finalizerStep(context, false)];
-  return { mode: 'transition', l4Config, status, steps };
+  return { mode: 'transition', l4Config, status, steps: [...before, ...deletions, ...statusStep(context, status), ...finalizerStep(context, false)] };
+}
+
+/**
+ * The ports as served while the Services are handed back: a rollback (Deprecated) sends the canary
+ * no new traffic from the moment it is decided, unless the stable side has no Ready pod.
+ */
+function servedWhileHandingBack(context: Context, record: TransitionRecord): readonly PortStatus[] {
+  if (record.type !== 'Deprecated') return context.recorded;
+  const ready = (service: string, role: 'forked' | 'canary') => hasReadyPod(context, context.observed.services.get(copyName(service, role))?.spec?.selector ?? {});
+  return context.recorded.map((port) => ({ ...port, served: gatedWeight(0, { stable: ready(port.service, 'forked'), canary: ready(port.service, 'canary') }) }));
 }
 
 /**

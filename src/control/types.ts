@@ -18,6 +18,16 @@ export const LABEL_SERVICE = `${GROUP}/service`;
 export const ANNOTATION_ORIGINAL = `${GROUP}/original`;
 /** On the CanaryRelease: the Services are restored before the release may go. */
 export const FINALIZER = `${GROUP}/restore-services`;
+/** On the pods of a canary workload, and in the canary selectors that pick them. */
+export const LABEL_TRACK = `${GROUP}/track`;
+export const TRACK_CANARY = 'canary';
+/** On a canary Deployment: the workload it is the canary of. */
+export const LABEL_WORKLOAD = `${GROUP}/workload`;
+/** The Deployment controller's label on a ReplicaSet's pods: what pins the forked copy to the stable pods. */
+export const LABEL_TEMPLATE_HASH = 'pod-template-hash';
+/** On a canary Deployment: a hash of what the release asks of it (its live spec carries the
+ * apiserver's defaults, so it cannot be compared with the desired one). */
+export const ANNOTATION_SPEC_HASH = `${GROUP}/spec-hash`;
 
 export type Labels = Readonly<Record<string, string>>;
 
@@ -58,7 +68,19 @@ export interface CanaryServiceSpec {
   readonly ports?: readonly CanaryPortSpec[];
 }
 
+/** A stable Deployment the release makes a canary of: `<name>-canary`, its template patched. */
+export interface WorkloadSpec {
+  /** Deployment (the only kind, and the default). */
+  readonly kind?: string;
+  readonly name: string;
+  /** Canary pods; default 1. */
+  readonly replicas?: number;
+  /** A strategic merge patch of the stable Deployment's spec.template (e.g. a new image). */
+  readonly patch?: unknown;
+}
+
 export interface CanaryReleaseSpec {
+  readonly workloads?: readonly WorkloadSpec[];
   readonly services?: readonly CanaryServiceSpec[];
   readonly transition?: Transition;
 }
@@ -92,7 +114,7 @@ export interface PortStatus {
   readonly served?: number;
 }
 
-export type TransitionReason = 'Requested' | 'ReleaseDeleted' | 'ServiceDeleted' | 'SelectorChanged';
+export type TransitionReason = 'Requested' | 'ReleaseDeleted' | 'ServiceDeleted' | 'SelectorChanged' | 'StableChanged';
 
 /** A transition, recorded before its first step so that it survives the trigger going away
  * (a restored Service no longer shows the selector change that started the deprecation). */
@@ -115,6 +137,22 @@ export interface CanaryReleaseStatus {
   readonly ports: readonly PortStatus[];
   /** The served canary weight of every port, one line for the WEIGHTS column: `web:80=20%,dns:53/UDP=5%`. */
   readonly weights: string;
+  /** One per spec.workloads entry the release has started; absent without workloads. */
+  readonly workloads?: readonly WorkloadStatus[];
+}
+
+export interface WorkloadStatus {
+  /** The stable Deployment. */
+  readonly name: string;
+  /** Its canary Deployment. */
+  readonly canary: string;
+  /** The stable pods' pod-template-hash when the release began: the forked copy selects only them,
+   * and a stable rollout underneath (another hash) deprecates the release (StableChanged). */
+  readonly stableHash: string;
+  /** Available/desired canary pods, e.g. `1/1`. */
+  readonly canaryReady: string;
+  /** Adopted: the patch is on the stable Deployment; its rollout is what the hand-back waits for. */
+  readonly stablePatched?: boolean;
 }
 
 export interface CanaryReleaseMetadata {

@@ -1,7 +1,7 @@
 // Where the Kubernetes clients come from. `--kubeconfig FILE` wins; without it, in a pod, the
 // in-cluster service account; elsewhere the usual KUBECONFIG / ~/.kube/config order.
 import {
-  CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Observable,
+  AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Observable,
   type ConfigurationOptions, type ObservableMiddleware, type RequestContext,
 } from '@kubernetes/client-node';
 import { ConfigError } from '../errors.ts';
@@ -12,6 +12,7 @@ export type CallOptions = ConfigurationOptions<ObservableMiddleware>;
 export interface KubeClients {
   readonly kubeConfig: KubeConfig;
   readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
   readonly custom: CustomObjectsApi;
   readonly coordination: CoordinationV1Api;
 }
@@ -44,6 +45,7 @@ export function makeClients(kubeConfig: KubeConfig): KubeClients {
   return {
     kubeConfig,
     core: kubeConfig.makeApiClient(CoreV1Api),
+    apps: kubeConfig.makeApiClient(AppsV1Api),
     custom: kubeConfig.makeApiClient(CustomObjectsApi),
     coordination: kubeConfig.makeApiClient(CoordinationV1Api),
   };

@@ -9,6 +9,11 @@ export function mergePatch(options?: CallOptions): CallOptions {
   return setHeaderOptions('Content-Type', PatchStrategy.MergePatch, options);
 }
 
+/** Strategic merge patch: built-in kinds only (a Deployment's template, merged by the apiserver). */
+export function strategicMergePatch(options?: CallOptions): CallOptions {
+  return setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options);
+}
+
 export interface ApiFailure {
   readonly code: number;
   readonly reason: string;

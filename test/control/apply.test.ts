@@ -2,7 +2,7 @@
 // in the middle of a pass writes nothing more.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { applySteps, type ApplyTarget } from '../../src/control/apply.ts';
 import type { Step } from '../../src/control/desired.ts';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
@@ -14,6 +14,7 @@ before(async () => {
   api = await startFakeApiServer({ serviceCidr: '127.0.18.0/24' });
   target = {
     core: api.kubeConfig.makeApiClient(CoreV1Api),
+    apps: api.kubeConfig.makeApiClient(AppsV1Api),
     custom: api.kubeConfig.makeApiClient(CustomObjectsApi),
     namespace: 'default',
     release: 'rel',

@@ -6,6 +6,7 @@ import type { CanaryRelease } from '../../src/control/types.ts';
 
 function cache(services: Record<string, { rv: string; uid?: string }>, releaseRv?: string): CacheView {
   return {
+    deployment: () => undefined,
     service: (name) => {
       const found = services[name];
       return found === undefined ? undefined : { metadata: { name, resourceVersion: found.rv, uid: found.uid ?? `uid-${name}` } } satisfies V1Service;

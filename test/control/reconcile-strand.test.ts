@@ -192,7 +192,7 @@ describe('status says what is wrong, and the columns agree', () => {
   it('an API error the controller saw is a Failure, and Ready is False while it lasts', () => {
     const { world } = converge(webWorld());
     assert.equal(conditionOf(run(world), 'Ready').status, 'True');
-    const observed = { release: world.release!, services: world.services, pods: world.pods, listening: world.listening };
+    const observed = { release: world.release!, services: world.services, pods: world.pods, listening: world.listening, deployments: world.deployments, replicaSets: world.replicaSets };
     const reported = reconcile({ ...observed, apiError: '403 Forbidden: services "web" is forbidden' }, options());
     assert.equal(conditionOf(reported, 'Failure').reason, 'APIError');
     assert.match(conditionOf(reported, 'Failure').message, /the last API request failed: 403 Forbidden/);

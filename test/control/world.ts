@@ -5,11 +5,14 @@
 // and that one selecting the proxy only targets ports the proxy listens on.
 
 import assert from 'node:assert/strict';
-import type { V1Pod, V1Service, V1ServicePort } from '@kubernetes/client-node';
+import type { V1Deployment, V1Pod, V1ReplicaSet, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { reconcile, defaultProxySelector, type Desired, type ReconcileOptions, type Step } from '../../src/control/reconcile.ts';
 import { applyMergePatch } from '../../src/control/patches.ts';
 import { selectorsEqual } from '../../src/control/selectors.ts';
+import { describeStep as describeApplied } from '../../src/control/apply.ts';
 import { formatWeights } from '../../src/control/l4.ts';
+import { patchTemplate } from '../../src/control/strategic-merge.ts';
+import { removeDeployment, rollOut } from './deployments.ts';
 import { LABEL_ROLE, type CanaryRelease, type CanaryReleaseSpec, type CanaryReleaseStatus, type Labels } from '../../src/control/types.ts';
 
 export const NOW = new Date('2025-01-01T00:00:00.250Z');
@@ -20,6 +23,9 @@ export interface World {
   release: CanaryRelease | undefined;
   services: Map<string, V1Service>;
   pods: V1Pod[];
+  /** Deployments roll out at once here: each write leaves its ReplicaSet and Ready pods (deployments.ts). */
+  deployments: Map<string, V1Deployment>;
+  replicaSets: V1ReplicaSet[];
   listening: Set<number>;
   counter: number;
 }
@@ -62,6 +68,8 @@ export function webWorld(spec: CanaryReleaseSpec = WEB_SPEC, services: V1Service
     release: release(spec),
     services: new Map(services.map((item) => [item.metadata?.name ?? '', item])),
     pods: [pod('web-v1-a', { app: 'web', version: 'v1' }), pod('web-v2-a', { app: 'web', version: 'v2' }), pod('proxy-a', PROXY)],
+    deployments: new Map(),
+    replicaSets: [],
     listening: new Set(),
     counter: 100,
   };
@@ -73,7 +81,8 @@ export function clone(world: World): World {
 
 export function run(world: World, opts: ReconcileOptions = options()): Desired {
   assert.ok(world.release, 'the release is gone');
-  return reconcile({ release: world.release, services: world.services, pods: world.pods, listening: world.listening }, opts);
+  return reconcile({ release: world.release, services: world.services, pods: world.pods, listening: world.listening,
+    deployments: world.deployments, replicaSets: world.replicaSets }, opts);
 }
 
 /** The data plane: every listener of the config listens and is ready at once. */
@@ -94,6 +103,9 @@ export function applyStep(world: World, step: Step): void {
         for (const [name, item] of world.services) {
           if (item.metadata?.ownerReferences?.some((owner) => owner.uid === metadata.uid)) world.services.delete(name);
         }
+        for (const [name, item] of world.deployments) {
+          if (item.metadata?.ownerReferences?.some((owner) => owner.uid === metadata.uid)) removeDeployment(world, name);
+        }
       }
       return;
     }
@@ -113,6 +125,32 @@ export function applyStep(world: World, step: Step): void {
     case 'deleteService': {
       const existing = world.services.get(step.name);
       if (existing !== undefined && existing.metadata?.uid === step.uid) world.services.delete(step.name);
+      return;
+    }
+    case 'createDeployment': {
+      const name = step.deployment.metadata?.name ?? '';
+      assert.ok(!world.deployments.has(name), `create ${name}: AlreadyExists`);
+      rollOut(world, { ...structuredClone(step.deployment), metadata: { ...structuredClone(step.deployment.metadata), uid: `uid-${name}-${world.counter}`, resourceVersion: String(world.counter), generation: 1 } });
+      return;
+    }
+    case 'replaceDeployment': {
+      const name = step.deployment.metadata?.name ?? '';
+      const existing = world.deployments.get(name);
+      assert.ok(existing, `replace ${name}: NotFound`);
+      assert.equal(step.deployment.metadata?.resourceVersion, existing.metadata?.resourceVersion, `replace ${name}: Conflict`);
+      rollOut(world, { ...structuredClone(step.deployment), metadata: { ...existing.metadata, ...structuredClone(step.deployment.metadata), resourceVersion: String(world.counter), generation: (existing.metadata?.generation ?? 1) + 1 } });
+      return;
+    }
+    case 'patchDeployment': {
+      const existing = world.deployments.get(step.name);
+      assert.ok(existing, `patch ${step.name}: NotFound`);
+      const template = patchTemplate(existing.spec?.template ?? {}, (step.patch as { spec?: { template?: unknown } }).spec?.template ?? {});
+      if (JSON.stringify(template) === JSON.stringify(existing.spec?.template)) return; // a no-op patch keeps the generation
+      rollOut(world, { ...existing, metadata: { ...existing.metadata, resourceVersion: String(world.counter), generation: (existing.metadata?.generation ?? 1) + 1 }, spec: { ...existing.spec!, template } });
+      return;
+    }
+    case 'deleteDeployment': {
+      if (world.deployments.get(step.name)?.metadata?.uid === step.uid) removeDeployment(world, step.name);
       return;
     }
     case 'patchService': {
@@ -231,8 +269,7 @@ export function assertCrashSafe(start: World, opts: ReconcileOptions = options()
 }
 
 export function describeStep(step: Step | undefined): string {
-  if (step === undefined) return 'none';
-  return 'name' in step ? `${step.reason} ${step.name}` : step.kind === 'createService' ? `${step.reason} ${step.service.metadata?.name}` : step.reason;
+  return step === undefined ? 'none' : describeApplied(step);
 }
 
 export function reasons(desired: Desired): string[] {
