@@ -8,7 +8,7 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
 import pino from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { Controller } from '../../src/control/controller.ts';
@@ -17,7 +17,7 @@ import { GROUP, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition
 import { makeClients } from '../../src/kube/client.ts';
 import { Runtime } from '../../src/runtime.ts';
 import { askName, startTcpBackend, waitFor, type TcpBackend } from '../support/backends.ts';
-import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
+import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
 
 export const NAMESPACE = 'default';
 /** The proxy's bearer token: the fake records it as the user, which tells its requests from the test's. */
@@ -26,15 +26,18 @@ export const PROXY_USER = 'canary-l4-proxy';
 export interface Cluster {
   readonly api: FakeApiServer;
   readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
   readonly custom: CustomObjectsApi;
   stop(): Promise<void>;
 }
 
-export async function startCluster(serviceCidr: string): Promise<Cluster> {
-  const api = await startFakeApiServer({ serviceCidr, bookmarkIntervalMs: 1000 });
+export async function startCluster(serviceCidr: string, options: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Cluster> {
+  const api = await startFakeApiServer({ serviceCidr, bookmarkIntervalMs: 1000, ...options });
   const crd = parseYaml(readFileSync(new URL('../../deploy/crd.yaml', import.meta.url), 'utf8'));
   await api.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
-  return { api, core: api.kubeConfig.makeApiClient(CoreV1Api), custom: api.kubeConfig.makeApiClient(CustomObjectsApi), stop: () => api.stop() };
+  return {
+    api, core: api.kubeConfig.makeApiClient(CoreV1Api), apps: api.kubeConfig.makeApiClient(AppsV1Api), custom: api.kubeConfig.makeApiClient(CustomObjectsApi), stop: () => api.stop(),
+  };
 }
 
 /** A kubeconfig for the proxy: the fake's server, the proxy's own token. */

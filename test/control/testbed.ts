@@ -9,6 +9,7 @@ import { defaultProxySelector } from '../../src/control/reconcile.ts';
 import type { Labels } from '../../src/control/types.ts';
 import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../support/backends.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
+import type { FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
 import { startKubeProxy, type KubeProxy } from '../support/kube-proxy.ts';
 import { Pods } from '../support/pods.ts';
 import { getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './cluster.ts';
@@ -36,8 +37,8 @@ export interface Testbed {
 }
 
 /** `podNet` is three octets, e.g. `127.0.31`: pods get `.1`, `.2`, … */
-export async function startTestbed(serviceCidr: string, podNet: string): Promise<Testbed> {
-  const cluster = await startCluster(serviceCidr);
+export async function startTestbed(serviceCidr: string, podNet: string, fake: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Testbed> {
+  const cluster = await startCluster(serviceCidr, fake);
   const kubeProxy = await startKubeProxy({ kubeConfig: cluster.api.kubeConfig, namespace: NAMESPACE });
   const pods = new Pods(cluster.api.kubeConfig, NAMESPACE);
   const kubectl = await kubectlFor(cluster.api);

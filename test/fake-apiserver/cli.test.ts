@@ -1,4 +1,4 @@
-/** `npm run fake-apiserver` entry point: flags, kubeconfig output, serving until SIGTERM. */
+/** `npm run fake-apiserver` entry point: flags, kubeconfig output, the Deployment simulation's flags, serving until SIGTERM. */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -7,39 +7,51 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+import { waitFor } from './helpers.ts';
 
 const main = fileURLToPath(new URL('../support/fake-apiserver/main.ts', import.meta.url));
+
+/** `npm run fake-apiserver -- <args>` until it has printed `ready`; its output, server URL and a client-node config for it. */
+async function serve(args: string[], ready: string) {
+  const child = spawn(process.execPath, [main, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout.setEncoding('utf8');
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (d: string) => {
+      text += d;
+      if (text.includes(ready)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`exited early with ${code}`)));
+  });
+  const stop = async () => {
+    child.kill('SIGTERM');
+    const [code] = await once(child, 'exit');
+    return code as number | null;
+  };
+  const file = parse(await readFile(/kubeconfig: (\S+)/.exec(text)![1]!, 'utf8'));
+  const server: string = file.clusters[0].cluster.server;
+  // client-node needs skipTLSVerify for plain http; kubectl (the file's user) does not.
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'c', server, skipTLSVerify: true }],
+    users: [{ name: 'u', token: file.users[0].user.token }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: file.contexts[0].context.namespace }],
+    currentContext: 'x',
+  });
+  return { text, server, kubeConfig, stop };
+}
 
 it('serves with --port 0 --service-cidr --kubeconfig-out and stops on SIGTERM', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'fake-cli-'));
   const out = join(dir, 'kubeconfig');
-  const child = spawn(process.execPath, [main, '--port', '0', '--service-cidr', '127.0.30.0/24', '--kubeconfig-out', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const { text, server, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.30.0/24', '--kubeconfig-out', out], 'kubeconfig:');
   try {
-    let text = '';
-    child.stdout.setEncoding('utf8');
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (d: string) => {
-        text += d;
-        if (text.includes('kubeconfig:')) resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`exited early with ${code}`)));
-    });
     assert.match(text, /listening on http:\/\/127\.0\.0\.1:\d+/);
     assert.ok(text.includes(`kubeconfig: ${out}`));
-    const file = parse(await readFile(out, 'utf8'));
-    const server: string = file.clusters[0].cluster.server;
     assert.ok(text.includes(server));
-    // client-node needs skipTLSVerify for plain http; kubectl (the file's user) does not.
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server, skipTLSVerify: true }],
-      users: [{ name: 'u', token: file.users[0].user.token }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: file.contexts[0].context.namespace }],
-      currentContext: 'x',
-    });
-    const core = kc.makeApiClient(CoreV1Api);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
     const s = await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'cli' }, spec: { ports: [{ port: 80 }] } } });
     assert.match(s.spec!.clusterIP!, /^127\.0\.30\./);
     // Faults reach it over HTTP, from another process.
@@ -48,10 +60,23 @@ it('serves with --port 0 --service-cidr --kubeconfig-out and stops on SIGTERM', 
     assert.equal(armed.status, 200);
     await assert.rejects(core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'cli2' }, spec: { ports: [{ port: 80 }] } } }), (e: any) => e.code === 503);
   } finally {
-    child.kill('SIGTERM');
-    const [code] = await once(child, 'exit');
+    const code = await stop();
     await rm(dir, { recursive: true, force: true });
     assert.equal(code, 0);
+  }
+});
+
+it('--simulate-deployments runs a Deployment\'s pods, with --pod-cidr addresses Ready after --pod-ready-delay-ms', async () => {
+  const { text, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.76.0/24', '--simulate-deployments', '--pod-ready-delay-ms', '50', '--pod-cidr', '127.0.75.0/24'], 'simulating Deployments');
+  try {
+    assert.match(text, /simulating Deployments: pods in 127\.0\.75\.0\/24, Ready 50 ms after they run/);
+    const labels = { app: 'cli' };
+    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: 'default', body: { metadata: { name: 'cli' }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'cli:1' }] } } } } });
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const pod = await waitFor(async () => (await core.listNamespacedPod({ namespace: 'default' })).items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 'a Ready pod');
+    assert.match(pod?.status?.podIP ?? '', /^127\.0\.75\.\d+$/);
+  } finally {
+    assert.equal(await stop(), 0);
   }
 });
 
@@ -62,4 +87,16 @@ it('rejects a bad flag with a usage message', async () => {
   const [code] = await once(child, 'exit');
   assert.equal(code, 2);
   assert.match(err, /usage: fake-apiserver/);
+});
+
+it('refuses --pod-cidr without --simulate-deployments, a bad --pod-ready-delay-ms and a bad --pod-cidr', async () => {
+  for (const [args, message] of [[['--pod-cidr', '127.0.75.0/24'], /need --simulate-deployments/], [['--simulate-deployments', '--pod-ready-delay-ms', 'soon'], /invalid --pod-ready-delay-ms: soon/], [['--simulate-deployments', '--pod-cidr', '127.0.75.0'], /invalid pod CIDR/]] as const) {
+    // Bounded: a fake that wrongly starts serving is killed (and the exit code is then not 2).
+    const child = spawn(process.execPath, [main, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000, killSignal: 'SIGKILL' });
+    let err = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const [code] = await once(child, 'exit');
+    assert.equal(code, 2);
+    assert.match(err, message);
+  }
 });

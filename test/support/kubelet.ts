@@ -24,7 +24,6 @@
  * It is independent of the code under test: client-node informers and node:child_process only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +32,7 @@ import {
   AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions,
   type KubernetesListObject, type KubernetesObject, type ListWatch, type V1Container, type V1Deployment, type V1Pod, type V1PodCondition,
 } from '@kubernetes/client-node';
+import { podTemplateHash } from './fake-apiserver/template-hash.ts';
 import { keepWatching, OnePassAtATime } from './watching.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -163,7 +163,7 @@ class KubeletSimulation implements Kubelet {
 
   async #reconcileDeployment(deployment: V1Deployment, pods: V1Pod[]): Promise<void> {
     const namespace = deployment.metadata!.namespace!;
-    const hash = templateHash(deployment);
+    const hash = podTemplateHash(deployment.spec?.template);
     const replicas = deployment.spec?.replicas ?? 1;
     const current = pods.filter((pod) => pod.metadata?.labels?.[TEMPLATE_HASH] === hash);
     const old = pods.filter((pod) => pod.metadata?.labels?.[TEMPLATE_HASH] !== hash);
@@ -342,11 +342,6 @@ class KubeletSimulation implements Kubelet {
 
 function keyOf(pod: V1Pod): string {
   return `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-}
-
-/** Ten hex digits of the template, as the Deployment controller labels a ReplicaSet's pods. */
-function templateHash(deployment: V1Deployment): string {
-  return createHash('sha256').update(JSON.stringify(deployment.spec?.template ?? {})).digest('hex').slice(0, 10);
 }
 
 function podKubeconfig(server: string, user: string): string {

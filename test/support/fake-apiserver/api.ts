@@ -12,6 +12,7 @@ import { KindHooks } from './kinds.ts';
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch.ts';
 import { apiVersionOf, Registry, type ResourceType, typeFromCrd, typeKey } from './registry.ts';
 import { fieldValue, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
+import { toScale } from './scale.ts';
 import { Store } from './store.ts';
 
 /** A request's target collection: type, requested version and namespace ('' when cluster-wide). */
@@ -320,9 +321,15 @@ export class FakeApi {
 
   /** JSON, merge and strategic merge patch; server-side apply is {@link apply}. */
   patch(t: Target, name: string, contentType: string, body: unknown, subresource: string, opts: { dryRun?: boolean } = {}): KObject {
+    if (subresource === 'scale') return this.updateScale(t, name, this.#patcher(t, name, contentType, body), opts);
+    return this.write(t, name, this.#patcher(t, name, contentType, body), { subresource, requireRv: false, dryRun: opts.dryRun });
+  }
+
+  /** The patch as a function of the current object; 415 for a patch type the resource does not take. */
+  #patcher(t: Target, name: string, contentType: string, body: unknown): (cur: KObject) => KObject {
     const accepted = [PATCH_TYPES.json, PATCH_TYPES.merge, ...(t.rt.builtin ? [PATCH_TYPES.strategic] : []), PATCH_TYPES.apply];
     if (!accepted.includes(contentType as any) || contentType === PATCH_TYPES.apply) throw errors.unsupportedMediaType(contentType, accepted);
-    const mutate = (cur: KObject): KObject =>
+    return (cur: KObject): KObject =>
       patchOutcome(t, name, () => {
         if (contentType === PATCH_TYPES.merge) {
           if (!isObject(body)) throw new PatchError('malformed', 'merge patch must be a JSON object');
@@ -331,7 +338,26 @@ export class FakeApi {
         if (contentType === PATCH_TYPES.json) return jsonPatch(cur, body);
         return strategicMergePatch(cur, body, t.rt.patchMeta);
       });
-    return this.write(t, name, mutate, { subresource, requireRv: false, dryRun: opts.dryRun });
+  }
+
+  getScale(t: Target, name: string): KObject {
+    return toScale(this.get(t, name));
+  }
+
+  /**
+   * A write through the scale subresource: `mutate` gets the current Scale and returns the new one,
+   * whose `spec.replicas` (and resourceVersion, as a precondition) go to the object.
+   */
+  updateScale(t: Target, name: string, mutate: (scale: KObject) => KObject, opts: { dryRun?: boolean } = {}): KObject {
+    const written = this.write(t, name, (cur) => {
+      const scale = mutate(toScale(cur));
+      const replicas = scale.spec?.replicas;
+      if (!Number.isInteger(replicas) || replicas < 0)
+        throw errors.invalid('autoscaling', 'Scale', name, [{ field: 'spec.replicas', message: `Invalid value: ${JSON.stringify(replicas ?? null)}: must be greater than or equal to 0` }]);
+      const rv = scale.metadata?.resourceVersion;
+      return { ...cur, metadata: { ...cur.metadata, resourceVersion: rv || cur.metadata.resourceVersion }, spec: { ...cur.spec, replicas } };
+    }, { requireRv: false, dryRun: opts.dryRun });
+    return toScale(written);
   }
 
   /**

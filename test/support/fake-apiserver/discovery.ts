@@ -91,6 +91,8 @@ function resourceList(registry: Registry, group: string, version: string): KObje
     resources.push(r);
     if (t.statusSubresource)
       resources.push({ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] });
+    if (t.scaleSubresource)
+      resources.push({ name: `${t.plural}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] });
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: apiVersionOf(group, version), resources };
 }

@@ -36,7 +36,22 @@ export interface FakeApiServerOptions {
   bookmarkIntervalMs?: number;
   /** Where to write the kubeconfig for kubectl; default a fresh temp dir (removed on stop). */
   kubeconfigPath?: string;
+  /**
+   * Simulate the Deployment and ReplicaSet controllers, the scheduler and the kubelet (README.md
+   * here): ReplicaSets and Pods for every Deployment, rollouts, statuses. Off when absent.
+   */
+  simulateDeployments?: SimulateDeploymentsOptions;
 }
+
+export interface SimulateDeploymentsOptions {
+  /** From Running to Ready, as if a readiness probe passed after this long. Default 1000. */
+  podReadyDelayMs?: number;
+  /** Where pod IPs come from (IPv4, /8–/30). Default `127.0.200.0/24`, so tests can bind on them. */
+  podCidr?: string;
+}
+
+export const DEFAULT_POD_READY_DELAY_MS = 1000;
+export const DEFAULT_POD_CIDR = '127.0.200.0/24';
 
 export interface FakeApiServer {
   /** `http://127.0.0.1:<port>` */
@@ -62,10 +77,14 @@ export interface FakeApiServer {
 }
 
 export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promise<FakeApiServer> {
+  const simulate = opts.simulateDeployments;
+  const podReadyDelayMs = simulate?.podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS;
+  if (!Number.isFinite(podReadyDelayMs) || podReadyDelayMs < 0) throw new Error(`invalid podReadyDelayMs: ${podReadyDelayMs}`);
   const server = new FakeServer({
     serviceCidr: opts.serviceCidr ?? '127.0.10.0/24',
     gc: opts.gc ?? true,
     watch: { timeoutRange: opts.watchTimeoutSeconds ?? [1800, 3600], bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000 },
+    simulateDeployments: simulate && { podReadyDelayMs, podCidr: simulate.podCidr ?? DEFAULT_POD_CIDR },
   });
   await server.listen(opts.port ?? 0);
   const url = `http://127.0.0.1:${server.port}`;

@@ -14,23 +14,38 @@ function intToIp(n: number): string {
   return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 }
 
+export interface IpAllocatorOptions {
+  /** What the range is for, in error messages. Default `service`. */
+  readonly purpose?: string;
+  /**
+   * Hand out the next free address after the last one given (as host-local IPAM does for pods),
+   * rather than the lowest free one, so a freed address is not reused at once.
+   */
+  readonly roundRobin?: boolean;
+}
+
 export class IpAllocator {
   readonly cidr: string;
   readonly #first: number;
   readonly #last: number;
   readonly #used = new Set<number>();
+  readonly #roundRobin: boolean;
+  #lastGiven: number;
 
-  constructor(cidr: string) {
+  constructor(cidr: string, options: IpAllocatorOptions = {}) {
+    const purpose = options.purpose ?? 'service';
     const m = cidr.match(/^(\d+\.\d+\.\d+\.\d+)\/(\d+)$/);
-    if (!m) throw new Error(`invalid service CIDR (IPv4 a.b.c.d/n expected): ${cidr}`);
+    if (!m) throw new Error(`invalid ${purpose} CIDR (IPv4 a.b.c.d/n expected): ${cidr}`);
     const bits = Number(m[2]);
-    if (bits < 8 || bits > 30) throw new Error(`service CIDR prefix must be /8../30: ${cidr}`);
+    if (bits < 8 || bits > 30) throw new Error(`${purpose} CIDR prefix must be /8../30: ${cidr}`);
     const size = 2 ** (32 - bits);
     const base = (ipToInt(m[1]!) & ~(size - 1)) >>> 0;
     this.cidr = `${intToIp(base)}/${bits}`;
     // Network and broadcast addresses are never handed out.
     this.#first = base + 1;
     this.#last = base + size - 2;
+    this.#roundRobin = options.roundRobin ?? false;
+    this.#lastGiven = this.#last;
   }
 
   contains(ip: string): boolean {
@@ -42,11 +57,15 @@ export class IpAllocator {
     }
   }
 
-  /** Next free address, lowest first. Throws when the range is full. */
+  /** Next free address: the lowest, or (round robin) the first after the last one given. Throws when the range is full. */
   allocate(): string {
-    for (let n = this.#first; n <= this.#last; n++) {
+    const count = this.#last - this.#first + 1;
+    const start = this.#roundRobin ? this.#lastGiven + 1 - this.#first : 0;
+    for (let i = 0; i < count; i++) {
+      const n = this.#first + ((start + i) % count);
       if (!this.#used.has(n)) {
         this.#used.add(n);
+        this.#lastGiven = n;
         return intToIp(n);
       }
     }

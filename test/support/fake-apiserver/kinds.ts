@@ -59,8 +59,14 @@ export class KindHooks {
         spec.revisionHistoryLimit ??= rt.plural === 'deployments' ? 10 : undefined;
         if (rt.plural === 'deployments') {
           spec.progressDeadlineSeconds ??= 600;
-          spec.strategy ??= { type: 'RollingUpdate' };
-          if (spec.strategy.type === 'RollingUpdate') spec.strategy.rollingUpdate ??= { maxSurge: '25%', maxUnavailable: '25%' };
+          // As apps/v1 SetDefaults_Deployment: an empty strategy (kubectl create's `strategy: {}`) too.
+          spec.strategy = isObject(spec.strategy) ? spec.strategy : {};
+          if (!spec.strategy.type) spec.strategy.type = 'RollingUpdate';
+          if (spec.strategy.type === 'RollingUpdate') {
+            const rollingUpdate = isObject(spec.strategy.rollingUpdate) ? spec.strategy.rollingUpdate : (spec.strategy.rollingUpdate = {});
+            rollingUpdate.maxUnavailable ??= '25%';
+            rollingUpdate.maxSurge ??= '25%';
+          }
         }
         if (spec.revisionHistoryLimit === undefined) delete spec.revisionHistoryLimit;
         for (const c of (spec.template?.spec?.containers ?? []) as KObject[]) defaultContainer(c);

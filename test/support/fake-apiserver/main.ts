@@ -1,16 +1,22 @@
 /**
- * `npm run fake-apiserver -- --port 6443 [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE]`
+ * `npm run fake-apiserver -- --port 6443 [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE]
+ * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr 127.0.200.0/24]]`
  * Serves the fake kube-apiserver until Ctrl-C and writes (and prints the path of) a kubeconfig.
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startFakeApiServer } from './index.ts';
+import { DEFAULT_POD_CIDR, DEFAULT_POD_READY_DELAY_MS, startFakeApiServer } from './index.ts';
 
 const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--no-gc]
-  --port            TCP port on 127.0.0.1 (default 6443; 0 = ephemeral)
-  --service-cidr    Service cluster-IP range (default 127.0.10.0/24)
-  --kubeconfig-out  where to write the kubeconfig (default: a temp file, removed on exit)
-  --no-gc           do not simulate the garbage collector / namespace controller`;
+                      [--simulate-deployments [--pod-ready-delay-ms ${DEFAULT_POD_READY_DELAY_MS}] [--pod-cidr ${DEFAULT_POD_CIDR}]]
+  --port                  TCP port on 127.0.0.1 (default 6443; 0 = ephemeral)
+  --service-cidr          Service cluster-IP range (default 127.0.10.0/24)
+  --kubeconfig-out        where to write the kubeconfig (default: a temp file, removed on exit)
+  --no-gc                 do not simulate the garbage collector / namespace controller
+  --simulate-deployments  simulate the Deployment/ReplicaSet controllers and the kubelet: ReplicaSets,
+                          Pods (Running, then Ready), rollouts and statuses for every Deployment
+  --pod-ready-delay-ms    with --simulate-deployments: from Running to Ready (default ${DEFAULT_POD_READY_DELAY_MS})
+  --pod-cidr              with --simulate-deployments: pod IP range (default ${DEFAULT_POD_CIDR})`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -19,6 +25,9 @@ async function main(): Promise<void> {
       'service-cidr': { type: 'string', default: '127.0.10.0/24' },
       'kubeconfig-out': { type: 'string' },
       'no-gc': { type: 'boolean', default: false },
+      'simulate-deployments': { type: 'boolean', default: false },
+      'pod-ready-delay-ms': { type: 'string' },
+      'pod-cidr': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -30,15 +39,23 @@ async function main(): Promise<void> {
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid --port: ${values.port}`);
   const out = values['kubeconfig-out'];
+  const simulate = values['simulate-deployments'];
+  if (!simulate && (values['pod-ready-delay-ms'] !== undefined || values['pod-cidr'] !== undefined))
+    throw new Error('--pod-ready-delay-ms and --pod-cidr need --simulate-deployments');
+  const readyDelay = values['pod-ready-delay-ms'];
+  const podReadyDelayMs = readyDelay === undefined ? undefined : Number(readyDelay);
+  if (podReadyDelayMs !== undefined && !(Number.isInteger(podReadyDelayMs) && podReadyDelayMs >= 0)) throw new Error(`invalid --pod-ready-delay-ms: ${readyDelay}`);
   const api = await startFakeApiServer({
     port,
     serviceCidr: values['service-cidr'],
     gc: !values['no-gc'],
     kubeconfigPath: out ? resolve(out) : undefined,
+    simulateDeployments: simulate ? { podReadyDelayMs, podCidr: values['pod-cidr'] } : undefined,
   });
   console.log(`fake-apiserver listening on ${api.url}`);
   console.log(`fault injection: curl -XPOST ${api.url}/_fake/faults/latency -d '{"ms":200}'  (all of it: README.md)`);
   console.log(`kubeconfig: ${api.kubeconfigPath}`);
+  if (simulate) console.log(`simulating Deployments: pods in ${values['pod-cidr'] ?? DEFAULT_POD_CIDR}, Ready ${podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS} ms after they run`);
   console.log(`try: kubectl --kubeconfig ${api.kubeconfigPath} get namespaces`);
   let stopping = false;
   const shutdown = (): void => {

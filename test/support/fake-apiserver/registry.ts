@@ -21,6 +21,8 @@ export interface ResourceType {
   categories: string[];
   /** Whether `/status` is a subresource (status written apart from spec). */
   statusSubresource: boolean;
+  /** Whether `/scale` (autoscaling/v1 Scale of `spec.replicas`) is served: Deployments, ReplicaSets, StatefulSets. */
+  scaleSubresource?: boolean;
   /** Built-in kinds accept strategic merge patch; custom resources do not. */
   builtin: boolean;
   /** Strategic-merge (and server-side apply) list semantics (built-ins only). */
@@ -100,8 +102,8 @@ export function builtinTypes(): ResourceType[] {
     builtin({ group: '', plural: 'pods', singular: 'pod', kind: 'Pod', namespaced: true, statusSubresource: true, shortNames: ['po'], categories: ['all'], returnDeletedObject: true, extraFieldSelectors: ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.podIP', 'status.nominatedNodeName'], patchMeta: { ...podSpecMeta('spec'), ...CONDITIONS, 'status.podIPs': { mergeKey: 'ip' } } }),
     builtin({ group: '', plural: 'events', singular: 'event', kind: 'Event', namespaced: true, statusSubresource: false, shortNames: ['ev'], extraFieldSelectors: EVENT_FIELDS, computedFieldSelectors: { source: (e) => String(e.source?.component || e.reportingComponent || '') } }),
     builtin({ group: '', plural: 'configmaps', singular: 'configmap', kind: 'ConfigMap', namespaced: true, statusSubresource: false, shortNames: ['cm'] }),
-    builtin({ group: 'apps', plural: 'deployments', singular: 'deployment', kind: 'Deployment', namespaced: true, statusSubresource: true, shortNames: ['deploy'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
-    builtin({ group: 'apps', plural: 'replicasets', singular: 'replicaset', kind: 'ReplicaSet', namespaced: true, statusSubresource: true, shortNames: ['rs'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
+    builtin({ group: 'apps', plural: 'deployments', singular: 'deployment', kind: 'Deployment', namespaced: true, statusSubresource: true, scaleSubresource: true, shortNames: ['deploy'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
+    builtin({ group: 'apps', plural: 'replicasets', singular: 'replicaset', kind: 'ReplicaSet', namespaced: true, statusSubresource: true, scaleSubresource: true, shortNames: ['rs'], categories: ['all'], patchMeta: { ...podSpecMeta('spec.template.spec'), ...CONDITIONS } }),
     builtin({ group: 'coordination.k8s.io', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true, statusSubresource: false }),
     ...manifestTypes(),
     builtin({ group: 'apiextensions.k8s.io', plural: 'customresourcedefinitions', singular: 'customresourcedefinition', kind: 'CustomResourceDefinition', namespaced: false, statusSubresource: true, shortNames: ['crd', 'crds'], categories: ['api-extensions'], patchMeta: CONDITIONS }),
@@ -117,7 +119,7 @@ export function builtinTypes(): ResourceType[] {
 function manifestTypes(): ResourceType[] {
   const workload = (plural: string, kind: string, shortNames: string[], podSpec = 'spec.template.spec') =>
     builtin({ group: plural === 'jobs' || plural === 'cronjobs' ? 'batch' : 'apps', plural, singular: kind.toLowerCase(), kind, namespaced: true,
-      statusSubresource: true, shortNames, categories: ['all'], patchMeta: { ...podSpecMeta(podSpec), ...CONDITIONS } });
+      statusSubresource: true, scaleSubresource: plural === 'statefulsets', shortNames, categories: ['all'], patchMeta: { ...podSpecMeta(podSpec), ...CONDITIONS } });
   const rbac = (plural: string, kind: string, namespaced: boolean) =>
     builtin({ group: 'rbac.authorization.k8s.io', plural, singular: kind.toLowerCase(), kind, namespaced, statusSubresource: false });
   return [

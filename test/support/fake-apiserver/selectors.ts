@@ -138,3 +138,23 @@ export function matchFields(reqs: FieldRequirement[], obj: unknown, read: (obj: 
   }
   return true;
 }
+
+/**
+ * A LabelSelector object (matchLabels, matchExpressions) as selector text, requirements sorted by
+ * key (metav1.LabelSelectorAsSelector(...).String()); '' when it selects everything, '<error>' for
+ * an operator it does not know.
+ */
+export function formatLabelSelector(selector: { matchLabels?: Record<string, string>; matchExpressions?: Array<Record<string, any>> } | undefined): string {
+  const terms: Array<[string, string]> = Object.entries(selector?.matchLabels ?? {}).map(([k, v]) => [k, `${k}=${v}`]);
+  for (const e of selector?.matchExpressions ?? []) {
+    const values = [...((e.values ?? []) as string[])].sort().join(',');
+    const term = ({ In: `${e.key} in (${values})`, NotIn: `${e.key} notin (${values})`, Exists: `${e.key}`, DoesNotExist: `!${e.key}` } as Record<string, string>)[String(e.operator)];
+    terms.push([String(e.key), term ?? '<error>']);
+  }
+  return terms.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, term]) => term).join(',');
+}
+
+/** Whether `labels` match a LabelSelector object (an empty selector matches everything). */
+export function labelSelectorMatches(selector: Parameters<typeof formatLabelSelector>[0], labels: Labels): boolean {
+  return matchLabels(parseLabelSelector(formatLabelSelector(selector)), labels);
+}

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { FakeApi, PATCH_TYPES, type DeleteOptions, type Target } from './api.ts';
 import { discovery, openApiV2 } from './discovery.ts';
 import { ApiError, errors } from './errors.ts';
+import { DeploymentSimulation, type DeploymentSimulationOptions } from './deployment-simulation.ts';
 import { CONTROL_PREFIX, handleControl } from './fault-routes.ts';
 import { type FakeFaults, FaultState } from './faults.ts';
 import { Controllers } from './gc.ts';
@@ -38,6 +39,8 @@ export interface ServerOptions {
   serviceCidr: string;
   gc: boolean;
   watch: WatchSettings;
+  /** The Deployment/ReplicaSet controllers and kubelet simulation; off when absent. */
+  simulateDeployments?: DeploymentSimulationOptions;
 }
 
 const MAX_BODY = 16 * 1024 * 1024;
@@ -45,6 +48,7 @@ const MAX_BODY = 16 * 1024 * 1024;
 export class FakeServer {
   readonly api: FakeApi;
   readonly controllers: Controllers;
+  readonly deployments: DeploymentSimulation | undefined;
   readonly watches: WatchHub;
   readonly faults = new FaultState();
   /** Fault injection, as `api.faults` offers it and `/_fake/faults` serves it. */
@@ -62,6 +66,7 @@ export class FakeServer {
   constructor(opts: ServerOptions) {
     this.api = new FakeApi({ serviceCidr: opts.serviceCidr });
     this.controllers = new Controllers(this.api, opts.gc);
+    this.deployments = opts.simulateDeployments ? new DeploymentSimulation(this.api, opts.simulateDeployments) : undefined;
     this.watches = new WatchHub(this.api, opts.watch);
     this.api.onChange = () => this.controllers.schedule();
     this.api.onTypeRemoved = (key) => this.watches.dropType(key);
@@ -125,6 +130,7 @@ export class FakeServer {
     this.#stopped = true;
     if (this.#reopenTimer) clearTimeout(this.#reopenTimer);
     this.controllers.stop();
+    this.deployments?.stop();
     const closed = new Promise<void>((resolve) => {
       if (!this.#http.listening) return resolve();
       this.#http.close(() => resolve());
@@ -217,7 +223,8 @@ export class FakeServer {
     const collectionVerb = info.verb === 'list' || info.verb === 'watch' || info.verb === 'deletecollection';
     if (rt.namespaced && !info.namespace && !(collectionVerb && !info.name)) throw errors.noRoute();
     if (!rt.namespaced && info.namespace) throw errors.noRoute();
-    if (info.subresource && !(info.subresource === 'status' && rt.statusSubresource)) throw errors.noRoute();
+    const scale = info.subresource === 'scale' && rt.scaleSubresource === true;
+    if (info.subresource && !(info.subresource === 'status' && rt.statusSubresource) && !scale) throw errors.noRoute();
     if (info.subresource && !['get', 'update', 'patch'].includes(info.verb)) throw errors.methodNotAllowed();
     const t: Target = { rt, version: info.version, namespace: info.namespace };
     const dryRun = q.getAll('dryRun').includes('All');
@@ -225,6 +232,7 @@ export class FakeServer {
     const table = wantsTable(req.headers.accept) && !info.subresource;
     switch (info.verb) {
       case 'get': {
+        if (scale) return send(res, 200, this.api.getScale(t, info.name));
         const found = this.api.get(t, info.name);
         return send(res, 200, table ? toTable(rt, [found], { resourceVersion: found.metadata.resourceVersion }) : found);
       }
@@ -260,10 +268,14 @@ export class FakeServer {
         if (info.name) throw errors.methodNotAllowed();
         return send(res, 201, this.api.create(t, body, { dryRun }));
       case 'update':
+        if (scale) {
+          if (!isObject(body)) throw errors.badRequest('the body of the request was not a JSON object');
+          return send(res, 200, this.api.updateScale(t, info.name, () => body, { dryRun }));
+        }
         return send(res, 200, this.api.update(t, info.name, body, info.subresource, { dryRun }));
       case 'patch': {
         const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-        if (contentType === PATCH_TYPES.apply) {
+        if (contentType === PATCH_TYPES.apply && !scale) {
           const r = this.api.apply(t, info.name, body, info.subresource, { fieldManager: q.get('fieldManager') ?? undefined, dryRun });
           return send(res, r.code, r.body);
         }

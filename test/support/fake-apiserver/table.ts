@@ -7,6 +7,7 @@
  */
 import type { KObject } from './json.ts';
 import type { ResourceType } from './registry.ts';
+import { formatLabelSelector } from './selectors.ts';
 
 export interface ColumnDefinition {
   name: string;
@@ -84,7 +85,18 @@ function age(o: KObject, now: Date): string {
 }
 
 const list = (values: readonly string[], none = '<none>') => (values.length === 0 ? none : values.join(','));
-const selector = (labels: Record<string, string> | undefined) => list(Object.entries(labels ?? {}).map(([k, v]) => `${k}=${v}`));
+const byKey = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
+/** labels.FormatLabels: `k=v` sorted by key. */
+const selector = (labels: Record<string, string> | undefined) => list(Object.entries(labels ?? {}).sort(byKey).map(([k, v]) => `${k}=${v}`));
+
+/** The CONTAINERS and IMAGES cells of a workload's pod template. */
+function templateCells(template: KObject | undefined): [string, string] {
+  const containers = (template?.spec?.containers ?? []) as KObject[];
+  return [list(containers.map((c) => String(c.name))), list(containers.map((c) => String(c.image)))];
+}
+
+const CONTAINERS = column('Containers', 'string', 'Names of each container in the template.', 1);
+const IMAGES = column('Images', 'string', 'Images referenced by each container in the template.', 1);
 
 function podStatus(pod: KObject): string {
   if (pod.metadata?.deletionTimestamp) return 'Terminating';
@@ -114,13 +126,17 @@ const BUILTIN: Record<string, Printer> = {
     columns: [NAME, column('Ready', 'string', 'The aggregate readiness state of this pod for accepting traffic.'),
       column('Status', 'string', 'The aggregate status of the containers in this pod.'),
       column('Restarts', 'string', 'The number of times the containers in this pod have been restarted.'), AGE,
-      column('IP', 'string', 'IP address allocated to the pod.', 1), column('Node', 'string', 'Name of the Node this pod is assigned to.', 1)],
+      column('IP', 'string', 'IP address allocated to the pod.', 1), column('Node', 'string', 'Name of the Node this pod is assigned to.', 1),
+      column('Nominated Node', 'string', 'Name of the Node this pod is nominated to.', 1), column('Readiness Gates', 'string', 'Pod readiness gates.', 1)],
     cells: (pod, now) => {
       const statuses = (pod.status?.containerStatuses ?? []) as KObject[];
       const total = ((pod.spec?.containers ?? []) as KObject[]).length;
+      const gates = ((pod.spec?.readinessGates ?? []) as KObject[]).map((g) => String(g.conditionType));
+      const trueGates = gates.filter((type) => ((pod.status?.conditions ?? []) as KObject[]).some((c) => c.type === type && c.status === 'True'));
       return [pod.metadata.name, `${statuses.filter((s) => s.ready).length}/${total}`, podStatus(pod),
         String(statuses.reduce((sum, s) => sum + Number(s.restartCount ?? 0), 0)), age(pod, now),
-        pod.status?.podIP ?? '<none>', pod.spec?.nodeName ?? '<none>'];
+        pod.status?.podIP ?? '<none>', pod.spec?.nodeName ?? '<none>', pod.status?.nominatedNodeName ?? '<none>',
+        gates.length === 0 ? '<none>' : `${trueGates.length}/${gates.length}`];
     },
   },
   '/services': {
@@ -132,17 +148,15 @@ const BUILTIN: Record<string, Printer> = {
   'apps/deployments': {
     columns: [NAME, column('Ready', 'string', 'Number of the pod with ready state'), column('Up-to-date', 'integer', 'Total number of non-terminated pods targeted by this deployment that have the desired template spec.'),
       column('Available', 'integer', 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.'), AGE,
-      column('Containers', 'string', 'Names of each container in the template.', 1), column('Images', 'string', 'Images referenced by each container in the template.', 1),
-      column('Selector', 'string', 'Label selector for pods.', 1)],
-    cells: (d, now) => {
-      const containers = (d.spec?.template?.spec?.containers ?? []) as KObject[];
-      return [d.metadata.name, `${d.status?.readyReplicas ?? 0}/${d.spec?.replicas ?? 1}`, d.status?.updatedReplicas ?? 0, d.status?.availableReplicas ?? 0, age(d, now),
-        list(containers.map((c) => String(c.name))), list(containers.map((c) => String(c.image))), selector(d.spec?.selector?.matchLabels)];
-    },
+      CONTAINERS, IMAGES, column('Selector', 'string', 'Label selector for pods.', 1)],
+    cells: (d, now) => [d.metadata.name, `${d.status?.readyReplicas ?? 0}/${d.spec?.replicas ?? 1}`, d.status?.updatedReplicas ?? 0, d.status?.availableReplicas ?? 0, age(d, now),
+      ...templateCells(d.spec?.template), formatLabelSelector(d.spec?.selector) || '<none>'],
   },
   'apps/replicasets': {
-    columns: [NAME, column('Desired', 'integer', 'Number of desired pods.'), column('Current', 'integer', 'Number of actual pods.'), column('Ready', 'integer', 'Number of pods ready.'), AGE],
-    cells: (r, now) => [r.metadata.name, r.spec?.replicas ?? 1, r.status?.replicas ?? 0, r.status?.readyReplicas ?? 0, age(r, now)],
+    columns: [NAME, column('Desired', 'integer', 'Number of desired pods.'), column('Current', 'integer', 'Number of actual pods.'), column('Ready', 'integer', 'Number of pods ready.'), AGE,
+      CONTAINERS, IMAGES, column('Selector', 'string', 'Label selector for pods.', 1)],
+    cells: (r, now) => [r.metadata.name, r.spec?.replicas ?? 1, r.status?.replicas ?? 0, r.status?.readyReplicas ?? 0, age(r, now),
+      ...templateCells(r.spec?.template), formatLabelSelector(r.spec?.selector) || '<none>'],
   },
   '/namespaces': {
     columns: [NAME, column('Status', 'string', 'The status of the namespace'), AGE],
