@@ -1,6 +1,7 @@
 // What every phase of reconcile reads: the observed world sorted once, and the status helpers.
 
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
+import { sameJson } from '../kube/canonical.ts';
 import { buildConditions, condition, type ConditionDraft, type ConditionDrafts } from './conditions.ts';
 import { copySource, isCopyOf } from './copies.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
@@ -124,7 +125,7 @@ export function statusStep(context: Context, status: CanaryReleaseStatus, reason
  * (`transition: null`) is stored as absent, so comparing the objects as they are would write forever. */
 export function statusWritten(release: CanaryRelease, status: CanaryReleaseStatus): boolean {
   const observed = release.status ?? {};
-  return canonicalJson(observed) === canonicalJson(applyMergePatch(observed, status));
+  return sameJson(observed, applyMergePatch(observed, status));
 }
 
 export function deleteCopyStep(copy: V1Service): Step {
@@ -134,11 +135,4 @@ export function deleteCopyStep(copy: V1Service): Step {
 export function finalizerStep(context: Context, wanted: boolean): Step[] {
   const patch = finalizerPatch(context.observed.release, FINALIZER, wanted);
   return patch === undefined ? [] : [{ kind: 'patchRelease', reason: wanted ? 'addFinalizer' : 'removeFinalizer', patch }];
-}
-
-/** The apiserver returns custom objects with map keys sorted; compare independent of key order. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'object' && item !== null && !Array.isArray(item)
-    ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-    : item));
 }

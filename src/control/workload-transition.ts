@@ -9,11 +9,13 @@
 //   them), so a rollback sends the canary nothing more.
 
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import { sameJson } from '../kube/canonical.ts';
 import type { Context } from './context.ts';
 import { copyName, desiredCopy } from './copies.ts';
 import type { Step } from './desired.ts';
 import { copyPatch } from './patches.ts';
 import { applyOperations, readyPods, selectorMatches } from './selectors.ts';
+import { patchTemplate } from './strategic-merge.ts';
 import { LABEL_TEMPLATE_HASH, type TransitionRecord, type WorkloadSpec, type WorkloadStatus } from './types.ts';
 import { isCanaryWorkloadOf, readyCount, replicaSetsOf, rolledOut, rolloutStalled, stableSideSelector, templateHashOf } from './workloads.ts';
 
@@ -60,7 +62,9 @@ function adopt(context: Context, recorded: readonly WorkloadStatus[]): WorkloadS
         waiting.push(`Deployment ${item.canary} has no available pod; the stable Deployment ${item.name} takes the patch once it has`);
         return item;
       }
-      steps.push({ kind: 'patchDeployment', reason: 'adoptStable', name: item.name, patch: { spec: { template: withoutLabels(spec) } } });
+      // Already on it (a crash after the patch, before status said so): nothing to send again.
+      const patch = withoutLabels(spec);
+      if (!appliesNothing(stable, patch)) steps.push({ kind: 'patchDeployment', reason: 'adoptStable', name: item.name, patch: { spec: { template: patch } } });
       waiting.push(`Deployment ${item.name} takes the canary's patch; the Services are handed back once it has rolled out`);
       return { ...item, stablePatched: true };
     }
@@ -73,6 +77,15 @@ function adopt(context: Context, recorded: readonly WorkloadStatus[]): WorkloadS
     return item;
   });
   return { steps, waiting, problems, workloads, done: waiting.length === 0 && problems.length === 0 };
+}
+
+/** Whether the patch would change nothing of the live template (robust to the apiserver's defaults). */
+function appliesNothing(stable: V1Deployment, patch: unknown): boolean {
+  try {
+    return sameJson(patchTemplate(stable.spec?.template ?? {}, patch), stable.spec?.template ?? {});
+  } catch {
+    return false;
+  }
 }
 
 /** The patch for the stable Deployment: the canary's, without the labels (the pods' identity). */

@@ -4,8 +4,8 @@
 // pods, which pins the forked copy to them (canary pods carry every stable label otherwise). Pure.
 
 import { createHash } from 'node:crypto';
-import { isDeepStrictEqual } from 'node:util';
 import type { V1Deployment, V1PodTemplateSpec, V1ReplicaSet } from '@kubernetes/client-node';
+import { canonicalJson, sameJson } from '../kube/canonical.ts';
 import { labelProblems } from './selectors.ts';
 import { patchTemplate, PatchProblem } from './strategic-merge.ts';
 import {
@@ -61,7 +61,7 @@ export function templateHashOf(replicaSet: V1ReplicaSet | undefined): string | u
 /** The ReplicaSet of the Deployment's current template (its "new" one, as the Deployment controller tells). */
 export function currentReplicaSet(deployment: V1Deployment, replicaSets: readonly V1ReplicaSet[]): V1ReplicaSet | undefined {
   return replicaSets.find((replicaSet) => ownedBy(replicaSet, deployment)
-    && isDeepStrictEqual(withoutHash(replicaSet.spec?.template), withoutHash(deployment.spec?.template)));
+    && sameJson(withoutHash(replicaSet.spec?.template), withoutHash(deployment.spec?.template)));
 }
 
 /** The Deployment's ReplicaSets, by hash. */
@@ -88,7 +88,7 @@ export function readyCount(deployment: V1Deployment | undefined): string {
 }
 
 function specHash(spec: unknown): string {
-  return createHash('sha256').update(JSON.stringify(spec)).digest('hex').slice(0, 16);
+  return createHash('sha256').update(canonicalJson(spec)).digest('hex').slice(0, 16);
 }
 
 /**
@@ -181,7 +181,7 @@ function desiredCanary(release: CanaryRelease, stable: V1Deployment, template: V
 
 /** The canary Deployment needs writing: its spec hash differs (an update) or its selector, which is immutable (delete, then create). */
 export function canaryDrift(live: V1Deployment, desired: V1Deployment): 'none' | 'update' | 'recreate' {
-  if (!isDeepStrictEqual(live.spec?.selector, desired.spec?.selector)) return 'recreate';
+  if (!sameJson(live.spec?.selector, desired.spec?.selector)) return 'recreate';
   return live.metadata?.annotations?.[ANNOTATION_SPEC_HASH] === desired.metadata?.annotations?.[ANNOTATION_SPEC_HASH] ? 'none' : 'update';
 }
 
@@ -208,7 +208,7 @@ export function stableChanged(release: CanaryRelease, deployments: ReadonlyMap<s
     const stable = deployments.get(recorded.name);
     if (stable === undefined) return `the stable Deployment ${recorded.name} was deleted`;
     const pinned = replicaSetsOf(stable, replicaSets).find((replicaSet) => templateHashOf(replicaSet) === recorded.stableHash);
-    if (pinned === undefined || !isDeepStrictEqual(withoutHash(pinned.spec?.template), withoutHash(stable.spec?.template))) {
+    if (pinned === undefined || !sameJson(withoutHash(pinned.spec?.template), withoutHash(stable.spec?.template))) {
       const now = templateHashOf(currentReplicaSet(stable, replicaSets));
       return `the stable Deployment ${recorded.name} was changed during the release (pod-template-hash ${recorded.stableHash} → ${now ?? 'a new one'}); `
         + 'its new pods are not what the canary was compared with';

@@ -11,7 +11,7 @@ import type {
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
 import { API_VERSION, KIND, LABEL_RELEASE } from '../control/types.ts';
-import { canonicalJson } from './canonical.ts';
+import { canonicalJson } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';
 import {
   ANNOTATION_RENDERED, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName, type ManagedRelease, type ProxySpec,

@@ -6,7 +6,7 @@
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { formatTime } from '../control/conditions.ts';
 import type { CanaryReleaseCondition, ConditionStatus } from '../control/types.ts';
-import { canonicalJson } from './canonical.ts';
+import { canonicalJson } from '../kube/canonical.ts';
 import { MAX_LISTED_PODS, PROXY_CONDITION, type ManagedRelease, type ProxyPodStatus, type ProxyStatus } from './types.ts';
 
 export interface ConditionDraft {

@@ -8,9 +8,9 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Role, type V1Service } from '@kubernetes/client-node';
 import pino from 'pino';
-import { parse as parseYaml } from 'yaml';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { Controller } from '../../src/control/controller.ts';
 import { defaultProxySelector, type PortWeightOverride } from '../../src/control/reconcile.ts';
 import { GROUP, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition, type CanaryReleaseSpec, type ConditionType } from '../../src/control/types.ts';
@@ -232,4 +232,22 @@ export async function split(port: number, connections: number): Promise<Record<s
 export function rbacUsed(api: FakeApiServer): string[] {
   return [...new Set(api.requests.filter((request) => request.user === PROXY_USER && request.resource !== '')
     .map((request) => `${request.verb} ${request.group || 'core'}/${request.resource}${request.subresource ? `/${request.subresource}` : ''}`))].sort();
+}
+
+/** The rules of a Role or ClusterRole in deploy/ as `verb group/resource` lines, as rbacUsed() writes them (`bind` rules left out). */
+export function roleGrants(file: string, kind: 'Role' | 'ClusterRole', name: string): string[] {
+  const documents = parseAllDocuments(readFileSync(new URL(`../../deploy/${file}`, import.meta.url), 'utf8')).map((doc) => doc.toJS());
+  const role = documents.find((doc) => doc?.kind === kind && doc.metadata?.name === name) as V1Role | undefined;
+  if (role === undefined) throw new Error(`no ${kind} ${name} in deploy/${file}`);
+  return (role.rules ?? []).filter((rule) => !rule.verbs.includes('bind'))
+    .flatMap((rule) => (rule.apiGroups ?? []).flatMap((group) => (rule.resources ?? []).flatMap((resource) => rule.verbs.map((verb) => `${verb} ${group || 'core'}/${resource}`))))
+    .sort();
+}
+
+/** The grants of the proxy ClusterRole that only a release with spec.workloads uses (workloads.test.ts checks it uses them). */
+export const WORKLOAD_ONLY_GRANTS = ['create apps/deployments', 'delete apps/deployments', 'patch apps/deployments', 'update apps/deployments'];
+
+/** The proxy ClusterRole, less what only spec.workloads uses: what a release without workloads must use, exactly. */
+export function proxyGrantsWithoutWorkloads(): string[] {
+  return roleGrants('proxy-rbac.yaml', 'ClusterRole', 'canary-l4-proxy').filter((grant) => !WORKLOAD_ONLY_GRANTS.includes(grant));
 }

@@ -38,7 +38,7 @@ describe('crash at every step', { timeout: 150_000 }, () => {
   let child: ChildProcess | undefined;
 
   before(async () => {
-    cluster = await startCluster('127.0.15.0/24');
+    cluster = await startCluster('127.0.15.0/24', { simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.59.0/24' } });
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-crash-'));
     kubeconfig = join(dir, 'kubeconfig');
     writeProxyKubeconfig(cluster.api, kubeconfig);
@@ -153,5 +153,51 @@ describe('crash at every step', { timeout: 150_000 }, () => {
     assert.deepEqual(owned(await getService(cluster, 'crash')), owned(original));
     assert.equal(await getService(cluster, 'crash-forked'), undefined);
     assert.equal(await getService(cluster, 'crash-canary'), undefined);
+  });
+
+  describe('with a managed canary workload (spec.workloads)', () => {
+    const stable = (image: string) => ({
+      metadata: { name: 'crashw' },
+      spec: {
+        replicas: 2, selector: { matchLabels: { app: 'crashw' } },
+        template: { metadata: { labels: { app: 'crashw' } }, spec: { containers: [{ name: 'main', image }] } },
+      },
+    });
+    const workloadRelease = (image: string) => ({
+      workloads: [{ name: 'crashw', patch: { spec: { containers: [{ name: 'main', image }] } } }],
+      services: [{ service: 'crashw', ports: [{ port: SERVICE_PORT, protocol: 'TCP' as const, config: { weight: 30 } }] }],
+    });
+    const imageOf = async () => (await cluster.apps.readNamespacedDeployment({ name: 'crashw', namespace: NAMESPACE })).spec?.template?.spec?.containers[0]?.image;
+    const canaryGone = async () => cluster.apps.readNamespacedDeployment({ name: 'crashw-canary', namespace: NAMESPACE }).then(() => false, () => true);
+
+    before(async () => {
+      await cluster.apps.createNamespacedDeployment({ namespace: NAMESPACE, body: stable('example/crashw:1') });
+      await createService(cluster, 'crashw', [{ name: 'http', port: SERVICE_PORT, targetPort: 9800 }], { selector: { app: 'crashw' } });
+    });
+
+    it('run, then Adopted: the stable Deployment takes the patch, the Service its own selector, the canary goes', async (t) => {
+      await createRelease(cluster, 'crashw-v2', workloadRelease('example/crashw:2'));
+      const runKills = await runUntil('crashw-v2', (found) => serving(found) && found?.status?.workloads?.[0]?.canaryReady === '1/1');
+      await patchRelease(cluster, 'crashw-v2', { spec: { transition: 'Adopted' } });
+      const adoptKills = await runUntil('crashw-v2', archived('Adopted'));
+      t.diagnostic(`kills: ${runKills} during the run, ${adoptKills} during the adoption`);
+      assert.ok(adoptKills >= 5, `every write of the adoption was interrupted (${adoptKills} kills)`);
+      assert.equal(await imageOf(), 'example/crashw:2');
+      assert.deepEqual((await getService(cluster, 'crashw'))?.spec?.selector, { app: 'crashw' });
+      assert.equal(await canaryGone(), true);
+    });
+
+    it('run, then Deprecated: the canary goes, the Service and the stable Deployment as they were', async (t) => {
+      const original = await getService(cluster, 'crashw');
+      await createRelease(cluster, 'crashw-v3', workloadRelease('example/crashw:3'));
+      await runUntil('crashw-v3', serving);
+      await patchRelease(cluster, 'crashw-v3', { spec: { transition: 'Deprecated' } });
+      const kills = await runUntil('crashw-v3', archived('Deprecated'));
+      t.diagnostic(`kills: ${kills} during the deprecation`);
+      assert.ok(kills >= 4, `every write of the deprecation was interrupted (${kills} kills)`);
+      assert.deepEqual(owned(await getService(cluster, 'crashw')), owned(original));
+      assert.equal(await imageOf(), 'example/crashw:2', 'the stable Deployment is left as the last adoption made it');
+      assert.equal(await canaryGone(), true);
+    });
   });
 });

@@ -3,9 +3,9 @@
 // and `replicas` Ready pods labelled with the template labels and that hash. Tests that need a
 // rollout in progress edit the status by hand.
 
-import { createHash } from 'node:crypto';
 import type { V1Deployment, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { LABEL_TEMPLATE_HASH, type Labels } from '../../src/control/types.ts';
+import { podTemplateHash } from '../support/fake-apiserver/template-hash.ts';
 
 export interface DeploymentWorld {
   deployments: Map<string, V1Deployment>;
@@ -14,7 +14,7 @@ export interface DeploymentWorld {
 }
 
 export function templateHash(deployment: V1Deployment): string {
-  return createHash('sha256').update(JSON.stringify(deployment.spec?.template ?? {})).digest('hex').slice(0, 10);
+  return podTemplateHash(deployment.spec?.template ?? {});
 }
 
 /** A Deployment `name` of `replicas` pods labelled `labels`, running `image`. */

@@ -1,8 +1,14 @@
 // One JSON text per value whatever the key order: the apiserver returns maps with sorted keys,
-// so objects are compared (and digested) in this form.
+// so objects are compared (and digested) in this form. It also makes an object as client-node's
+// typed lists give it (class instances, absent fields as undefined) equal to the same object as a
+// watch event gives it (plain JSON).
 
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, item: unknown) => (typeof item === 'object' && item !== null && !Array.isArray(item)
     ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
     : item));
+}
+
+export function sameJson(a: unknown, b: unknown): boolean {
+  return canonicalJson(a) === canonicalJson(b);
 }
