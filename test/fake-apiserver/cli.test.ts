@@ -80,6 +80,28 @@ it('--simulate-deployments runs a Deployment\'s pods, with --pod-cidr addresses 
   }
 });
 
+it('--pod-termination-ms bounds how long a deleted pod terminates', async () => {
+  const { text, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.84.0/25', '--simulate-deployments', '--pod-ready-delay-ms', '50',
+    '--pod-cidr', '127.0.84.128/25', '--pod-termination-ms', '200'], 'simulating Deployments');
+  try {
+    assert.match(text, /terminating for up to 200 ms when deleted/);
+    const labels = { app: 'cli' };
+    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: 'default', body: { metadata: { name: 'cli' }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'cli:1' }] } } } } });
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    const pod = await waitFor(async () => (await core.listNamespacedPod({ namespace: 'default' })).items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 'a Ready pod');
+    const name = pod!.metadata!.name!;
+    const since = performance.now();
+    const deleted = await core.deleteNamespacedPod({ name, namespace: 'default' });
+    assert.equal(deleted.metadata?.deletionGracePeriodSeconds, 30);
+    await waitFor(async () => !(await core.listNamespacedPod({ namespace: 'default' })).items.some((p) => p.metadata?.name === name), 'the pod gone');
+    const gone = performance.now() - since;
+    // The default (1000 ms) would keep it well past this.
+    assert.ok(gone >= 150 && gone < 700, `gone ${Math.round(gone)} ms after the DELETE`);
+  } finally {
+    assert.equal(await stop(), 0);
+  }
+});
+
 it('rejects a bad flag with a usage message', async () => {
   const child = spawn(process.execPath, [main, '--bogus'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
@@ -89,8 +111,14 @@ it('rejects a bad flag with a usage message', async () => {
   assert.match(err, /usage: fake-apiserver/);
 });
 
-it('refuses --pod-cidr without --simulate-deployments, a bad --pod-ready-delay-ms and a bad --pod-cidr', async () => {
-  for (const [args, message] of [[['--pod-cidr', '127.0.75.0/24'], /need --simulate-deployments/], [['--simulate-deployments', '--pod-ready-delay-ms', 'soon'], /invalid --pod-ready-delay-ms: soon/], [['--simulate-deployments', '--pod-cidr', '127.0.75.0'], /invalid pod CIDR/]] as const) {
+it('refuses --pod-cidr or --pod-termination-ms without --simulate-deployments, a bad --pod-ready-delay-ms or --pod-termination-ms and a bad --pod-cidr', async () => {
+  for (const [args, message] of [
+    [['--pod-cidr', '127.0.75.0/24'], /need --simulate-deployments/],
+    [['--pod-termination-ms', '100'], /need --simulate-deployments/],
+    [['--simulate-deployments', '--pod-ready-delay-ms', 'soon'], /invalid --pod-ready-delay-ms: soon/],
+    [['--simulate-deployments', '--pod-termination-ms', '1.5'], /invalid --pod-termination-ms: 1.5/],
+    [['--simulate-deployments', '--pod-cidr', '127.0.75.0'], /invalid pod CIDR/],
+  ] as const) {
     // Bounded: a fake that wrongly starts serving is killed (and the exit code is then not 2).
     const child = spawn(process.execPath, [main, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000, killSignal: 'SIGKILL' });
     let err = '';

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod, Watch } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { podTemplateHash } from '../support/fake-apiserver/template-hash.ts';
-import { hasKubectl, type Kubectl, kubectlFor, waitFor } from './helpers.ts';
+import { hasKubectl, type Kubectl, kubectlFor, waitFor, watchPods } from './helpers.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const READY_DELAY_MS = 200;
@@ -34,39 +34,6 @@ function deployment(name: string, image: string, spec: Record<string, unknown> =
 const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
 const isReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
-/**
- * A Deployment's pods as a list then a watch from its resourceVersion (so no synthetic ADDED events
- * build the set up), calling `check` with the pods after every event.
- */
-function watchPods(api: FakeApiServer, app: string, check: (pods: V1Pod[], event: { type: string; pod: V1Pod; at: number }) => void) {
-  const pods = new Map<string, V1Pod>();
-  const failures: Error[] = [];
-  let abort: AbortController | undefined;
-  const labelSelector = `app=${app}`;
-  const started = (async () => {
-    const list = await api.kubeConfig.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: 'default', labelSelector });
-    for (const pod of list.items) pods.set(pod.metadata!.name!, pod);
-    abort = await new Watch(api.kubeConfig).watch('/api/v1/namespaces/default/pods', { labelSelector, resourceVersion: list.metadata?.resourceVersion }, (type, pod: V1Pod) => {
-      if (type === 'DELETED') pods.delete(pod.metadata!.name!);
-      else pods.set(pod.metadata!.name!, pod);
-      try {
-        check([...pods.values()], { type, pod, at: performance.now() });
-      } catch (e) {
-        failures.push(e as Error);
-      }
-    }, () => undefined);
-  })();
-  return {
-    started,
-    pods: () => [...pods.values()],
-    /** Stops watching and throws the first failed check. */
-    end: () => {
-      abort?.abort();
-      if (failures[0]) throw failures[0];
-    },
-  };
-}
-
 describe('Deployment simulation', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
   let api: FakeApiServer;
   let k: Kubectl;
@@ -75,6 +42,8 @@ describe('Deployment simulation', { skip: (await hasKubectl()) ? false : 'kubect
   const read = (name: string) => apps.readNamespacedDeployment({ name, namespace: 'default' });
   const replicaSets = async (app: string) => (await apps.listNamespacedReplicaSet({ namespace: 'default', labelSelector: `app=${app}` })).items;
   const podsOf = async (app: string) => (await core.listNamespacedPod({ namespace: 'default', labelSelector: `app=${app}` })).items;
+  /** Pods not being deleted: a finished rollout's old pods may still be terminating (graceful deletion). */
+  const livePodsOf = async (app: string) => (await podsOf(app)).filter((pod) => !pod.metadata?.deletionTimestamp);
   const rolloutStatus = (name: string) => k('rollout', 'status', `deploy/${name}`, '--timeout=15s');
   const complete = async (name: string) => {
     const d = await read(name);
@@ -165,14 +134,15 @@ describe('Deployment simulation', { skip: (await hasKubectl()) ? false : 'kubect
     let mostPods = 0;
     const watch = watchPods(api, 'roll', (pods) => {
       fewestReady = Math.min(fewestReady, pods.filter(isReady).length);
-      mostPods = Math.max(mostPods, pods.length);
+      // maxSurge bounds the pods the ReplicaSets count: terminating ones are not among them.
+      mostPods = Math.max(mostPods, pods.filter((pod) => !pod.metadata?.deletionTimestamp).length);
     });
     await watch.started;
     assert.match(await k('apply', '-f', await manifest('example/web:2.0')), /deployment.apps\/roll configured/);
     assert.match(await rolloutStatus('roll'), /successfully rolled out/);
     // rollout status returned only once the rollout was done.
     assert.ok(await complete('roll'));
-    const pods = await podsOf('roll');
+    const pods = await livePodsOf('roll');
     assert.deepEqual(pods.map((pod) => [pod.spec?.containers[0]?.image, isReady(pod)]), Array(3).fill(['example/web:2.0', true]));
     watch.end();
     assert.equal(fewestReady, 2, 'never fewer than replicas - maxUnavailable Ready pods, and that budget used');
@@ -197,6 +167,7 @@ describe('Deployment simulation', { skip: (await hasKubectl()) ? false : 'kubect
     const current = sets.find((rs) => rs.spec?.replicas === 3);
     assert.equal(current?.spec?.template?.spec?.containers[0]?.image, 'example/web:3.0');
     const hash = current?.metadata?.labels?.['pod-template-hash'];
+    await waitFor(async () => (await podsOf('web')).length === 3, 'the old pods done terminating');
 
     const table = (text: string) => text.trim().split('\n').map((line) => line.trim().split(/\s{2,}/));
     const [deploys, rsTable, podTable] = (await k('get', 'deploy,rs,pods', '-l', 'app=web')).split('\n\n').map(table);
@@ -268,7 +239,7 @@ describe('Deployment simulation', { skip: (await hasKubectl()) ? false : 'kubect
     assert.equal((await replicaSets('paused')).length, 1, 'no new ReplicaSet while paused');
     await apps.patchNamespacedDeployment({ name: 'paused', namespace: 'default', body: { spec: { paused: false } } }, mergePatch);
     assert.match(await rolloutStatus('paused'), /successfully rolled out/);
-    assert.equal((await podsOf('paused'))[0]?.metadata?.annotations?.v, '2');
+    assert.equal((await livePodsOf('paused'))[0]?.metadata?.annotations?.v, '2');
   });
 
   it('keeps revisionHistoryLimit old ReplicaSets; going back to an old template reuses its ReplicaSet as the newest revision', async () => {

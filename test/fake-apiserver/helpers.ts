@@ -1,11 +1,12 @@
 /** Shared fixtures for the fake-apiserver conformance tests: client-node over HTTP, and kubectl. */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before } from 'node:test';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, type V1Pod, Watch } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
 
@@ -66,6 +67,55 @@ export async function waitFor<T>(fn: () => T | Promise<T>, what = 'condition', t
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/** What a TCP server says before it ends the connection; rejects when nothing listens or it resets. */
+export function tcpAnswer(ip: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const socket = connect({ host: ip, port }, () => undefined);
+    socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+    socket.setTimeout(2000, () => socket.destroy(new Error(`no answer from ${ip}:${port}`)));
+  });
+}
+
+/** Whether nothing listens on ip:port (the connection is refused). */
+export const refused = (ip: string, port: number): Promise<boolean> =>
+  tcpAnswer(ip, port).then(() => false, (e: NodeJS.ErrnoException) => e.code === 'ECONNREFUSED');
+
+/**
+ * A Deployment's pods as a list then a watch from its resourceVersion (so no synthetic ADDED events
+ * build the set up), calling `check` with the pods after every event.
+ */
+export function watchPods(api: FakeApiServer, app: string, check: (pods: V1Pod[], event: { type: string; pod: V1Pod; at: number }) => void) {
+  const pods = new Map<string, V1Pod>();
+  const failures: Error[] = [];
+  let abort: AbortController | undefined;
+  const labelSelector = `app=${app}`;
+  const started = (async () => {
+    const list = await api.kubeConfig.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: 'default', labelSelector });
+    for (const pod of list.items) pods.set(pod.metadata!.name!, pod);
+    abort = await new Watch(api.kubeConfig).watch('/api/v1/namespaces/default/pods', { labelSelector, resourceVersion: list.metadata?.resourceVersion }, (type, pod: V1Pod) => {
+      if (type === 'DELETED') pods.delete(pod.metadata!.name!);
+      else pods.set(pod.metadata!.name!, pod);
+      try {
+        check([...pods.values()], { type, pod, at: performance.now() });
+      } catch (e) {
+        failures.push(e as Error);
+      }
+    }, () => undefined);
+  })();
+  return {
+    started,
+    pods: () => [...pods.values()],
+    /** Stops watching and throws the first failed check. */
+    end: () => {
+      abort?.abort();
+      if (failures[0]) throw failures[0];
+    },
+  };
 }
 
 export function svc(name: string, extra: Record<string, any> = {}): any {

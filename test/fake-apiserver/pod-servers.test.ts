@@ -5,27 +5,15 @@
  */
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
-import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type PodServers, startPodServers } from '../support/pod-servers.ts';
-import { waitFor } from './helpers.ts';
+import { refused, tcpAnswer, waitFor } from './helpers.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 
-/** What a TCP server says before it ends the connection; rejects when nothing listens. */
-function tcpAnswer(ip: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const socket = connect({ host: ip, port }, () => undefined);
-    socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
-    socket.on('end', () => resolve(text));
-    socket.on('error', reject);
-    socket.setTimeout(2000, () => socket.destroy(new Error(`no answer from ${ip}:${port}`)));
-  });
-}
 
 function udpAnswer(ip: string, port: number, datagram: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -42,8 +30,6 @@ function udpAnswer(ip: string, port: number, datagram: string): Promise<string> 
     socket.send(datagram, port, ip);
   });
 }
-
-const refused = (ip: string, port: number) => tcpAnswer(ip, port).then(() => false, (e: NodeJS.ErrnoException) => e.code === 'ECONNREFUSED');
 
 describe('pod servers', () => {
   let api: FakeApiServer;

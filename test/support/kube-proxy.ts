@@ -269,6 +269,8 @@ class KubeProxySimulation implements KubeProxy {
     for (const pod of this.#pods.list(this.#namespace)) {
       const labels = pod.metadata?.labels ?? {};
       const host = pod.status?.podIP;
+      // A terminating pod goes at once, even while still Ready: the endpoints controller drops it as
+      // soon as deletionTimestamp is set, though its containers may still answer for a while.
       if (!selector.every(([k, v]) => labels[k] === v) || pod.metadata?.deletionTimestamp || !host || !isPodReady(pod)) continue;
       const port = targetPortOf(pod, servicePort, protocol);
       if (port !== undefined) endpoints.push({ host, port, pod: pod.metadata!.name! });

@@ -5,7 +5,11 @@
  * each container port, answering with a string derived from the pod — by default its first
  * container's image, so a test sees which version answered. TCP writes the answer and ends; UDP
  * replies `<answer>:<datagram>`. A pod's servers close when it goes away, stops Running or stops
- * matching (the selector is the watch's, so a relabelled pod leaves it).
+ * matching (the selector is the watch's, so a relabelled pod leaves it). A terminating pod
+ * (deletionTimestamp set, still Running) is served until its object is gone, as its containers run
+ * until they exit or the grace period ends: connections routed to it before kube-proxy saw the
+ * deletion still get an answer. (New ones are accepted too; that kube-proxy no longer sends any
+ * its way is what matters.)
  *
  * ```ts
  * const servers = await startPodServers({ kubeConfig: api.kubeConfig, namespace: 'default', labelSelector: 'app=web' });
@@ -121,7 +125,7 @@ class PodServerSet implements PodServers {
 
   #wanted(pod: V1Pod): Wanted[] {
     const ip = pod.status?.podIP;
-    if (!ip || pod.status?.phase !== 'Running' || pod.metadata?.deletionTimestamp != null) return [];
+    if (!ip || pod.status?.phase !== 'Running') return [];
     const answer = this.#answer(pod);
     const owner = `${pod.metadata?.uid}/${answer}`;
     return (pod.spec?.containers ?? []).flatMap((container) => container.ports ?? [])

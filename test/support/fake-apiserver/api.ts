@@ -33,6 +33,8 @@ export interface DeleteOptions {
   propagationPolicy?: string;
   preconditions?: { uid?: string; resourceVersion?: string };
   dryRun?: boolean;
+  /** Seconds the object may take to go ({@link FakeApi.gracePeriod} decides what that means per type). */
+  gracePeriodSeconds?: number;
 }
 
 export type PropagationPolicy = 'Foreground' | 'Background' | 'Orphan';
@@ -50,8 +52,12 @@ const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 /** RFC 3339 in whole seconds, as kube-apiserver writes metav1.Time. */
+export function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
 export function nowRfc3339(): string {
-  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  return rfc3339(Date.now());
 }
 
 function randomSuffix(): string {
@@ -96,6 +102,12 @@ export class FakeApi {
   onChange: () => void = () => {};
   /** Called when a CRD is removed, so open watches on its type can be closed. */
   onTypeRemoved: (key: string) => void = () => {};
+  /**
+   * A type's CheckGracefulDelete: the grace period in seconds a DELETE of `obj` gets, given the
+   * request's `gracePeriodSeconds`; 0 or undefined deletes at once. Nothing is graceful unless the
+   * Deployment simulation (pods) sets it: without a kubelet, nobody would ever finish the deletion.
+   */
+  gracePeriod: (rt: ResourceType, obj: KObject, requested: number | undefined) => number | undefined = () => undefined;
   /** Server-side apply: each manager's last applied configuration, by object uid, then by manager. */
   readonly #lastApplied = new Map<string, Map<string, KObject>>();
 
@@ -472,7 +484,9 @@ export class FakeApi {
     if (deepEqual(comparable(next), comparable(cur))) return this.present(t, cur);
     if (opts.dryRun) return this.present(t, next);
     const pending = next.metadata.finalizers?.length > 0 || (key === '/namespaces' && next.spec?.finalizers?.length > 0);
-    if (next.metadata.deletionTimestamp && !pending) return this.present(t, this.#remove(rt, next));
+    // ShouldDeleteDuringUpdate: the last finalizer gone removes the object, unless a grace period is
+    // still running: then whoever runs it (the kubelet) finishes the deletion with a grace of 0.
+    if (next.metadata.deletionTimestamp && !pending && !(next.metadata.deletionGracePeriodSeconds > 0)) return this.present(t, this.#remove(rt, next));
     const stored = this.store.commit('MODIFIED', key, next);
     if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#registerCrd(stored);
     this.onChange();
@@ -505,14 +519,13 @@ export class FakeApi {
       finalizers.delete('foregroundDeletion');
     }
     const isNamespace = key === '/namespaces';
-    if (cur.metadata.deletionTimestamp) {
-      // Already terminating: a repeated DELETE changes nothing (propagation policy is not switched).
-      return { code: 200, body: this.present(t, cur) };
-    }
-    if (finalizers.size > 0 || isNamespace) {
+    if (cur.metadata.deletionTimestamp) return this.#deleteAgain(t, cur, opts);
+    const grace = this.gracePeriod(rt, cur, opts.gracePeriodSeconds) ?? 0;
+    if (finalizers.size > 0 || isNamespace || grace > 0) {
       const next = clone(cur);
-      next.metadata.deletionTimestamp = nowRfc3339();
-      next.metadata.deletionGracePeriodSeconds = 0;
+      // rest.BeforeDelete: the time by which the object should be gone.
+      next.metadata.deletionTimestamp = rfc3339(Date.now() + grace * 1000);
+      next.metadata.deletionGracePeriodSeconds = grace;
       if (finalizers.size > 0) next.metadata.finalizers = [...finalizers];
       if (!isNamespace) next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
       if (isNamespace) next.status = { ...(next.status ?? {}), phase: 'Terminating' };
@@ -524,6 +537,26 @@ export class FakeApi {
     if (opts.dryRun) return { code: 200, body: this.#deleteResponse(t, cur) };
     const final = this.#remove(rt, cur);
     return { code: 200, body: this.#deleteResponse(t, final) };
+  }
+
+  /**
+   * DELETE of an object already being deleted: nothing changes (the propagation policy is not
+   * switched, a running grace period does not start over), except that an explicitly shorter grace
+   * period shortens a pending one, counted from when the deletion started, as rest.BeforeDelete
+   * does; down to 0, which removes the object now unless finalizers hold it.
+   */
+  #deleteAgain(t: Target, cur: KObject, opts: DeleteOptions): { code: number; body: KObject } {
+    const pending: number = cur.metadata.deletionGracePeriodSeconds ?? 0;
+    const period = pending > 0 && opts.gracePeriodSeconds !== undefined ? this.gracePeriod(t.rt, cur, opts.gracePeriodSeconds) ?? 0 : pending;
+    if (period >= pending) return { code: 200, body: this.present(t, cur) };
+    const next = clone(cur);
+    next.metadata.deletionTimestamp = rfc3339(Date.parse(cur.metadata.deletionTimestamp) - (pending - period) * 1000);
+    next.metadata.deletionGracePeriodSeconds = period;
+    if (opts.dryRun) return { code: 200, body: this.present(t, next) };
+    if (period === 0 && !(next.metadata.finalizers?.length > 0)) return { code: 200, body: this.#deleteResponse(t, this.#remove(t.rt, next)) };
+    const stored = this.store.commit('MODIFIED', typeKey(t.rt.group, t.rt.plural), next);
+    this.onChange();
+    return { code: 200, body: this.present(t, stored) };
   }
 
   #deleteResponse(t: Target, obj: KObject): KObject {

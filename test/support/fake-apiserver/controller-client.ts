@@ -41,9 +41,10 @@ export class ControllerClient {
     return this.#write(key, obj, (cur) => ({ ...cur, status }), 'status');
   }
 
-  delete(key: TypeKey, obj: KObject): boolean {
+  /** Deletes the object if it is still the one read; `gracePeriodSeconds` as a DELETE's (absent: the type's default). */
+  delete(key: TypeKey, obj: KObject, options: { gracePeriodSeconds?: number } = {}): boolean {
     const { name, namespace, uid } = obj.metadata;
-    return this.#tolerate(() => this.#api.delete(this.#target(key, namespace), name, { preconditions: { uid } })) !== undefined;
+    return this.#tolerate(() => this.#api.delete(this.#target(key, namespace), name, { ...options, preconditions: { uid } })) !== undefined;
   }
 
   #write(key: TypeKey, obj: KObject, mutate: (cur: KObject) => KObject, subresource: string): boolean {

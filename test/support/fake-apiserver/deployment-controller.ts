@@ -100,7 +100,7 @@ export class DeploymentController {
   #recreate(rollout: Rollout, newRs: KObject | undefined, olds: KObject[]): KObject | undefined | 'collision' {
     const active = olds.filter((rs) => (rs.spec?.replicas ?? 0) > 0);
     for (const rs of active) this.#scale(rollout, rs, 0);
-    if (active.length > 0 || olds.some((rs) => (rs.status?.replicas ?? 0) > 0)) return undefined;
+    if (active.length > 0 || olds.some((rs) => (rs.status?.replicas ?? 0) > 0) || this.#oldPodsRunning(olds)) return undefined;
     let created: KObject | undefined | 'collision';
     if (!newRs) {
       created = this.#createNew(rollout, olds, rollout.replicas);
@@ -110,6 +110,18 @@ export class DeploymentController {
     if ((newRs.spec?.replicas ?? 0) !== rollout.replicas) this.#scale(rollout, newRs, rollout.replicas);
     else if (rollout.complete()) this.#cleanup(rollout, olds);
     return created;
+  }
+
+  /**
+   * oldPodsRunning: pods of old ReplicaSets that have not finished, terminating ones included (the
+   * ReplicaSets' counts leave those out), since their containers may still be serving.
+   */
+  #oldPodsRunning(olds: KObject[]): boolean {
+    const uids = new Set(olds.map((rs) => rs.metadata.uid));
+    return olds.length > 0 && this.#client.list('/pods', olds[0]!.metadata.namespace).some((pod) => {
+      const owner = controllerUid(pod, 'ReplicaSet');
+      return owner !== undefined && uids.has(owner) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
+    });
   }
 
   /** Paused: no rollout, but a scale of the one live ReplicaSet still happens. */

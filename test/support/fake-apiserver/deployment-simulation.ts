@@ -5,25 +5,28 @@
  * client or by the simulated kubelet's timers) one pass runs, soon and coalesced: the ReplicaSet
  * controller first (so ReplicaSet statuses count the pods as they are), then the Deployment
  * controller, repeated until a round writes nothing. A pass is synchronous, so no client sees a
- * half-done round, and a rollout's availability arithmetic never works from stale counts.
+ * half-done round, and a rollout's availability arithmetic never works from stale counts. Pods are
+ * deleted gracefully meanwhile (pod-termination.ts).
  */
 import { nowRfc3339, type FakeApi } from './api.ts';
 import { ControllerClient } from './controller-client.ts';
 import { DeploymentController } from './deployment-controller.ts';
 import { PodLifecycle, type PodLifecycleOptions } from './pod-lifecycle.ts';
+import { podGracePeriod, PodTermination, type PodTerminationOptions } from './pod-termination.ts';
 import { ReplicaSetController } from './replicaset-controller.ts';
 
 const WATCHED = new Set(['/pods', 'apps/replicasets', 'apps/deployments']);
 /** A pass that has not settled after this many rounds waits for the next change (it would be a bug). */
 const MAX_ROUNDS = 50;
 
-export type DeploymentSimulationOptions = PodLifecycleOptions;
+export type DeploymentSimulationOptions = PodLifecycleOptions & PodTerminationOptions;
 
 export class DeploymentSimulation {
   readonly #api: FakeApi;
   readonly #replicaSets: ReplicaSetController;
   readonly #deployments: DeploymentController;
   readonly #kubelet: PodLifecycle;
+  readonly #termination: PodTermination;
   readonly #unsubscribe: () => void;
   /** The one pending recheck (for pods that become available once Ready for minReadySeconds). */
   #recheck: { at: number; timer: NodeJS.Timeout } | undefined;
@@ -36,6 +39,9 @@ export class DeploymentSimulation {
     this.#replicaSets = new ReplicaSetController(client, (ms) => this.#recheckIn(ms));
     this.#deployments = new DeploymentController(client);
     this.#kubelet = new PodLifecycle(api.store, client, options);
+    this.#termination = new PodTermination(api.store, client, options);
+    // Graceful pod deletion only now that something (PodTermination) finishes it.
+    api.gracePeriod = (rt, obj, requested) => (rt.group === '' && rt.plural === 'pods' ? podGracePeriod(obj, requested) : undefined);
     // The pass's own writes are its next round's input, not a reason for another pass.
     this.#unsubscribe = api.store.subscribe((ev) => {
       if (!this.#inPass && WATCHED.has(ev.key)) this.#schedule();
@@ -44,7 +50,9 @@ export class DeploymentSimulation {
 
   stop(): void {
     this.#unsubscribe();
+    this.#api.gracePeriod = () => undefined;
     this.#kubelet.stop();
+    this.#termination.stop();
     if (this.#scheduled) clearImmediate(this.#scheduled);
     this.#scheduled = undefined;
     clearTimeout(this.#recheck?.timer);

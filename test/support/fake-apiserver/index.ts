@@ -48,10 +48,16 @@ export interface SimulateDeploymentsOptions {
   podReadyDelayMs?: number;
   /** Where pod IPs come from (IPv4, /8–/30). Default `127.0.200.0/24`, so tests can bind on them. */
   podCidr?: string;
+  /**
+   * A deleted pod's containers stop after its grace period or this long, whichever is shorter;
+   * until then it is terminating (deletionTimestamp set, not Ready, still Running). Default 1000.
+   */
+  podTerminationMs?: number;
 }
 
 export const DEFAULT_POD_READY_DELAY_MS = 1000;
 export const DEFAULT_POD_CIDR = '127.0.200.0/24';
+export const DEFAULT_POD_TERMINATION_MS = 1000;
 
 export interface FakeApiServer {
   /** `http://127.0.0.1:<port>` */
@@ -80,11 +86,13 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   const simulate = opts.simulateDeployments;
   const podReadyDelayMs = simulate?.podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS;
   if (!Number.isFinite(podReadyDelayMs) || podReadyDelayMs < 0) throw new Error(`invalid podReadyDelayMs: ${podReadyDelayMs}`);
+  const podTerminationMs = simulate?.podTerminationMs ?? DEFAULT_POD_TERMINATION_MS;
+  if (!Number.isFinite(podTerminationMs) || podTerminationMs < 0) throw new Error(`invalid podTerminationMs: ${podTerminationMs}`);
   const server = new FakeServer({
     serviceCidr: opts.serviceCidr ?? '127.0.10.0/24',
     gc: opts.gc ?? true,
     watch: { timeoutRange: opts.watchTimeoutSeconds ?? [1800, 3600], bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000 },
-    simulateDeployments: simulate && { podReadyDelayMs, podCidr: simulate.podCidr ?? DEFAULT_POD_CIDR },
+    simulateDeployments: simulate && { podReadyDelayMs, podCidr: simulate.podCidr ?? DEFAULT_POD_CIDR, podTerminationMs },
   });
   await server.listen(opts.port ?? 0);
   const url = `http://127.0.0.1:${server.port}`;

@@ -119,26 +119,29 @@ export class PodLifecycle {
   }
 }
 
+/**
+ * The pod's Ready or ContainersReady condition as the kubelet writes it: its lastTransitionTime
+ * moves only when the status flips.
+ */
+export function readinessCondition(pod: KObject, type: 'Ready' | 'ContainersReady', ready: boolean): KObject {
+  const status = ready ? 'True' : 'False';
+  const before = ((pod.status?.conditions ?? []) as KObject[]).find((c) => c.type === type);
+  const lastTransitionTime = before?.status === status ? before.lastTransitionTime : nowRfc3339();
+  const containers = (pod.spec?.containers ?? []) as KObject[];
+  const unready = ready ? {} : { reason: 'ContainersNotReady', message: `containers with unready status: [${containers.map((c) => c.name).join(' ')}]` };
+  return { type, status, lastTransitionTime, ...unready };
+}
+
 /** What the kubelet reports for a started pod, ready or not yet. */
 function podStatus(pod: KObject, ip: string, startedAt: string, ready: boolean): KObject {
   const containers = (pod.spec?.containers ?? []) as KObject[];
-  const now = nowRfc3339();
-  const since = (status: string, type: string) => {
-    const before = ((pod.status?.conditions ?? []) as KObject[]).find((c) => c.type === type);
-    return before?.status === status ? before.lastTransitionTime : now;
-  };
-  const readiness = (type: string): KObject => {
-    const status = ready ? 'True' : 'False';
-    const unready = ready ? {} : { reason: 'ContainersNotReady', message: `containers with unready status: [${containers.map((c) => c.name).join(' ')}]` };
-    return { type, status, lastTransitionTime: since(status, type), ...unready };
-  };
   return {
     phase: 'Running',
     conditions: [
       { type: 'PodReadyToStartContainers', status: 'True', lastTransitionTime: startedAt },
       { type: 'Initialized', status: 'True', lastTransitionTime: startedAt },
-      readiness('Ready'),
-      readiness('ContainersReady'),
+      readinessCondition(pod, 'Ready', ready),
+      readinessCondition(pod, 'ContainersReady', ready),
       { type: 'PodScheduled', status: 'True', lastTransitionTime: startedAt },
     ],
     hostIP: HOST_IP,

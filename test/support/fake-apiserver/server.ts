@@ -314,7 +314,11 @@ function deleteOptions(q: URLSearchParams, body: unknown, dryRun: boolean): Dele
   const orphan = q.get('orphanDependents') ?? b.orphanDependents;
   if (policy === undefined && (orphan === true || orphan === 'true')) policy = 'Orphan';
   const bodyDry = Array.isArray(b.dryRun) && b.dryRun.includes('All');
-  return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: dryRun || bodyDry };
+  // client-node sends it as a query parameter, kubectl (--grace-period) in the body.
+  const grace = q.get('gracePeriodSeconds') ?? b.gracePeriodSeconds ?? undefined;
+  const gracePeriodSeconds = grace === undefined ? undefined : Number(grace);
+  if (gracePeriodSeconds !== undefined && !Number.isSafeInteger(gracePeriodSeconds)) throw errors.badRequest(`invalid gracePeriodSeconds: ${JSON.stringify(grace)}`);
+  return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: dryRun || bodyDry, gracePeriodSeconds };
 }
 
 function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}, flushed?: () => void): number {
