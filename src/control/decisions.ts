@@ -23,7 +23,7 @@ export function stepDecision(step: Step): Decision | undefined {
         case 'retarget': return { type: 'Normal', reason: 'Retargeted', message: `Service ${step.name} now selects the proxy; its ports target the proxy ports` };
         case 'repair': return { type: 'Normal', reason: 'DriftRepaired', message: `Service ${step.name} was changed by someone else; its selector and targetPorts are set back to the proxy (their edits are kept for the hand-back)` };
         case 'restore': return { type: 'Normal', reason: 'Restored', message: `Service ${step.name} is handed back as its owner left it` };
-        case 'adopt': return { type: 'Normal', reason: 'Adopted', message: `Service ${step.name} now selects the canary pods` };
+        case 'adopt': return { type: 'Normal', reason: 'HandedBack', message: `Service ${step.name} is handed back, selecting the adopted version's pods` };
         default: return undefined;
       }
     case 'createDeployment':

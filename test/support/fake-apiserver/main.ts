@@ -1,15 +1,20 @@
 /**
  * `npm run fake-apiserver -- --port 6443 [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE]
- * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr 127.0.200.0/24] [--pod-termination-ms 1000]]`
+ * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr 127.0.200.0/24] [--pod-termination-ms 1000]
+ * [--simulate-network [--namespace default]]]`
  * Serves the fake kube-apiserver until Ctrl-C and writes (and prints the path of) a kubeconfig.
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { startKubeProxy } from '../kube-proxy.ts';
+import { startPodServers } from '../pod-servers.ts';
 import { DEFAULT_POD_CIDR, DEFAULT_POD_READY_DELAY_MS, DEFAULT_POD_TERMINATION_MS, startFakeApiServer } from './index.ts';
 
 const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--no-gc]
                       [--simulate-deployments [--pod-ready-delay-ms ${DEFAULT_POD_READY_DELAY_MS}] [--pod-cidr ${DEFAULT_POD_CIDR}]
-                                              [--pod-termination-ms ${DEFAULT_POD_TERMINATION_MS}]]
+                                              [--pod-termination-ms ${DEFAULT_POD_TERMINATION_MS}]
+                                              [--simulate-network [--namespace default]]]
   --port                  TCP port on 127.0.0.1 (default 6443; 0 = ephemeral)
   --service-cidr          Service cluster-IP range (default 127.0.10.0/24)
   --kubeconfig-out        where to write the kubeconfig (default: a temp file, removed on exit)
@@ -19,7 +24,12 @@ const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24
   --pod-ready-delay-ms    with --simulate-deployments: from Running to Ready (default ${DEFAULT_POD_READY_DELAY_MS})
   --pod-cidr              with --simulate-deployments: pod IP range (default ${DEFAULT_POD_CIDR})
   --pod-termination-ms    with --simulate-deployments: a deleted pod terminates (not Ready, still served)
-                          for its grace period or this long, whichever is shorter (default ${DEFAULT_POD_TERMINATION_MS})`;
+                          for its grace period or this long, whichever is shorter (default ${DEFAULT_POD_TERMINATION_MS})
+  --simulate-network      with --simulate-deployments: in --namespace, serve every Service's cluster IP as
+                          kube-proxy would (to its Ready pods), and answer on every pod's container ports
+                          with the pod's image (TCP: the text; UDP: <image>:<datagram>), so curl shows
+                          which version answered
+  --namespace             with --simulate-network (default default)`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -32,6 +42,8 @@ async function main(): Promise<void> {
       'pod-ready-delay-ms': { type: 'string' },
       'pod-cidr': { type: 'string' },
       'pod-termination-ms': { type: 'string' },
+      'simulate-network': { type: 'boolean', default: false },
+      namespace: { type: 'string', default: 'default' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -44,8 +56,9 @@ async function main(): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid --port: ${values.port}`);
   const out = values['kubeconfig-out'];
   const simulate = values['simulate-deployments'];
-  if (!simulate && (values['pod-ready-delay-ms'] !== undefined || values['pod-cidr'] !== undefined || values['pod-termination-ms'] !== undefined))
-    throw new Error('--pod-ready-delay-ms, --pod-cidr and --pod-termination-ms need --simulate-deployments');
+  if (!simulate && (values['pod-ready-delay-ms'] !== undefined || values['pod-cidr'] !== undefined || values['pod-termination-ms'] !== undefined
+    || values['simulate-network']))
+    throw new Error('--pod-ready-delay-ms, --pod-cidr, --pod-termination-ms and --simulate-network need --simulate-deployments');
   const podReadyDelayMs = milliseconds(values, 'pod-ready-delay-ms');
   const podTerminationMs = milliseconds(values, 'pod-termination-ms');
   const api = await startFakeApiServer({
@@ -62,12 +75,13 @@ async function main(): Promise<void> {
     console.log(`simulating Deployments: pods in ${values['pod-cidr'] ?? DEFAULT_POD_CIDR}, Ready ${podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS} ms after they run, `
       + `terminating for up to ${podTerminationMs ?? DEFAULT_POD_TERMINATION_MS} ms when deleted`);
   }
+  const network = values['simulate-network'] ? await simulateNetwork(api.kubeConfig, values.namespace) : undefined;
   console.log(`try: kubectl --kubeconfig ${api.kubeconfigPath} get namespaces`);
   let stopping = false;
   const shutdown = (): void => {
     if (stopping) return;
     stopping = true;
-    void api.stop().then(() => process.exit(0));
+    void (network?.stop() ?? Promise.resolve()).then(() => api.stop()).then(() => process.exit(0));
   };
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
@@ -87,3 +101,11 @@ main().catch((e: unknown) => {
   console.error(usage);
   process.exit(2);
 });
+
+/** kube-proxy for the namespace's Services, and servers on its pods' ports answering with their image. */
+async function simulateNetwork(kubeConfig: KubeConfig, namespace: string): Promise<{ stop(): Promise<void> }> {
+  const kubeProxy = await startKubeProxy({ kubeConfig, namespace });
+  const servers = await startPodServers({ kubeConfig, namespace });
+  console.log(`simulating the network of namespace ${namespace}: Service cluster IPs route to Ready pods; pods answer with their image`);
+  return { stop: async () => void (await Promise.all([kubeProxy.stop(), servers.stop()])) };
+}
