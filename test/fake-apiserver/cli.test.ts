@@ -9,7 +9,7 @@ import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import { waitFor } from './helpers.ts';
+import { tcpAnswer, waitFor } from './helpers.ts';
 
 const main = fileURLToPath(new URL('../support/fake-apiserver/main.ts', import.meta.url));
 
@@ -126,5 +126,21 @@ it('refuses --pod-cidr or --pod-termination-ms without --simulate-deployments, a
     const [code] = await once(child, 'exit');
     assert.equal(code, 2);
     assert.match(err, message);
+  }
+});
+
+it('--simulate-network: a Service\'s cluster IP reaches its Ready pods, which answer with their image', async () => {
+  const { text, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.77.0/24', '--simulate-deployments', '--pod-ready-delay-ms', '50',
+    '--pod-cidr', '127.0.78.0/24', '--simulate-network'], 'simulating the network');
+  try {
+    assert.match(text, /simulating the network of namespace default/);
+    const labels = { app: 'net' };
+    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: 'default', body: { metadata: { name: 'net' }, spec: { selector: { matchLabels: labels },
+      template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'example/net:1', ports: [{ containerPort: 8000 }] }] } } } } });
+    const service = await kubeConfig.makeApiClient(CoreV1Api).createNamespacedService({ namespace: 'default', body: { metadata: { name: 'net' }, spec: { selector: labels, ports: [{ port: 9000, targetPort: 8000 }] } } });
+    const answer = await waitFor(async () => (await tcpAnswer(service.spec!.clusterIP!, 9000).catch(() => '')) || undefined, 'an answer through the Service', 10_000);
+    assert.equal(answer, 'example/net:1');
+  } finally {
+    assert.equal(await stop(), 0);
   }
 });
