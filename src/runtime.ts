@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
 import { ADMIN_MAX_CONNECTIONS } from './defaults.ts';
+import { snapshotCounters } from './dataplane/counters.ts';
 import { DataPlane } from './dataplane/dataplane.ts';
 import { budgetForThisProcess, openFileLimit } from './dataplane/open-file-limit.ts';
 import { StatsRegistry } from './dataplane/stats.ts';
@@ -86,6 +87,7 @@ export class Runtime implements ConfigTarget {
         metrics: runtime.metrics,
         isReady: () => runtime.#ready,
         config: options.configEndpoint === false ? undefined : () => runtime.dataplane.config,
+        stats: () => snapshotCounters(runtime.stats),
       },
       options.log,
     );

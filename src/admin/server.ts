@@ -26,6 +26,8 @@ export interface AdminSources {
   readonly isReady: () => boolean;
   /** The running config; undefined with --no-config-endpoint. */
   readonly config: (() => L4Config) | undefined;
+  /** The per-backend counters as JSON (what a canary's analysis reads from every replica); undefined: none. */
+  readonly stats?: () => unknown;
 }
 
 export interface AdminAddress {
@@ -62,8 +64,11 @@ export async function startAdminServer({ host, port }: AdminAddress, sources: Ad
           if (sources.config === undefined) return send(404, 'text/plain', 'the config endpoint is off (--no-config-endpoint)\n');
           void streamBody(res, 'application/json', configJson(sources.config()), req.method === 'HEAD', log);
           return;
+        case '/stats':
+          if (sources.stats === undefined) return send(404, 'text/plain', 'no per-backend counters here\n');
+          return send(200, 'application/json', JSON.stringify(sources.stats()));
         default:
-          return send(404, 'text/plain', 'not found: try /metrics, /healthz, /readyz or /config\n');
+          return send(404, 'text/plain', 'not found: try /metrics, /healthz, /readyz, /config or /stats\n');
       }
     },
   );

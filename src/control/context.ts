@@ -4,15 +4,18 @@ import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { sameJson } from '../kube/canonical.ts';
 import { buildConditions, condition, type ConditionDraft, type ConditionDrafts } from './conditions.ts';
 import { copySource, isCopyOf } from './copies.ts';
+import { achievedWith, judge, type Evidence } from './analysis.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
+import { portKeyId } from './ports.ts';
+import type { StepPlan } from './steps.ts';
 import { formatWeights } from './l4.ts';
 import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyPortsOf } from './originals.ts';
 import { applyMergePatch, finalizerPatch } from './patches.ts';
 import { disagreeingReplicas } from './replicas.ts';
 import { readyPods, selectorContains, selectorMatches } from './selectors.ts';
 import {
-  ANNOTATION_ORIGINAL, FINALIZER, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase, type PortStatus, type TransitionRecord,
-  type WorkloadStatus,
+  ANNOTATION_ORIGINAL, FINALIZER, type AchievedSplit, type AnalysisStatus, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase,
+  type PortStatus, type TransitionRecord, type WorkloadStatus,
 } from './types.ts';
 
 export interface Context {
@@ -31,6 +34,37 @@ export interface Context {
   readonly recorded: readonly PortStatus[];
   /** Pods that are endpoints now: traffic only goes to a side that has one. */
   readonly ready: readonly V1Pod[];
+  /** What this pass makes of the latest evidence (status.analysis, the achieved split). */
+  readonly judged: Judged;
+}
+
+export interface Judged {
+  /** status.analysis: judged now (new evidence), else as recorded. */
+  readonly analysis: AnalysisStatus | undefined;
+  /** Set when this pass counts a new interval. */
+  readonly countedAt: string | undefined;
+  /** ports[].achieved, by port key: brought up to date with new evidence, else as recorded. */
+  readonly achieved: ReadonlyMap<string, AchievedSplit>;
+}
+
+/**
+ * New evidence (an interval not counted yet) is counted into the achieved split and, with
+ * spec.analysis, judged. Its share of each port is judged only if no step began during it.
+ */
+function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], evidence: Evidence | undefined): Judged {
+  const recordedAchieved = new Map(recorded.flatMap((port) => (port.achieved === undefined ? [] : [[portKeyId(port), port.achieved] as const])));
+  const countedAt = release.status?.countedAt;
+  if (evidence === undefined || (countedAt !== undefined && Date.parse(evidence.at) <= Date.parse(countedAt))) {
+    return { analysis: release.status?.analysis, countedAt: undefined, achieved: recordedAchieved };
+  }
+  const stepStartedAt = release.status?.stepStartedAt;
+  const judgeShare = stepStartedAt === undefined || Date.parse(stepStartedAt) <= Date.parse(evidence.at) - evidence.intervalMs;
+  const spec = release.spec?.analysis;
+  return {
+    analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis, judgeShare),
+    countedAt: evidence.at,
+    achieved: achievedWith(evidence, recorded),
+  };
 }
 
 export function observe(observed: Observed, options: ReconcileOptions): Context {
@@ -63,6 +97,7 @@ export function observe(observed: Observed, options: ReconcileOptions): Context 
     copies,
     recorded,
     ready: readyPods(observed.pods),
+    judged: judgeEvidence(release, recorded, observed.evidence),
   };
 }
 
@@ -90,7 +125,8 @@ export function hasReadyPod(context: Context, selector: Labels): boolean {
  */
 export function makeStatus(context: Context, phase: Phase, transition: TransitionRecord | null,
   drafts: Omit<ConditionDrafts, 'Ready'>, ports: readonly PortStatus[],
-  workloads: readonly WorkloadStatus[] | undefined = context.observed.release.status?.workloads): CanaryReleaseStatus {
+  extra: { workloads?: readonly WorkloadStatus[] | undefined; steps?: StepPlan } = {}): CanaryReleaseStatus {
+  const workloads = 'workloads' in extra ? extra.workloads : context.observed.release.status?.workloads;
   const outside = [
     ...(context.observed.apiError === undefined ? [] : [{ reason: 'APIError', message: `the last API request failed: ${context.observed.apiError}` }]),
     ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides)
@@ -101,7 +137,19 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
     : condition(true, extra.reason, extra.message)), drafts.Failure);
   const all = { ...drafts, Failure: failure, Ready: readiness(phase, { ...drafts, Failure: failure }) };
   const conditions = buildConditions(context.observed.release.status?.conditions, all, context.generation, context.options.now);
-  return { phase, observedGeneration: context.generation, transition, conditions, ports, weights: formatWeights(ports), ...(workloads === undefined ? {} : { workloads }) };
+  const { judged } = context;
+  const counted = ports.map((port) => {
+    const achieved = judged.achieved.get(portKeyId(port));
+    return achieved === undefined ? port : { ...port, achieved };
+  });
+  const steps = extra.steps;
+  return {
+    phase, observedGeneration: context.generation, transition, conditions, ports: counted, weights: formatWeights(ports),
+    ...(workloads === undefined ? {} : { workloads }),
+    ...(judged.analysis === undefined ? {} : { analysis: judged.analysis }),
+    ...(judged.countedAt === undefined ? {} : { countedAt: judged.countedAt }),
+    ...(steps === undefined ? {} : { currentStep: steps.currentStep, step: steps.step, pause: steps.pause, ...(steps.stepStartedAt === undefined ? {} : { stepStartedAt: steps.stepStartedAt }) }),
+  };
 }
 
 /** Ready only while running as asked: retargeted, nothing failing, nothing waiting or held. */

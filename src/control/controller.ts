@@ -15,17 +15,21 @@ import { EventRecorder } from '../kube/events.ts';
 import { startInformer, type Informer } from '../kube/informer.ts';
 import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/patch.ts';
 import type { Runtime } from '../runtime.ts';
+import { snapshotCounters } from '../dataplane/counters.ts';
+import { DEFAULT_INTERVAL_MS, type Evidence } from './analysis.ts';
 import { applySteps, StepError, type ApplyTarget } from './apply.ts';
+import { EvidenceCollector, replicaStatsUrls } from './collector.ts';
 import { decisions } from './decisions.ts';
 import { listenerName, listenersStillTargeted, servedWeight } from './l4.ts';
 import { OwnWrites } from './own-writes.ts';
 import { reconcile, type Desired, type Observed, type ReconcileOptions, type Step } from './reconcile.ts';
 import { withRefusedConfig } from './refused.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition } from './types.ts';
+import { parseDuration } from './steps.ts';
 import { WorkLoop } from './work-loop.ts';
 
 export interface ControllerOptions {
-  readonly runtime: Pick<Runtime, 'log' | 'registry' | 'dataplane' | 'applyConfig' | 'setReady'>;
+  readonly runtime: Pick<Runtime, 'log' | 'registry' | 'dataplane' | 'applyConfig' | 'setReady' | 'stats'>;
   readonly clients: KubeClients;
   readonly namespace: string;
   /** The CanaryRelease's name. */
@@ -55,6 +59,8 @@ const MAX_REPLANS = 2;
 /** Recovery after an API outage must be prompt: informers and the work loop retry at least this often. */
 const INFORMER_MAX_BACKOFF_MS = 3_000;
 const WORK_MAX_BACKOFF_MS = 10_000;
+/** Without spec.analysis the achieved split is brought up to date this often. */
+const COUNT_INTERVAL_MS = 10_000;
 /** An API error is said in status once it has failed this many passes in a row (one may be a blip). */
 const API_ERROR_PASSES = 2;
 
@@ -109,6 +115,9 @@ export class Controller {
   #serveScheduled = false;
   /** The status the last pass reported, to tell what changed (Events). */
   #lastStatus: Desired['status'] | undefined;
+  /** The leader's collector of every replica's counters, and the latest interval it collected. */
+  readonly #collector: EvidenceCollector;
+  #evidence: Evidence | undefined;
   /** The last pass's API failure and how many passes in a row failed with it. */
   #apiError: { message: string; passes: number } | undefined;
   /** What was last logged, so that a state worth a human's attention is logged once, not per pass. */
@@ -170,11 +179,23 @@ export class Controller {
       path: `/apis/apps/v1/namespaces/${namespace}/replicasets`,
       list: () => apps.listNamespacedReplicaSet({ namespace }, callOptions),
     });
+    this.#collector = new EvidenceCollector({
+      local: () => snapshotCounters(options.runtime.stats),
+      replicas: () => replicaStatsUrls(this.#pods.list(), options.reconcile.proxySelector),
+      intervalMs: () => collectionIntervalMs(this.#release()),
+      active: () => !this.#stopped && (options.isLeader?.() ?? true),
+      onEvidence: (evidence) => {
+        this.#evidence = evidence;
+        this.#loop.trigger();
+      },
+      log: this.#log,
+    });
     // A pass on a half-filled cache would see Services as missing: wait for every first list.
     void Promise.all([this.#releases.synced, this.#services.synced, this.#pods.synced, this.#deployments.synced, this.#replicaSets.synced]).then(() => {
       if (this.#stopped) return;
       this.#synced = true;
       this.#loop.start();
+      this.#collector.start();
     });
   }
 
@@ -187,7 +208,7 @@ export class Controller {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#cancel.abort();
-    await Promise.all([this.#loop.stop(), this.#releases.stop(), this.#services.stop(), this.#pods.stop(), this.#deployments.stop(), this.#replicaSets.stop()]);
+    await Promise.all([this.#loop.stop(), this.#collector.stop(), this.#releases.stop(), this.#services.stop(), this.#pods.stop(), this.#deployments.stop(), this.#replicaSets.stop()]);
   }
 
   #release(): CanaryRelease | undefined {
@@ -214,6 +235,7 @@ export class Controller {
       replicaSets: this.#replicaSets.list(),
       listening: this.#listening(),
       ...(apiError === undefined ? {} : { apiError }),
+      ...(this.#evidence === undefined ? {} : { evidence: this.#evidence }),
     };
     return reconcile(observed, { ...this.#options.reconcile, now });
   }
@@ -431,4 +453,10 @@ function describeCondition(condition: CanaryReleaseCondition): string {
 
 function byName<T extends { metadata?: { name?: string } }>(objects: readonly T[]): Map<string, T> {
   return new Map(objects.map((object) => [object.metadata?.name ?? '', object]));
+}
+
+/** Counting cadence: the analysis interval, else often enough for the achieved split to follow. */
+function collectionIntervalMs(release: CanaryRelease | undefined): number {
+  const interval = release?.spec?.analysis?.interval;
+  return (interval === undefined ? undefined : parseDuration(interval)) ?? (release?.spec?.analysis === undefined ? COUNT_INTERVAL_MS : DEFAULT_INTERVAL_MS);
 }

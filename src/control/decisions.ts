@@ -60,6 +60,13 @@ export function statusDecisions(before: CanaryReleaseStatus | undefined, after: 
   if (progressing?.status === 'True' && WAIT_REASONS.has(progressing.reason)) {
     decisions.push({ type: 'Normal', reason: progressing.reason, message: progressing.message });
   }
+  if (after.currentStep !== undefined && before !== undefined && after.currentStep > (before.currentStep ?? 0)) {
+    decisions.push({ type: 'Normal', reason: 'StepAdvanced', message: `step ${after.step} begins` });
+  }
+  if (after.pause != null && after.pause.reason !== before?.pause?.reason) decisions.push({ type: 'Normal', reason: 'StepHeld', message: after.pause.reason });
+  if (after.analysis !== undefined && after.analysis.at !== before?.analysis?.at && after.analysis.verdict === 'Failed') {
+    decisions.push({ type: 'Warning', reason: 'AnalysisIntervalFailed', message: `${after.analysis.failures} in a row: ${after.analysis.message}` });
+  }
   if (after.phase !== before?.phase && (after.phase === 'Adopted' || after.phase === 'Deprecated')) {
     decisions.push({ type: 'Normal', reason: after.phase, message: `the release is over: ${after.transition?.message ?? after.phase}` });
   }

@@ -5,6 +5,7 @@
 
 import type { V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import type { L4Config } from '../config/types.ts';
+import type { Evidence } from './analysis.ts';
 import type { ReleaseMergePatch, ServiceMergePatch } from './patches.ts';
 import type { CanaryRelease, CanaryReleaseStatus, Labels } from './types.ts';
 
@@ -24,6 +25,8 @@ export interface Observed {
   /** The error of the controller's last pass, when it failed for a reason other than a stale cache
    * (a conflict): said in the Failure condition until a pass succeeds. */
   readonly apiError?: string;
+  /** The latest interval the proxy replicas counted (the leader collects it): achieved split, analysis. */
+  readonly evidence?: Evidence;
 }
 
 /** `--weight SERVICE:PORT=PCT`: the canary weight of every protocol of that port. */

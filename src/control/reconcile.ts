@@ -13,6 +13,8 @@ import { allocatePorts, followRenumbered, type LivePort } from './ports.ts';
 import { planRunning } from './running.ts';
 import { planServices } from './spec.ts';
 import { planWorkloads, stableChanged } from './workloads.ts';
+import { DEFAULT_FAILURE_LIMIT } from './analysis.ts';
+import { planSteps, stepProblems } from './steps.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './transition.ts';
 import { LABEL_RELEASE, type Labels, type TransitionRecord } from './types.ts';
 
@@ -30,9 +32,11 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
   const transition = decideTransition(context);
   if (transition !== undefined) return planTransition(context, transition);
   const workloads = planWorkloads(observed.release, observed.deployments, observed.replicaSets);
-  const spec = planServices(observed.release.spec, context.name, context.originals, observed.services, workloads.ok ? workloads.plans : []);
-  if (!workloads.ok || !spec.ok) {
-    const problems = [...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems)];
+  const stepPlan = planSteps(observed.release.spec ?? {}, observed.release.status ?? {}, context.judged.analysis, allTakenOver(context), options.now);
+  const spec = planServices(observed.release.spec, context.name, context.originals, observed.services, workloads.ok ? workloads.plans : [], stepPlan?.weight);
+  const stepIssues = stepProblems(observed.release.spec);
+  if (!workloads.ok || !spec.ok || stepIssues.length > 0) {
+    const problems = [...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems), ...stepIssues];
     const waiting = [
       ...(workloads.ok ? [] : workloads.waiting.map((message) => ({ reason: 'WaitingForWorkload', message }))),
       ...(spec.ok ? [] : spec.waiting.map((message) => ({ reason: 'WaitingForOtherRelease', message }))),
@@ -47,7 +51,13 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
   const recorded = followRenumbered(context.recorded, livePortsOf(context));
   const allocation = allocatePorts(recorded, wanted, options.portBase);
   if (!allocation.ok) return planHolding(context, [allocation.message], []);
-  return planRunning(context, spec.plans, allocation.allocations, workloads.plans);
+  return planRunning(context, spec.plans, allocation.allocations, workloads.plans, stepPlan);
+}
+
+/** Every Service of the spec selects the proxy: the first step's clock may start. */
+function allTakenOver(context: Context): boolean {
+  const services = context.observed.release.spec?.services ?? [];
+  return services.length > 0 && services.every((entry) => context.originals.get(entry.service)?.kind === 'retargeted');
 }
 
 /** The TCP and UDP ports of the original Services, as they are now. */
@@ -71,7 +81,13 @@ function decideTransition(context: Context): TransitionRecord | undefined {
   if (recorded != null) return recorded;
   const requested = release.spec?.transition;
   if (requested === 'Adopted' || requested === 'Deprecated') {
-    return { type: requested, reason: 'Requested', message: `spec.transition is ${requested}` };
+    const why = release.spec?.transitionReason;
+    return { type: requested, reason: 'Requested', message: `spec.transition is ${requested}${why === undefined || why === '' ? '' : `: ${why}`}` };
+  }
+  const analysis = context.judged.analysis;
+  const failureLimit = release.spec?.analysis?.failureLimit ?? DEFAULT_FAILURE_LIMIT;
+  if (release.spec?.analysis !== undefined && analysis !== undefined && analysis.failures >= failureLimit) {
+    return { type: 'Deprecated', reason: 'AnalysisFailed', message: `rolled back: the canary failed ${analysis.failures} analysis interval(s) in a row: ${analysis.message}` };
   }
   const stableChange = stableChanged(release, context.observed.deployments, context.observed.replicaSets);
   if (stableChange !== undefined) return { type: 'Deprecated', reason: 'StableChanged', message: `deprecated automatically: ${stableChange}` };
@@ -85,6 +101,10 @@ function decideTransition(context: Context): TransitionRecord | undefined {
     }
   }
   if (context.deleting) return { type: 'Deprecated', reason: 'ReleaseDeleted', message: 'the CanaryRelease is being deleted' };
+  const steps = release.spec?.steps ?? [];
+  if (steps.length > 0 && (release.status?.currentStep ?? 0) >= steps.length && release.spec?.autoAdopt !== false) {
+    return { type: 'Adopted', reason: 'StepsComplete', message: `every step is done (${steps.length}/${steps.length}); adopted automatically (spec.autoAdopt)` };
+  }
   return undefined;
 }
 

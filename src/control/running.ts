@@ -16,6 +16,7 @@ import { copyPatch, originalPatch } from './patches.ts';
 import { portKeyId, type Allocation } from './ports.ts';
 import { findOverlap, formatSelector, livePods, type SelectorOverlap } from './selectors.ts';
 import type { ServicePlan } from './spec.ts';
+import type { StepPlan } from './steps.ts';
 import { handBackSteps } from './transition.ts';
 import { canaryDrift, workloadStatuses, type WorkloadPlan } from './workloads.ts';
 import type { PortStatus } from './types.ts';
@@ -36,7 +37,7 @@ interface RetargetOutcome {
 }
 
 export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
-  workloads: readonly WorkloadPlan[]): Desired {
+  workloads: readonly WorkloadPlan[], stepPlan?: StepPlan): Desired {
   const readiness = new Map(plans.map((plan) => [plan.name, {
     stable: hasReadyPod(context, plan.forkedSelector), canary: hasReadyPod(context, plan.canarySelector),
   }] as const));
@@ -60,8 +61,10 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
     Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForReadyPods', progressing.join('; ')),
     Failure: failures.length === 0 ? condition(false, 'None') : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
     Archived: condition(false, 'Running'),
-  }, ports, workloads.length === 0 ? undefined
-    : workloadStatuses(workloads, context.observed.deployments, context.observed.release.status?.workloads ?? []));
+  }, ports, {
+    workloads: workloads.length === 0 ? undefined : workloadStatuses(workloads, context.observed.deployments, context.observed.release.status?.workloads ?? []),
+    ...(stepPlan === undefined ? {} : { steps: stepPlan }),
+  });
   const steps = [
     ...finalizerStep(context, true),
     ...plans.flatMap((plan) => saveStep(context, plan)),
@@ -72,7 +75,10 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
     ...deletions,
     ...statusStep(context, status),
   ];
-  return { mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services) };
+  return {
+    mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services),
+    ...(stepPlan?.requeueAfterMs === undefined ? {} : { requeueAfterMs: stepPlan.requeueAfterMs }),
+  };
 }
 
 /** Spec weights and overrides for planned ports; a dropped Service still served keeps what status says. */

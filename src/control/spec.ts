@@ -49,7 +49,7 @@ function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
 }
 
 export function planServices(spec: CanaryReleaseSpec | undefined, release: string, states: ReadonlyMap<string, OriginalState>,
-  services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[] = []): SpecPlan {
+  services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[] = [], stepWeight?: number): SpecPlan {
   const entries = spec?.services ?? [];
   const problems: string[] = [];
   const waiting: string[] = [];
@@ -68,14 +68,14 @@ export function planServices(spec: CanaryReleaseSpec | undefined, release: strin
       waiting.push(`Service ${entry.service} is under CanaryRelease ${state.release}; this release starts once that one has ended`);
       return;
     }
-    const plan = planService(entry, at, release, state, services, workloads, problems);
+    const plan = planService(entry, at, release, state, services, workloads, stepWeight, problems);
     if (plan !== undefined) plans.push(plan);
   });
   return problems.length === 0 && waiting.length === 0 ? { ok: true, plans } : { ok: false, problems, waiting };
 }
 
 function planService(entry: CanaryServiceSpec, at: string, release: string, state: Exclude<OriginalState, { kind: 'foreign' }>,
-  services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[], problems: string[]): ServicePlan | undefined {
+  services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[], stepWeight: number | undefined, problems: string[]): ServicePlan | undefined {
   const name = entry.service;
   const workable = workableState(state, name, at, problems);
   if (workable === undefined) return undefined;
@@ -106,7 +106,7 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   }
   if (Object.keys(canarySelector).length === 0) problems.push(`${at}.canaryServiceOperations: the canary selector ends up empty`);
   if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: the forked selector ends up empty`);
-  const ports = planPorts(entry, at, service, problems);
+  const ports = planPorts(entry, at, service, stepWeight, problems);
   if (problems.length > before) return undefined;
   return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports, ...(workload === undefined ? {} : { workload }) };
 }
@@ -142,7 +142,8 @@ function workableState(state: Exclude<OriginalState, { kind: 'foreign' }>, name:
   }
 }
 
-function planPorts(entry: CanaryServiceSpec, at: string, service: V1Service, problems: string[]): PlannedPort[] {
+/** `stepWeight`: with spec.steps, the current step's weight for every listed port (its own config is not read). */
+function planPorts(entry: CanaryServiceSpec, at: string, service: V1Service, stepWeight: number | undefined, problems: string[]): PlannedPort[] {
   const listed = new Map<string, CanaryPortSpec>();
   (entry.ports ?? []).forEach((port, index) => {
     const where = `${at}.ports[${index}]`;
@@ -166,7 +167,8 @@ function planPorts(entry: CanaryServiceSpec, at: string, service: V1Service, pro
       problems.push(`${at}: Service ${entry.service} port ${live.port}/${protocol} cannot be proxied (TCP and UDP only)`);
       return [];
     }
-    const weight = listed.get(`${live.port}/${protocol}`)?.config?.weight ?? 0;
+    const spec = listed.get(`${live.port}/${protocol}`);
+    const weight = spec === undefined ? 0 : stepWeight ?? spec.config?.weight ?? 0;
     return [{ service: entry.service, port: live.port, protocol, weight }];
   });
 }

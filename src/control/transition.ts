@@ -6,7 +6,7 @@
 // copies are found by label, and the recorded transition outlives its trigger.
 
 import type { V1Service } from '@kubernetes/client-node';
-import { condition, formatTime } from './conditions.ts';
+import { condition, formatTime, type ConditionDraft } from './conditions.ts';
 import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, pointsAtProxy, statusStep, type Context } from './context.ts';
 import { copyName, COPY_ROLES } from './copies.ts';
 import type { L4Config } from '../config/types.ts';
@@ -146,9 +146,9 @@ export function planTransition(context: Context, record: TransitionRecord): Desi
     makeStatus(context, verb, record, {
       Available: condition(false, verb, 'traffic is being handed back to the original Services'),
       Progressing: waiting.length === 0 ? condition(true, verb, record.message) : condition(true, reason, `${record.message}; ${waiting.join('; ')}`),
-      Failure: problems.length === 0 ? condition(false, 'None') : condition(true, 'CannotRestore', problems.join('; ')),
+      Failure: problems.length === 0 ? rollbackFailure(record) : condition(true, 'CannotRestore', problems.join('; ')),
       Archived: condition(false, verb),
-    }, notHandedBack, workloads);
+    }, notHandedBack, { workloads });
   // The transition is recorded before its first step (it must outlive its trigger), with the
   // workloads as they are: a stage's news (stablePatched) is written only after its steps.
   const recordStep = context.observed.release.status?.transition?.type === record.type ? [] : statusStep(context, inProgress(verb, [], []), 'recordTransition');
@@ -206,7 +206,7 @@ function planGrace(context: Context, record: TransitionRecord, verb: 'Adopting' 
     // An absolute time, not a countdown: the status stays the same while the grace runs.
     Progressing: condition(true, 'HandBackGrace', `${record.message}; the proxy keeps serving until `
       + `${formatTime(new Date(Date.parse(handedBackAt) + graceMs))} for clients still routed through it, then the copies go`),
-    Failure: condition(false, 'None'),
+    Failure: rollbackFailure(record),
     Archived: condition(false, verb),
   }, context.recorded);
   return { l4Config: buildL4Config(context.recorded, context.observed.services), status, remainingMs };
@@ -216,9 +216,14 @@ export function archivedStatus(context: Context, record: TransitionRecord): Cana
   return makeStatus(context, record.type, record, {
     Available: condition(false, record.type, 'the release is over; the original Services are served directly'),
     Progressing: condition(false, record.type),
-    Failure: condition(false, 'None'),
+    Failure: rollbackFailure(record),
     Archived: condition(true, record.type, record.message),
   }, []);
+}
+
+/** A rollback the analysis decided stays a Failure (reason AnalysisFailed) through the hand-back and after. */
+function rollbackFailure(record: TransitionRecord): ConditionDraft {
+  return record.reason === 'AnalysisFailed' ? condition(true, 'AnalysisFailed', record.message) : condition(false, 'None');
 }
 
 export function describeSelectorChange(name: string, state: Extract<OriginalState, { kind: 'hijacked' }>): string {

@@ -79,10 +79,50 @@ export interface WorkloadSpec {
   readonly patch?: unknown;
 }
 
+/** A weight every listed port takes in turn, and how long it holds before the next. */
+export interface StepSpec {
+  readonly weight: number;
+  /** No duration: hold until promoted (spec.promotedStep reaches this step). */
+  readonly pause?: { readonly duration?: string };
+}
+
+export interface RateThreshold {
+  readonly max?: number;
+  readonly maxAboveStable?: number;
+}
+
+export interface AnalysisThresholds {
+  readonly connectErrorRate?: RateThreshold;
+  readonly resetRate?: RateThreshold;
+  readonly connectLatencyP99?: { readonly maxMs?: number; readonly maxRatioToStable?: number };
+  readonly udpReplyRate?: { readonly min?: number; readonly maxBelowStable?: number };
+}
+
+export interface AnalysisSpec {
+  /** e.g. `30s` (default). */
+  readonly interval?: string;
+  /** Canary connections/flows an interval needs before it is judged (default 50). */
+  readonly minSamples?: number;
+  /** Failed intervals in a row that deprecate the release (default 2). */
+  readonly failureLimit?: number;
+  readonly thresholds?: AnalysisThresholds;
+}
+
 export interface CanaryReleaseSpec {
   readonly workloads?: readonly WorkloadSpec[];
   readonly services?: readonly CanaryServiceSpec[];
   readonly transition?: Transition;
+  /** With steps, every listed port follows the current step's weight. */
+  readonly steps?: readonly StepSpec[];
+  /** After the last step: adopt (default true). */
+  readonly autoAdopt?: boolean;
+  /** Hold the current step (a person's pause). */
+  readonly paused?: boolean;
+  /** The step a person released: a pause at this step or an earlier one is over (`kubectl canary-l4 promote`). */
+  readonly promotedStep?: number;
+  /** Why spec.transition was set, said in status (`kubectl canary-l4 abort --reason`). */
+  readonly transitionReason?: string;
+  readonly analysis?: AnalysisSpec;
 }
 
 /** Ready: the release serves what its spec asks, with nothing failing or held (the READY column). */
@@ -112,9 +152,48 @@ export interface PortStatus {
   /** The canary weight the data plane applies: override ?? weight, unless a side has no Ready pod
    * (then that side gets no new traffic). Absent in statuses written before 0.2. */
   readonly served?: number;
+  /** New connections (TCP) or flows (UDP) to each side since the release began, every replica counted. */
+  readonly achieved?: AchievedSplit;
 }
 
-export type TransitionReason = 'Requested' | 'ReleaseDeleted' | 'ServiceDeleted' | 'SelectorChanged' | 'StableChanged';
+export interface AchievedSplit {
+  readonly stable: number;
+  readonly canary: number;
+  /** canary / (stable + canary), in percent, one decimal. */
+  readonly canaryPercent: number;
+}
+
+export type Verdict = 'Passed' | 'Failed' | 'Inconclusive';
+
+export interface SignalResult {
+  /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, canaryDown, canaryShare. */
+  readonly name: string;
+  /** null: no sample on that side. */
+  readonly canary: number | null;
+  readonly stable: number | null;
+  /** The threshold as written, e.g. `max 0.01, maxAboveStable 0.005`. */
+  readonly threshold: string;
+  readonly verdict: Verdict;
+}
+
+/** The last interval the release was judged on. */
+export interface AnalysisStatus {
+  /** When the interval ended (RFC 3339 with milliseconds): also what makes each interval count once. */
+  readonly at: string;
+  readonly intervalMs: number;
+  /** Proxy replicas whose counters the interval holds. */
+  readonly replicas: number;
+  /** Canary connections/flows in the interval. */
+  readonly samples: number;
+  readonly verdict: Verdict;
+  readonly signals: readonly SignalResult[];
+  /** Failed intervals in a row. */
+  readonly failures: number;
+  /** Why it failed or is inconclusive, one line. */
+  readonly message: string;
+}
+
+export type TransitionReason = 'Requested' | 'ReleaseDeleted' | 'ServiceDeleted' | 'SelectorChanged' | 'StableChanged' | 'StepsComplete' | 'AnalysisFailed';
 
 /** A transition, recorded before its first step so that it survives the trigger going away
  * (a restored Service no longer shows the selector change that started the deprecation). */
@@ -139,6 +218,16 @@ export interface CanaryReleaseStatus {
   readonly weights: string;
   /** One per spec.workloads entry the release has started; absent without workloads. */
   readonly workloads?: readonly WorkloadStatus[];
+  /** With steps: the current step's index (steps.length once every step is done), since when. */
+  readonly currentStep?: number;
+  readonly stepStartedAt?: string;
+  /** `2/3`: the STEP column. */
+  readonly step?: string;
+  /** Why the steps do not advance now, since when; null when they may. */
+  readonly pause?: { readonly reason: string; readonly since: string } | null;
+  readonly analysis?: AnalysisStatus;
+  /** The end of the last interval counted into ports[].achieved (each interval counts once). */
+  readonly countedAt?: string;
 }
 
 export interface WorkloadStatus {

@@ -10,7 +10,9 @@ export class BackendHealth {
     return now >= this.#failedUntil;
   }
 
-  recordFailure(now: number, maxFails: number, failTimeoutMs: number): void {
+  /** Whether this failure took the backend out of rotation (it was in). */
+  recordFailure(now: number, maxFails: number, failTimeoutMs: number): boolean {
+    const wasAvailable = this.isAvailable(now);
     if (now - this.#firstFailAt > failTimeoutMs) {
       this.#fails = 0;
       this.#firstFailAt = now;
@@ -20,6 +22,7 @@ export class BackendHealth {
       this.#failedUntil = now + failTimeoutMs;
       this.#fails = 0;
     }
+    return wasAvailable && !this.isAvailable(now);
   }
 
   recordSuccess(): void {

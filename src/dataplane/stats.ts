@@ -83,6 +83,12 @@ export class BackendStats {
   /** Established connections counted against the backend's health (the opt-in failOnReset, firstByteTimeoutMs). */
   readonly failures: Record<BackendFailureReason, number> = { reset: 0, first_byte_timeout: 0 };
   readonly connectDuration = new DurationHistogram();
+  /** Established TCP connections the backend reset (whether or not that counts against its health). */
+  resets = 0;
+  /** UDP sessions that got at least one reply. */
+  sessionsReplied = 0;
+  /** Times passive health took the backend out of rotation. */
+  markedDown = 0;
   /** TCP connection or UDP session lifetime. */
   readonly sessionDuration = new DurationHistogram();
 }

@@ -174,9 +174,8 @@ export class TcpListener implements Listener {
   #recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string): void {
     const { config } = snapshot;
     const now = Date.now();
-    const wasAvailable = backend.health.isAvailable(now);
-    backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs);
-    if (wasAvailable && !backend.health.isAvailable(now)) {
+    if (backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs)) {
+      backend.stats.markedDown++;
       this.#log.warn(
         { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, err: detail },
         `backend marked failed for ${config.failTimeoutMs} ms after ${what}`,

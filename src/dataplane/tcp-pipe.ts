@@ -9,6 +9,8 @@ import { createReadForwarder, readAcceptedSocketInto, type ReadForwarder } from 
 export interface PipeCounters {
   bytesToBackend: number;
   bytesToClient: number;
+  /** Resets from the backend once connected. */
+  resets: number;
 }
 
 /** The `onread` option for the upstream socket: its reads go straight to the client. */
@@ -47,7 +49,10 @@ export function joinSockets(
     }
   };
   client.on('error', abortBoth);
-  upstream.on('error', abortBoth);
+  upstream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'ECONNRESET') counters.resets++;
+    abortBoth(err);
+  });
   // Activity in either direction reads or writes the client socket, so its timer covers both ways.
   client.setTimeout(idleTimeoutMs, () => abortBoth());
 

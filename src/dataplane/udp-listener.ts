@@ -175,14 +175,15 @@ export class UdpListener implements Listener {
       backend.stats.datagramsToClient++;
       backend.stats.bytesToClient += reply.length;
       this.#socket.send(reply, session.clientPort, session.clientAddress);
-      if (responses > 0 && ++session.replies >= responses) this.#end(session);
+      if (++session.replies === 1) backend.stats.sessionsReplied++;
+      if (responses > 0 && session.replies >= responses) this.#end(session);
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       if (isLocalResourceError(err)) {
         this.#dropLocally('local_error', err);
       } else if (err.code === 'ECONNREFUSED') {
         backend.stats.connectErrors.refused++;
-        backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs);
+        if (backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.markedDown++;
       } else {
         backend.stats.connectErrors.other++;
         this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
@@ -200,7 +201,7 @@ export class UdpListener implements Listener {
       if (err) {
         const reason = connectErrorReason(err);
         backend.stats.connectErrors[reason]++;
-        backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs);
+        if (backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.markedDown++;
         this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
         this.#end(session);
         return;

@@ -65,12 +65,13 @@ describe('deploy/crd.yaml', () => {
     assert.doesNotMatch(JSON.stringify(root), /\$ref/, 'structural schemas cannot use $ref');
   });
 
-  it('prints phase, weights, proxies, readiness and age, each from a status field the proxy or the manager writes', () => {
+  it('prints phase, weights, step, proxies, readiness and age, each from a status field the proxy or the manager writes', () => {
     assert.deepEqual(version.additionalPrinterColumns.map((column) => [column.name, column.jsonPath]), [
-      ['Phase', '.status.phase'], ['Weights', '.status.weights'], ['Proxy', '.status.proxy.ready'], ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
-      ['Age', '.metadata.creationTimestamp'],
+      ['Phase', '.status.phase'], ['Weights', '.status.weights'], ['Step', '.status.step'], ['Proxy', '.status.proxy.ready'],
+      ['Ready', '.status.conditions[?(@.type=="Ready")].status'], ['Age', '.metadata.creationTimestamp'],
     ]);
     assert.equal(at(root, 'status.weights').type, 'string');
+    assert.equal(at(root, 'status.step').type, 'string');
     assert.equal(at(root, 'status.proxy.ready').type, 'string');
   });
 });

@@ -10,6 +10,7 @@ import { reconcile, defaultProxySelector, type Desired, type ReconcileOptions, t
 import { applyMergePatch } from '../../src/control/patches.ts';
 import { selectorsEqual } from '../../src/control/selectors.ts';
 import { describeStep as describeApplied } from '../../src/control/apply.ts';
+import type { Evidence } from '../../src/control/analysis.ts';
 import { formatWeights } from '../../src/control/l4.ts';
 import { patchTemplate } from '../../src/control/strategic-merge.ts';
 import { removeDeployment, rollOut } from './deployments.ts';
@@ -28,6 +29,8 @@ export interface World {
   replicaSets: V1ReplicaSet[];
   listening: Set<number>;
   counter: number;
+  /** What the proxies counted over the latest interval (the leader's collector). */
+  evidence?: Evidence;
 }
 
 export function options(overrides: Partial<ReconcileOptions> = {}): ReconcileOptions {
@@ -82,7 +85,7 @@ export function clone(world: World): World {
 export function run(world: World, opts: ReconcileOptions = options()): Desired {
   assert.ok(world.release, 'the release is gone');
   return reconcile({ release: world.release, services: world.services, pods: world.pods, listening: world.listening,
-    deployments: world.deployments, replicaSets: world.replicaSets }, opts);
+    deployments: world.deployments, replicaSets: world.replicaSets, ...(world.evidence === undefined ? {} : { evidence: world.evidence }) }, opts);
 }
 
 /** The data plane: every listener of the config listens and is ready at once. */

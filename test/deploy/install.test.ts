@@ -33,7 +33,7 @@ describe('installing deploy/ with kubectl', { skip: (await hasKubectl()) ? false
   it('then a CanaryRelease, listed with its columns by kubectl get crel', async () => {
     assert.match(await kubectl('apply', '-f', path('canaryrelease-example.yaml')), /^canaryrelease\.canary-l4\.io\/web-v2 created$/m);
     const [header, row] = (await kubectl('get', 'crel')).trim().split('\n');
-    assert.deepEqual(header?.split(/\s+/), ['NAME', 'PHASE', 'WEIGHTS', 'PROXY', 'READY', 'AGE']);
+    assert.deepEqual(header?.split(/\s+/), ['NAME', 'PHASE', 'WEIGHTS', 'STEP', 'PROXY', 'READY', 'AGE']);
     assert.match(row ?? '', /^web-v2\s+\d+s$/, 'nothing to show before the manager and the proxy have written status');
   });
 

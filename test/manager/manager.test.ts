@@ -187,9 +187,12 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     assert.deepEqual(kubelet.running().filter((name) => name.startsWith('canary-l4-web-v2-')), proxy.pods.map((pod) => pod.name), 'each pod is a running process');
     assert.equal(proxyCondition(release)?.status, 'True');
 
-    const printed = (await kubectl('get', 'crel', 'web-v2')).trim().split('\n').map((line) => line.split(/\s{2,}/));
-    assert.deepEqual(printed[0], ['NAME', 'PHASE', 'WEIGHTS', 'PROXY', 'READY', 'AGE']);
-    assert.deepEqual(printed[1]?.slice(0, 4), ['web-v2', 'Running', 'web:8000=20%', '2/2']);
+    // Cut at the header's columns: an empty cell (no steps: no STEP) keeps its place.
+    const [header = '', row = ''] = (await kubectl('get', 'crel', 'web-v2')).trim().split('\n');
+    const starts = [...header.matchAll(/\S+/g)].map((match) => match.index);
+    const cells = starts.map((start, index) => row.slice(start, starts[index + 1]).trim());
+    assert.deepEqual(header.split(/\s+/), ['NAME', 'PHASE', 'WEIGHTS', 'STEP', 'PROXY', 'READY', 'AGE']);
+    assert.deepEqual(cells.slice(0, 5), ['web-v2', 'Running', 'web:8000=20%', '', '2/2']);
 
     backends = await startBackends(cluster, 'web', [{ port: 8000 }]);
     // Two replicas, each with its own smooth WRR: 80/20 of 50, give or take one per replica.

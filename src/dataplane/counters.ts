@@ -1,0 +1,51 @@
+// The data plane's per-backend counters as one JSON document (`/stats`): what a canary's analysis
+// judges, from every replica. Cumulative since the process started; `instance` tells a restarted
+// process (whose counters began again at zero) from the one before.
+
+import { randomUUID } from 'node:crypto';
+import { DURATION_BUCKETS, type StatsRegistry } from './stats.ts';
+
+export interface BackendCounters {
+  /** TCP: established connections; UDP: sessions opened. */
+  readonly connections: number;
+  /** TCP connects that failed (every reason). */
+  readonly connectErrors: number;
+  /** Established TCP connections the backend reset. */
+  readonly resets: number;
+  /** Connect durations: counts per upper bound of `latencyBucketsMs`. */
+  readonly connectLatency: readonly number[];
+  /** UDP sessions that got at least one reply. */
+  readonly sessionsReplied: number;
+  /** Times passive health took the backend out of rotation. */
+  readonly markedDown: number;
+}
+
+export interface CounterSnapshot {
+  readonly instance: string;
+  /** Upper bounds, in milliseconds, of the connect latency buckets. */
+  readonly latencyBucketsMs: readonly number[];
+  /** By listener, then backend. */
+  readonly listeners: Readonly<Record<string, Readonly<Record<string, BackendCounters>>>>;
+}
+
+/** One per process: counters that start again from zero belong to another instance. */
+const INSTANCE = randomUUID();
+
+export function snapshotCounters(stats: StatsRegistry): CounterSnapshot {
+  const listeners: Record<string, Record<string, BackendCounters>> = {};
+  for (const [listener, backends] of stats.backends) {
+    const byName: Record<string, BackendCounters> = {};
+    for (const [name, backend] of backends) {
+      byName[name] = {
+        connections: backend.connections,
+        connectErrors: Object.values(backend.connectErrors).reduce((sum, count) => sum + count, 0),
+        resets: backend.resets,
+        connectLatency: [...backend.connectDuration.counts],
+        sessionsReplied: backend.sessionsReplied,
+        markedDown: backend.markedDown,
+      };
+    }
+    listeners[listener] = byName;
+  }
+  return { instance: INSTANCE, latencyBucketsMs: DURATION_BUCKETS.map((seconds) => seconds * 1000), listeners };
+}

@@ -1,0 +1,219 @@
+// Progressive delivery (issue 13) on the pure reconcile: steps that advance on their pause and on a
+// passing analysis, a promotion, a person's pause, an automatic adoption after the last step, an
+// automatic rollback on failed analysis intervals, and the analysis itself.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Evidence } from '../../src/control/analysis.ts';
+import { judge } from '../../src/control/analysis.ts';
+import { intervalCounts } from '../../src/control/collector.ts';
+import { parseDuration } from '../../src/control/steps.ts';
+import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../src/control/types.ts';
+import type { BackendCounters, CounterSnapshot } from '../../src/dataplane/counters.ts';
+import { clone, conditionOf, converge, NOW, options, run, WEB_SPEC, webWorld, type World } from './world.ts';
+
+const MINUTE = 60_000;
+const BUCKETS_MS = [1, 5, 25, 100, 1000];
+
+function counters(values: Partial<BackendCounters> = {}): BackendCounters {
+  return { connections: 0, connectErrors: 0, resets: 0, connectLatency: [0, 0, 0, 0, 0], sessionsReplied: 0, markedDown: 0, ...values };
+}
+
+/** An interval of `web-80-tcp` ending `atMs` after NOW. */
+function evidence(atMs: number, stable: Partial<BackendCounters>, canary: Partial<BackendCounters>, listener = 'web-80-tcp'): Evidence {
+  return { at: new Date(NOW.getTime() + atMs).toISOString(), intervalMs: 30_000, replicas: 2, latencyBucketsMs: BUCKETS_MS, listeners: { [listener]: { forked: counters(stable), canary: counters(canary) } } };
+}
+
+const at = (ms: number) => options({ now: new Date(NOW.getTime() + ms) });
+
+function stepped(extra: Partial<CanaryReleaseSpec> = {}): World {
+  return webWorld({
+    ...WEB_SPEC,
+    steps: [{ weight: 5, pause: { duration: '2m' } }, { weight: 25, pause: {} }, { weight: 50, pause: { duration: '1m' } }],
+    ...extra,
+  });
+}
+
+/** Converge at `ms` after NOW, returning the new world and the last pass. */
+function settle(world: World, ms: number) {
+  const result = converge(world, at(ms));
+  return { world: result.world, last: result.last! };
+}
+
+const canaryWeight = (last: ReturnType<typeof settle>['last']) => last.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
+
+describe('steps', () => {
+  it('parses durations', () => {
+    assert.deepEqual(['30s', '2m', '1h', '500ms', '1m30s', '1.5s'].map(parseDuration), [30_000, 120_000, 3_600_000, 500, 90_000, 1_500]);
+    assert.deepEqual(['', '2', 'm', '2 m', '-1s'].map(parseDuration), [undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('a timed pause holds the step, and it advances once the pause is over, never before', () => {
+    let { world, last } = settle(stepped(), 0);
+    assert.equal(canaryWeight(last), 5);
+    assert.deepEqual([world.release?.status?.currentStep, world.release?.status?.step], [0, '1/3']);
+    assert.match(world.release?.status?.pause?.reason ?? '', /step 1 holds until/);
+    assert.equal(last.requeueAfterMs, 2 * MINUTE);
+    ({ world, last } = settle(world, MINUTE));
+    assert.equal(world.release?.status?.currentStep, 0, 'not before its pause is over');
+    assert.equal(last.requeueAfterMs, MINUTE, 'the rest of the pause, from the recorded start: a restart resumes, never from zero');
+    ({ world, last } = settle(world, 2 * MINUTE));
+    assert.deepEqual([world.release?.status?.currentStep, canaryWeight(last)], [1, 25]);
+    assert.match(world.release?.status?.pause?.reason ?? '', /step 2 waits for a promotion: kubectl canary-l4 promote/);
+    ({ world } = settle(world, 10 * MINUTE));
+    assert.equal(world.release?.status?.currentStep, 1, 'an untimed pause waits for a promotion however long');
+  });
+
+  it('a promotion releases the pause; after the last step the release is adopted (autoAdopt)', () => {
+    let { world } = settle(stepped(), 0);
+    ({ world } = settle(world, 2 * MINUTE));
+    world.release = { ...world.release!, spec: { ...world.release!.spec, promotedStep: 1 } };
+    let last;
+    ({ world, last } = settle(world, 2 * MINUTE + 1000));
+    assert.deepEqual([world.release?.status?.currentStep, canaryWeight(last)], [2, 50]);
+    ({ world } = settle(world, 4 * MINUTE));
+    assert.equal(world.release?.status?.phase, 'Adopted');
+    assert.equal(world.release?.status?.transition?.reason, 'StepsComplete');
+  });
+
+  it('without autoAdopt the release holds at the last step, and says so', () => {
+    let { world } = settle(stepped({ autoAdopt: false, steps: [{ weight: 30 }] }), 0);
+    ({ world } = settle(world, 1000));
+    assert.equal(world.release?.status?.phase, 'Running');
+    assert.equal(world.release?.status?.step, '1/1');
+    assert.equal(world.release?.status?.currentStep, 1);
+  });
+
+  it('spec.paused holds the step past its pause; resume goes on', () => {
+    let { world } = settle(stepped({ paused: true }), 0);
+    ({ world } = settle(world, 5 * MINUTE));
+    assert.equal(world.release?.status?.currentStep, 0);
+    assert.match(world.release?.status?.pause?.reason ?? '', /paused \(spec.paused\)/);
+    world.release = { ...world.release!, spec: { ...world.release!.spec, paused: false } };
+    ({ world } = settle(world, 5 * MINUTE));
+    assert.equal(world.release?.status?.currentStep, 1);
+  });
+
+  it('a --weight override wins over the step, and status says so', () => {
+    const { last } = settle(stepped(), 0);
+    const overridden = run(clone(converge(stepped(), at(0)).world), options({ now: NOW, weightOverrides: [{ service: 'web', port: 80, weight: 0 }] }));
+    assert.equal(canaryWeight(last), 5);
+    assert.equal(overridden.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight, 0);
+    assert.match(conditionOf(overridden, 'Available').message, /--weight; spec 5%/);
+  });
+
+  it('bad steps hold the release, naming the field', () => {
+    const world = stepped({ steps: [{ weight: 5, pause: { duration: 'soon' } }], analysis: { interval: '1', failureLimit: 0 } });
+    const desired = run(world);
+    assert.equal(desired.status.phase, 'Holding');
+    assert.match(conditionOf(desired, 'Failure').message, /spec.steps\[0\].pause.duration: "soon" is not a duration like 30s, 2m or 1h/);
+    assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.interval: "1" is not a duration of at least 1s/);
+    assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.failureLimit: must be an integer >= 1, got 0/);
+  });
+});
+
+const ANALYSIS: AnalysisSpec = {
+  interval: '30s', minSamples: 50, failureLimit: 2,
+  thresholds: { connectErrorRate: { max: 0.05 }, resetRate: { max: 0.02, maxAboveStable: 0.01 }, connectLatencyP99: { maxMs: 250, maxRatioToStable: 2 } },
+};
+const healthy = (ms: number) => evidence(ms, { connections: 900, connectLatency: [800, 100, 0, 0, 0] }, { connections: 100, connectLatency: [90, 10, 0, 0, 0] });
+const resetting = (ms: number) => evidence(ms, { connections: 900, resets: 2, connectLatency: [900, 0, 0, 0, 0] }, { connections: 100, resets: 30, connectLatency: [100, 0, 0, 0, 0] });
+
+describe('analysis', () => {
+  const port: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 };
+
+  it('judges each signal canary against stable; a crossed threshold fails, naming both values', () => {
+    const result = judge(resetting(0), ANALYSIS, [port], undefined, true);
+    assert.equal(result.verdict, 'Failed');
+    assert.deepEqual(result.signals.find((item) => item.name === 'resetRate'), { name: 'resetRate', canary: 0.3, stable: 0.0022, threshold: 'max 0.02, maxAboveStable 0.01', verdict: 'Failed' });
+    assert.match(result.message, /resetRate: canary 0.3, stable 0.0022, threshold max 0.02, maxAboveStable 0.01/);
+    assert.equal(judge(healthy(0), ANALYSIS, [port], undefined, true).verdict, 'Passed');
+  });
+
+  it('too few samples is inconclusive, never passed; a canary taken out by passive health fails however few', () => {
+    const few = evidence(0, { connections: 90 }, { connections: 10 });
+    assert.equal(judge(few, ANALYSIS, [port], undefined, true).verdict, 'Inconclusive');
+    const down = evidence(0, { connections: 400 }, { connections: 2, connectErrors: 5, markedDown: 1 });
+    const result = judge(down, ANALYSIS, [port], undefined, true);
+    assert.equal(result.verdict, 'Failed');
+    assert.match(result.message, /canaryDown: passive health took the canary out 1 time/);
+  });
+
+  it('a canary that gets far less than its share fails; not in an interval where the weights moved', () => {
+    const starved = evidence(0, { connections: 995 }, { connections: 5 });
+    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined, true).signals.find((item) => item.name === 'canaryShare')?.verdict, 'Failed');
+    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined, false).signals.some((item) => item.name === 'canaryShare'), false);
+  });
+
+  it('latency: the p99 bucket, against a maximum and against the stable side', () => {
+    const slow = evidence(0, { connections: 500, connectLatency: [500, 0, 0, 0, 0] }, { connections: 100, connectLatency: [50, 0, 40, 10, 0] });
+    const latency = judge(slow, ANALYSIS, [port], undefined, true).signals.find((item) => item.name === 'connectLatencyP99');
+    assert.deepEqual([latency?.canary, latency?.stable, latency?.verdict], [100, 1, 'Failed']);
+  });
+
+  it('UDP: flows that got a reply, canary against stable', () => {
+    const udpPort: PortStatus = { ...port, protocol: 'UDP', port: 53 };
+    const silent = evidence(0, { connections: 500, sessionsReplied: 500 }, { connections: 100, sessionsReplied: 40 }, 'web-53-udp');
+    const result = judge(silent, { minSamples: 50, thresholds: { udpReplyRate: { min: 0.95, maxBelowStable: 0.02 } } }, [udpPort], undefined, true);
+    assert.deepEqual(result.signals.map((item) => [item.name, item.canary, item.stable, item.verdict]), [['udpReplyRate', 0.4, 1, 'Failed']]);
+  });
+
+  it('failures count in a row: a pass resets them, an inconclusive interval does not', () => {
+    const first = judge(resetting(0), ANALYSIS, [port], undefined, true);
+    const inconclusive = judge(evidence(30_000, {}, { connections: 3 }), ANALYSIS, [port], first, true);
+    const second = judge(resetting(60_000), ANALYSIS, [port], inconclusive, true);
+    assert.deepEqual([first.failures, inconclusive.failures, second.failures], [1, 1, 2]);
+    assert.equal(judge(healthy(90_000), ANALYSIS, [port], second, true).failures, 0);
+  });
+
+  it('sums every replica\'s counts over the interval; a replica seen the first time only sets its baseline', () => {
+    const snapshot = (instance: string, connections: number): CounterSnapshot => ({ instance, latencyBucketsMs: BUCKETS_MS, listeners: { l: { canary: counters({ connections }) } } });
+    const previous = new Map([['a', snapshot('a', 10)], ['b', snapshot('b', 5)]]);
+    const { listeners, replicas } = intervalCounts(previous, [snapshot('a', 40), snapshot('b', 25), snapshot('c', 1000)]);
+    assert.equal(listeners.l?.canary?.connections, 50);
+    assert.equal(replicas, 2);
+  });
+});
+
+describe('steps gated by analysis, and the rollback', () => {
+  const analysed = () => stepped({ analysis: ANALYSIS, steps: [{ weight: 10, pause: { duration: '30s' } }, { weight: 50, pause: {} }] });
+
+  it('a step advances only after an interval that passed; too few samples never promote', () => {
+    let { world } = settle(analysed(), 0);
+    world.evidence = evidence(40_000, { connections: 90 }, { connections: 10 });
+    ({ world } = settle(world, 40_000));
+    assert.equal(world.release?.status?.currentStep, 0, 'inconclusive: the pause is over but the step holds');
+    assert.match(world.release?.status?.pause?.reason ?? '', /waits for an analysis interval that passes \(last: Inconclusive: too few samples/);
+    assert.equal(world.release?.status?.analysis?.verdict, 'Inconclusive');
+    world.evidence = healthy(70_000);
+    ({ world } = settle(world, 70_000));
+    assert.equal(world.release?.status?.currentStep, 1);
+    assert.equal(world.release?.status?.analysis?.replicas, 2, 'status says how many replicas contributed');
+  });
+
+  it('counts each interval once into the achieved split, however often it is reconciled', () => {
+    let { world } = settle(analysed(), 0);
+    world.evidence = healthy(40_000);
+    ({ world } = settle(world, 40_000));
+    ({ world } = settle(world, 41_000));
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 900, canary: 100, canaryPercent: 10 });
+    world.evidence = healthy(70_000);
+    ({ world } = settle(world, 70_000));
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 1800, canary: 200, canaryPercent: 10 });
+  });
+
+  it('failureLimit failed intervals in a row roll the release back, with the reason in a Failure condition', () => {
+    let { world } = settle(analysed(), 0);
+    world.evidence = resetting(30_000);
+    ({ world } = settle(world, 30_000));
+    assert.equal(world.release?.status?.phase, 'Running', 'one failure is not yet the limit');
+    world.evidence = resetting(60_000);
+    const { world: end, last } = converge(world, at(60_000));
+    assert.equal(end.release?.status?.phase, 'Deprecated');
+    assert.equal(end.release?.status?.transition?.reason, 'AnalysisFailed');
+    const failure = end.release?.status?.conditions?.find((item) => item.type === 'Failure');
+    assert.equal(failure?.reason, 'AnalysisFailed');
+    assert.match(failure?.message ?? '', /failed 2 analysis interval\(s\) in a row: resetRate: canary 0.3, stable 0.0022, threshold max 0.02/);
+    assert.deepEqual([last?.mode, last?.l4Config.listeners], ['archived', []], 'the release is done: the proxy serves nothing');
+  });
+});
