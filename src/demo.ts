@@ -5,6 +5,7 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { validateConfig } from './config/load.ts';
 import type { Runtime } from './runtime.ts';
+import { formatTable } from './text-table.ts';
 
 export interface DemoOptions {
   readonly tcpPort: number;
@@ -64,9 +65,7 @@ export async function runDemo(runtime: Runtime, options: DemoOptions): Promise<D
 
 export function formatSplit(rows: readonly DemoSplit[]): string {
   const header = ['listener', 'protocol', 'backend', 'configured', 'achieved'];
-  const lines = rows.map((r) => [r.listener, r.protocol, r.backend, `${r.weight}%`, `${((100 * r.count) / r.total).toFixed(1)}% (${r.count} of ${r.total})`]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  return [header, ...lines].map((cells) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+  return formatTable(header, rows.map((r) => [r.listener, r.protocol, r.backend, `${r.weight}%`, `${((100 * r.count) / r.total).toFixed(1)}% (${r.count} of ${r.total})`]));
 }
 
 function splitRows(listener: string, protocol: 'tcp' | 'udp', counts: Map<string, number>, total: number): DemoSplit[] {

@@ -15,6 +15,7 @@ const ADMIN_PORT_NAME = 'admin';
 const ADMIN_PORT_ENV = 'CANARY_L4_ADMIN_PORT';
 const DEFAULT_ADMIN_PORT = 9090;
 const FETCH_TIMEOUT_MS = 2_000;
+const TICK_MS = 1_000;
 
 /** Where the other replicas' counters are: `http://<podIP>:<admin port>/stats` of each Ready proxy pod. */
 export function replicaStatsUrls(pods: readonly V1Pod[], proxySelector: Labels): string[] {
@@ -112,20 +113,28 @@ export class EvidenceCollector {
     await this.#collecting;
   }
 
+  /** Ticks at least every second, so that an interval the release shortens (or a release that
+   * appears, with its own) takes effect at once, not after the old interval. */
   #schedule(): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
-      this.#collecting = this.#collect().finally(() => this.#schedule());
-    }, this.#options.intervalMs());
+      this.#collecting = this.#tick().finally(() => this.#schedule());
+    }, Math.min(TICK_MS, this.#options.intervalMs()));
     this.#timer.unref();
   }
 
-  async #collect(): Promise<void> {
+  async #tick(): Promise<void> {
     if (!this.#options.active()) {
       // Not leading: a later interval must not count what another leader counted meanwhile.
       this.#previous = new Map();
+      this.#previousAt = 0;
       return;
     }
+    // A tick's worth of slack: an interval is never stretched by almost a whole tick.
+    if (Date.now() - this.#previousAt >= this.#options.intervalMs() - TICK_MS / 2) await this.#collect();
+  }
+
+  async #collect(): Promise<void> {
     const local = this.#options.local();
     const fetched = await Promise.all(this.#options.replicas().map((url) => this.#fetch(url)));
     const snapshots = new Map<string, CounterSnapshot>([[local.instance, local]]);

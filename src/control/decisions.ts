@@ -61,7 +61,8 @@ export function statusDecisions(before: CanaryReleaseStatus | undefined, after: 
     decisions.push({ type: 'Normal', reason: progressing.reason, message: progressing.message });
   }
   if (after.currentStep !== undefined && before !== undefined && after.currentStep > (before.currentStep ?? 0)) {
-    decisions.push({ type: 'Normal', reason: 'StepAdvanced', message: `step ${after.step} begins` });
+    const complete = after.currentStep >= Number(after.step?.split('/')[1]);
+    decisions.push({ type: 'Normal', reason: 'StepAdvanced', message: complete ? `every step is done (${after.step})` : `step ${after.step} begins` });
   }
   if (after.pause != null && after.pause.reason !== before?.pause?.reason) decisions.push({ type: 'Normal', reason: 'StepHeld', message: after.pause.reason });
   if (after.analysis !== undefined && after.analysis.at !== before?.analysis?.at && after.analysis.verdict === 'Failed') {

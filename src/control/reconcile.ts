@@ -9,12 +9,12 @@ import { copySource } from './copies.ts';
 import type { Desired, Observed, ReconcileOptions } from './desired.ts';
 import { buildL4Config } from './l4.ts';
 import { servicePorts, portProtocol } from './originals.ts';
-import { allocatePorts, followRenumbered, type LivePort } from './ports.ts';
+import { allocatePorts, followRenumbered, type Allocation, type LivePort } from './ports.ts';
 import { planRunning } from './running.ts';
-import { planServices } from './spec.ts';
-import { planWorkloads, stableChanged } from './workloads.ts';
+import { planServices, type ServicePlan } from './spec.ts';
+import { planWorkloads, stableChanged, type WorkloadPlan } from './workloads.ts';
 import { DEFAULT_FAILURE_LIMIT } from './analysis.ts';
-import { planSteps, stepProblems } from './steps.ts';
+import { planSteps, stepProblems, type StepPlan } from './steps.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './transition.ts';
 import { LABEL_RELEASE, type Labels, type TransitionRecord } from './types.ts';
 
@@ -31,6 +31,19 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
   if (phase === 'Adopted' || phase === 'Deprecated') return planArchived(context, phase);
   const transition = decideTransition(context);
   if (transition !== undefined) return planTransition(context, transition);
+  const planned = planSpec(context);
+  if (!planned.ok) return planHolding(context, planned.problems, planned.waiting);
+  return planRunning(context, planned.plans, planned.allocations, planned.workloads, planned.stepPlan);
+}
+
+/** What the spec asks of the world as observed, or why the release cannot go on as written. */
+export type SpecOutcome =
+  | { readonly ok: false; readonly problems: readonly string[]; readonly waiting: readonly { reason: string; message: string }[] }
+  | { readonly ok: true; readonly plans: readonly ServicePlan[]; readonly allocations: readonly Allocation[]; readonly workloads: readonly WorkloadPlan[]; readonly stepPlan: StepPlan | undefined };
+
+/** The Services' plans, the proxy ports, the canary workloads and the step of a running release. */
+export function planSpec(context: Context): SpecOutcome {
+  const { observed, options } = context;
   const workloads = planWorkloads(observed.release, observed.deployments, observed.replicaSets);
   const stepPlan = planSteps(observed.release.spec ?? {}, observed.release.status ?? {}, context.judged.analysis, allTakenOver(context), options.now);
   const spec = planServices(observed.release.spec, context.name, context.originals, observed.services, workloads.ok ? workloads.plans : [], stepPlan?.weight);
@@ -41,7 +54,7 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
       ...(workloads.ok ? [] : workloads.waiting.map((message) => ({ reason: 'WaitingForWorkload', message }))),
       ...(spec.ok ? [] : spec.waiting.map((message) => ({ reason: 'WaitingForOtherRelease', message }))),
     ];
-    return planHolding(context, problems, waiting);
+    return { ok: false, problems, waiting };
   }
   const wanted = [
     ...spec.plans.flatMap((plan) => plan.ports),
@@ -50,8 +63,8 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
   ];
   const recorded = followRenumbered(context.recorded, livePortsOf(context));
   const allocation = allocatePorts(recorded, wanted, options.portBase);
-  if (!allocation.ok) return planHolding(context, [allocation.message], []);
-  return planRunning(context, spec.plans, allocation.allocations, workloads.plans, stepPlan);
+  if (!allocation.ok) return { ok: false, problems: [allocation.message], waiting: [] };
+  return { ok: true, plans: spec.plans, allocations: allocation.allocations, workloads: workloads.plans, stepPlan };
 }
 
 /** Every Service of the spec selects the proxy: the first step's clock may start. */

@@ -5,7 +5,6 @@
 // retargeted only on a later pass, once status holds it). At most one patch per Service per pass:
 // each carries the observed resourceVersion, so a second would always conflict.
 
-import type { V1Pod } from '@kubernetes/client-node';
 import { condition } from './conditions.ts';
 import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, statusStep, type Context } from './context.ts';
 import { clusterIpOf, copyName, copySource, COPY_ROLES, desiredCopy } from './copies.ts';
@@ -21,7 +20,7 @@ import { handBackSteps } from './transition.ts';
 import { canaryDrift, workloadStatuses, type WorkloadPlan } from './workloads.ts';
 import type { PortStatus } from './types.ts';
 
-interface SelectorFindings {
+export interface SelectorFindings {
   /** Selectors that would mix versions: traffic must not move. */
   readonly failures: readonly string[];
   /** A side with no Ready pod: its share is held (not a failure; it resolves as pods come up). */
@@ -38,11 +37,9 @@ interface RetargetOutcome {
 
 export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
   workloads: readonly WorkloadPlan[], stepPlan?: StepPlan): Desired {
-  const readiness = new Map(plans.map((plan) => [plan.name, {
-    stable: hasReadyPod(context, plan.forkedSelector), canary: hasReadyPod(context, plan.canarySelector),
-  }] as const));
+  const readiness = sidesReady(context, plans);
   const ports = portStatuses(context, plans, allocations, readiness);
-  const findings = checkSelectors(context, plans, livePods(context.observed.pods), readiness);
+  const findings = checkSelectors(context, plans, readiness);
   const mixing = findings.failures.length > 0;
   const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing));
   const planned = new Set(plans.map((plan) => plan.name));
@@ -100,8 +97,16 @@ function portStatuses(context: Context, plans: readonly ServicePlan[], allocatio
   });
 }
 
-function checkSelectors(context: Context, plans: readonly ServicePlan[], pods: readonly V1Pod[],
-  readiness: ReadonlyMap<string, SideReadiness>): SelectorFindings {
+/** Whether each planned Service's stable and canary sides have a Ready pod. */
+export function sidesReady(context: Context, plans: readonly ServicePlan[]): Map<string, SideReadiness> {
+  return new Map(plans.map((plan) => [plan.name, {
+    stable: hasReadyPod(context, plan.forkedSelector), canary: hasReadyPod(context, plan.canarySelector),
+  }] as const));
+}
+
+/** Selectors that would mix versions (failures), and sides with no Ready pod (notes). */
+export function checkSelectors(context: Context, plans: readonly ServicePlan[], readiness: ReadonlyMap<string, SideReadiness>): SelectorFindings {
+  const pods = livePods(context.observed.pods);
   const failures: string[] = [];
   const notes: string[] = [];
   const proxy = context.options.proxySelector;

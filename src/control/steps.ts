@@ -85,7 +85,8 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: { currentStep?: num
     const remaining = Date.parse(startedAt) + (parseDuration(duration ?? '0s') ?? 0) - now.getTime();
     if (remaining > 0) return held(`step ${current + 1} holds until ${new Date(now.getTime() + remaining).toISOString()}`, startedAt, remaining);
     if (spec.analysis !== undefined && !(analysis !== undefined && Date.parse(analysis.at) >= Date.parse(startedAt) && analysis.verdict === 'Passed')) {
-      const last = analysis === undefined || Date.parse(analysis.at) < Date.parse(startedAt) ? 'none yet' : `${analysis.verdict}: ${analysis.message}`;
+      // The verdict, not its message: the reason (and so pause.since, and the Event) stays put from one interval to the next.
+      const last = analysis === undefined || Date.parse(analysis.at) < Date.parse(startedAt) ? 'none yet' : `${analysis.verdict}; see status.analysis`;
       return held(`step ${current + 1} waits for an analysis interval that passes (last: ${last})`, startedAt);
     }
   }

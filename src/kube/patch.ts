@@ -9,6 +9,11 @@ export function mergePatch(options?: CallOptions): CallOptions {
   return setHeaderOptions('Content-Type', PatchStrategy.MergePatch, options);
 }
 
+/** RFC 6902 JSON patch: a list of operations, `test` ones guarding the others. */
+export function jsonPatch(options?: CallOptions): CallOptions {
+  return setHeaderOptions('Content-Type', PatchStrategy.JsonPatch, options);
+}
+
 /** Strategic merge patch: built-in kinds only (a Deployment's template, merged by the apiserver). */
 export function strategicMergePatch(options?: CallOptions): CallOptions {
   return setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options);

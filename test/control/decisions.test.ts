@@ -45,6 +45,18 @@ describe('decisions worth an Event', () => {
       [{ type: 'Normal', reason: 'Adopted', message: 'the release is over: spec.transition is Adopted' }]);
   });
 
+  it('steps: one that begins, a pause that starts (not its every interval), an analysis interval that failed', () => {
+    const atStep = (currentStep: number, pause: string | null, extra: Partial<CanaryReleaseStatus> = {}) =>
+      status([], { currentStep, step: `${Math.min(currentStep + 1, 2)}/2`, pause: pause === null ? null : { reason: pause, since: 'then' }, ...extra });
+    const reasons = (before: CanaryReleaseStatus, after: CanaryReleaseStatus) => statusDecisions(before, after).map((decision) => `${decision.reason}: ${decision.message}`);
+    assert.deepEqual(reasons(atStep(0, 'step 1 holds until noon'), atStep(1, 'step 2 waits for a promotion')), ['StepAdvanced: step 2/2 begins', 'StepHeld: step 2 waits for a promotion']);
+    assert.deepEqual(reasons(atStep(1, 'held'), atStep(1, 'held')), [], 'the same pause again says nothing');
+    assert.deepEqual(reasons(atStep(1, null), atStep(2, null)), ['StepAdvanced: every step is done (2/2)']);
+    const analysis = (at: string, failures: number) => ({ at, intervalMs: 1000, replicas: 1, samples: 60, verdict: 'Failed' as const, signals: [], failures, message: 'resetRate: canary 0.3' });
+    assert.deepEqual(reasons(atStep(0, null, { analysis: analysis('t1', 1) }), atStep(0, null, { analysis: analysis('t2', 2) })), ['AnalysisIntervalFailed: 2 in a row: resetRate: canary 0.3']);
+    assert.deepEqual(reasons(atStep(0, null, { analysis: analysis('t2', 2) }), atStep(0, null, { analysis: analysis('t2', 2) })), [], 'the same interval once');
+  });
+
   it('writes that move traffic, not the bookkeeping ones', () => {
     const patch = { metadata: {} };
     assert.equal(stepDecision({ kind: 'patchService', reason: 'retarget', name: 'web', patch })?.reason, 'Retargeted');

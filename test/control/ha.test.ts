@@ -5,52 +5,22 @@
 // deploy/proxy-rbac.yaml, exactly.
 
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sleep, waitFor } from '../support/backends.ts';
-import { MAIN } from '../support/serve-child.ts';
 import {
   createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split, startBackends, startCluster,
   waitForRelease, writeProxyKubeconfig, type Backends, type Cluster,
 } from './cluster.ts';
+import { isLeader, metric, startReplica as spawnReplica, type Replica } from './replicas.ts';
 
 const PORT_BASE = 29800;
 const SERVICE_PORT = 8600;
 const LEASE_SECONDS = 2;
 
-interface Replica {
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  adminPort(): number;
-}
-
-function startReplica(kubeconfig: string): Replica {
-  const child = spawn(
-    process.execPath,
-    [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', 'default', '--canary-release', 'web-ha', '--port-base', String(PORT_BASE),
-      '--reuse-port', '--lease-duration', String(LEASE_SECONDS), '--admin-port', '0', '--admin-host', '127.0.0.1', '--log-level', 'info'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stdout = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.resume();
-  return {
-    child,
-    exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
-    adminPort: () => Number(/"adminPort":(\d+)/.exec(stdout)?.[1] ?? Number.NaN),
-  };
-}
-
-async function metric(replica: Replica, pattern: RegExp): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${replica.adminPort()}/metrics`)).text();
-  const match = pattern.exec(text);
-  return match ? Number(match[1]) : Number.NaN;
-}
-
-const isLeader = async (replica: Replica) => (await metric(replica, /^canary_l4_leader (\d+)$/m)) === 1;
+const startReplica = (kubeconfig: string) => spawnReplica(kubeconfig, { release: 'web-ha', portBase: PORT_BASE, leaseSeconds: LEASE_SECONDS });
 const connectionsServed = (replica: Replica) => metric(replica, /^canary_l4_listener_connections_total\{listener="web-ha-svc-8600-tcp"\} (\d+)$/m);
 
 describe('two replicas, one leader', { timeout: 90_000 }, () => {

@@ -183,8 +183,12 @@ describe('steps gated by analysis, and the rollback', () => {
     world.evidence = evidence(40_000, { connections: 90 }, { connections: 10 });
     ({ world } = settle(world, 40_000));
     assert.equal(world.release?.status?.currentStep, 0, 'inconclusive: the pause is over but the step holds');
-    assert.match(world.release?.status?.pause?.reason ?? '', /waits for an analysis interval that passes \(last: Inconclusive: too few samples/);
-    assert.equal(world.release?.status?.analysis?.verdict, 'Inconclusive');
+    assert.match(world.release?.status?.pause?.reason ?? '', /waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/);
+    assert.match(world.release?.status?.analysis?.message ?? '', /too few samples: 10 canary connections\/flows, minSamples 50/);
+    const since = world.release?.status?.pause?.since;
+    world.evidence = evidence(55_000, { connections: 90 }, { connections: 10 });
+    ({ world } = settle(world, 55_000));
+    assert.equal(world.release?.status?.pause?.since, since, 'another inconclusive interval: the same pause, since the same time');
     world.evidence = healthy(70_000);
     ({ world } = settle(world, 70_000));
     assert.equal(world.release?.status?.currentStep, 1);

@@ -108,11 +108,12 @@ export interface Traffic {
 
 /**
  * A client that keeps opening new connections (TCP) or new flows (UDP, one datagram from a fresh
- * socket) to `host:port`, one at a time with `pauseMs` between them, until stopped, `maxAttempts`
- * or `maxMs` (bounded, so a test that fails before stopping it cannot keep the process alive).
+ * socket; no reply within `udpTimeoutMs` fails it) to `host:port`, one at a time with `pauseMs`
+ * between them, until stopped, `maxAttempts` or `maxMs` (bounded, so a test that fails before
+ * stopping it cannot keep the process alive).
  */
 export function startTraffic(host: () => string, port: number, protocol: Protocol,
-  options: { pauseMs?: number; maxAttempts?: number; maxMs?: number } = {}): Traffic {
+  options: { pauseMs?: number; maxAttempts?: number; maxMs?: number; udpTimeoutMs?: number } = {}): Traffic {
   const attempts: Attempt[] = [];
   const started = Date.now();
   let stopped = false;
@@ -123,8 +124,9 @@ export function startTraffic(host: () => string, port: number, protocol: Protoco
       if (answer === '') throw new Error('closed without an answer');
       return answer;
     }
-    const [reply] = await udpAsk(port, 'ping', { host: host(), timeoutMs: 1000 });
-    if (reply === undefined) throw new Error('no UDP reply within 1 s');
+    const timeoutMs = options.udpTimeoutMs ?? 1000;
+    const [reply] = await udpAsk(port, 'ping', { host: host(), timeoutMs });
+    if (reply === undefined) throw new Error(`no UDP reply within ${timeoutMs} ms`);
     return reply.slice(0, reply.indexOf(':'));
   };
   const loop = (async () => {

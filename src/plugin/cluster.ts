@@ -1,0 +1,77 @@
+// The plugin's view of the cluster: the kubeconfig as kubectl would use it (--kubeconfig, else
+// KUBECONFIG or ~/.kube/config; --context; -n, else the context's namespace), one CanaryRelease
+// read and patched, and for `plan` the namespace's Services, Pods, Deployments and ReplicaSets.
+
+import type { V1Deployment, V1Service } from '@kubernetes/client-node';
+import { loadKubeConfig, makeClients, type KubeClients } from '../kube/client.ts';
+import { describeError, isNotFound, jsonPatch, mergePatch } from '../kube/patch.ts';
+import type { Observed } from '../control/desired.ts';
+import { GROUP, PLURAL, VERSION, type CanaryRelease } from '../control/types.ts';
+import type { PatchType } from './actions.ts';
+
+export interface Cluster {
+  readonly namespace: string;
+  release(name: string): Promise<CanaryRelease>;
+  patchRelease(name: string, type: PatchType, patch: unknown): Promise<void>;
+  /** The world the controller would see, with `release` (from a file) in place of the live one's spec. */
+  observe(release: CanaryRelease): Promise<Observed>;
+}
+
+export function connect(flags: { kubeconfig?: string | undefined; context?: string | undefined; namespace?: string | undefined }): Cluster {
+  const kubeConfig = loadKubeConfig(flags.kubeconfig);
+  if (flags.context !== undefined) {
+    if (kubeConfig.getContextObject(flags.context) === null) throw new Error(`--context ${flags.context}: no such context in the kubeconfig`);
+    kubeConfig.setCurrentContext(flags.context);
+  }
+  const namespace = flags.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
+  const clients = makeClients(kubeConfig);
+  const where = (name: string) => `CanaryRelease ${name} in namespace ${namespace}`;
+  const read = async (name: string): Promise<CanaryRelease | undefined> => {
+    try {
+      return await clients.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name }) as CanaryRelease;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw new Error(`cannot read ${where(name)}: ${describeError(err)}`);
+    }
+  };
+  return {
+    namespace,
+    async release(name) {
+      const found = await read(name);
+      if (found === undefined) throw new Error(`${where(name)} not found (kubectl get canaryreleases -n ${namespace} lists them)`);
+      return found;
+    },
+    async patchRelease(name, type, patch) {
+      try {
+        await clients.custom.patchNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: patch },
+          type === 'merge' ? mergePatch() : jsonPatch());
+      } catch (err) {
+        throw new Error(`cannot patch ${where(name)}: ${describeError(err)}${type === 'json' ? ' (it changed meanwhile? run the command again)' : ''}`);
+      }
+    },
+    async observe(release) {
+      const live = await read(release.metadata.name);
+      return observeNamespace(clients, namespace, {
+        ...release,
+        // A release that runs keeps its uid and status (recorded proxy ports, the step): the plan starts from them.
+        metadata: { ...release.metadata, namespace, uid: live?.metadata.uid ?? '' },
+        ...(live?.status === undefined ? {} : { status: live.status }),
+      });
+    },
+  };
+}
+
+async function observeNamespace(clients: KubeClients, namespace: string, release: CanaryRelease): Promise<Observed> {
+  try {
+    const [services, pods, deployments, replicaSets] = await Promise.all([
+      clients.core.listNamespacedService({ namespace }), clients.core.listNamespacedPod({ namespace }),
+      clients.apps.listNamespacedDeployment({ namespace }), clients.apps.listNamespacedReplicaSet({ namespace }),
+    ]);
+    const byName = <T extends V1Service | V1Deployment>(items: readonly T[]) => new Map(items.map((item) => [item.metadata?.name ?? '', item] as const));
+    return {
+      release, services: byName(services.items), pods: pods.items, deployments: byName(deployments.items), replicaSets: replicaSets.items, listening: new Set(),
+    };
+  } catch (err) {
+    throw new Error(`cannot read the Services, Pods, Deployments and ReplicaSets of namespace ${namespace}: ${describeError(err)}`);
+  }
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// kubectl canary-l4: the kubectl plugin (kubectl runs `kubectl-canary_l4` from PATH). It reads and
+// patches CanaryRelease objects, nothing else; every action is an ordinary patch, printed so that
+// plain `kubectl patch` can do the same. `plan` is a dry run: it reads, and never writes.
+
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { DEFAULT_PORT_BASE } from '../defaults.ts';
+import { ConfigError } from '../errors.ts';
+import { dryRun } from '../control/dry-run.ts';
+import { parseSelector } from '../control/proxy-flags.ts';
+import { defaultProxySelector } from '../control/reconcile.ts';
+import { KIND, type CanaryRelease } from '../control/types.ts';
+import { abort, parseWeightTarget, pause, promote, resume, setWeight, type ActionResult } from './actions.ts';
+import { connect, type Cluster } from './cluster.ts';
+import { formatPlan, formatStatus } from './view.ts';
+
+const NAME = 'kubectl canary-l4';
+
+class UsageError extends Error {}
+
+function fail(message: string, code = 1): never {
+  process.stderr.write(`${NAME}: ${message}\n`);
+  process.exit(code);
+}
+
+async function act(cluster: Cluster, name: string, decide: (release: CanaryRelease) => ActionResult): Promise<void> {
+  const decided = decide(await cluster.release(name));
+  if (!decided.ok) throw new UsageError(decided.error);
+  await cluster.patchRelease(name, decided.action.type, decided.action.patch);
+  process.stdout.write(`canaryrelease.canary-l4.io/${name}: ${decided.action.summary}\n`
+    + `  the same with kubectl: kubectl patch canaryrelease ${name} -n ${cluster.namespace} --type=${decided.action.type} -p '${JSON.stringify(decided.action.patch)}'\n`);
+}
+
+/** The CanaryRelease of a manifest file (the first one, when it holds several documents). */
+function releaseFromFile(file: string): CanaryRelease {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`-f ${file}: ${(err as Error).message}`);
+  }
+  const documents = parseAllDocuments(text);
+  const objects = (Array.isArray(documents) ? documents : [documents]).map((document) => {
+    if (document.errors.length > 0) throw new UsageError(`-f ${file}: not YAML: ${document.errors[0]!.message.split('\n')[0]}`);
+    return document.toJS() as { kind?: string; metadata?: { name?: string } } | null;
+  });
+  const release = objects.find((object) => object?.kind === KIND);
+  if (release === undefined || release === null) throw new UsageError(`-f ${file}: holds no object of kind ${KIND}`);
+  if (typeof release.metadata?.name !== 'string' || release.metadata.name === '') throw new UsageError(`-f ${file}: the ${KIND} has no metadata.name`);
+  return release as CanaryRelease;
+}
+
+const nameArg = { name: { type: 'string', demandOption: true, describe: 'The CanaryRelease' } } as const;
+
+try {
+  await yargs(hideBin(process.argv))
+    .scriptName(NAME)
+    .option('namespace', { alias: 'n', type: 'string', describe: 'Namespace [default: the kubeconfig context\'s, else default]' })
+    .option('kubeconfig', { type: 'string', describe: 'kubeconfig file [default: KUBECONFIG, else ~/.kube/config]' })
+    .option('context', { type: 'string', describe: 'kubeconfig context [default: the current one]' })
+    .command('status <name>', 'Per Service port: configured, served and achieved split; the step; the last analysis; the conditions', (y) => y.positional('name', nameArg.name),
+      async (argv) => {
+        const cluster = connect(argv);
+        process.stdout.write(formatStatus(await cluster.release(argv.name), new Date()));
+      })
+    .command('promote <name>', 'End the current step\'s pause and analysis gate (spec.promotedStep); --full adopts now (spec.transition: Adopted)',
+      (y) => y.positional('name', nameArg.name).option('full', { type: 'boolean', default: false, describe: 'Adopt the canary now, skipping the remaining steps' }),
+      (argv) => act(connect(argv), argv.name, (release) => promote(release, argv.full)))
+    .command('pause <name>', 'Hold the current step however long its pause (spec.paused: true)', (y) => y.positional('name', nameArg.name),
+      (argv) => act(connect(argv), argv.name, pause))
+    .command('resume <name>', 'Let the steps go on (spec.paused: false)', (y) => y.positional('name', nameArg.name),
+      (argv) => act(connect(argv), argv.name, resume))
+    .command('abort <name>', 'Roll back: every Service goes back to the stable version (spec.transition: Deprecated)',
+      (y) => y.positional('name', nameArg.name).option('reason', { type: 'string', describe: 'Why, said in status and in the Event (spec.transitionReason)' }),
+      (argv) => act(connect(argv), argv.name, (release) => abort(release, argv.reason)))
+    .command('set-weight <name> <target>', 'Set a port\'s canary weight, SERVICE:PORT=N (releases without steps)',
+      (y) => y.positional('name', nameArg.name).positional('target', { type: 'string', demandOption: true, describe: 'SERVICE:PORT=WEIGHT, e.g. web:80=25' }),
+      (argv) => {
+        const target = parseWeightTarget(argv.target);
+        if (typeof target === 'string') throw new UsageError(target);
+        return act(connect(argv), argv.name, (release) => setWeight(release, target));
+      })
+    .command('plan', 'Dry run: what the release in FILE would create and change in the cluster as it is now, and every problem it would hit; changes nothing',
+      (y) => y.option('filename', { alias: 'f', type: 'string', demandOption: true, describe: 'A manifest with the CanaryRelease' })
+        .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'The proxy\'s --port-base' })
+        .option('proxy-selector', { type: 'string', describe: 'The proxy\'s --proxy-selector [default: canary-l4.io/release=NAME]' }),
+      async (argv) => {
+        const fromFile = releaseFromFile(argv.filename);
+        const cluster = connect({ ...argv, namespace: argv.namespace ?? fromFile.metadata.namespace });
+        const name = fromFile.metadata.name;
+        const observed = await cluster.observe(fromFile);
+        const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
+        const plan = dryRun(observed, { proxySelector, portBase: argv.portBase, weightOverrides: [], handBackGraceMs: 0, now: new Date() });
+        process.stdout.write(formatPlan(name, cluster.namespace, plan));
+        if (plan.problems.length > 0) process.exitCode = 1;
+      })
+    .demandCommand(1, 'name a command: status, promote, pause, resume, abort, set-weight or plan (see --help)')
+    .strict()
+    .help()
+    .alias('h', 'help')
+    .wrap(Math.min(110, process.stdout.columns ?? 110))
+    .fail((message, err) => {
+      if (err) throw err;
+      fail(`${message}\nRun ${NAME} --help for usage.`, 2);
+    })
+    .parseAsync();
+} catch (err) {
+  fail((err as Error).message, err instanceof UsageError || err instanceof ConfigError ? 2 : 1);
+}

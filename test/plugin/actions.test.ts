@@ -1,0 +1,32 @@
+// The patches behind `kubectl canary-l4` actions, from the release as read.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { abort, parseWeightTarget, promote } from '../../src/plugin/actions.ts';
+import type { CanaryRelease, CanaryReleaseStatus, CanaryReleaseSpec } from '../../src/control/types.ts';
+
+const release = (spec: CanaryReleaseSpec, status: Partial<CanaryReleaseStatus> = {}): CanaryRelease => ({ metadata: { name: 'web-v2', uid: 'u' }, spec, status });
+const STEPS = [{ weight: 10, pause: {} }, { weight: 50, pause: {} }];
+
+describe('kubectl canary-l4 actions', () => {
+  it('promote releases the step in force, as status says it is', () => {
+    const result = promote(release({ steps: STEPS }, { currentStep: 1 }), false);
+    assert.ok(result.ok);
+    assert.deepEqual(result.action.patch, { spec: { promotedStep: 1 } });
+    const paused = promote(release({ steps: STEPS, paused: true }), false);
+    assert.ok(paused.ok);
+    assert.match(paused.action.summary, /step 1\/2 promoted: .*; it stays paused \(spec.paused\) until resume/);
+  });
+
+  it('refuses what cannot apply: every step done, a release handing back or over', () => {
+    const refused = (result: ReturnType<typeof promote>) => (result.ok ? 'accepted' : result.error);
+    assert.match(refused(promote(release({ steps: STEPS }, { currentStep: 2 }), false)), /has done every step \(2\/2\): promote --full adopts it/);
+    assert.match(refused(promote(release({ steps: STEPS }, { phase: 'Deprecated' }), true)), /is Deprecated: it is over/);
+    assert.match(refused(abort(release({ transition: 'Adopted' }), undefined)), /already being adopted/);
+  });
+
+  it('parses SERVICE:PORT=WEIGHT', () => {
+    assert.deepEqual(parseWeightTarget('web:80=25'), { service: 'web', port: 80, weight: 25 });
+    for (const bad of ['web:80', 'web=25', ':80=2', 'web:0=5', 'web:80=-1', 'web:80=101']) assert.equal(typeof parseWeightTarget(bad), 'string', bad);
+  });
+});
