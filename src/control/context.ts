@@ -59,7 +59,8 @@ function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], 
   }
   const stepStartedAt = release.status?.stepStartedAt;
   const judgeShare = stepStartedAt === undefined || Date.parse(stepStartedAt) <= Date.parse(evidence.at) - evidence.intervalMs;
-  const spec = release.spec?.analysis;
+  // Once a transition is recorded the verdict that decided it (or the last before it) stands.
+  const spec = release.status?.transition == null ? release.spec?.analysis : undefined;
   return {
     analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis, judgeShare),
     countedAt: evidence.at,
@@ -148,7 +149,10 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
     ...(workloads === undefined ? {} : { workloads }),
     ...(judged.analysis === undefined ? {} : { analysis: judged.analysis }),
     ...(judged.countedAt === undefined ? {} : { countedAt: judged.countedAt }),
-    ...(steps === undefined ? {} : { currentStep: steps.currentStep, step: steps.step, pause: steps.pause, ...(steps.stepStartedAt === undefined ? {} : { stepStartedAt: steps.stepStartedAt }) }),
+    // Without a plan of steps this pass (a hold, a transition) the step stays as recorded, but no pause runs.
+    ...(steps === undefined
+      ? (context.observed.release.status?.step === undefined ? {} : { pause: null })
+      : { currentStep: steps.currentStep, step: steps.step, pause: steps.pause, ...(steps.stepStartedAt === undefined ? {} : { stepStartedAt: steps.stepStartedAt }) }),
   };
 }
 

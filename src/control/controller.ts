@@ -22,6 +22,7 @@ import { EvidenceCollector, replicaStatsUrls } from './collector.ts';
 import { decisions } from './decisions.ts';
 import { listenerName, listenersStillTargeted, servedWeight } from './l4.ts';
 import { OwnWrites } from './own-writes.ts';
+import { ProgressMetrics } from './progress-metrics.ts';
 import { reconcile, type Desired, type Observed, type ReconcileOptions, type Step } from './reconcile.ts';
 import { withRefusedConfig } from './refused.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition } from './types.ts';
@@ -96,6 +97,7 @@ export class Controller {
   readonly #options: ControllerOptions;
   readonly #log: Logger;
   readonly #metrics: ControllerMetrics;
+  readonly #progress: ProgressMetrics;
   /** Aborts every API call in flight at shutdown. */
   readonly #cancel = new AbortController();
   readonly #target: ApplyTarget;
@@ -127,6 +129,7 @@ export class Controller {
     this.#options = options;
     this.#log = options.runtime.log.child({ release: options.release, namespace: options.namespace });
     this.#metrics = registerMetrics(options.runtime.registry);
+    this.#progress = new ProgressMetrics(options.runtime.registry);
     const { core, apps, custom, kubeConfig } = options.clients;
     const { namespace, release } = options;
     const callOptions = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
@@ -327,6 +330,7 @@ export class Controller {
       }
       this.#said.missing = true;
       this.#metrics.releaseInfo.reset();
+      this.#progress.reset();
       return;
     }
     this.#said.missing = false;
@@ -415,6 +419,7 @@ export class Controller {
     const phase = desired.status.phase;
     this.#metrics.releaseInfo.reset();
     this.#metrics.releaseInfo.set({ release, namespace, phase }, 1);
+    this.#progress.report(desired.status);
     if (served) this.#reportWeights(desired);
     if (phase !== this.#said.phase) this.#log.info({ phase }, `CanaryRelease is ${phase}`);
     this.#said.phase = phase;

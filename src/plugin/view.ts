@@ -30,8 +30,10 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   }
   if (status.pause != null) lines.push(`Pause: ${status.pause.reason}, since ${since(status.pause.since, now)}`);
   lines.push('');
-  lines.push(formatTable(['SERVICE', 'PORT', 'PROXY PORT', 'CONFIGURED', 'SERVED', 'ACHIEVED STABLE', 'ACHIEVED CANARY', 'CANARY %'],
-    (status.ports ?? []).map((port) => [
+  const ports = status.ports ?? [];
+  if (ports.length === 0) lines.push('Ports: none through the proxy (not taken over yet, or handed back)');
+  else lines.push(formatTable(['SERVICE', 'PORT', 'PROXY PORT', 'CONFIGURED', 'SERVED', 'ACHIEVED STABLE', 'ACHIEVED CANARY', 'CANARY %'],
+    ports.map((port) => [
       port.service, `${port.port}/${port.protocol}`, String(port.proxyPort),
       `${port.weight}%${port.override === null ? '' : ` (--weight ${port.override}%)`}`, port.served === undefined ? '-' : `${port.served}%`,
       value(port.achieved?.stable), value(port.achieved?.canary), port.achieved === undefined ? '-' : `${port.achieved.canaryPercent}%`,

@@ -110,7 +110,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     }
     await createRelease(bed.cluster, 'db-v2', {
       services: [entry('db', 9000)],
-      steps: [{ weight: 20, pause: { duration: '2s' } }, { weight: 40, pause: { duration: '10s' } }, { weight: 60, pause: {} }, { weight: 80, pause: { duration: '2s' } }],
+      steps: [{ weight: 20, pause: { duration: '2s' } }, { weight: 40, pause: { duration: '10s' } }, { weight: 60, pause: {} }, { weight: 80, pause: { duration: '6s' } }],
       analysis: analysis({ connectErrorRate: { max: 0.05 }, resetRate: { max: 0.05 } }),
     });
     await waitForRelease(bed.cluster, 'db-v2', 'step 1 started: the Services are taken over', (found) => found?.status?.stepStartedAt !== undefined, 20_000);
@@ -154,15 +154,23 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     assert.match(promoted.stdout, /kubectl patch canaryrelease db-v2 -n default --type=merge -p '\{"spec":\{"promotedStep":2\}\}'/);
     await waitForRelease(bed.cluster, 'db-v2', 'step 4 once promoted', (found) => stepOf(found) === 3, 10_000);
 
-    // A person's pause holds step 4 past its 2 s; resume lets it end, and the release is adopted.
-    assert.equal((await plugin('pause', 'db-v2')).code, 0);
-    await sleep(3500);
+    // A person's pause holds step 4 past its 6 s; resume lets it end, and the release is adopted.
+    const pausing = await plugin('pause', 'db-v2');
+    assert.equal(pausing.code, 0, pausing.stderr);
+    const fourth = Date.parse((await getRelease(bed.cluster, 'db-v2'))!.status!.stepStartedAt!);
+    await sleep(Math.max(0, fourth + 7000 - Date.now()));
     const paused = await getRelease(bed.cluster, 'db-v2');
     assert.equal(stepOf(paused), 3, 'paused: step 4 holds past its pause');
     assert.match(paused?.status?.pause?.reason ?? '', /paused \(spec.paused\)/);
     const achieved = paused?.status?.ports?.[0]?.achieved;
     t.diagnostic(`achieved since the release began: ${JSON.stringify(achieved)}`);
     assert.ok((achieved?.canary ?? 0) > 0 && (achieved?.stable ?? 0) > 0, 'the achieved split counts both sides, both replicas');
+    const survivor = replicas.find((replica) => replica !== leader)!;
+    const scraped = await (await fetch(`http://127.0.0.1:${survivor.adminPort()}/metrics`)).text();
+    for (const sample of ['canary_l4_release_step 4', 'canary_l4_release_steps 4', 'canary_l4_release_step_held 1', 'canary_l4_analysis_verdict{verdict="Passed"} 1', 'canary_l4_analysis_failures 0']) {
+      assert.ok(scraped.split('\n').includes(sample), `the dashboard's ${sample}`);
+    }
+    assert.match(scraped, /^canary_l4_achieved_connections\{service="db",port="9000",protocol="TCP",side="canary"\} [1-9]\d*$/m);
     const status = await plugin('status', 'db-v2');
     assert.equal(status.code, 0, status.stderr);
     t.diagnostic(status.stdout);
@@ -171,7 +179,8 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     assert.match(status.stdout, /Analysis: Passed at .*, 1 replica\(s\)/, 'the survivor alone counts now');
     assert.match(status.stdout, /resetRate\s+0\s+0\s+max 0.05\s+Passed/);
 
-    assert.equal((await plugin('resume', 'db-v2')).code, 0);
+    const resuming = await plugin('resume', 'db-v2');
+    assert.equal(resuming.code, 0, resuming.stderr);
     const adopted = await waitForRelease(bed.cluster, 'db-v2', 'adopted after the last step', (found) => found?.status?.phase === 'Adopted', 20_000);
     assert.equal(adopted?.status?.transition?.reason, 'StepsComplete');
     assert.deepEqual((await getService(bed.cluster, 'db'))?.spec?.selector, { app: 'db', version: 'v2' }, 'the Service selects the canary pods');

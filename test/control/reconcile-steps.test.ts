@@ -212,12 +212,18 @@ describe('steps gated by analysis, and the rollback', () => {
     ({ world } = settle(world, 30_000));
     assert.equal(world.release?.status?.phase, 'Running', 'one failure is not yet the limit');
     world.evidence = resetting(60_000);
-    const { world: end, last } = converge(world, at(60_000));
+    const rolling = converge(world, at(60_000), 2).world;
+    assert.equal(rolling.release?.status?.transition?.reason, 'AnalysisFailed');
+    // An interval counted while the Services are handed back does not replace that verdict.
+    rolling.evidence = healthy(90_000);
+    const { world: end, last } = converge(rolling, at(90_000));
     assert.equal(end.release?.status?.phase, 'Deprecated');
     assert.equal(end.release?.status?.transition?.reason, 'AnalysisFailed');
     const failure = end.release?.status?.conditions?.find((item) => item.type === 'Failure');
     assert.equal(failure?.reason, 'AnalysisFailed');
     assert.match(failure?.message ?? '', /failed 2 analysis interval\(s\) in a row: resetRate: canary 0.3, stable 0.0022, threshold max 0.02/);
     assert.deepEqual([last?.mode, last?.l4Config.listeners], ['archived', []], 'the release is done: the proxy serves nothing');
+    assert.deepEqual([end.release?.status?.analysis?.verdict, end.release?.status?.analysis?.failures], ['Failed', 2], 'the verdict that decided it stands');
+    assert.deepEqual([end.release?.status?.step, end.release?.status?.pause ?? null], ['1/2', null], 'the step it ended at; no pause runs');
   });
 });

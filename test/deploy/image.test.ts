@@ -155,6 +155,14 @@ describe('deploy/Dockerfile', () => {
       for (const command of ['serve', 'proxy', 'manager', 'demo']) assert.match(stdout, new RegExp(`canary-l4 ${command}\\b`));
     });
 
+    it('puts the kubectl plugin of package.json on PATH, and it runs on the production dependencies', async () => {
+      const linked = instructions(finalStage, 'RUN').map((command) => /\bln -s \/app\/(\S+) \/usr\/local\/bin\/kubectl-canary_l4$/.exec(command)?.[1]).find(Boolean);
+      const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+      assert.equal(linked, packageJson.bin['kubectl-canary_l4']);
+      const { stdout } = await run(process.execPath, [join(imageDir, linked!), '--help'], { cwd: imageDir, env: { ...env, NODE_ENV: 'production' }, timeout: 30_000 });
+      for (const command of ['status', 'promote', 'pause', 'resume', 'abort', 'set-weight', 'plan']) assert.match(stdout, new RegExp(`kubectl canary-l4 ${command}\\b`));
+    });
+
     // The manager's Deployment, and the proxies: standalone, and as the manager renders them.
     const example = theOnly<ManagedRelease>(KIND);
     const rendered = renderProxy({ ...example, metadata: { ...example.metadata, namespace: 'default', uid: 'uid-1' } }, { proxyImage: 'canary-l4:0.1.0' });

@@ -40,14 +40,14 @@ describe('pod servers', () => {
     .filter((pod) => pod.status?.phase === 'Running' && pod.status.podIP && !pod.metadata?.deletionTimestamp);
   /** listening() for exactly these pods: TCP 8080 and UDP 8081 each. */
   const servedFor = (pods: V1Pod[]) => pods.flatMap((pod) => [`${pod.status!.podIP}:8080/TCP`, `${pod.status!.podIP}:8081/UDP`]).sort();
-  const deploy = (name: string, image: string, replicas: number) => apps.createNamespacedDeployment({
+  const deploy = (name: string, image: string, replicas: number, env: { name: string; value: string }[] = []) => apps.createNamespacedDeployment({
     namespace: 'default',
     body: {
       metadata: { name },
       spec: {
         replicas,
         selector: { matchLabels: { app: name } },
-        template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'web', image, ports: [{ containerPort: 8080 }, { containerPort: 8081, protocol: 'UDP' }] }] } },
+        template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'web', image, env, ports: [{ containerPort: 8080 }, { containerPort: 8081, protocol: 'UDP' }] }] } },
       },
     },
   });
@@ -115,6 +115,24 @@ describe('pod servers', () => {
     await servers.stop();
     assert.deepEqual(servers.listening(), []);
     for (const key of last.filter((k) => k.endsWith('/TCP'))) assert.ok(await refused(key.split(':')[0]!, 8080), `${key} closed by stop()`);
+  });
+
+  it('a pod told to misbehave (FAKE_POD_FAULT): 3 of every 10 TCP connections reset; UDP silent', async () => {
+    await servers?.stop();
+    servers = await startPodServers({ kubeConfig: api.kubeConfig, namespace: 'default', labelSelector: 'app in (resets,silent)' });
+    await deploy('resets', 'example/web:2.1', 1, [{ name: 'FAKE_POD_FAULT', value: 'reset=30' }]);
+    await deploy('silent', 'example/dns:2.1', 1, [{ name: 'FAKE_POD_FAULT', value: 'udp-silent' }]);
+    const [resets, silent] = await waitFor(async () => {
+      const pods = [...await running('resets'), ...await running('silent')];
+      return pods.length === 2 && servers!.listening().join() === servedFor(pods).join() ? pods : undefined;
+    }, 'both pods served') ?? [];
+    const outcomes: string[] = [];
+    for (let i = 0; i < 20; i++) outcomes.push(await tcpAnswer(resets!.status!.podIP!, 8080).catch((err: NodeJS.ErrnoException) => err.code ?? 'error'));
+    assert.deepEqual(outcomes.filter((outcome) => outcome === 'ECONNRESET').length, 6, outcomes.join());
+    assert.ok(outcomes.every((outcome) => outcome === 'ECONNRESET' || outcome === 'example/web:2.1'));
+    assert.equal(await udpAnswer(resets!.status!.podIP!, 8081, 'x'), 'example/web:2.1:x', 'only TCP resets');
+    await assert.rejects(udpAnswer(silent!.status!.podIP!, 8081, 'x'), /no answer/);
+    assert.equal(await tcpAnswer(silent!.status!.podIP!, 8080), 'example/dns:2.1', 'only UDP is silent');
   });
 
   it('answers what `answer` derives from the pod', async () => {

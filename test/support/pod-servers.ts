@@ -11,6 +11,10 @@
  * deletion still get an answer. (New ones are accepted too; that kube-proxy no longer sends any
  * its way is what matters.)
  *
+ * A pod can be told to misbehave, as a bad release would (for trying an automatic rollback): its first
+ * container's env `FAKE_POD_FAULT` = `reset=30` resets 30 % of its TCP connections (evenly spread:
+ * 3 of every 10) instead of answering; `udp-silent` receives UDP and never replies. Off unless set.
+ *
  * ```ts
  * const servers = await startPodServers({ kubeConfig: api.kubeConfig, namespace: 'default', labelSelector: 'app=web' });
  * servers.listening();   // ['127.0.70.1:8080/TCP', '127.0.70.1:8081/UDP', …]
@@ -51,6 +55,22 @@ interface Wanted {
   /** The pod's uid and the answer: a new pod on a reused address, or a new answer, is a new server. */
   readonly owner: string;
   readonly answer: string;
+  readonly fault: Fault;
+}
+
+/** What a pod's FAKE_POD_FAULT asks of its servers. */
+interface Fault {
+  /** Percentage of TCP connections reset rather than answered. */
+  readonly resetPercent: number;
+  readonly udpSilent: boolean;
+}
+
+export const FAULT_ENV = 'FAKE_POD_FAULT';
+
+function faultOf(pod: V1Pod): Fault {
+  const value = pod.spec?.containers[0]?.env?.find((variable) => variable.name === FAULT_ENV)?.value ?? '';
+  const reset = /^reset=(\d{1,3})$/.exec(value);
+  return { resetPercent: reset ? Math.min(100, Number(reset[1])) : 0, udpSilent: value === 'udp-silent' };
 }
 
 interface Serving {
@@ -127,20 +147,26 @@ class PodServerSet implements PodServers {
     const ip = pod.status?.podIP;
     if (!ip || pod.status?.phase !== 'Running') return [];
     const answer = this.#answer(pod);
-    const owner = `${pod.metadata?.uid}/${answer}`;
+    const fault = faultOf(pod);
+    const owner = `${pod.metadata?.uid}/${answer}/${JSON.stringify(fault)}`;
     return (pod.spec?.containers ?? []).flatMap((container) => container.ports ?? [])
       .filter((port) => (port.protocol ?? 'TCP') !== 'SCTP')
-      .map((port) => ({ ip, port: port.containerPort, protocol: (port.protocol ?? 'TCP') as 'TCP' | 'UDP', owner, answer }));
+      .map((port) => ({ ip, port: port.containerPort, protocol: (port.protocol ?? 'TCP') as 'TCP' | 'UDP', owner, answer, fault }));
   }
 }
 
 async function serveTcp(w: Wanted): Promise<Serving> {
   const sockets = new Set<Socket>();
+  let accepted = 0;
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.on('error', () => socket.destroy());
     socket.on('close', () => sockets.delete(socket));
-    socket.end(w.answer);
+    // Evenly spread: the n-th connection is reset when it carries the running share past a whole one.
+    const n = accepted++;
+    const percent = w.fault.resetPercent;
+    if (Math.floor(((n + 1) * percent) / 100) > Math.floor((n * percent) / 100)) socket.resetAndDestroy();
+    else socket.end(w.answer);
   });
   server.listen({ host: w.ip, port: w.port, exclusive: true });
   await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err))]);
@@ -156,7 +182,9 @@ async function serveTcp(w: Wanted): Promise<Serving> {
 
 async function serveUdp(w: Wanted): Promise<Serving> {
   const socket: UdpSocket = createSocket('udp4');
-  socket.on('message', (datagram, peer) => socket.send(`${w.answer}:${datagram.toString('utf8')}`, peer.port, peer.address));
+  socket.on('message', (datagram, peer) => {
+    if (!w.fault.udpSilent) socket.send(`${w.answer}:${datagram.toString('utf8')}`, peer.port, peer.address);
+  });
   const bound = Promise.race([once(socket, 'listening'), once(socket, 'error').then(([err]) => Promise.reject(err))]);
   socket.bind({ address: w.ip, port: w.port, exclusive: true });
   try {

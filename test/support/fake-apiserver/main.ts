@@ -28,7 +28,8 @@ const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24
   --simulate-network      with --simulate-deployments: in --namespace, serve every Service's cluster IP as
                           kube-proxy would (to its Ready pods), and answer on every pod's container ports
                           with the pod's image (TCP: the text; UDP: <image>:<datagram>), so curl shows
-                          which version answered
+                          which version answered; a container env FAKE_POD_FAULT=reset=30 resets 30 % of
+                          its TCP connections, FAKE_POD_FAULT=udp-silent never replies to UDP (a bad release)
   --namespace             with --simulate-network (default default)`;
 
 async function main(): Promise<void> {
