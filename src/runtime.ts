@@ -87,7 +87,7 @@ export class Runtime implements ConfigTarget {
         metrics: runtime.metrics,
         isReady: () => runtime.#ready,
         config: options.configEndpoint === false ? undefined : () => runtime.dataplane.config,
-        stats: () => snapshotCounters(runtime.stats),
+        stats: () => snapshotCounters(runtime.stats, runtime.dataplane.config),
       },
       options.log,
     );

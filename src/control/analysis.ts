@@ -17,6 +17,9 @@ export interface Evidence {
   readonly latencyBucketsMs: readonly number[];
   /** Counts during the interval, by listener, then backend (`forked`, `canary`). */
   readonly listeners: Readonly<Record<string, Readonly<Record<string, BackendCounters>>>>;
+  /** Listeners whose weights changed during the interval (a step, a weight edit, an override, a
+   * side turning Ready): their shares are not judged. */
+  readonly weightsMoved: readonly string[];
 }
 
 export const DEFAULT_INTERVAL_MS = 30_000;
@@ -95,16 +98,31 @@ function percent(part: number, whole: number): number {
 
 const rate = (part: number, whole: number): number | null => (whole === 0 ? null : part / whole);
 
-/** The smallest bucket bound below which `quantile` of the samples fall; null without samples. */
-function quantileMs(latency: readonly number[], boundsMs: readonly number[], quantile: number): number | null {
+/** Where a quantile of a latency histogram lies: its bucket's edges, and an estimate inside it. */
+interface QuantileMs {
+  /** Interpolated within the bucket, as Prometheus' histogram_quantile does. */
+  readonly estimate: number;
+  readonly lower: number;
+  readonly upper: number;
+}
+
+/** The `quantile` of the samples counted per upper bound in `boundsMs`; null without samples. */
+function quantileMs(latency: readonly number[], boundsMs: readonly number[], quantile: number): QuantileMs | null {
   const total = latency.reduce((sum, count) => sum + count, 0);
   if (total === 0) return null;
+  const rank = quantile * total;
   let seen = 0;
   for (let index = 0; index < latency.length; index++) {
-    seen += latency[index] ?? 0;
-    if (seen >= quantile * total) return boundsMs[index] ?? null;
+    const count = latency[index] ?? 0;
+    if (count > 0 && seen + count >= rank) {
+      const lower = index === 0 ? 0 : boundsMs[index - 1] ?? 0;
+      const upper = boundsMs[index] ?? lower;
+      return { estimate: lower + (upper - lower) * ((rank - seen) / count), lower, upper };
+    }
+    seen += count;
   }
-  return boundsMs.at(-1) ?? null;
+  const last = boundsMs.at(-1) ?? 0;
+  return { estimate: last, lower: last, upper: last };
 }
 
 function describe(threshold: Record<string, number | undefined>): string {
@@ -135,8 +153,12 @@ function thresholdSignals(spec: AnalysisSpec, stable: Side, canary: Side, bounds
   }
   const latency = t.connectLatencyP99;
   if (latency !== undefined && canary.established + stable.established > 0) {
-    results.push(signal('connectLatencyP99', quantileMs(canary.latency, boundsMs, 0.99), quantileMs(stable.latency, boundsMs, 0.99), { ...latency },
-      (c, s) => (latency.maxMs !== undefined && c > latency.maxMs) || (latency.maxRatioToStable !== undefined && s !== null && s > 0 && c > s * latency.maxRatioToStable)));
+    const [canaryP99, stableP99] = [quantileMs(canary.latency, boundsMs, 0.99), quantileMs(stable.latency, boundsMs, 0.99)];
+    // Against the stable, only what the buckets can tell apart: the lowest the canary's p99 can be
+    // against the highest the stable's can (two p99s of ~1 ms in adjacent buckets are not 2.5× apart).
+    const slower = (ratio: number) => canaryP99 !== null && stableP99 !== null && stableP99.upper > 0 && canaryP99.lower > stableP99.upper * ratio;
+    results.push(signal('connectLatencyP99', canaryP99?.estimate ?? null, stableP99?.estimate ?? null, { ...latency },
+      (c) => (latency.maxMs !== undefined && c > latency.maxMs) || (latency.maxRatioToStable !== undefined && slower(latency.maxRatioToStable))));
   }
   const udp = t.udpReplyRate;
   if (udp !== undefined && canary.udpSessions + stable.udpSessions > 0) {
@@ -149,17 +171,18 @@ function thresholdSignals(spec: AnalysisSpec, stable: Side, canary: Side, bounds
 /**
  * Signals that fail an interval whatever its samples: a canary passive health took out (it refuses,
  * so it gets almost no samples: failing, not inconclusive), and one that got far less than its
- * share of a port's new connections or flows. `judgeShare` is false for an interval in which the
- * weights moved (a step began in it).
+ * share of a port's new connections or flows — not judged on a port whose weights moved during the
+ * interval (its share then follows neither weight).
  */
-function hardSignals(evidence: Evidence, ports: readonly PortStatus[], canary: Side, judgeShare: boolean): SignalResult[] {
+function hardSignals(evidence: Evidence, ports: readonly PortStatus[], canary: Side): SignalResult[] {
   const results: SignalResult[] = [];
   if (canary.markedDown > 0) {
     results.push({ name: 'canaryDown', canary: canary.markedDown, stable: null, threshold: 'never taken out by passive health', verdict: 'Failed' });
   }
-  if (!judgeShare) return results;
   const { byPort } = sides(evidence, ports);
+  const moved = new Set(evidence.weightsMoved);
   for (const port of ports) {
+    if (moved.has(listenerName(port))) continue;
     const weight = servedWeight(port);
     const split = byPort.get(portKeyId(port));
     if (split === undefined || weight <= 0 || weight >= 100) continue;
@@ -181,14 +204,14 @@ function failureMessage(failed: readonly SignalResult[]): string {
 
 /**
  * The verdict on one interval: Failed on a hard signal or a threshold crossed; Inconclusive with
- * fewer canary samples than minSamples (never Passed on too little); else Passed. Failures count up
- * in a row; a pass resets them, an inconclusive interval does not.
+ * fewer canary samples than minSamples, or none at all whatever minSamples says (never Passed on too
+ * little); else Passed. Failures count up in a row; a pass resets them, an inconclusive interval does not.
  */
-export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly PortStatus[], previous: AnalysisStatus | undefined, judgeShare: boolean): AnalysisStatus {
+export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly PortStatus[], previous: AnalysisStatus | undefined): AnalysisStatus {
   const { stable, canary } = sides(evidence, ports);
   const samples = newFlows(canary);
-  const minSamples = spec.minSamples ?? DEFAULT_MIN_SAMPLES;
-  const hard = hardSignals(evidence, ports, canary, judgeShare);
+  const minSamples = Math.max(1, spec.minSamples ?? DEFAULT_MIN_SAMPLES);
+  const hard = hardSignals(evidence, ports, canary);
   const signals = [...hard, ...thresholdSignals(spec, stable, canary, evidence.latencyBucketsMs)];
   const failed = signals.filter((result) => result.verdict === 'Failed');
   const verdict: Verdict = hard.length > 0 ? 'Failed' : samples < minSamples ? 'Inconclusive' : failed.length > 0 ? 'Failed' : 'Passed';

@@ -47,22 +47,17 @@ export interface Judged {
   readonly achieved: ReadonlyMap<string, AchievedSplit>;
 }
 
-/**
- * New evidence (an interval not counted yet) is counted into the achieved split and, with
- * spec.analysis, judged. Its share of each port is judged only if no step began during it.
- */
+/** New evidence (an interval not counted yet) is counted into the achieved split and, with spec.analysis, judged. */
 function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], evidence: Evidence | undefined): Judged {
   const recordedAchieved = new Map(recorded.flatMap((port) => (port.achieved === undefined ? [] : [[portKeyId(port), port.achieved] as const])));
   const countedAt = release.status?.countedAt;
   if (evidence === undefined || (countedAt !== undefined && Date.parse(evidence.at) <= Date.parse(countedAt))) {
     return { analysis: release.status?.analysis, countedAt: undefined, achieved: recordedAchieved };
   }
-  const stepStartedAt = release.status?.stepStartedAt;
-  const judgeShare = stepStartedAt === undefined || Date.parse(stepStartedAt) <= Date.parse(evidence.at) - evidence.intervalMs;
   // Once a transition is recorded the verdict that decided it (or the last before it) stands.
   const spec = release.status?.transition == null ? release.spec?.analysis : undefined;
   return {
-    analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis, judgeShare),
+    analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis),
     countedAt: evidence.at,
     achieved: achievedWith(evidence, recorded),
   };

@@ -18,7 +18,7 @@ import type { Runtime } from '../runtime.ts';
 import { snapshotCounters } from '../dataplane/counters.ts';
 import { DEFAULT_INTERVAL_MS, type Evidence } from './analysis.ts';
 import { applySteps, StepError, type ApplyTarget } from './apply.ts';
-import { EvidenceCollector, replicaStatsUrls } from './collector.ts';
+import { EvidenceCollector, mergeEvidence, replicaStatsUrls } from './collector.ts';
 import { decisions } from './decisions.ts';
 import { listenerName, listenersStillTargeted, servedWeight } from './l4.ts';
 import { OwnWrites } from './own-writes.ts';
@@ -62,6 +62,8 @@ const INFORMER_MAX_BACKOFF_MS = 3_000;
 const WORK_MAX_BACKOFF_MS = 10_000;
 /** Without spec.analysis the achieved split is brought up to date this often. */
 const COUNT_INTERVAL_MS = 10_000;
+/** Intervals kept while passes cannot count them (an API outage); older ones are merged. */
+const MAX_PENDING_INTERVALS = 30;
 /** An API error is said in status once it has failed this many passes in a row (one may be a blip). */
 const API_ERROR_PASSES = 2;
 
@@ -119,7 +121,7 @@ export class Controller {
   #lastStatus: Desired['status'] | undefined;
   /** The leader's collector of every replica's counters, and the latest interval it collected. */
   readonly #collector: EvidenceCollector;
-  #evidence: Evidence | undefined;
+  #evidence: Evidence[] = [];
   /** The last pass's API failure and how many passes in a row failed with it. */
   #apiError: { message: string; passes: number } | undefined;
   /** What was last logged, so that a state worth a human's attention is logged once, not per pass. */
@@ -183,12 +185,14 @@ export class Controller {
       list: () => apps.listNamespacedReplicaSet({ namespace }, callOptions),
     });
     this.#collector = new EvidenceCollector({
-      local: () => snapshotCounters(options.runtime.stats),
+      local: () => snapshotCounters(options.runtime.stats, options.runtime.dataplane.config),
       replicas: () => replicaStatsUrls(this.#pods.list(), options.reconcile.proxySelector),
       intervalMs: () => collectionIntervalMs(this.#release()),
       active: () => !this.#stopped && (options.isLeader?.() ?? true),
       onEvidence: (evidence) => {
-        this.#evidence = evidence;
+        // Queued until status counts it: a pass delayed past the next interval (a backoff) loses none.
+        this.#evidence.push(evidence);
+        if (this.#evidence.length > MAX_PENDING_INTERVALS) this.#evidence.splice(0, 2, mergeEvidence(this.#evidence[0]!, this.#evidence[1]!));
         this.#loop.trigger();
       },
       log: this.#log,
@@ -228,6 +232,19 @@ export class Controller {
     return new Set([...tcp, ...udp]);
   }
 
+  /**
+   * The oldest interval status has not counted yet, one per pass (each pass's status write counts it,
+   * and the next pass takes the next). Only the leader's: it alone collects and writes, and a
+   * replica that stopped leading must not plan on intervals another leader counts.
+   */
+  #pendingEvidence(release: CanaryRelease): { evidence: Evidence } | undefined {
+    const countedAt = release.status?.countedAt;
+    const leading = this.#options.isLeader?.() ?? true;
+    this.#evidence = leading ? this.#evidence.filter((item) => countedAt === undefined || Date.parse(item.at) > Date.parse(countedAt)) : [];
+    const [oldest] = this.#evidence;
+    return oldest === undefined ? undefined : { evidence: oldest };
+  }
+
   /** Reconcile on the caches as they are now; `apiError`: the persistent failure to report. */
   #plan(release: CanaryRelease, now: Date, apiError?: string): Desired {
     const observed: Observed = {
@@ -238,7 +255,7 @@ export class Controller {
       replicaSets: this.#replicaSets.list(),
       listening: this.#listening(),
       ...(apiError === undefined ? {} : { apiError }),
-      ...(this.#evidence === undefined ? {} : { evidence: this.#evidence }),
+      ...(this.#pendingEvidence(release) ?? {}),
     };
     return reconcile(observed, { ...this.#options.reconcile, now });
   }

@@ -40,7 +40,9 @@ export interface ProxyPortPlan {
 export interface ReleasePlan {
   /** What would hold the release (its Failure condition): nothing moves until they are fixed. */
   readonly problems: readonly string[];
-  /** What it would wait for, or serve differently until it resolves (no Ready pod on a side, another release). */
+  /** What it would wait for before it starts (another release on a Service, a workload not there yet). */
+  readonly waiting: readonly string[];
+  /** What it would serve differently until it resolves (no Ready pod on a side). */
   readonly notes: readonly string[];
   /** Copies to create, and existing ones to update. */
   readonly creates: readonly V1Service[];
@@ -51,16 +53,16 @@ export interface ReleasePlan {
   readonly deployments: readonly V1Deployment[];
 }
 
-const NOTHING: Omit<ReleasePlan, 'problems' | 'notes'> = { creates: [], updates: [], originals: [], proxyPorts: [], deployments: [] };
+const NOTHING: Omit<ReleasePlan, 'problems' | 'waiting' | 'notes'> = { creates: [], updates: [], originals: [], proxyPorts: [], deployments: [] };
 
 export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePlan {
   const phase = observed.release.status?.phase;
   if (phase === 'Adopted' || phase === 'Deprecated') {
-    return { ...NOTHING, problems: [`CanaryRelease ${observed.release.metadata.name} is ${phase}: a finished release does nothing again; delete it or give the new one another name`], notes: [] };
+    return { ...NOTHING, problems: [`CanaryRelease ${observed.release.metadata.name} is ${phase}: a finished release does nothing again; delete it or give the new one another name`], waiting: [], notes: [] };
   }
   const context = observe(observed, options);
   const planned = planSpec(context);
-  if (!planned.ok) return { ...NOTHING, problems: planned.problems, notes: planned.waiting.map((item) => item.message) };
+  if (!planned.ok) return { ...NOTHING, problems: planned.problems, waiting: planned.waiting.map((item) => item.message), notes: [] };
   const findings = checkSelectors(context, planned.plans, sidesReady(context, planned.plans));
   const copies = planned.plans.flatMap((plan) => COPY_ROLES.map((role) => ({
     desired: desiredCopy(observed.release, plan.name, plan.saved, role, role === 'forked' ? plan.forkedSelector : plan.canarySelector),
@@ -71,6 +73,7 @@ export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePl
     planned.allocations.find((item) => item.service === service && item.port === port && item.protocol === protocol)?.proxyPort;
   return {
     problems: findings.failures,
+    waiting: [],
     notes: findings.notes,
     creates: copies.filter((copy) => copy.live === undefined).map((copy) => copy.desired),
     updates: copies.filter((copy) => copy.live !== undefined && copyPatch(copy.live, copy.desired) !== undefined).map((copy) => copy.desired),

@@ -14,7 +14,7 @@ import { planRunning } from './running.ts';
 import { planServices, type ServicePlan } from './spec.ts';
 import { planWorkloads, stableChanged, type WorkloadPlan } from './workloads.ts';
 import { DEFAULT_FAILURE_LIMIT } from './analysis.ts';
-import { planSteps, stepProblems, type StepPlan } from './steps.ts';
+import { planSteps, stepProblems, stepsComplete, type StepPlan } from './steps.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './transition.ts';
 import { LABEL_RELEASE, type Labels, type TransitionRecord } from './types.ts';
 
@@ -115,7 +115,7 @@ function decideTransition(context: Context): TransitionRecord | undefined {
   }
   if (context.deleting) return { type: 'Deprecated', reason: 'ReleaseDeleted', message: 'the CanaryRelease is being deleted' };
   const steps = release.spec?.steps ?? [];
-  if (steps.length > 0 && (release.status?.currentStep ?? 0) >= steps.length && release.spec?.autoAdopt !== false) {
+  if (stepsComplete(release.spec, release.status ?? {}) && release.spec?.autoAdopt !== false) {
     return { type: 'Adopted', reason: 'StepsComplete', message: `every step is done (${steps.length}/${steps.length}); adopted automatically (spec.autoAdopt)` };
   }
   return undefined;

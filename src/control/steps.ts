@@ -15,6 +15,24 @@ export function parseDuration(text: string): number | undefined {
   return parts.reduce((sum, part) => sum + Number(part[1]) * UNITS_MS[part[2]!]!, 0);
 }
 
+/** An interval that ended this long after a step began (the reconcile that started the step came
+ * just after it was counted) is still taken as judged at the step's weight. */
+const GATE_SLACK_MS = 1_000;
+
+/** What status holds of the steps. */
+export interface RecordedSteps {
+  readonly currentStep?: number;
+  readonly stepStartedAt?: string;
+  readonly step?: string;
+  readonly pause?: Pause | null;
+}
+
+/** Every step is done: the step in force is past the last, and the steps are still the ones it went through. */
+export function stepsComplete(spec: CanaryReleaseSpec | undefined, recorded: RecordedSteps): boolean {
+  const steps = spec?.steps ?? [];
+  return steps.length > 0 && (recorded.currentStep ?? 0) >= steps.length && recorded.step === `${steps.length}/${steps.length}`;
+}
+
 /** Why the steps stand still, since when. */
 export interface Pause {
   readonly reason: string;
@@ -58,11 +76,13 @@ export function stepProblems(spec: CanaryReleaseSpec | undefined): string[] {
  * `analysis`: the latest judged interval (this pass's, if it judged one); `serving`: every Service
  * is taken over (no clock runs before).
  */
-export function planSteps(spec: CanaryReleaseSpec, recorded: { currentStep?: number; stepStartedAt?: string; pause?: Pause | null },
-  analysis: AnalysisStatus | undefined, serving: boolean, now: Date): StepPlan | undefined {
+export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, analysis: AnalysisStatus | undefined, serving: boolean, now: Date): StepPlan | undefined {
   const steps = spec.steps ?? [];
   if (steps.length === 0) return undefined;
-  const current = Math.min(recorded.currentStep ?? 0, steps.length);
+  // Steps removed past the one in force: the last step is in force now, from the start.
+  const cut = (recorded.currentStep ?? 0) >= steps.length && !stepsComplete(spec, recorded);
+  const current = cut ? steps.length - 1 : Math.min(recorded.currentStep ?? 0, steps.length);
+  if (cut) recorded = { ...recorded, stepStartedAt: undefined };
   const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight;
   const shown = (index: number) => `${Math.min(index + 1, steps.length)}/${steps.length}`;
   const held = (reason: string, startedAt: string | undefined, requeueAfterMs?: number): StepPlan => ({
@@ -84,9 +104,11 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: { currentStep?: num
     }
     const remaining = Date.parse(startedAt) + (parseDuration(duration ?? '0s') ?? 0) - now.getTime();
     if (remaining > 0) return held(`step ${current + 1} holds until ${new Date(now.getTime() + remaining).toISOString()}`, startedAt, remaining);
-    if (spec.analysis !== undefined && !(analysis !== undefined && Date.parse(analysis.at) >= Date.parse(startedAt) && analysis.verdict === 'Passed')) {
+    // An interval judged at this step's weight: one that began once the step had.
+    const judged = analysis !== undefined && Date.parse(analysis.at) - analysis.intervalMs >= Date.parse(startedAt) - GATE_SLACK_MS ? analysis : undefined;
+    if (spec.analysis !== undefined && judged?.verdict !== 'Passed') {
       // The verdict, not its message: the reason (and so pause.since, and the Event) stays put from one interval to the next.
-      const last = analysis === undefined || Date.parse(analysis.at) < Date.parse(startedAt) ? 'none yet' : `${analysis.verdict}; see status.analysis`;
+      const last = judged === undefined ? 'none yet' : `${judged.verdict}; see status.analysis`;
       return held(`step ${current + 1} waits for an analysis interval that passes (last: ${last})`, startedAt);
     }
   }

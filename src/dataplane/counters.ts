@@ -3,6 +3,7 @@
 // process (whose counters began again at zero) from the one before.
 
 import { randomUUID } from 'node:crypto';
+import type { L4Config } from '../config/types.ts';
 import { DURATION_BUCKETS, type StatsRegistry } from './stats.ts';
 
 export interface BackendCounters {
@@ -26,12 +27,15 @@ export interface CounterSnapshot {
   readonly latencyBucketsMs: readonly number[];
   /** By listener, then backend. */
   readonly listeners: Readonly<Record<string, Readonly<Record<string, BackendCounters>>>>;
+  /** The weights served when the snapshot was taken, by listener, then backend: an interval in
+   * which they moved is not judged on each side's share. */
+  readonly weights: Readonly<Record<string, Readonly<Record<string, number>>>>;
 }
 
 /** One per process: counters that start again from zero belong to another instance. */
 const INSTANCE = randomUUID();
 
-export function snapshotCounters(stats: StatsRegistry): CounterSnapshot {
+export function snapshotCounters(stats: StatsRegistry, config: L4Config): CounterSnapshot {
   const listeners: Record<string, Record<string, BackendCounters>> = {};
   for (const [listener, backends] of stats.backends) {
     const byName: Record<string, BackendCounters> = {};
@@ -47,5 +51,7 @@ export function snapshotCounters(stats: StatsRegistry): CounterSnapshot {
     }
     listeners[listener] = byName;
   }
-  return { instance: INSTANCE, latencyBucketsMs: DURATION_BUCKETS.map((seconds) => seconds * 1000), listeners };
+  const weights = Object.fromEntries(config.listeners.map((listener) =>
+    [listener.name, Object.fromEntries(listener.backends.map((backend) => [backend.name, backend.weight]))]));
+  return { instance: INSTANCE, latencyBucketsMs: DURATION_BUCKETS.map((seconds) => seconds * 1000), listeners, weights };
 }

@@ -31,7 +31,12 @@ async function act(cluster: Cluster, name: string, decide: (release: CanaryRelea
   if (!decided.ok) throw new UsageError(decided.error);
   await cluster.patchRelease(name, decided.action.type, decided.action.patch);
   process.stdout.write(`canaryrelease.canary-l4.io/${name}: ${decided.action.summary}\n`
-    + `  the same with kubectl: kubectl patch canaryrelease ${name} -n ${cluster.namespace} --type=${decided.action.type} -p '${JSON.stringify(decided.action.patch)}'\n`);
+    + `  the same with kubectl: kubectl patch canaryrelease ${name} -n ${cluster.namespace} --type=${decided.action.type} -p ${shellQuote(JSON.stringify(decided.action.patch))}\n`);
+}
+
+/** One shell word: single quotes, a quote inside written as '\''. */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** The CanaryRelease of a manifest file (the first one, when it holds several documents). */

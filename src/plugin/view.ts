@@ -73,7 +73,10 @@ export function formatPlan(name: string, namespace: string, plan: ReleasePlan): 
   }
   section('Deployments to create:', plan.deployments.map((deployment) => `  ${deployment.metadata?.name}: ${deployment.spec?.replicas ?? 1} replica(s), image ${deployment.spec?.template.spec?.containers.map((container) => container.image).join(', ')}`));
   section('Problems (the release holds, changing nothing, until they are fixed):', plan.problems.map((problem) => `  - ${problem}`));
+  section('Waiting (the release changes nothing until then):', plan.waiting.map((item) => `  - ${item}`));
   section('Notes:', plan.notes.map((note) => `  - ${note}`));
-  if (plan.problems.length === 0) lines.push('', 'No problems: applied as it is, the release would start.');
+  if (plan.problems.length === 0) {
+    lines.push('', plan.waiting.length === 0 ? 'No problems: applied as it is, the release would start.' : 'No problems, but applied now the release would wait, as above.');
+  }
   return `${lines.join('\n')}\n`;
 }

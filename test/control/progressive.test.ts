@@ -26,6 +26,7 @@ import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbe
 const REPLICAS_BASE = 25100;
 const RESETS_BASE = 25200;
 const UDP_BASE = 25300;
+const COUNTS_BASE = 25400;
 const LEASE_SECONDS = 2;
 const INTERVAL_MS = 1000;
 const FAILURE_LIMIT = 2;
@@ -252,5 +253,35 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     await waitForRelease(bed.cluster, 'dns-v2', 'Deprecated', (found) => found?.status?.phase === 'Deprecated', 15_000);
     assert.deepEqual((await getService(bed.cluster, 'dns'))?.spec?.selector, { app: 'dns', version: 'v1' });
     await Promise.all(clients.map((client) => client.stop()));
+  });
+
+  it('intervals counted while status cannot be written are kept: the achieved split misses none', async (t) => {
+    await bed.kubectl('apply', '-f', await bed.kubectl.manifest('cnt.yaml', manifest('cnt', 9200, 8200)));
+    const ip = await bed.clusterIp('cnt');
+    await bed.startPod('cnt-v1', { app: 'cnt', version: 'v1' }, [{ port: 8200 }], 'stable');
+    await bed.startPod('cnt-v2', { app: 'cnt', version: 'v2' }, [{ port: 8200 }], 'canary');
+    await bed.startProxyPod('cnt-v2');
+    const proxy = await startProxy(bed.cluster, 'cnt-v2', COUNTS_BASE);
+    proxies.push(proxy);
+    await createRelease(bed.cluster, 'cnt-v2', { services: [entry('cnt', 9200)], steps: [{ weight: 30, pause: {} }], analysis: analysis({}, 1) });
+    // Counting has begun (an interval counted, with no traffic yet): every connection from now on is in an interval.
+    await waitForRelease(bed.cluster, 'cnt-v2', 'a first interval counted', (found) => found?.status?.countedAt !== undefined, 15_000);
+    const clients = startTraffic(() => ip, 9200, 'TCP', { pauseMs: 2, maxMs: 30_000 });
+    traffic.push(clients);
+    await sleep(1500);
+    // For 3.5 s no status write goes through: the passes back off, the intervals queue up.
+    bed.cluster.api.faults.failNext({ verb: 'patch', resource: 'canaryreleases', subresource: 'status', code: 500, count: 100_000 });
+    await sleep(3500);
+    bed.cluster.api.faults.reset();
+    await sleep(1000);
+    await clients.stop();
+    const stoppedAt = Date.now();
+    const counted = await waitForRelease(bed.cluster, 'cnt-v2', 'the intervals after the traffic counted',
+      (found) => Date.parse(found?.status?.countedAt ?? '0') > stoppedAt + 1500, 20_000);
+    const served = [...(proxy.runtime.stats.backends.get('cnt-9200-tcp')?.values() ?? [])].reduce((sum, backend) => sum + backend.connections, 0);
+    const achieved = counted?.status?.ports?.[0]?.achieved;
+    t.diagnostic(`served ${served} connections; achieved ${JSON.stringify(achieved)}`);
+    assert.ok(served > 100);
+    assert.equal((achieved?.stable ?? 0) + (achieved?.canary ?? 0), served, 'every connection the proxy served is in the achieved split');
   });
 });

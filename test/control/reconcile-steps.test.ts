@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Evidence } from '../../src/control/analysis.ts';
 import { judge } from '../../src/control/analysis.ts';
-import { intervalCounts } from '../../src/control/collector.ts';
+import { intervalCounts, mergeEvidence, parseSnapshot } from '../../src/control/collector.ts';
 import { parseDuration } from '../../src/control/steps.ts';
 import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../src/control/types.ts';
 import type { BackendCounters, CounterSnapshot } from '../../src/dataplane/counters.ts';
@@ -20,8 +20,8 @@ function counters(values: Partial<BackendCounters> = {}): BackendCounters {
 }
 
 /** An interval of `web-80-tcp` ending `atMs` after NOW. */
-function evidence(atMs: number, stable: Partial<BackendCounters>, canary: Partial<BackendCounters>, listener = 'web-80-tcp'): Evidence {
-  return { at: new Date(NOW.getTime() + atMs).toISOString(), intervalMs: 30_000, replicas: 2, latencyBucketsMs: BUCKETS_MS, listeners: { [listener]: { forked: counters(stable), canary: counters(canary) } } };
+function evidence(atMs: number, stable: Partial<BackendCounters>, canary: Partial<BackendCounters>, listener = 'web-80-tcp', weightsMoved: string[] = []): Evidence {
+  return { at: new Date(NOW.getTime() + atMs).toISOString(), intervalMs: 30_000, replicas: 2, latencyBucketsMs: BUCKETS_MS, listeners: { [listener]: { forked: counters(stable), canary: counters(canary) } }, weightsMoved };
 }
 
 const at = (ms: number) => options({ now: new Date(NOW.getTime() + ms) });
@@ -84,6 +84,19 @@ describe('steps', () => {
     assert.equal(world.release?.status?.currentStep, 1);
   });
 
+  it('steps cut below the one in force: the last one is in force, from its start; nothing is adopted', () => {
+    let { world } = settle(stepped(), 0);
+    ({ world } = settle(world, 2 * MINUTE));
+    assert.equal(world.release?.status?.step, '2/3');
+    world.release = { ...world.release!, spec: { ...world.release!.spec, steps: [{ weight: 5, pause: { duration: '2m' } }] } };
+    let last;
+    ({ world, last } = settle(world, 3 * MINUTE));
+    assert.deepEqual([world.release?.status?.phase, world.release?.status?.currentStep, world.release?.status?.step, canaryWeight(last)], ['Running', 0, '1/1', 5]);
+    assert.equal(world.release?.status?.stepStartedAt, new Date(NOW.getTime() + 3 * MINUTE).toISOString());
+    ({ world } = settle(world, 5 * MINUTE));
+    assert.equal(world.release?.status?.phase, 'Adopted', 'then its pause runs, and the release ends as its steps say');
+  });
+
   it('spec.paused holds the step past its pause; resume goes on', () => {
     let { world } = settle(stepped({ paused: true }), 0);
     ({ world } = settle(world, 5 * MINUTE));
@@ -123,55 +136,82 @@ describe('analysis', () => {
   const port: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 };
 
   it('judges each signal canary against stable; a crossed threshold fails, naming both values', () => {
-    const result = judge(resetting(0), ANALYSIS, [port], undefined, true);
+    const result = judge(resetting(0), ANALYSIS, [port], undefined);
     assert.equal(result.verdict, 'Failed');
     assert.deepEqual(result.signals.find((item) => item.name === 'resetRate'), { name: 'resetRate', canary: 0.3, stable: 0.0022, threshold: 'max 0.02, maxAboveStable 0.01', verdict: 'Failed' });
     assert.match(result.message, /resetRate: canary 0.3, stable 0.0022, threshold max 0.02, maxAboveStable 0.01/);
-    assert.equal(judge(healthy(0), ANALYSIS, [port], undefined, true).verdict, 'Passed');
+    assert.equal(judge(healthy(0), ANALYSIS, [port], undefined).verdict, 'Passed');
   });
 
   it('too few samples is inconclusive, never passed; a canary taken out by passive health fails however few', () => {
     const few = evidence(0, { connections: 90 }, { connections: 10 });
-    assert.equal(judge(few, ANALYSIS, [port], undefined, true).verdict, 'Inconclusive');
+    assert.equal(judge(few, ANALYSIS, [port], undefined).verdict, 'Inconclusive');
     const down = evidence(0, { connections: 400 }, { connections: 2, connectErrors: 5, markedDown: 1 });
-    const result = judge(down, ANALYSIS, [port], undefined, true);
+    const result = judge(down, ANALYSIS, [port], undefined);
     assert.equal(result.verdict, 'Failed');
     assert.match(result.message, /canaryDown: passive health took the canary out 1 time/);
   });
 
   it('a canary that gets far less than its share fails; not in an interval where the weights moved', () => {
     const starved = evidence(0, { connections: 995 }, { connections: 5 });
-    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined, true).signals.find((item) => item.name === 'canaryShare')?.verdict, 'Failed');
-    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined, false).signals.some((item) => item.name === 'canaryShare'), false);
+    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined).signals.find((item) => item.name === 'canaryShare')?.verdict, 'Failed');
+    const moved = evidence(0, { connections: 995 }, { connections: 5 }, 'web-80-tcp', ['web-80-tcp']);
+    assert.equal(judge(moved, { ...ANALYSIS, minSamples: 0 }, [port], undefined).signals.some((item) => item.name === 'canaryShare'), false);
   });
 
-  it('latency: the p99 bucket, against a maximum and against the stable side', () => {
+  it('no canary sample is never a pass, even with minSamples 0', () => {
+    assert.equal(judge(evidence(0, { connections: 500 }, {}), { ...ANALYSIS, minSamples: 0 }, [{ ...port, served: 0 }], undefined).verdict, 'Inconclusive');
+  });
+
+  it('latency: the p99 interpolated in its bucket, against a maximum and against the stable side', () => {
     const slow = evidence(0, { connections: 500, connectLatency: [500, 0, 0, 0, 0] }, { connections: 100, connectLatency: [50, 0, 40, 10, 0] });
-    const latency = judge(slow, ANALYSIS, [port], undefined, true).signals.find((item) => item.name === 'connectLatencyP99');
-    assert.deepEqual([latency?.canary, latency?.stable, latency?.verdict], [100, 1, 'Failed']);
+    const latency = judge(slow, ANALYSIS, [port], undefined).signals.find((item) => item.name === 'connectLatencyP99');
+    assert.deepEqual([latency?.canary, latency?.stable, latency?.verdict], [92.5, 0.99, 'Failed']);
+    // Adjacent buckets (≤1 ms, ≤5 ms) cannot tell 0.98 ms from 1.02 ms: that is no regression.
+    const close = evidence(0, { connections: 500, connectLatency: [500, 0, 0, 0, 0] }, { connections: 100, connectLatency: [0, 100, 0, 0, 0] });
+    assert.equal(judge(close, ANALYSIS, [port], undefined).signals.find((item) => item.name === 'connectLatencyP99')?.verdict, 'Passed');
   });
 
   it('UDP: flows that got a reply, canary against stable', () => {
     const udpPort: PortStatus = { ...port, protocol: 'UDP', port: 53 };
     const silent = evidence(0, { connections: 500, sessionsReplied: 500 }, { connections: 100, sessionsReplied: 40 }, 'web-53-udp');
-    const result = judge(silent, { minSamples: 50, thresholds: { udpReplyRate: { min: 0.95, maxBelowStable: 0.02 } } }, [udpPort], undefined, true);
+    const result = judge(silent, { minSamples: 50, thresholds: { udpReplyRate: { min: 0.95, maxBelowStable: 0.02 } } }, [udpPort], undefined);
     assert.deepEqual(result.signals.map((item) => [item.name, item.canary, item.stable, item.verdict]), [['udpReplyRate', 0.4, 1, 'Failed']]);
   });
 
   it('failures count in a row: a pass resets them, an inconclusive interval does not', () => {
-    const first = judge(resetting(0), ANALYSIS, [port], undefined, true);
-    const inconclusive = judge(evidence(30_000, {}, { connections: 3 }), ANALYSIS, [port], first, true);
-    const second = judge(resetting(60_000), ANALYSIS, [port], inconclusive, true);
+    const first = judge(resetting(0), ANALYSIS, [port], undefined);
+    const inconclusive = judge(evidence(30_000, {}, { connections: 3 }), ANALYSIS, [port], first);
+    const second = judge(resetting(60_000), ANALYSIS, [port], inconclusive);
     assert.deepEqual([first.failures, inconclusive.failures, second.failures], [1, 1, 2]);
-    assert.equal(judge(healthy(90_000), ANALYSIS, [port], second, true).failures, 0);
+    assert.equal(judge(healthy(90_000), ANALYSIS, [port], second).failures, 0);
   });
 
   it('sums every replica\'s counts over the interval; a replica seen the first time only sets its baseline', () => {
-    const snapshot = (instance: string, connections: number): CounterSnapshot => ({ instance, latencyBucketsMs: BUCKETS_MS, listeners: { l: { canary: counters({ connections }) } } });
+    const snapshot = (instance: string, connections: number, weight = 10): CounterSnapshot =>
+      ({ instance, latencyBucketsMs: BUCKETS_MS, listeners: { l: { canary: counters({ connections }) } }, weights: { l: { canary: weight, forked: 100 - weight } } });
     const previous = new Map([['a', snapshot('a', 10)], ['b', snapshot('b', 5)]]);
-    const { listeners, replicas } = intervalCounts(previous, [snapshot('a', 40), snapshot('b', 25), snapshot('c', 1000)]);
+    const { listeners, replicas, weightsMoved } = intervalCounts(previous, [snapshot('a', 40), snapshot('b', 25), snapshot('c', 1000)]);
     assert.equal(listeners.l?.canary?.connections, 50);
     assert.equal(replicas, 2);
+    assert.deepEqual(weightsMoved, []);
+    assert.deepEqual(intervalCounts(previous, [snapshot('a', 40, 25)]).weightsMoved, ['l'], 'a weight that moved in the interval');
+  });
+
+  it('a replica\'s /stats that is not counters this version sums is left out, never trusted', () => {
+    const good = { instance: 'a', latencyBucketsMs: BUCKETS_MS, listeners: { l: { canary: counters({ connections: 3 }) } }, weights: { l: { canary: 10 } } };
+    assert.deepEqual(parseSnapshot(good, BUCKETS_MS), good);
+    for (const bad of [null, {}, 'x', { ...good, listeners: null }, { ...good, weights: undefined }, { ...good, latencyBucketsMs: [1, 2] },
+      { ...good, listeners: { l: { canary: { ...counters(), connections: 'many' } } } }, { ...good, listeners: { l: { canary: { ...counters(), resets: -1 } } } },
+      { ...good, listeners: { l: { canary: { ...counters(), connectLatency: [1] } } } }]) {
+      assert.equal(parseSnapshot(bad, BUCKETS_MS), undefined, JSON.stringify(bad));
+    }
+  });
+
+  it('two intervals not yet counted merge into one', () => {
+    const merged = mergeEvidence(evidence(30_000, { connections: 5 }, { connections: 1 }), evidence(60_000, { connections: 7 }, { connections: 2 }, 'web-80-tcp', ['web-80-tcp']));
+    assert.deepEqual([merged.at, merged.intervalMs, merged.listeners['web-80-tcp']?.canary?.connections, merged.weightsMoved],
+      [new Date(NOW.getTime() + 60_000).toISOString(), 60_000, 3, ['web-80-tcp']]);
   });
 });
 
@@ -193,6 +233,20 @@ describe('steps gated by analysis, and the rollback', () => {
     ({ world } = settle(world, 70_000));
     assert.equal(world.release?.status?.currentStep, 1);
     assert.equal(world.release?.status?.analysis?.replicas, 2, 'status says how many replicas contributed');
+  });
+
+  it('an interval that began before the step (mostly at the previous weight) does not pass it', () => {
+    let { world } = settle(stepped({ analysis: ANALYSIS, steps: [{ weight: 10, pause: { duration: '30s' } }, { weight: 20, pause: { duration: '10s' } }, { weight: 50, pause: {} }] }), 0);
+    world.evidence = healthy(40_000);
+    ({ world } = settle(world, 40_000));
+    assert.equal(world.release?.status?.currentStep, 1);
+    world.evidence = healthy(55_000);
+    ({ world } = settle(world, 55_000));
+    assert.equal(world.release?.status?.currentStep, 1, 'its pause is over, but the interval began 15 s before the step');
+    assert.match(world.release?.status?.pause?.reason ?? '', /step 2 waits for an analysis interval that passes \(last: none yet\)/);
+    world.evidence = healthy(85_000);
+    ({ world } = settle(world, 85_000));
+    assert.equal(world.release?.status?.currentStep, 2);
   });
 
   it('counts each interval once into the achieved split, however often it is reconciled', () => {

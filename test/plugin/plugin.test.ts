@@ -4,12 +4,17 @@
 // with that patch does exactly the same.
 
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import type { CanaryRelease, CanaryReleaseSpec } from '../../src/control/types.ts';
+import { formatSaved, saveOriginal } from '../../src/control/originals.ts';
+import { ANNOTATION_ORIGINAL, type CanaryRelease, type CanaryReleaseSpec } from '../../src/control/types.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import { pluginFor, type Plugin } from '../support/plugin.ts';
 import { Pods } from '../support/pods.ts';
 import { createRelease, createService, getRelease, NAMESPACE, startCluster, type Cluster } from '../control/cluster.ts';
+
+const execFileAsync = promisify(execFile);
 
 /** Every object's resourceVersion, and each list's: a write anywhere changes one. */
 async function versions(cluster: Cluster): Promise<string> {
@@ -99,6 +104,18 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
     assert.match(mixing.stdout, /Problems \(the release holds, changing nothing, until they are fixed\):\n {2}- Service shop: forked selector app=shop,version=v1 and canary selector app=shop both match pods shop-1/);
   });
 
+  it('plan of a release whose Service another release holds: no problem, but it would wait, and says so', async () => {
+    const service = { metadata: { name: 'held' }, spec: { selector: { app: 'held' }, ports: [{ port: 80, targetPort: 8080 }] } };
+    const saved = formatSaved(saveOriginal(service, 'first'));
+    await cluster.core.createNamespacedService({ namespace: NAMESPACE, body: { ...service, metadata: { name: 'held', annotations: { [ANNOTATION_ORIGINAL]: saved } } } });
+    const file = await kubectl.manifest('second.yaml', release('second', { services: [{ service: 'held', ports: [{ port: 80, config: { weight: 10 } }] }] }));
+    const run = await plugin('plan', '-f', file);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /Waiting \(the release changes nothing until then\):\n {2}- Service held is under CanaryRelease first; this release starts once that one has ended/);
+    assert.match(run.stdout, /No problems, but applied now the release would wait, as above\./);
+    assert.doesNotMatch(run.stdout, /the release would start/);
+  });
+
   it('plan of a file without a CanaryRelease, and of a missing file: one line, exit 2', async () => {
     const file = await kubectl.manifest('service.yaml', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'x' } });
     const wrong = await plugin('plan', '-f', file);
@@ -112,18 +129,19 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
     const spec: CanaryReleaseSpec = { services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10 } }, { port: 53, protocol: 'UDP' }] }] };
     await createRelease(cluster, 'act', spec);
     await createRelease(cluster, 'twin', spec);
-    for (const args of [['set-weight', 'act', 'web:53=30'], ['set-weight', 'act', 'web:80=25'], ['pause', 'act'], ['resume', 'act'], ['abort', 'act', '--reason', 'p99 too high']]) {
+    for (const args of [['set-weight', 'act', 'web:53=30'], ['set-weight', 'act', 'web:80=25'], ['pause', 'act'], ['resume', 'act'], ['abort', 'act', '--reason', 'the p99 can\'t hold']]) {
       const run = await plugin(...args);
       assert.equal(run.code, 0, run.stderr);
-      const printed = /kubectl patch canaryrelease act -n default --type=(\w+) -p '(.*)'$/m.exec(run.stdout);
+      const printed = /kubectl patch canaryrelease act (-n default --type=\w+ -p .*)$/m.exec(run.stdout);
       assert.ok(printed, run.stdout);
-      await kubectl('patch', 'canaryrelease', 'twin', `--type=${printed[1]}`, '-p', printed[2]!);
+      // As a user pastes it into a shell.
+      await execFileAsync('sh', ['-c', `kubectl --kubeconfig ${cluster.api.kubeconfigPath} patch canaryrelease twin ${printed[1]}`], { env: { ...process.env, HOME: kubectl.home } });
     }
     const [acted, twin] = [await getRelease(cluster, 'act'), await getRelease(cluster, 'twin')];
     assert.deepEqual(acted?.spec, twin?.spec);
     assert.deepEqual(acted?.spec, {
       services: [{ service: 'web', ports: [{ port: 80, config: { weight: 25 } }, { port: 53, protocol: 'UDP', config: { weight: 30 } }] }],
-      paused: false, transition: 'Deprecated', transitionReason: 'p99 too high',
+      paused: false, transition: 'Deprecated', transitionReason: 'the p99 can\'t hold',
     });
   });
 
