@@ -1,11 +1,17 @@
 // Client-IP affinity (src/dataplane/affinity.ts), pure: 1 000 simulated clients keep their backend
 // while the weights hold, a canary raise moves only stable clients and about the raise's share of
 // them, more backends move clients only towards one that gained relative to theirs, and another
-// process gives the same answers (no shared state: replicas and restarts agree).
+// process gives the same answers (no shared state: replicas and restarts agree); and through the
+// proxy, TCP and UDP, IPv4 and IPv6 (clients from 127.0.92.x, the proxy on 127.0.93.1).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { describe, test } from 'node:test';
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
 import { ClientAffinity, clientAddressHash } from '../../src/dataplane/affinity.ts';
+import { startNamedBackend, startUdpEcho, udpAsk } from '../support/backends.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../support/dataplane.ts';
 
 /** 1 000 client addresses: 600 IPv4, 400 IPv6, spread like real ones. */
 const CLIENTS: readonly string[] = Array.from({ length: 1000 }, (_, i) =>
@@ -113,5 +119,93 @@ describe('client affinity (rendezvous hashing)', () => {
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', code, JSON.stringify(CLIENTS)], { encoding: 'utf8', timeout: 20_000 });
     assert.equal(child.status, 0, child.stderr);
     assert.deepEqual(JSON.parse(child.stdout) as number[], assign(['stable', 'canary'], [70, 30]));
+  });
+});
+
+describe('client affinity through the proxy', { timeout: 20_000 }, () => {
+  // Clients from 127.0.92.1–30: loopback accepts any 127/8 source address.
+  const SOURCES = Array.from({ length: 30 }, (_, i) => `127.0.92.${i + 1}`);
+  const PROXY_HOST = '127.0.93.1';
+  let plane: TestPlane;
+  const backends: { close(): Promise<void>; port: number }[] = [];
+  const sockets: dgram.Socket[] = [];
+
+  before(() => {
+    plane = createPlane();
+  });
+  after(async () => {
+    for (const socket of sockets) socket.close();
+    await plane.close();
+    await Promise.all(backends.map((backend) => backend.close()));
+  });
+
+  const config = (name: string, protocol: 'tcp' | 'udp', listen: string, ports: [number, number], canary: number) => ({
+    listeners: [
+      {
+        name,
+        protocol,
+        listen,
+        affinity: 'clientIP',
+        backends: [
+          { name: 'stable', host: '127.0.0.1', port: ports[0], weight: 100 - canary },
+          { name: 'canary', host: '127.0.0.1', port: ports[1], weight: canary },
+        ],
+      },
+    ],
+  });
+  const predicted = (address: string, canary: number) =>
+    new ClientAffinity([100 - canary, canary], ['stable', 'canary']).pick(everyone, clientAddressHash(address)) === 0 ? 'stable' : 'canary';
+
+  function askTcp(port: number, host: string, localAddress?: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host, port, localAddress });
+      let reply = '';
+      socket.on('data', (chunk: Buffer) => (reply += chunk.toString()));
+      socket.on('end', () => resolve(reply));
+      socket.on('error', reject);
+    });
+  }
+
+  test('TCP, IPv4: every connection of a client lands on its side, and a raise moves only stable clients', async () => {
+    const [stable, canary] = await Promise.all([startNamedBackend('stable'), startNamedBackend('canary')]);
+    backends.push(stable, canary);
+    const ports: [number, number] = [stable.port, canary.port];
+    const port = await applyOnFreePort(plane, (p) => config('tcp-affinity', 'tcp', `${PROXY_HOST}:${p}`, ports, 20), PROXY_HOST);
+    const sides = async () => Promise.all(SOURCES.map(async (source) => [await askTcp(port, PROXY_HOST, source), await askTcp(port, PROXY_HOST, source), await askTcp(port, PROXY_HOST, source)]));
+    const at20 = await sides();
+    at20.forEach((replies, i) => assert.deepEqual(replies, Array(3).fill(predicted(SOURCES[i]!, 20)), `client ${SOURCES[i]}`));
+    await plane.apply(config('tcp-affinity', 'tcp', `${PROXY_HOST}:${port}`, ports, 60));
+    const at60 = await sides();
+    at60.forEach((replies, i) => {
+      assert.deepEqual(replies, Array(3).fill(predicted(SOURCES[i]!, 60)), `client ${SOURCES[i]}`);
+      if (at20[i]![0] === 'canary') assert.equal(replies[0], 'canary', `${SOURCES[i]} went back to stable`);
+    });
+    const metrics = await plane.metrics();
+    assert.equal(metricValue(metrics, 'canary_l4_client_affinity', { listener: 'tcp-affinity' }), 1);
+    assert.equal(plane.dataplane.config.listeners[0]!.affinity, 'clientIP', '/config shows it');
+  });
+
+  test('TCP, IPv6: the client ::1 lands where the hash says', async () => {
+    const [stable, canary] = await Promise.all([startNamedBackend('stable'), startNamedBackend('canary')]);
+    backends.push(stable, canary);
+    const port = await applyOnFreePort(plane, (p) => config('tcp6-affinity', 'tcp', `[::1]:${p}`, [stable.port, canary.port], 50), '::1');
+    const replies = await Promise.all([askTcp(port, '::1'), askTcp(port, '::1'), askTcp(port, '::1')]);
+    assert.deepEqual(replies, Array(3).fill(predicted('::1', 50)));
+  });
+
+  test('UDP: a client address keeps its side whatever its source port', async () => {
+    const [stable, canary] = await Promise.all([startUdpEcho('stable'), startUdpEcho('canary')]);
+    backends.push(stable, canary);
+    const port = await applyOnFreePort(plane, (p) => config('udp-affinity', 'udp', `${PROXY_HOST}:${p}`, [stable.port, canary.port], 30), PROXY_HOST, 'udp');
+    for (const source of SOURCES.slice(0, 15)) {
+      for (let flow = 0; flow < 2; flow++) {
+        const socket = dgram.createSocket('udp4');
+        sockets.push(socket);
+        socket.bind({ address: source, port: 0 });
+        await once(socket, 'listening');
+        const [reply] = await udpAsk(port, 'hello', { host: PROXY_HOST, socket });
+        assert.equal(reply?.split(':')[0], predicted(source, 30), `client ${source}, flow ${flow}`);
+      }
+    }
   });
 });
