@@ -16,8 +16,10 @@ export type ProxyVariant = ProxyName | typeof CANARY_NO_METRICS;
 export interface ListenPorts {
   readonly bulk: number;
   readonly http: number;
-  /** undefined: this proxy does not do UDP (HAProxy). */
+  /** undefined: this proxy does not do UDP (HAProxy: no plain UDP proxying). */
   readonly udp: number | undefined;
+  /** UDP to the DNS servers; undefined as udp. */
+  readonly dns: number | undefined;
 }
 
 export interface RunningProxy {
@@ -31,7 +33,7 @@ export interface RunningProxy {
 }
 
 interface Split {
-  readonly name: 'bulk' | 'http' | 'udp';
+  readonly name: 'bulk' | 'http' | 'udp' | 'dns';
   readonly protocol: 'tcp' | 'udp';
   readonly port: number;
   readonly backends: readonly { name: string; port: number; weight: number }[];
@@ -47,10 +49,13 @@ function splits(ports: ListenPorts): Split[] {
   if (ports.udp !== undefined) {
     tcpAndUdp.push({ name: 'udp', protocol: 'udp', port: ports.udp, backends: [{ name: 'a', port: b.udpA, weight: 90 }, { name: 'b', port: b.udpB, weight: 10 }] });
   }
+  if (ports.dns !== undefined) {
+    tcpAndUdp.push({ name: 'dns', protocol: 'udp', port: ports.dns, backends: [{ name: 'a', port: b.dnsA, weight: 90 }, { name: 'b', port: b.dnsB, weight: 10 }] });
+  }
   return tcpAndUdp;
 }
 
-const portsFrom = (base: number, udp: boolean): ListenPorts => ({ bulk: base + 1, http: base + 2, udp: udp ? base + 3 : undefined });
+const portsFrom = (base: number, udp: boolean): ListenPorts => ({ bulk: base + 1, http: base + 2, udp: udp ? base + 3 : undefined, dns: udp ? base + 4 : undefined });
 
 // ---- config generators (pure) ----------------------------------------------------------------
 
@@ -151,7 +156,7 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
     case 'direct':
       return {
         name,
-        ports: { bulk: BACKEND_PORTS.iperf3, http: BACKEND_PORTS.httpA, udp: BACKEND_PORTS.udpA },
+        ports: { bulk: BACKEND_PORTS.iperf3, http: BACKEND_PORTS.httpA, udp: BACKEND_PORTS.udpA, dns: BACKEND_PORTS.dnsA },
         pid: undefined,
         exitReport: () => undefined,
         stop: async () => {},

@@ -11,7 +11,8 @@ import { startBackends } from './backends.ts';
 import { CANARY_NO_METRICS, PROXY_NAMES, startProxy, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { killAllChildren, type Child } from './processes.ts';
 import { measureWhile } from './proc-usage.ts';
-import { MAIN_WORKLOADS, type Workload, type WorkloadContext } from './workloads.ts';
+import { MAIN_WORKLOADS, perCpuSecondKey, type Workload, type WorkloadContext } from './workloads.ts';
+import { writeQueryFile } from './dns-server.ts';
 import { EXTRA_WORKLOADS } from './extras.ts';
 import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
 
@@ -67,7 +68,7 @@ function parseOptions(argv: readonly string[]): Options {
 }
 
 function toolsNeeded(options: Options): Tool[] {
-  const tools: Tool[] = ['iperf3', 'wrk'];
+  const tools: Tool[] = ['iperf3', 'wrk', 'sockperf', 'dnsperf', 'knot'];
   if (options.proxies.includes('nginx')) tools.push('nginx', 'nginxStream');
   if (options.proxies.includes('haproxy')) tools.push('haproxy');
   return tools;
@@ -78,7 +79,16 @@ function toolVersions(): Record<string, string> {
     const result = spawnSync(command, [flag], { encoding: 'utf8' });
     return `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n')[0] ?? 'unknown';
   };
-  return { nginx: firstLine('nginx', '-v'), haproxy: firstLine('haproxy', '-v'), iperf3: firstLine('iperf3', '-v'), wrk: firstLine('wrk', '-v'), node: process.version };
+  return {
+    nginx: firstLine('nginx', '-v'),
+    haproxy: firstLine('haproxy', '-v'),
+    iperf3: firstLine('iperf3', '-v'),
+    wrk: firstLine('wrk', '-v'),
+    sockperf: firstLine('sockperf', '--version'),
+    dnsperf: firstLine('dnsperf', '-h'),
+    knot: firstLine('knotd', '--version'),
+    node: process.version,
+  };
 }
 
 function describe(values: Readonly<Record<string, number>>): string {
@@ -110,7 +120,10 @@ async function measureOnce(workload: Workload, proxyName: ProxyVariant, context:
   try {
     const pid = workload.recordsUsage ? proxy.pid : undefined;
     const { result, usage } = await measureWhile(pid, () => workload.run(proxy, context));
-    const values = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
+    const values: Record<string, number> = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
+    // Work per second of the proxy's own CPU: what it would do with a core to itself.
+    const rate = workload.efficiencyOf === undefined ? undefined : values[workload.efficiencyOf];
+    if (usage !== undefined && rate !== undefined && usage.cpuPercent > 0) values[perCpuSecondKey(workload.efficiencyOf!)] = rate / (usage.cpuPercent / 100);
     // Something that died mid-run makes any figure meaningless (UDP would just show 0 round trips).
     const deadDuring = deathReport(proxyName, proxy, backends);
     return deadDuring === undefined ? { ...base, values } : { ...base, values: {}, error: deadDuring };
@@ -127,8 +140,9 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), 'canary-l4-bench-'));
   process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
 
-  console.log(`Starting backends (iperf3, 2 HTTP, 2 UDP echo) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
-  const backends = await startBackends();
+  console.log(`Starting backends (iperf3, 2 HTTP, 2 sockperf servers, knotd) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
+  const backends = await startBackends(scratch);
+  const dnsQueryFile = writeQueryFile(scratch);
   const variants: ProxyVariant[] = [...options.proxies];
   if (options.proxies.includes('canary-l4') && options.workloads.some((workload) => workload.name === 'metrics-cost')) variants.push(CANARY_NO_METRICS);
   const proxies = new Map<ProxyVariant, RunningProxy | Error>();
@@ -141,7 +155,7 @@ async function main(): Promise<void> {
 
   const measurements: Measurement[] = [];
   for (let repetition = 0; repetition < options.repeats; repetition++) {
-    const context: WorkloadContext = { seconds: options.seconds, repetition, proxies };
+    const context: WorkloadContext = { seconds: options.seconds, repetition, proxies, dnsQueryFile };
     for (const workload of options.workloads) {
       for (const proxyName of rotate(options.proxies.filter(workload.appliesTo), repetition)) {
         const startedRunAt = performance.now();
