@@ -1,14 +1,15 @@
-// `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]`
+// `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]
+//   [--baseline DIR] [--node-flags "..."] [--baseline-node-flags "..."]`
 // Side-by-side benchmark of canary-l4 against nginx's stream module and HAProxy on loopback.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureInstalled, type Tool } from './install.ts';
 import { startBackends } from './backends.ts';
-import { CANARY_NO_METRICS, PROXY_NAMES, startProxy, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { CANARY_NO_METRICS, DEFAULT_CANARY_NODE_FLAGS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { killAllChildren, type Child } from './processes.ts';
 import { measureWhile } from './proc-usage.ts';
 import { MAIN_WORKLOADS, perCpuSecondKey, type Workload, type WorkloadContext } from './workloads.ts';
@@ -27,6 +28,7 @@ interface Options {
   readonly seconds: number;
   readonly workloads: readonly Workload[];
   readonly proxies: readonly ProxyName[];
+  readonly canary: CanaryRuns;
 }
 
 function positiveInteger(flag: string, text: string | undefined, fallback: number): number {
@@ -55,15 +57,22 @@ function parseOptions(argv: readonly string[]): Options {
       seconds: { type: 'string' },
       only: { type: 'string' },
       proxies: { type: 'string' },
+      baseline: { type: 'string' },
+      'node-flags': { type: 'string' },
+      'baseline-node-flags': { type: 'string' },
     },
   });
+  const flags = (text: string | undefined) => (text === undefined ? DEFAULT_CANARY_NODE_FLAGS : text.split(/\s+/).filter((flag) => flag !== ''));
+  const baselineRoot = values.baseline === undefined ? undefined : resolve(values.baseline);
+  const defaultProxies = PROXY_NAMES.filter((name) => name !== 'baseline' || baselineRoot !== undefined);
   return {
     quick: values.quick,
     workers: positiveInteger('workers', values.workers, 1),
     repeats: positiveInteger('repeats', values.repeats, values.quick ? 1 : 3),
     seconds: positiveInteger('seconds', values.seconds, values.quick ? 2 : 3),
     workloads: pickByName('only', values.only, ALL_WORKLOADS, (workload) => workload.name),
-    proxies: pickByName('proxies', values.proxies, PROXY_NAMES, (name) => name),
+    proxies: pickByName('proxies', values.proxies, defaultProxies, (name) => name),
+    canary: { nodeFlags: flags(values['node-flags']), baselineRoot, baselineNodeFlags: flags(values['baseline-node-flags']) },
   };
 }
 
@@ -147,7 +156,7 @@ async function main(): Promise<void> {
   if (options.proxies.includes('canary-l4') && options.workloads.some((workload) => workload.name === 'metrics-cost')) variants.push(CANARY_NO_METRICS);
   const proxies = new Map<ProxyVariant, RunningProxy | Error>();
   const start = async (name: ProxyVariant): Promise<void> => {
-    const proxy = await startProxy(name, options.workers, scratch).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+    const proxy = await startProxy(name, options.workers, scratch, options.canary).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
     proxies.set(name, proxy);
     if (proxy instanceof Error) console.log(`  ${name}: FAILED to start — ${proxy.message.split('\n')[0]}`);
   };
