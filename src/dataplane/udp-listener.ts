@@ -16,6 +16,7 @@ import { FlowLifetimes, LiveFlow } from './lifetimes.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
+/** Capped by net.core.rmem_max (4 MiB here; 208 KiB on a stock kernel); a limit, not an allocation. */
 const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 /**
  * A session the lifetime policies end stops taking the client's datagrams at once (the next one
@@ -52,7 +53,13 @@ class UdpSession extends LiveFlow {
     this.lastTick = tick;
     this.#clientHash = clientHash;
     this.#detach = detach;
-    this.upstream = dgram.createSocket({ type: net.isIPv6(backend.config.host) ? 'udp6' : 'udp4', lookup: immediateLookup });
+    this.upstream = dgram.createSocket({
+      type: net.isIPv6(backend.config.host) ? 'udp6' : 'udp4',
+      lookup: immediateLookup,
+      // Replies queue here while the event loop is busy (a GC pause, a burst from other flows):
+      // the default ~200 KiB holds a few milliseconds at 40 000 replies/s, then drops them.
+      recvBufferSize: RECEIVE_BUFFER_BYTES,
+    });
   }
 
   clientHash(): number {
