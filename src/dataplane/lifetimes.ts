@@ -1,8 +1,9 @@
-// The opt-in lifetime policies of a listener's live connections and sessions: maxConnectionAgeMs,
-// the rebalance on a weight change (rebalanceWindowMs) and the drain of a removed backend
-// (drainTimeoutMs). Nothing here runs per byte or per datagram: one timer per listener looks at the
-// flows, and only while a policy is on or an end is scheduled. What to end is decided by the pure
-// functions of rebalance.ts and affinity.ts; how a flow ends gracefully is its listener's business.
+// The lifetime policies of a listener's live connections and sessions: the TCP idle timeout, and
+// the opt-in maxConnectionAgeMs, rebalance on a weight change (rebalanceWindowMs) and drain of a
+// removed backend (drainTimeoutMs). Nothing here runs per byte or per datagram: one timer per
+// listener looks at the flows, only while it has some. (A timer per socket, refreshed on every read
+// and write, is what it replaces for the idle timeout.) What to end is decided by the pure functions
+// of rebalance.ts and affinity.ts; how a flow ends gracefully is its listener's business.
 import { ClientAffinity } from './affinity.ts';
 import { jitteredAge, shortfalls, spreadOver, Steering, surplusPerBackend } from './rebalance.ts';
 import type { BackendRuntime, ListenerSnapshot } from './routing.ts';
@@ -20,14 +21,26 @@ export abstract class LiveFlow {
   endReason: EndReason = 'rebalance';
   /** Set once an end has begun; the flow leaves its set when it is closed. */
   ending = false;
+  /** activity() at the last sweep, and when it last changed (performance.now()). */
+  seenActivity = -1;
+  activeAt: number;
 
   constructor(backend: BackendRuntime, startedAt: number) {
     this.backend = backend;
     this.startedAt = startedAt;
+    this.activeAt = startedAt;
   }
 
   /** clientAddressHash of its client (affinity.ts). */
   abstract clientHash(): number;
+
+  /** A count that grows with traffic either way (bytes read by its sockets); for the idle timeout. */
+  activity(): number {
+    return 0;
+  }
+
+  /** Idle past the listener's idleTimeoutMs: closed at once, as an idle timer would. */
+  expireIdle(): void {}
 
   /** Begins a graceful end, once; counted by reason. */
   end(reason: EndReason): void {
@@ -56,10 +69,21 @@ export class FlowLifetimes {
   /** Replacements owed to the backends below their share after a rebalance; null when none. */
   #steering: Steering | null = null;
   #stopped = false;
+  /** Whether the sweep applies idleTimeoutMs (TCP; UDP sessions have a sweep of their own). */
+  readonly #idle: boolean;
 
-  constructor(snapshot: ListenerSnapshot) {
+  constructor(snapshot: ListenerSnapshot, options: { idleTimeout: boolean }) {
     this.#snapshot = snapshot;
-    this.#ensureSweep();
+    this.#idle = options.idleTimeout;
+  }
+
+  add(flow: LiveFlow): void {
+    this.flows.add(flow);
+    if (this.#timer === undefined) this.#ensureSweep();
+  }
+
+  delete(flow: LiveFlow): void {
+    this.flows.delete(flow);
   }
 
   /** While a rebalance is owed new connections: the backend a new one goes to, else null. */
@@ -139,15 +163,20 @@ export class FlowLifetimes {
   /** Runs the timer at the pace the shortest policy needs, or not at all. */
   #ensureSweep(): void {
     if (this.#stopped) return;
-    const { maxConnectionAgeMs = 0, rebalanceWindowMs = 0, drainTimeoutMs = 0 } = this.#snapshot.config;
-    const periods = [maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs].filter((ms) => ms > 0);
-    if (periods.length === 0 && !this.#anyScheduled()) return this.#stopSweep();
+    const periods = this.#periods();
+    if (this.flows.size === 0 || (periods.length === 0 && !this.#anyScheduled())) return this.#stopSweep();
     const everyMs = Math.min(MAX_SWEEP_MS, Math.max(MIN_SWEEP_MS, Math.floor(Math.min(...periods, MAX_SWEEP_MS * SWEEPS_PER_PERIOD) / SWEEPS_PER_PERIOD)));
     if (this.#timer !== undefined && this.#timerMs === everyMs) return;
     clearInterval(this.#timer);
     this.#timerMs = everyMs;
     this.#timer = setInterval(() => this.#sweep(), everyMs);
     this.#timer.unref();
+  }
+
+  /** The periods of the policies in force, in ms. */
+  #periods(): number[] {
+    const { idleTimeoutMs, maxConnectionAgeMs = 0, rebalanceWindowMs = 0, drainTimeoutMs = 0 } = this.#snapshot.config;
+    return [this.#idle ? idleTimeoutMs : 0, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs].filter((ms) => ms > 0);
   }
 
   #stopSweep(): void {
@@ -163,8 +192,19 @@ export class FlowLifetimes {
   #sweep(): void {
     const now = performance.now();
     const maxAgeMs = this.#snapshot.config.maxConnectionAgeMs ?? 0;
+    const idleMs = this.#idle ? this.#snapshot.config.idleTimeoutMs : 0;
     let scheduled = false;
     for (const flow of this.flows) {
+      if (idleMs > 0) {
+        const activity = flow.activity();
+        if (activity !== flow.seenActivity) {
+          flow.seenActivity = activity;
+          flow.activeAt = now;
+        } else if (now - flow.activeAt >= idleMs) {
+          flow.expireIdle();
+          continue;
+        }
+      }
       if (flow.ending) continue;
       if (flow.endAt <= now) {
         flow.end(flow.endReason);
@@ -176,8 +216,7 @@ export class FlowLifetimes {
         if (now - flow.startedAt >= jitteredAge(maxAgeMs, flow.ageJitter)) flow.end('max_age');
       }
     }
-    const { rebalanceWindowMs = 0, drainTimeoutMs = 0 } = this.#snapshot.config;
-    if (!scheduled && maxAgeMs === 0 && rebalanceWindowMs === 0 && drainTimeoutMs === 0) this.#stopSweep();
+    if (this.flows.size === 0 || (!scheduled && this.#periods().length === 0)) this.#stopSweep();
   }
 }
 

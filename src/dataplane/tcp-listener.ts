@@ -22,7 +22,7 @@ export class TcpListener implements Listener {
 
   constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
-    this.#lifetimes = new FlowLifetimes(snapshot);
+    this.#lifetimes = new FlowLifetimes(snapshot, { idleTimeout: true });
     this.#context = context;
     this.#log = context.log.child({ listener: snapshot.config.name });
     // Paused until the upstream is connected: early client bytes wait in the kernel, not in memory.
@@ -135,8 +135,8 @@ export class TcpListener implements Listener {
       else backend.health.recordSuccess();
       joined();
       const { idleReadBuffers } = this.#context;
-      const lifetimes = this.#lifetimes.flows;
-      const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, config.idleTimeoutMs, () => {
+      const lifetimes = this.#lifetimes;
+      const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, () => {
         idleReadBuffers.delete(connection);
         lifetimes.delete(connection);
         stats.active--;

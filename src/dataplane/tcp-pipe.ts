@@ -1,7 +1,7 @@
 // Joins an accepted client socket and its upstream socket: bytes both ways with backpressure (a
 // slow reader pauses the fast writer, so memory per connection stays bounded by the socket
-// buffers), half-close carried across, a reset or error on one side ends the other, and an idle
-// timeout for the pair. The joined pair is a LiveFlow: the lifetime policies may end it gracefully.
+// buffers), half-close carried across, a reset or error on one side ends the other. The joined pair
+// is a LiveFlow: the listener's sweep times it out when idle, and its policies may end it gracefully.
 import type { Socket } from 'node:net';
 import { clientAddressHash } from './affinity.ts';
 import type { ReadingPair } from './idle-read-buffers.ts';
@@ -49,6 +49,16 @@ export class TcpConnection extends LiveFlow implements ReadingPair {
     this.#clientHash = clientHash;
   }
 
+  /** Every byte either way was read by one of the two sockets. */
+  override activity(): number {
+    return this.client.bytesRead + this.upstream.bytesRead;
+  }
+
+  override expireIdle(): void {
+    this.client.destroy();
+    this.upstream.destroy();
+  }
+
   clientHash(): number {
     if (this.#clientHash === -1) this.#clientHash = clientAddressHash(this.client.remoteAddress ?? '');
     return this.#clientHash;
@@ -83,7 +93,6 @@ export function joinSockets(
   backend: BackendRuntime,
   startedAt: number,
   clientHash: number,
-  idleTimeoutMs: number,
   onClosed: () => void,
 ): TcpConnection {
   const counters = backend.stats;
@@ -117,8 +126,7 @@ export function joinSockets(
   };
   client.on('error', abortBoth);
   upstream.on('error', abortBoth);
-  // Activity in either direction reads or writes the client socket, so its timer covers both ways.
-  client.setTimeout(idleTimeoutMs, () => abortBoth());
+  // The idle timeout is the listener's sweep (lifetimes.ts), not a timer per socket.
 
   // A clean close means both directions of that socket ended, and those ends were passed on, so
   // the other socket closes by itself once its pending bytes are out; errors went through abortBoth.

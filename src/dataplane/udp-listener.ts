@@ -89,7 +89,7 @@ export class UdpListener implements Listener {
   constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
     this.#context = context;
-    this.#lifetimes = new FlowLifetimes(snapshot);
+    this.#lifetimes = new FlowLifetimes(snapshot, { idleTimeout: false });
     this.#log = context.log.child({ listener: snapshot.config.name });
     const { host } = snapshot.config.listen;
     const type = host === undefined || net.isIPv6(host) ? 'udp6' : 'udp4';
@@ -199,7 +199,7 @@ export class UdpListener implements Listener {
     if (byPort === undefined) this.#sessions.set(address, (byPort = new Map()));
     byPort.set(port, session);
     this.#live.add(session);
-    this.#lifetimes.flows.add(session);
+    this.#lifetimes.add(session);
     backend.stats.active++;
 
     const { upstream } = session;
@@ -265,7 +265,7 @@ export class UdpListener implements Listener {
 
   #end(session: UdpSession): void {
     if (!this.#live.delete(session)) return;
-    this.#lifetimes.flows.delete(session);
+    this.#lifetimes.delete(session);
     this.#forget(session);
     const { stats } = session.backend;
     stats.active--;
