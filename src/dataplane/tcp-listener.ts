@@ -7,6 +7,7 @@ import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './s
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
 import { clientAddressHash } from './affinity.ts';
 import { FlowLifetimes } from './lifetimes.ts';
+import { noDelayOnListener } from './listener-options.ts';
 import { TCP_CONNECTION_DESCRIPTORS } from './descriptor-budget.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from './listener.ts';
 
@@ -26,7 +27,8 @@ export class TcpListener implements Listener {
     this.#context = context;
     this.#log = context.log.child({ listener: snapshot.config.name });
     // Paused until the upstream is connected: early client bytes wait in the kernel, not in memory.
-    this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true });
+    // TCP_NODELAY (on, as nginx and HAProxy have it) is set once on the listening socket at bind.
+    this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true });
     this.#server.on('connection', (client) => this.#accept(client));
     this.#server.on('drop', () => this.#snapshot.stats.refused.max_connections++);
     this.#applyCap();
@@ -39,7 +41,10 @@ export class TcpListener implements Listener {
   listen(): Promise<void> {
     const { config } = this.#snapshot;
     return bindListener(this.#server, config, this.#log, (onBound) =>
-      this.#server.listen(listenOptions(config.listen, this.#context.reusePort), onBound),
+      this.#server.listen(listenOptions(config.listen, this.#context.reusePort), () => {
+        noDelayOnListener(this.#server);
+        onBound();
+      }),
     );
   }
 
