@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CANARY_METRICS_URL, CANARY_NO_METRICS, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { CHILD_FD_LIMIT } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
-import { httpKeepalive, tcpBulk8, tcpShort, udpMax, type Workload, type WorkloadContext } from './workloads.ts';
+import { httpKeepalive, tcpBulk8, tcpShort, udpRoundTrips, type Workload, type WorkloadContext } from './workloads.ts';
 import { bigConfigStalls } from './stalls.ts';
 
 /** 10 000, unless a single proxy process cannot hold two fds per connection under the fd limit. */
@@ -155,7 +155,7 @@ async function whileScraped<T>(work: () => Promise<T>): Promise<T> {
  * repetition. Off means no endpoint and no process-metrics sampling; the data plane's counters are
  * plain additions in both.
  */
-const METERED_WORKLOADS: readonly Workload[] = [tcpBulk8, tcpShort, httpKeepalive, udpMax];
+const METERED_WORKLOADS: readonly Workload[] = [tcpBulk8, tcpShort, httpKeepalive, udpRoundTrips];
 
 export const metricsCost: Workload = {
   name: 'metrics-cost',

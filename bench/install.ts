@@ -18,6 +18,9 @@ const REQUIREMENTS = {
   haproxy: { debianPackage: 'haproxy', present: onPath('haproxy') },
   iperf3: { debianPackage: 'iperf3', present: onPath('iperf3') },
   wrk: { debianPackage: 'wrk', present: onPath('wrk') },
+  sockperf: { debianPackage: 'sockperf', present: onPath('sockperf') },
+  dnsperf: { debianPackage: 'dnsperf', present: onPath('dnsperf') },
+  knot: { debianPackage: 'knot', present: onPath('knotd') },
 } satisfies Record<string, Requirement>;
 
 export type Tool = keyof typeof REQUIREMENTS;

@@ -7,8 +7,22 @@ import { NGINX_STREAM_MODULE } from './install.ts';
 import { CHILD_FD_LIMIT, startChild, waitFor, tcpPortOpen, httpOk, type Child } from './processes.ts';
 import { PROJECT_NODE, PROJECT_ROOT } from './paths.ts';
 
-export const PROXY_NAMES = ['direct', 'nginx', 'haproxy', 'canary-l4'] as const;
+export const PROXY_NAMES = ['direct', 'nginx', 'haproxy', 'canary-l4', 'baseline'] as const;
 export type ProxyName = (typeof PROXY_NAMES)[number];
+
+/**
+ * How canary-l4 runs: its Node flags, and for `baseline` the checkout it runs from. A lever is
+ * measured as canary-l4 against the baseline within the same repetitions (`--baseline DIR`,
+ * `--node-flags`, `--baseline-node-flags`).
+ */
+export interface CanaryRuns {
+  readonly nodeFlags: readonly string[];
+  readonly baselineRoot: string | undefined;
+  readonly baselineNodeFlags: readonly string[];
+}
+
+/** As the image runs it (deploy/Dockerfile ENTRYPOINT). */
+export const DEFAULT_CANARY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
 /** canary-l4 started with `--no-metrics`: only for the metrics-cost workload. */
 export const CANARY_NO_METRICS = 'canary-l4-no-metrics';
 export type ProxyVariant = ProxyName | typeof CANARY_NO_METRICS;
@@ -16,8 +30,10 @@ export type ProxyVariant = ProxyName | typeof CANARY_NO_METRICS;
 export interface ListenPorts {
   readonly bulk: number;
   readonly http: number;
-  /** undefined: this proxy does not do UDP (HAProxy). */
+  /** undefined: this proxy does not do UDP (HAProxy: no plain UDP proxying). */
   readonly udp: number | undefined;
+  /** UDP to the DNS servers; undefined as udp. */
+  readonly dns: number | undefined;
 }
 
 export interface RunningProxy {
@@ -31,7 +47,7 @@ export interface RunningProxy {
 }
 
 interface Split {
-  readonly name: 'bulk' | 'http' | 'udp';
+  readonly name: 'bulk' | 'http' | 'udp' | 'dns';
   readonly protocol: 'tcp' | 'udp';
   readonly port: number;
   readonly backends: readonly { name: string; port: number; weight: number }[];
@@ -47,10 +63,13 @@ function splits(ports: ListenPorts): Split[] {
   if (ports.udp !== undefined) {
     tcpAndUdp.push({ name: 'udp', protocol: 'udp', port: ports.udp, backends: [{ name: 'a', port: b.udpA, weight: 90 }, { name: 'b', port: b.udpB, weight: 10 }] });
   }
+  if (ports.dns !== undefined) {
+    tcpAndUdp.push({ name: 'dns', protocol: 'udp', port: ports.dns, backends: [{ name: 'a', port: b.dnsA, weight: 90 }, { name: 'b', port: b.dnsB, weight: 10 }] });
+  }
   return tcpAndUdp;
 }
 
-const portsFrom = (base: number, udp: boolean): ListenPorts => ({ bulk: base + 1, http: base + 2, udp: udp ? base + 3 : undefined });
+const portsFrom = (base: number, udp: boolean): ListenPorts => ({ bulk: base + 1, http: base + 2, udp: udp ? base + 3 : undefined, dns: udp ? base + 4 : undefined });
 
 // ---- config generators (pure) ----------------------------------------------------------------
 
@@ -120,7 +139,8 @@ export function canaryConfig(ports: ListenPorts): string {
 const READY_TIMEOUT_MS = 15_000;
 
 /** Waits until the proxy is ready; a proxy that never gets there is stopped, not left behind. */
-const canaryPortBase = (name: 'canary-l4' | typeof CANARY_NO_METRICS): number => (name === 'canary-l4' ? 18_000 : 19_000);
+const canaryPortBase = (name: 'canary-l4' | 'baseline' | typeof CANARY_NO_METRICS): number =>
+  name === 'canary-l4' ? 18_000 : name === 'baseline' ? 19_500 : 19_000;
 
 /** canary-l4's (metrics on) Prometheus endpoint. */
 export const CANARY_METRICS_URL = `http://127.0.0.1:${canaryPortBase('canary-l4') + 90}/metrics`;
@@ -146,12 +166,12 @@ function workdir(root: string, name: string): string {
   return dir;
 }
 
-export async function startProxy(name: ProxyVariant, workers: number, scratchRoot: string): Promise<RunningProxy> {
+export async function startProxy(name: ProxyVariant, workers: number, scratchRoot: string, runs: CanaryRuns): Promise<RunningProxy> {
   switch (name) {
     case 'direct':
       return {
         name,
-        ports: { bulk: BACKEND_PORTS.iperf3, http: BACKEND_PORTS.httpA, udp: BACKEND_PORTS.udpA },
+        ports: { bulk: BACKEND_PORTS.iperf3, http: BACKEND_PORTS.httpA, udp: BACKEND_PORTS.udpA, dns: BACKEND_PORTS.dnsA },
         pid: undefined,
         exitReport: () => undefined,
         stop: async () => {},
@@ -172,15 +192,17 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
       return whenReady(name, ports, child, () => waitForTcpListeners(ports, child));
     }
     case 'canary-l4':
+    case 'baseline':
     case CANARY_NO_METRICS: {
+      const baseline = name === 'baseline';
+      if (baseline && runs.baselineRoot === undefined) throw new Error('--baseline DIR names the checkout to compare with');
       const base = canaryPortBase(name);
       const ports = portsFrom(base, true);
       const adminPort = base + 90;
       const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');
       writeFileSync(configFile, canaryConfig(ports));
       const args = [
-        // As the image runs it (deploy/Dockerfile ENTRYPOINT).
-        '--max-semi-space-size=2',
+        ...(baseline ? runs.baselineNodeFlags : runs.nodeFlags),
         'src/cli/main.ts',
         'serve',
         '--config',
@@ -198,7 +220,7 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
         String(workers),
       ];
       if (name === CANARY_NO_METRICS) args.push('--no-metrics');
-      const child = startChild(name, PROJECT_NODE, args, PROJECT_ROOT);
+      const child = startChild(name, PROJECT_NODE, args, baseline ? runs.baselineRoot : PROJECT_ROOT);
       return whenReady(name, ports, child, () =>
         waitFor(`${name} /readyz`, () => httpOk(`http://127.0.0.1:${adminPort}/readyz`), child, READY_TIMEOUT_MS),
       );

@@ -1,17 +1,19 @@
-// `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]`
+// `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]
+//   [--baseline DIR] [--node-flags "..."] [--baseline-node-flags "..."]`
 // Side-by-side benchmark of canary-l4 against nginx's stream module and HAProxy on loopback.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureInstalled, type Tool } from './install.ts';
 import { startBackends } from './backends.ts';
-import { CANARY_NO_METRICS, PROXY_NAMES, startProxy, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { CANARY_NO_METRICS, DEFAULT_CANARY_NODE_FLAGS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { killAllChildren, type Child } from './processes.ts';
 import { measureWhile } from './proc-usage.ts';
-import { MAIN_WORKLOADS, type Workload, type WorkloadContext } from './workloads.ts';
+import { MAIN_WORKLOADS, perCpuSecondKey, type Workload, type WorkloadContext } from './workloads.ts';
+import { writeQueryFile } from './dns-server.ts';
 import { EXTRA_WORKLOADS } from './extras.ts';
 import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
 
@@ -26,6 +28,7 @@ interface Options {
   readonly seconds: number;
   readonly workloads: readonly Workload[];
   readonly proxies: readonly ProxyName[];
+  readonly canary: CanaryRuns;
 }
 
 function positiveInteger(flag: string, text: string | undefined, fallback: number): number {
@@ -54,20 +57,27 @@ function parseOptions(argv: readonly string[]): Options {
       seconds: { type: 'string' },
       only: { type: 'string' },
       proxies: { type: 'string' },
+      baseline: { type: 'string' },
+      'node-flags': { type: 'string' },
+      'baseline-node-flags': { type: 'string' },
     },
   });
+  const flags = (text: string | undefined) => (text === undefined ? DEFAULT_CANARY_NODE_FLAGS : text.split(/\s+/).filter((flag) => flag !== ''));
+  const baselineRoot = values.baseline === undefined ? undefined : resolve(values.baseline);
+  const defaultProxies = PROXY_NAMES.filter((name) => name !== 'baseline' || baselineRoot !== undefined);
   return {
     quick: values.quick,
     workers: positiveInteger('workers', values.workers, 1),
     repeats: positiveInteger('repeats', values.repeats, values.quick ? 1 : 3),
     seconds: positiveInteger('seconds', values.seconds, values.quick ? 2 : 3),
     workloads: pickByName('only', values.only, ALL_WORKLOADS, (workload) => workload.name),
-    proxies: pickByName('proxies', values.proxies, PROXY_NAMES, (name) => name),
+    proxies: pickByName('proxies', values.proxies, defaultProxies, (name) => name),
+    canary: { nodeFlags: flags(values['node-flags']), baselineRoot, baselineNodeFlags: flags(values['baseline-node-flags']) },
   };
 }
 
 function toolsNeeded(options: Options): Tool[] {
-  const tools: Tool[] = ['iperf3', 'wrk'];
+  const tools: Tool[] = ['iperf3', 'wrk', 'sockperf', 'dnsperf', 'knot'];
   if (options.proxies.includes('nginx')) tools.push('nginx', 'nginxStream');
   if (options.proxies.includes('haproxy')) tools.push('haproxy');
   return tools;
@@ -78,7 +88,16 @@ function toolVersions(): Record<string, string> {
     const result = spawnSync(command, [flag], { encoding: 'utf8' });
     return `${result.stdout ?? ''}${result.stderr ?? ''}`.trim().split('\n')[0] ?? 'unknown';
   };
-  return { nginx: firstLine('nginx', '-v'), haproxy: firstLine('haproxy', '-v'), iperf3: firstLine('iperf3', '-v'), wrk: firstLine('wrk', '-v'), node: process.version };
+  return {
+    nginx: firstLine('nginx', '-v'),
+    haproxy: firstLine('haproxy', '-v'),
+    iperf3: firstLine('iperf3', '-v'),
+    wrk: firstLine('wrk', '-v'),
+    sockperf: firstLine('sockperf', '--version'),
+    dnsperf: firstLine('dnsperf', '-h'),
+    knot: firstLine('knotd', '--version'),
+    node: process.version,
+  };
 }
 
 function describe(values: Readonly<Record<string, number>>): string {
@@ -110,7 +129,10 @@ async function measureOnce(workload: Workload, proxyName: ProxyVariant, context:
   try {
     const pid = workload.recordsUsage ? proxy.pid : undefined;
     const { result, usage } = await measureWhile(pid, () => workload.run(proxy, context));
-    const values = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
+    const values: Record<string, number> = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
+    // Work per second of the proxy's own CPU: what it would do with a core to itself.
+    const rate = workload.efficiencyOf === undefined ? undefined : values[workload.efficiencyOf];
+    if (usage !== undefined && rate !== undefined && usage.cpuPercent > 0) values[perCpuSecondKey(workload.efficiencyOf!)] = rate / (usage.cpuPercent / 100);
     // Something that died mid-run makes any figure meaningless (UDP would just show 0 round trips).
     const deadDuring = deathReport(proxyName, proxy, backends);
     return deadDuring === undefined ? { ...base, values } : { ...base, values: {}, error: deadDuring };
@@ -127,13 +149,14 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), 'canary-l4-bench-'));
   process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
 
-  console.log(`Starting backends (iperf3, 2 HTTP, 2 UDP echo) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
-  const backends = await startBackends();
+  console.log(`Starting backends (iperf3, 2 HTTP, 2 sockperf servers, knotd) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
+  const backends = await startBackends(scratch);
+  const dnsQueryFile = writeQueryFile(scratch);
   const variants: ProxyVariant[] = [...options.proxies];
   if (options.proxies.includes('canary-l4') && options.workloads.some((workload) => workload.name === 'metrics-cost')) variants.push(CANARY_NO_METRICS);
   const proxies = new Map<ProxyVariant, RunningProxy | Error>();
   const start = async (name: ProxyVariant): Promise<void> => {
-    const proxy = await startProxy(name, options.workers, scratch).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+    const proxy = await startProxy(name, options.workers, scratch, options.canary).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
     proxies.set(name, proxy);
     if (proxy instanceof Error) console.log(`  ${name}: FAILED to start — ${proxy.message.split('\n')[0]}`);
   };
@@ -141,7 +164,7 @@ async function main(): Promise<void> {
 
   const measurements: Measurement[] = [];
   for (let repetition = 0; repetition < options.repeats; repetition++) {
-    const context: WorkloadContext = { seconds: options.seconds, repetition, proxies };
+    const context: WorkloadContext = { seconds: options.seconds, repetition, proxies, dnsQueryFile };
     for (const workload of options.workloads) {
       for (const proxyName of rotate(options.proxies.filter(workload.appliesTo), repetition)) {
         const startedRunAt = performance.now();

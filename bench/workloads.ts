@@ -1,10 +1,9 @@
-// The main workloads: load generators (iperf3, wrk, the UDP client), their output parsers, and
+// The main workloads: load generators (iperf3, wrk, sockperf, dnsperf), their output parsers, and
 // what each workload reports. Every run is bounded in time.
 import { fileURLToPath } from 'node:url';
 import type { ProxyVariant, RunningProxy } from './proxies.ts';
 import { runBounded, runToCompletion } from './processes.ts';
-import { PROJECT_NODE } from './paths.ts';
-import type { FixedRateResult, MaxRateResult } from './udp-client.ts';
+import { dnsperf, DNSPERF_CLIENTS, sockperfAtRate, sockperfPingPong } from './udp-tools.ts';
 
 export interface MetricSpec {
   readonly key: string;
@@ -19,6 +18,8 @@ export interface WorkloadContext {
   /** 0-based; lets workloads alternate the order of paired runs. */
   readonly repetition: number;
   readonly proxies: ReadonlyMap<ProxyVariant, RunningProxy | Error>;
+  /** dnsperf's query file. */
+  readonly dnsQueryFile: string;
 }
 
 export interface Workload {
@@ -29,16 +30,25 @@ export interface Workload {
   readonly recordsUsage: boolean;
   /** Restart the proxy first: memory measurements must not inherit an earlier run's heap. */
   readonly freshProxy?: boolean;
+  /** The key of the rate that is also reported per proxy CPU-second (see perCpuSecond). */
+  readonly efficiencyOf?: string;
   appliesTo(proxy: ProxyVariant): boolean;
   run(proxy: RunningProxy, context: WorkloadContext): Promise<Record<string, number>>;
 }
 
+/** The work a proxy does per second of its own CPU time: the key run.ts fills in. */
+export const perCpuSecondKey = (key: string): string => `${key}PerCpuSecond`;
+
+function perCpuSecond(key: string, unit: string): MetricSpec {
+  return { key: perCpuSecondKey(key), label: 'per proxy CPU-second', unit };
+}
+
 /** Generous slack on top of a run's nominal length before its load generator is killed. */
 const PROCESS_SLACK_MS = 15_000;
+/** A rate nginx sustains here with little loss (sockperf under-load, one flow). */
 export const UDP_FIXED_RATE_PER_SECOND = 40_000;
 const WRK_CONNECTIONS = 50;
 const CONNECTION_CLOSE_SCRIPT = fileURLToPath(new URL('connection-close.lua', import.meta.url));
-const UDP_CLIENT_SCRIPT = fileURLToPath(new URL('udp-client.ts', import.meta.url));
 
 // ---- iperf3 ---------------------------------------------------------------------------------
 
@@ -97,30 +107,27 @@ async function wrk(port: number, seconds: number, oneRequestPerConnection: boole
   return parseWrk(await runToCompletion('wrk', args, seconds * 1_000 + PROCESS_SLACK_MS));
 }
 
-// ---- UDP client -----------------------------------------------------------------------------
+// ---- UDP ------------------------------------------------------------------------------------
 
-async function udpClient<T>(port: number, args: readonly string[], seconds: number): Promise<T> {
-  const output = await runToCompletion(PROJECT_NODE, [UDP_CLIENT_SCRIPT, String(port), ...args], seconds * 1_000 + PROCESS_SLACK_MS);
-  const lastLine = output.trim().split('\n').at(-1) ?? '';
-  return JSON.parse(lastLine) as T;
-}
-
-function udpPort(proxy: RunningProxy): number {
-  if (proxy.ports.udp === undefined) throw new Error(`${proxy.name} has no UDP listener`);
-  return proxy.ports.udp;
+function udpPort(proxy: RunningProxy, which: 'udp' | 'dns' = 'udp'): number {
+  const port = proxy.ports[which];
+  if (port === undefined) throw new Error(`${proxy.name} has no UDP listener`);
+  return port;
 }
 
 // ---- the workloads --------------------------------------------------------------------------
 
 const anyProxy = (): boolean => true;
+/** HAProxy proxies no plain UDP (it has QUIC and syslog forwarding only). */
 const udpCapable = (proxy: ProxyVariant): boolean => proxy !== 'haproxy';
 
 function tcpBulk(streams: number): Workload {
   return {
     name: `tcp-bulk-${streams}`,
     title: `TCP bulk, ${streams} stream${streams === 1 ? '' : 's'}`,
-    metrics: [{ key: 'gbps', label: 'throughput', unit: 'Gbit/s' }],
+    metrics: [{ key: 'gbps', label: 'throughput', unit: 'Gbit/s' }, perCpuSecond('gbps', 'Gbit')],
     recordsUsage: true,
+    efficiencyOf: 'gbps',
     appliesTo: anyProxy,
     run: async (proxy, { seconds }) => ({ gbps: await iperf3Gbps(proxy.ports.bulk, streams, seconds) }),
   };
@@ -132,8 +139,9 @@ export const tcpBulk8 = tcpBulk(8);
 export const tcpShort: Workload = {
   name: 'tcp-short',
   title: 'Short connections (HTTP, Connection: close)',
-  metrics: [{ key: 'connectionsPerSecond', label: 'rate', unit: 'conn/s' }],
+  metrics: [{ key: 'connectionsPerSecond', label: 'rate', unit: 'conn/s' }, perCpuSecond('connectionsPerSecond', 'conn')],
   recordsUsage: true,
+  efficiencyOf: 'connectionsPerSecond',
   appliesTo: anyProxy,
   run: async (proxy, { seconds }) => {
     const result = await wrk(proxy.ports.http, seconds, true);
@@ -148,8 +156,10 @@ export const httpKeepalive: Workload = {
     { key: 'requestsPerSecond', label: 'rate', unit: 'req/s' },
     { key: 'p50Ms', label: 'p50 latency', unit: 'ms', lowerIsBetter: true },
     { key: 'p99Ms', label: 'p99 latency', unit: 'ms', lowerIsBetter: true },
+    perCpuSecond('requestsPerSecond', 'req'),
   ],
   recordsUsage: true,
+  efficiencyOf: 'requestsPerSecond',
   appliesTo: anyProxy,
   run: async (proxy, { seconds }) => {
     const result = await wrk(proxy.ports.http, seconds, false);
@@ -157,31 +167,50 @@ export const httpKeepalive: Workload = {
   },
 };
 
-export const udpMax: Workload = {
-  name: 'udp-max',
-  title: 'UDP round trips, max rate of one bounded client',
-  metrics: [{ key: 'roundTripsPerSecond', label: 'rate', unit: 'round trips/s' }],
+export const udpRoundTrips: Workload = {
+  name: 'udp-roundtrips',
+  title: 'UDP round trips, one flow (sockperf ping-pong)',
+  metrics: [
+    { key: 'roundTripsPerSecond', label: 'rate', unit: 'round trips/s' },
+    { key: 'p99Us', label: 'p99 latency', unit: 'µs', lowerIsBetter: true },
+    perCpuSecond('roundTripsPerSecond', 'round trips'),
+  ],
   recordsUsage: true,
+  efficiencyOf: 'roundTripsPerSecond',
   appliesTo: udpCapable,
   run: async (proxy, { seconds }) => {
-    const result = await udpClient<MaxRateResult>(udpPort(proxy), ['max', String(seconds)], seconds);
-    return { roundTripsPerSecond: result.roundTripsPerSecond };
+    const result = await sockperfPingPong(udpPort(proxy), seconds);
+    return { roundTripsPerSecond: result.roundTripsPerSecond, p99Us: result.p99Us ?? Number.NaN };
   },
 };
 
 export const udpLoss: Workload = {
   name: 'udp-loss',
-  title: `UDP at a fixed ${UDP_FIXED_RATE_PER_SECOND.toLocaleString('en-US')}/s`,
-  metrics: [
-    { key: 'lossPercent', label: 'loss', unit: '%', lowerIsBetter: true },
-    { key: 'sentPerSecond', label: 'achieved send rate', unit: '/s' },
-  ],
+  title: `UDP at a fixed ${UDP_FIXED_RATE_PER_SECOND.toLocaleString('en-US')}/s, one flow (sockperf under-load)`,
+  metrics: [{ key: 'lossPercent', label: 'loss', unit: '%', lowerIsBetter: true }],
   recordsUsage: true,
   appliesTo: udpCapable,
   run: async (proxy, { seconds }) => {
-    const result = await udpClient<FixedRateResult>(udpPort(proxy), ['rate', String(seconds), String(UDP_FIXED_RATE_PER_SECOND)], seconds);
-    return { lossPercent: result.lossPercent, sentPerSecond: result.sentPerSecond };
+    const result = await sockperfAtRate(udpPort(proxy), seconds, UDP_FIXED_RATE_PER_SECOND);
+    return { lossPercent: result.lossPercent };
   },
 };
 
-export const MAIN_WORKLOADS: readonly Workload[] = [tcpBulk1, tcpBulk8, tcpShort, httpKeepalive, udpMax, udpLoss];
+export const dnsQueries: Workload = {
+  name: 'dns',
+  title: `DNS queries to knot, ${DNSPERF_CLIENTS} client sockets (dnsperf)`,
+  metrics: [
+    { key: 'queriesPerSecond', label: 'rate', unit: 'queries/s' },
+    { key: 'lostPercent', label: 'lost', unit: '%', lowerIsBetter: true },
+    perCpuSecond('queriesPerSecond', 'queries'),
+  ],
+  recordsUsage: true,
+  efficiencyOf: 'queriesPerSecond',
+  appliesTo: udpCapable,
+  run: async (proxy, { seconds, dnsQueryFile }) => {
+    const result = await dnsperf(udpPort(proxy, 'dns'), seconds, dnsQueryFile);
+    return { queriesPerSecond: result.queriesPerSecond, lostPercent: result.lostPercent };
+  },
+};
+
+export const MAIN_WORKLOADS: readonly Workload[] = [tcpBulk1, tcpBulk8, tcpShort, httpKeepalive, udpRoundTrips, udpLoss, dnsQueries];

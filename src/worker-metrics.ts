@@ -64,6 +64,9 @@ export class WorkerMetrics {
         return { capacity: counters.gauge('descriptorBudget'), inUse: counters.gauge('descriptorsInUse') };
       },
       readBufferBytes: () => counters.gauge('readBufferBytes'),
+      *listenerAffinities() {
+        for (const listener of config()?.listeners ?? []) yield [listener.name, listener.affinity === 'clientIP'] as const;
+      },
     };
     return metricsEndpoint(async () => {
       await this.#collect();

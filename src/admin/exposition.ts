@@ -15,6 +15,8 @@ export interface DataPlaneView {
   readonly descriptors: { readonly capacity: number; readonly inUse: number };
   /** Bytes of read buffers the open TCP connections hold. */
   readBufferBytes(): number;
+  /** Every listener of the running config with its affinity setting. */
+  listenerAffinities(): Iterable<readonly [listener: string, clientIP: boolean]>;
 }
 
 /** Chunks of about this many characters go to the response. */
@@ -130,6 +132,20 @@ const FAMILIES: readonly Family[] = [
     help: 'UDP datagrams dropped, by reason (fd_limit, local_error: no socket for a new session).',
     type: 'counter',
     lines: (view, name) => perListener(view, (listener, s) => byKey(name, `listener="${listener}"`, 'reason', s.udpDropped)),
+  },
+  {
+    name: 'connections_ended_total',
+    help: 'Connections and UDP sessions the proxy ended gracefully, by reason (max_age: maxConnectionAgeMs; rebalance: rebalanceWindowMs after a weight change; drain: drainTimeoutMs after the backend left the config).',
+    type: 'counter',
+    lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'reason', s.ended)),
+  },
+  {
+    name: 'client_affinity',
+    help: '1 when the listener places clients by their address (affinity: clientIP), else 0.',
+    type: 'gauge',
+    lines: function* (view, name) {
+      for (const [listener, clientIP] of view.listenerAffinities()) yield `${name}{listener="${listener}"} ${clientIP ? 1 : 0}\n`;
+    },
   },
   {
     name: 'backend_weight',

@@ -27,6 +27,7 @@ import {
   readMapping,
 } from './fields.ts';
 import type {
+  Affinity,
   BackendConfig,
   BalanceStrategy,
   L4Config,
@@ -141,6 +142,10 @@ const LISTENER_KEYS = [
   'failTimeoutMs',
   'failOnReset',
   'firstByteTimeoutMs',
+  'maxConnectionAgeMs',
+  'rebalanceWindowMs',
+  'drainTimeoutMs',
+  'affinity',
   'udp',
 ] as const satisfies readonly (keyof ListenerConfig)[];
 // `overriddenFrom` is set by `--weight` only, never by a document.
@@ -149,6 +154,7 @@ const UDP_KEYS = ['responses', 'maxSessions'] as const satisfies readonly (keyof
 
 const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
 const BALANCE_STRATEGIES: readonly BalanceStrategy[] = ['wrr', 'random'];
+const AFFINITIES: readonly Affinity[] = ['none', 'clientIP'];
 
 const WEIGHT: IntegerRule = { min: 0, max: MAX_WEIGHT, expected: `an integer 0-${MAX_WEIGHT}` };
 const BACKEND_PORT: IntegerRule = { min: 1, max: 65_535, expected: 'an integer 1-65535' };
@@ -195,6 +201,10 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
     failTimeoutMs: readInteger(fields.failTimeoutMs, at('failTimeoutMs'), MILLISECONDS, problems, DEFAULT_FAIL_TIMEOUT_MS),
     failOnReset: readBoolean(fields.failOnReset, at('failOnReset'), problems, false),
     firstByteTimeoutMs: readInteger(fields.firstByteTimeoutMs, at('firstByteTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
+    maxConnectionAgeMs: readInteger(fields.maxConnectionAgeMs, at('maxConnectionAgeMs'), TIMEOUT_OR_OFF, problems, 0),
+    rebalanceWindowMs: readInteger(fields.rebalanceWindowMs, at('rebalanceWindowMs'), TIMEOUT_OR_OFF, problems, 0),
+    drainTimeoutMs: readInteger(fields.drainTimeoutMs, at('drainTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
+    affinity: readChoice(fields.affinity, at('affinity'), AFFINITIES, 'none', problems),
     udp: readUdpOptions(fields.udp, at('udp'), problems),
   });
 }

@@ -3,6 +3,8 @@
 
 export type Protocol = 'tcp' | 'udp';
 export type BalanceStrategy = 'wrr' | 'random';
+/** clientIP: a client address keeps its backend while the weights hold (rendezvous hashing). */
+export type Affinity = 'none' | 'clientIP';
 
 export interface BackendConfig {
   readonly name: string;
@@ -54,6 +56,21 @@ export interface ListenerConfig {
    * was established counts as a failure too (the connection itself is left to idleTimeoutMs).
    */
   readonly firstByteTimeoutMs?: number;
+  /**
+   * Opt-in (absent or 0 = never): a connection (TCP) or session (UDP) this old is ended gracefully
+   * so that its client reconnects by the current weights; jittered up to +10 % so that a pool does
+   * not reconnect at once.
+   */
+  readonly maxConnectionAgeMs?: number;
+  /**
+   * Opt-in (absent or 0 = never): on a weight change, the connections and sessions of the backends
+   * that lost share are ended, spread over this window, just as many as the new split needs.
+   */
+  readonly rebalanceWindowMs?: number;
+  /** Opt-in (absent or 0 = never): connections and sessions of a backend removed from the config end this long after. */
+  readonly drainTimeoutMs?: number;
+  /** Absent = 'none': each new connection or session is placed by `balance`. */
+  readonly affinity?: Affinity;
   readonly udp: UdpOptions;
 }
 

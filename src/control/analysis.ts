@@ -172,9 +172,10 @@ function thresholdSignals(spec: AnalysisSpec, stable: Side, canary: Side, bounds
  * Signals that fail an interval whatever its samples: a canary passive health took out (it refuses,
  * so it gets almost no samples: failing, not inconclusive), and one that got far less than its
  * share of a port's new connections or flows — not judged on a port whose weights moved during the
- * interval (its share then follows neither weight).
+ * interval (its share then follows neither weight), nor on one with client affinity (its share is
+ * its clients' hashes: a handful of clients can leave a healthy canary with none).
  */
-function hardSignals(evidence: Evidence, ports: readonly PortStatus[], canary: Side): SignalResult[] {
+function hardSignals(evidence: Evidence, ports: readonly PortStatus[], canary: Side, affinity: ReadonlySet<string>): SignalResult[] {
   const results: SignalResult[] = [];
   if (canary.markedDown > 0) {
     results.push({ name: 'canaryDown', canary: canary.markedDown, stable: null, threshold: 'never taken out by passive health', verdict: 'Failed' });
@@ -182,7 +183,7 @@ function hardSignals(evidence: Evidence, ports: readonly PortStatus[], canary: S
   const { byPort } = sides(evidence, ports);
   const moved = new Set(evidence.weightsMoved);
   for (const port of ports) {
-    if (moved.has(listenerName(port))) continue;
+    if (moved.has(listenerName(port)) || affinity.has(listenerName(port))) continue;
     const weight = servedWeight(port);
     const split = byPort.get(portKeyId(port));
     if (split === undefined || weight <= 0 || weight >= 100) continue;
@@ -207,11 +208,11 @@ function failureMessage(failed: readonly SignalResult[]): string {
  * fewer canary samples than minSamples, or none at all whatever minSamples says (never Passed on too
  * little); else Passed. Failures count up in a row; a pass resets them, an inconclusive interval does not.
  */
-export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly PortStatus[], previous: AnalysisStatus | undefined): AnalysisStatus {
+export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly PortStatus[], previous: AnalysisStatus | undefined, affinity: ReadonlySet<string> = new Set()): AnalysisStatus {
   const { stable, canary } = sides(evidence, ports);
   const samples = newFlows(canary);
   const minSamples = Math.max(1, spec.minSamples ?? DEFAULT_MIN_SAMPLES);
-  const hard = hardSignals(evidence, ports, canary);
+  const hard = hardSignals(evidence, ports, canary, affinity);
   const signals = [...hard, ...thresholdSignals(spec, stable, canary, evidence.latencyBucketsMs)];
   const failed = signals.filter((result) => result.verdict === 'Failed');
   const verdict: Verdict = hard.length > 0 ? 'Failed' : samples < minSamples ? 'Inconclusive' : failed.length > 0 ? 'Failed' : 'Passed';

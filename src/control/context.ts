@@ -8,7 +8,7 @@ import { achievedWith, judge, type Evidence } from './analysis.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
 import { portKeyId } from './ports.ts';
 import type { StepPlan } from './steps.ts';
-import { formatWeights } from './l4.ts';
+import { affinityListeners, formatWeights } from './l4.ts';
 import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyPortsOf } from './originals.ts';
 import { applyMergePatch, finalizerPatch } from './patches.ts';
 import { disagreeingReplicas } from './replicas.ts';
@@ -57,7 +57,7 @@ function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], 
   // Once a transition is recorded the verdict that decided it (or the last before it) stands.
   const spec = release.status?.transition == null ? release.spec?.analysis : undefined;
   return {
-    analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis),
+    analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis, affinityListeners(release.spec)),
     countedAt: evidence.at,
     achieved: achievedWith(evidence, recorded),
   };

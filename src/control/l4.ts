@@ -10,9 +10,9 @@ import {
 } from '../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
 import { selectorContains } from './selectors.ts';
-import type { Labels, PortStatus } from './types.ts';
+import type { CanaryPortSpec, CanaryReleaseSpec, Labels, PortStatus } from './types.ts';
 
-export function listenerName(port: PortStatus): string {
+export function listenerName(port: Pick<PortStatus, 'service' | 'port' | 'protocol'>): string {
   return `${port.service}-${port.port}-${port.protocol.toLowerCase()}`;
 }
 
@@ -101,4 +101,48 @@ export function listenersStillTargeted(config: L4Config, services: Iterable<V1Se
     for (const port of service.spec?.ports ?? []) if (typeof port.targetPort === 'number') targeted.add(port.targetPort);
   }
   return { listeners: config.listeners.filter((listener) => targeted.has(listener.listen.port)) };
+}
+
+/** A port's data-plane connection policies, from its `config` (the CRD bounds them; anything else is left out). */
+type PortPolicies = Pick<ListenerConfig, 'maxConnectionAgeMs' | 'rebalanceWindowMs' | 'drainTimeoutMs' | 'affinity'>;
+
+function portPolicies(config: CanaryPortSpec['config']): PortPolicies {
+  const millis = (value: unknown) => (Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 2_147_483_647 ? (value as number) : undefined);
+  const policies: { -readonly [K in keyof PortPolicies]: PortPolicies[K] } = {};
+  const maxConnectionAgeMs = millis(config?.maxConnectionAgeMs);
+  const rebalanceWindowMs = millis(config?.rebalanceWindowMs);
+  const drainTimeoutMs = millis(config?.drainTimeoutMs);
+  if (maxConnectionAgeMs !== undefined) policies.maxConnectionAgeMs = maxConnectionAgeMs;
+  if (rebalanceWindowMs !== undefined) policies.rebalanceWindowMs = rebalanceWindowMs;
+  if (drainTimeoutMs !== undefined) policies.drainTimeoutMs = drainTimeoutMs;
+  if (config?.affinity === 'clientIP' || config?.affinity === 'none') policies.affinity = config.affinity;
+  return policies;
+}
+
+/**
+ * The listeners of `config` with the connection policies their port's `config` asks for
+ * (maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity); a port that asks for none
+ * keeps the data plane's defaults, which cut nothing.
+ */
+export function withPortPolicies(config: L4Config, spec: CanaryReleaseSpec | undefined): L4Config {
+  const byListener = policiesByListener(spec);
+  if (byListener.size === 0) return config;
+  return { listeners: config.listeners.map((listener) => ({ ...listener, ...byListener.get(listener.name) })) };
+}
+
+function policiesByListener(spec: CanaryReleaseSpec | undefined): Map<string, PortPolicies> {
+  const byListener = new Map<string, PortPolicies>();
+  for (const entry of spec?.services ?? []) {
+    for (const port of entry.ports ?? []) {
+      const policies = portPolicies(port.config);
+      const protocol = port.protocol === 'UDP' ? 'UDP' : 'TCP';
+      if (Object.keys(policies).length > 0) byListener.set(listenerName({ service: entry.service, port: port.port, protocol }), policies);
+    }
+  }
+  return byListener;
+}
+
+/** Listeners whose port asks for `affinity: clientIP`: their clients, not the weights alone, decide each side's share. */
+export function affinityListeners(spec: CanaryReleaseSpec | undefined): ReadonlySet<string> {
+  return new Set([...policiesByListener(spec)].flatMap(([listener, policies]) => (policies.affinity === 'clientIP' ? [listener] : [])));
 }

@@ -7,7 +7,7 @@ import { condition } from './conditions.ts';
 import { finalizerStep, makeStatus, observe, pointsAtProxy, statusStep, type Context } from './context.ts';
 import { copySource } from './copies.ts';
 import type { Desired, Observed, ReconcileOptions } from './desired.ts';
-import { buildL4Config } from './l4.ts';
+import { buildL4Config, withPortPolicies } from './l4.ts';
 import { servicePorts, portProtocol } from './originals.ts';
 import { allocatePorts, followRenumbered, type Allocation, type LivePort } from './ports.ts';
 import { planRunning } from './running.ts';
@@ -26,6 +26,11 @@ export function defaultProxySelector(release: string): Labels {
 }
 
 export function reconcile(observed: Observed, options: ReconcileOptions): Desired {
+  const desired = plan(observed, options);
+  return { ...desired, l4Config: withPortPolicies(desired.l4Config, observed.release.spec) };
+}
+
+function plan(observed: Observed, options: ReconcileOptions): Desired {
   const context = observe(observed, options);
   const phase = observed.release.status?.phase;
   if (phase === 'Adopted' || phase === 'Deprecated') return planArchived(context, phase);

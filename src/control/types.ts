@@ -57,8 +57,17 @@ export interface CanaryPortSpec {
   readonly port: number;
   /** Default TCP. */
   readonly protocol?: SpecProtocol;
-  /** weight = the canary's percentage (0–100); missing = 0. */
-  readonly config?: { readonly weight?: number };
+  /**
+   * weight = the canary's percentage (0–100); missing = 0. The other fields are the data plane's
+   * opt-in connection policies of the port's listener (config/types.ts ListenerConfig).
+   */
+  readonly config?: {
+    readonly weight?: number;
+    readonly maxConnectionAgeMs?: number;
+    readonly rebalanceWindowMs?: number;
+    readonly drainTimeoutMs?: number;
+    readonly affinity?: 'none' | 'clientIP';
+  };
 }
 
 export interface CanaryServiceSpec {

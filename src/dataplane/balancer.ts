@@ -3,8 +3,11 @@ import weightedRandom from 'weighted-random';
 import type { BalanceStrategy } from '../config/types.ts';
 
 export interface Picker {
-  /** Index of the backend for a new connection among those `usable(i)` accepts; -1 if none. */
-  pick(usable: (index: number) => boolean): number;
+  /**
+   * Index of the backend for a new connection among those `usable(i)` accepts; -1 if none.
+   * `clientHash` (clientAddressHash of the client) matters to client affinity only.
+   */
+  pick(usable: (index: number) => boolean, clientHash?: number): number;
 }
 
 export function createPicker(strategy: BalanceStrategy, weights: readonly number[]): Picker {

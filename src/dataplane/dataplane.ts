@@ -98,6 +98,11 @@ export class DataPlane {
     return this.#idleReadBuffers.heldBytes();
   }
 
+  /** Every listener of the running config with its affinity setting. */
+  *listenerAffinities(): Generator<readonly [listener: string, clientIP: boolean]> {
+    for (const { snapshot } of this.#running.values()) yield [snapshot.config.name, snapshot.config.affinity === 'clientIP'] as const;
+  }
+
   /** Weight and health of every backend of the running config. */
   *backendStates(now = Date.now()): Generator<BackendState> {
     for (const { snapshot } of this.#running.values()) {

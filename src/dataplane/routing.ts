@@ -2,7 +2,9 @@
 // the picker. Immutable once built; a reload builds a new one and swaps it in whole, so a
 // connection sees one consistent config from accept to close.
 import type { BackendConfig, ListenerConfig } from '../config/types.ts';
+import { ClientAffinity } from './affinity.ts';
 import { carryOverPicker, createPicker, type Picker } from './balancer.ts';
+import type { Steering } from './rebalance.ts';
 import type { BackendHealth } from './passive-health.ts';
 import type { BackendStats, ListenerStats } from './stats.ts';
 
@@ -37,7 +39,11 @@ export function buildSnapshot(
 /** The same picker while the strategy and the backends' names and weights stay; else one carried over. */
 function nextPicker(config: ListenerConfig, previous: ListenerSnapshot | undefined): Picker {
   const weights = config.backends.map((b) => b.weight);
-  if (previous === undefined || previous.config.balance !== config.balance) return createPicker(config.balance, weights);
+  // Stateless: the same answer for a client on every replica, after every restart.
+  if (config.affinity === 'clientIP') return new ClientAffinity(weights, config.backends.map((b) => b.name));
+  if (previous === undefined || previous.config.balance !== config.balance || previous.picker instanceof ClientAffinity) {
+    return createPicker(config.balance, weights);
+  }
   const before = previous.config.backends;
   const unchanged =
     before.length === config.backends.length && before.every((b, i) => b.name === config.backends[i]!.name && b.weight === weights[i]);
@@ -50,10 +56,21 @@ function nextPicker(config: ListenerConfig, previous: ListenerSnapshot | undefin
  * The backend for a new connection: weighted among the healthy ones not yet tried. When every
  * weighted backend is marked failed, try them anyway — a certain refusal is worse than a likely
  * one, and a recovered backend is found at once rather than after fail_timeout. Weight-0
- * backends are never chosen, not even for failover: weight 0 means "no traffic".
+ * backends are never chosen, not even for failover: weight 0 means "no traffic". `clientHash`
+ * matters with client affinity only; `steering`, after a rebalance (lifetimes.ts).
  */
-export function chooseBackend(snapshot: ListenerSnapshot, tried: ReadonlySet<number> | null, now: number): number {
+export function chooseBackend(
+  snapshot: ListenerSnapshot,
+  tried: ReadonlySet<number> | null,
+  now: number,
+  clientHash: number,
+  steering: Steering | null,
+): number {
   const untried = (i: number) => tried === null || !tried.has(i);
-  const healthy = snapshot.picker.pick((i) => untried(i) && snapshot.backends[i]!.health.isAvailable(now));
-  return healthy !== -1 ? healthy : snapshot.picker.pick(untried);
+  const healthyUntried = (i: number) => untried(i) && snapshot.backends[i]!.health.isAvailable(now);
+  // After a rebalance ended connections, their replacements go where the new split lacks them.
+  const owed = steering === null ? -1 : steering.take(healthyUntried);
+  if (owed !== -1) return owed;
+  const healthy = snapshot.picker.pick(healthyUntried, clientHash);
+  return healthy !== -1 ? healthy : snapshot.picker.pick(untried, clientHash);
 }

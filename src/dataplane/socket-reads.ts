@@ -120,3 +120,18 @@ function swapReadBuffer(socket: net.Socket, buffer: Buffer): boolean {
   handle.useUserBuffer(buffer);
   return true;
 }
+
+const discard = (): boolean => true;
+
+/**
+ * From now on the socket's reads are dropped rather than forwarded (a connection ending gracefully
+ * waits for its client's FIN). `socket` reads either through a forwarder (onread) or 'data' events.
+ */
+export function discardReads(socket: net.Socket): void {
+  if (SYMBOLS !== undefined && typeof (socket as unknown as Record<symbol, unknown>)[SYMBOLS.callback] === 'function') {
+    (socket as unknown as Record<symbol, unknown>)[SYMBOLS.callback] = discard;
+  } else {
+    socket.removeAllListeners('data');
+    socket.on('data', discard);
+  }
+}

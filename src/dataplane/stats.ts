@@ -26,6 +26,8 @@ export class DurationHistogram {
 }
 
 export type BackendFailureReason = 'reset' | 'first_byte_timeout';
+/** Why the proxy ended a live connection or session itself (the opt-in lifetime policies). */
+export type EndReason = 'max_age' | 'rebalance' | 'drain';
 export type ConnectErrorReason = 'timeout' | 'refused' | 'reset' | 'unreachable' | 'other';
 /** How a failed backend connect is counted in connect_errors_total. */
 export function connectErrorReason(err: NodeJS.ErrnoException): ConnectErrorReason {
@@ -82,6 +84,8 @@ export class BackendStats {
   readonly connectErrors: Record<ConnectErrorReason, number> = { timeout: 0, refused: 0, reset: 0, unreachable: 0, other: 0 };
   /** Established connections counted against the backend's health (the opt-in failOnReset, firstByteTimeoutMs). */
   readonly failures: Record<BackendFailureReason, number> = { reset: 0, first_byte_timeout: 0 };
+  /** Connections and sessions the proxy ended gracefully, by policy (maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs). */
+  readonly ended: Record<EndReason, number> = { max_age: 0, rebalance: 0, drain: 0 };
   readonly connectDuration = new DurationHistogram();
   /** Established TCP connections the backend reset (whether or not that counts against its health). */
   resets = 0;

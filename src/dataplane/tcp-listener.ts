@@ -5,6 +5,9 @@ import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
+import { clientAddressHash } from './affinity.ts';
+import { FlowLifetimes } from './lifetimes.ts';
+import { noDelayOnListener } from './listener-options.ts';
 import { TCP_CONNECTION_DESCRIPTORS } from './descriptor-budget.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from './listener.ts';
 
@@ -14,14 +17,18 @@ export class TcpListener implements Listener {
   readonly #context: ListenerContext;
   readonly #connections = new Set<net.Socket>();
   readonly #drain = new Drain(this.#connections, (socket) => socket.destroy());
+  /** The established connections, for maxConnectionAgeMs, rebalances and drains of removed backends. */
+  readonly #lifetimes: FlowLifetimes;
   #snapshot: ListenerSnapshot;
 
   constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
+    this.#lifetimes = new FlowLifetimes(snapshot, { idleTimeout: true });
     this.#context = context;
     this.#log = context.log.child({ listener: snapshot.config.name });
     // Paused until the upstream is connected: early client bytes wait in the kernel, not in memory.
-    this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true, noDelay: true });
+    // TCP_NODELAY (on, as nginx and HAProxy have it) is set once on the listening socket at bind.
+    this.#server = net.createServer({ pauseOnConnect: true, allowHalfOpen: true });
     this.#server.on('connection', (client) => this.#accept(client));
     this.#server.on('drop', () => this.#snapshot.stats.refused.max_connections++);
     this.#applyCap();
@@ -34,18 +41,23 @@ export class TcpListener implements Listener {
   listen(): Promise<void> {
     const { config } = this.#snapshot;
     return bindListener(this.#server, config, this.#log, (onBound) =>
-      this.#server.listen(listenOptions(config.listen, this.#context.reusePort), onBound),
+      this.#server.listen(listenOptions(config.listen, this.#context.reusePort), () => {
+        noDelayOnListener(this.#server);
+        onBound();
+      }),
     );
   }
 
   update(snapshot: ListenerSnapshot): void {
     this.#snapshot = snapshot;
     this.#applyCap();
+    this.#lifetimes.update(snapshot);
   }
 
   drain(graceMs: number): Promise<void> {
     if (this.#drain.started) return this.#drain.start(graceMs);
     this.#server.close();
+    this.#lifetimes.stop();
     this.#context.descriptors.stopReserving();
     return this.#drain.start(graceMs).then(() => this.#context.descriptors.dispose());
   }
@@ -71,12 +83,14 @@ export class TcpListener implements Listener {
     // Until joined, a client error (it gave up) just ends the attempt; joinSockets takes over after.
     const ignoreEarlyError = () => {};
     client.on('error', ignoreEarlyError);
-    this.#connectUpstream(client, snapshot, new Set(), () => client.off('error', ignoreEarlyError));
+    // Only affinity needs the client's address (a getpeername per connection).
+    const clientHash = snapshot.config.affinity === 'clientIP' ? clientAddressHash(client.remoteAddress ?? '') : -1;
+    this.#connectUpstream(client, snapshot, new Set(), clientHash, () => client.off('error', ignoreEarlyError));
   }
 
-  #connectUpstream(client: net.Socket, snapshot: ListenerSnapshot, tried: Set<number>, joined: () => void): void {
+  #connectUpstream(client: net.Socket, snapshot: ListenerSnapshot, tried: Set<number>, clientHash: number, joined: () => void): void {
     if (client.destroyed) return;
-    const index = chooseBackend(snapshot, tried, Date.now());
+    const index = chooseBackend(snapshot, tried, Date.now(), clientHash, this.#lifetimes.steering);
     if (index === -1) {
       snapshot.stats.refused.no_backend++;
       client.resetAndDestroy();
@@ -112,7 +126,7 @@ export class TcpListener implements Listener {
       const reason = connectErrorReason(err);
       backend.stats.connectErrors[reason]++;
       this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message);
-      this.#connectUpstream(client, snapshot, tried, joined);
+      this.#connectUpstream(client, snapshot, tried, clientHash, joined);
     });
     upstream.once('connect', () => {
       clearTimeout(timer);
@@ -126,12 +140,15 @@ export class TcpListener implements Listener {
       else backend.health.recordSuccess();
       joined();
       const { idleReadBuffers } = this.#context;
-      const pair = joinSockets(client, upstream, upstreamForwarder, stats, config.idleTimeoutMs, () => {
-        idleReadBuffers.delete(pair);
+      const lifetimes = this.#lifetimes;
+      const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, () => {
+        idleReadBuffers.delete(connection);
+        lifetimes.delete(connection);
         stats.active--;
         stats.sessionDuration.observe((performance.now() - started) / 1000);
       });
-      idleReadBuffers.add(pair);
+      idleReadBuffers.add(connection);
+      lifetimes.add(connection);
     });
   }
 

@@ -1,10 +1,13 @@
 // Joins an accepted client socket and its upstream socket: bytes both ways with backpressure (a
 // slow reader pauses the fast writer, so memory per connection stays bounded by the socket
-// buffers), half-close carried across, a reset or error on one side ends the other, and an idle
-// timeout for the pair.
+// buffers), half-close carried across, a reset or error on one side ends the other. The joined pair
+// is a LiveFlow: the listener's sweep times it out when idle, and its policies may end it gracefully.
 import type { Socket } from 'node:net';
+import { clientAddressHash } from './affinity.ts';
 import type { ReadingPair } from './idle-read-buffers.ts';
-import { createReadForwarder, readAcceptedSocketInto, type ReadForwarder } from './socket-reads.ts';
+import { LiveFlow } from './lifetimes.ts';
+import type { BackendRuntime } from './routing.ts';
+import { createReadForwarder, discardReads, readAcceptedSocketInto, type ReadForwarder } from './socket-reads.ts';
 
 export interface PipeCounters {
   bytesToBackend: number;
@@ -13,9 +16,75 @@ export interface PipeCounters {
   resets: number;
 }
 
+/**
+ * After a graceful end has sent the client its FIN, how long the client gets to send its own
+ * before the socket is closed anyway. Closing while the client's bytes sit unread would send a
+ * reset, which can discard replies the client has not read yet (nginx's lingering_close).
+ */
+const LINGER_MS = 5_000;
+
 /** The `onread` option for the upstream socket: its reads go straight to the client. */
 export function upstreamReads(client: Socket, counters: PipeCounters): ReadForwarder {
   return createReadForwarder(client, (n) => (counters.bytesToClient += n));
+}
+
+/** One proxied TCP connection: the client's socket, the backend's, and how each reads. */
+export class TcpConnection extends LiveFlow implements ReadingPair {
+  readonly client: Socket;
+  /** undefined when the client socket reads through 'data' events (no buffer of ours). */
+  readonly clientReads: ReadForwarder | undefined;
+  readonly upstream: Socket;
+  readonly upstreamReads: ReadForwarder;
+  #clientHash: number;
+
+  constructor(
+    backend: BackendRuntime,
+    startedAt: number,
+    sockets: { client: Socket; clientReads: ReadForwarder | undefined; upstream: Socket; upstreamReads: ReadForwarder },
+    clientHash: number,
+  ) {
+    super(backend, startedAt);
+    this.client = sockets.client;
+    this.clientReads = sockets.clientReads;
+    this.upstream = sockets.upstream;
+    this.upstreamReads = sockets.upstreamReads;
+    this.#clientHash = clientHash;
+  }
+
+  /** Every byte either way was read by one of the two sockets. */
+  override activity(): number {
+    return this.client.bytesRead + this.upstream.bytesRead;
+  }
+
+  override expireIdle(): void {
+    this.client.destroy();
+    this.upstream.destroy();
+  }
+
+  clientHash(): number {
+    if (this.#clientHash === -1) this.#clientHash = clientAddressHash(this.client.remoteAddress ?? '');
+    return this.#clientHash;
+  }
+
+  /**
+   * Stops reading the client after the current read; what was read goes to the backend, then the
+   * backend gets a FIN. Its replies still flow to the client, and its own FIN (the relay's half-close)
+   * is the client's: nothing already read in either direction is cut. A client that keeps sending
+   * meanwhile sees its connection end, as when a server closes a keep-alive connection.
+   */
+  protected endGracefully(): void {
+    const { client, upstream } = this;
+    if (client.destroyed || upstream.destroyed) return;
+    client.pause();
+    upstream.end();
+    upstream.once('end', () => {
+      // Read on, dropping what comes, until the client's FIN; a bounded wait (see LINGER_MS).
+      discardReads(client);
+      client.resume();
+      const linger = setTimeout(() => client.destroy(), LINGER_MS).unref();
+      client.once('close', () => clearTimeout(linger));
+    });
+  }
 }
 
 /** `upstream` must have been created with `onread: upstreamForwarder`, made by upstreamReads(client, counters). */
@@ -23,10 +92,12 @@ export function joinSockets(
   client: Socket,
   upstream: Socket,
   upstreamForwarder: ReadForwarder,
-  counters: PipeCounters,
-  idleTimeoutMs: number,
+  backend: BackendRuntime,
+  startedAt: number,
+  clientHash: number,
   onClosed: () => void,
-): ReadingPair {
+): TcpConnection {
+  const counters = backend.stats;
   const countToBackend = (n: number) => (counters.bytesToBackend += n);
   let clientReads: ReadForwarder | undefined = createReadForwarder(upstream, countToBackend);
   if (!readAcceptedSocketInto(client, clientReads)) {
@@ -36,8 +107,15 @@ export function joinSockets(
       if (!upstream.write(chunk)) client.pause();
     });
   }
-  relayFlowControl(client, upstream);
-  relayFlowControl(upstream, client);
+  const connection = new TcpConnection(backend, startedAt, { client, clientReads, upstream, upstreamReads: upstreamForwarder }, clientHash);
+  // Once a graceful end stopped the client's reads, a drained upstream must not restart them.
+  upstream.on('drain', () => {
+    if (!connection.ending) client.resume();
+  });
+  client.on('drain', () => upstream.resume());
+  // Half-close: the peer's FIN becomes our FIN on the other side once the bytes before it are out.
+  client.on('end', () => upstream.end());
+  upstream.on('end', () => client.end());
 
   const abortBoth = (err?: Error) => {
     // A reset is passed on as a reset, so the peer learns the stream broke rather than ended.
@@ -53,8 +131,7 @@ export function joinSockets(
     if (err.code === 'ECONNRESET') counters.resets++;
     abortBoth(err);
   });
-  // Activity in either direction reads or writes the client socket, so its timer covers both ways.
-  client.setTimeout(idleTimeoutMs, () => abortBoth());
+  // The idle timeout is the listener's sweep (lifetimes.ts), not a timer per socket.
 
   // A clean close means both directions of that socket ended, and those ends were passed on, so
   // the other socket closes by itself once its pending bytes are out; errors went through abortBoth.
@@ -68,12 +145,5 @@ export function joinSockets(
   client.once('close', closedOne(client, upstream));
   upstream.once('close', closedOne(upstream, client));
   client.resume();
-  return { client, clientReads, upstream, upstreamReads: upstreamForwarder };
-}
-
-/** Reads from `from` stop when `to` is full (the read callback returned false); this restarts them. */
-function relayFlowControl(from: Socket, to: Socket): void {
-  to.on('drain', () => from.resume());
-  // Half-close: the peer's FIN becomes our FIN on the other side once the bytes before it are out.
-  from.on('end', () => to.end());
+  return connection;
 }

@@ -11,10 +11,19 @@ import { formatListenAddress } from '../config/load.ts';
 import { Drain, bindListener, type Listener, type ListenerContext } from './listener.ts';
 import { UDP_SESSION_DESCRIPTORS } from './descriptor-budget.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
+import { clientAddressHash } from './affinity.ts';
+import { FlowLifetimes, LiveFlow } from './lifetimes.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
+/** Capped by net.core.rmem_max (4 MiB here; 208 KiB on a stock kernel); a limit, not an allocation. */
 const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
+/**
+ * A session the lifetime policies end stops taking the client's datagrams at once (the next one
+ * opens a session by the current weights), but its socket stays open this long for the replies
+ * already on their way.
+ */
+const REPLY_LINGER_MS = 1_000;
 
 /**
  * dgram looks up every destination, even an IP literal, and by default answers on a later tick.
@@ -26,23 +35,40 @@ const immediateLookup = ((hostname: string, options: dns.LookupOptions | number,
   dns.lookup(hostname, { family: typeof options === 'number' ? options : (options.family ?? 0) }, callback);
 }) as unknown as NonNullable<dgram.SocketOptions['lookup']>;
 
-class UdpSession {
+class UdpSession extends LiveFlow {
   readonly upstream: dgram.Socket;
-  readonly backend: BackendRuntime;
   readonly clientAddress: string;
   readonly clientPort: number;
-  readonly started = performance.now();
   lastTick: number;
   replies = 0;
   /** Datagrams waiting for the upstream socket to connect; null once connected. */
   pending: Buffer[] | null = [];
+  #clientHash: number;
+  readonly #detach: (session: UdpSession) => void;
 
-  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number) {
-    this.backend = backend;
+  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number, clientHash: number, detach: (session: UdpSession) => void) {
+    super(backend, performance.now());
     this.clientAddress = clientAddress;
     this.clientPort = clientPort;
     this.lastTick = tick;
-    this.upstream = dgram.createSocket({ type: net.isIPv6(backend.config.host) ? 'udp6' : 'udp4', lookup: immediateLookup });
+    this.#clientHash = clientHash;
+    this.#detach = detach;
+    this.upstream = dgram.createSocket({
+      type: net.isIPv6(backend.config.host) ? 'udp6' : 'udp4',
+      lookup: immediateLookup,
+      // Replies queue here while the event loop is busy (a GC pause, a burst from other flows):
+      // the default ~200 KiB holds a few milliseconds at 40 000 replies/s, then drops them.
+      recvBufferSize: RECEIVE_BUFFER_BYTES,
+    });
+  }
+
+  clientHash(): number {
+    if (this.#clientHash === -1) this.#clientHash = clientAddressHash(this.clientAddress);
+    return this.#clientHash;
+  }
+
+  protected endGracefully(): void {
+    this.#detach(this);
   }
 }
 
@@ -54,6 +80,8 @@ export class UdpListener implements Listener {
   readonly #sessions = new Map<string, Map<number, UdpSession>>();
   readonly #live = new Set<UdpSession>();
   readonly #drain = new Drain(this.#live, (session) => this.#end(session));
+  /** The sessions again, for maxConnectionAgeMs, rebalances and drains of removed backends. */
+  readonly #lifetimes: FlowLifetimes;
   #snapshot: ListenerSnapshot;
   #tick = 0;
   #sweep: NodeJS.Timeout | undefined;
@@ -61,6 +89,7 @@ export class UdpListener implements Listener {
   constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
     this.#context = context;
+    this.#lifetimes = new FlowLifetimes(snapshot, { idleTimeout: false });
     this.#log = context.log.child({ listener: snapshot.config.name });
     const { host } = snapshot.config.listen;
     const type = host === undefined || net.isIPv6(host) ? 'udp6' : 'udp4';
@@ -91,11 +120,13 @@ export class UdpListener implements Listener {
     const idleChanged = snapshot.config.idleTimeoutMs !== this.#snapshot.config.idleTimeoutMs;
     this.#snapshot = snapshot;
     if (idleChanged) this.#startSweep();
+    this.#lifetimes.update(snapshot);
   }
 
   drain(graceMs: number): Promise<void> {
     if (this.#drain.started) return this.#drain.start(graceMs);
     this.#context.descriptors.stopReserving();
+    this.#lifetimes.stop();
     // Replies leave from the listening socket, so it stays open until the last session ends.
     return this.#drain.start(graceMs).then(() => {
       clearInterval(this.#sweep);
@@ -150,7 +181,8 @@ export class UdpListener implements Listener {
       listenerStats.udpDropped.max_sessions++;
       return undefined;
     }
-    const index = chooseBackend(snapshot, null, Date.now());
+    const clientHash = snapshot.config.affinity === 'clientIP' ? clientAddressHash(address) : -1;
+    const index = chooseBackend(snapshot, null, Date.now(), clientHash, this.#lifetimes.steering);
     if (index === -1) {
       listenerStats.udpDropped.no_backend++;
       return undefined;
@@ -161,12 +193,13 @@ export class UdpListener implements Listener {
     }
     listenerStats.accepted++;
     const backend = snapshot.backends[index]!;
-    const session = new UdpSession(backend, address, port, this.#tick);
+    const session = new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession);
     const responses = snapshot.config.udp.responses;
     let byPort = this.#sessions.get(address);
     if (byPort === undefined) this.#sessions.set(address, (byPort = new Map()));
     byPort.set(port, session);
     this.#live.add(session);
+    this.#lifetimes.add(session);
     backend.stats.active++;
 
     const { upstream } = session;
@@ -214,14 +247,30 @@ export class UdpListener implements Listener {
     return session;
   }
 
+  /**
+   * The client's next datagram opens a new session (placed by the current weights); this one only
+   * relays the replies still on their way, for REPLY_LINGER_MS.
+   */
+  readonly #detachSession = (session: UdpSession): void => {
+    this.#forget(session);
+    setTimeout(() => this.#end(session), REPLY_LINGER_MS).unref();
+  };
+
+  /** Takes the session out of the lookup (a newer session of the same client stays). */
+  #forget(session: UdpSession): void {
+    const byPort = this.#sessions.get(session.clientAddress);
+    if (byPort?.get(session.clientPort) !== session) return;
+    byPort.delete(session.clientPort);
+    if (byPort.size === 0) this.#sessions.delete(session.clientAddress);
+  }
+
   #end(session: UdpSession): void {
     if (!this.#live.delete(session)) return;
-    const byPort = this.#sessions.get(session.clientAddress);
-    byPort?.delete(session.clientPort);
-    if (byPort?.size === 0) this.#sessions.delete(session.clientAddress);
+    this.#lifetimes.delete(session);
+    this.#forget(session);
     const { stats } = session.backend;
     stats.active--;
-    stats.sessionDuration.observe((performance.now() - session.started) / 1000);
+    stats.sessionDuration.observe((performance.now() - session.startedAt) / 1000);
     session.upstream.close();
     this.#context.descriptors.release(UDP_SESSION_DESCRIPTORS);
   }

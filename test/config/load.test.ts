@@ -81,6 +81,10 @@ const DESIGN_EXAMPLE_CONFIG: L4Config = {
       failTimeoutMs: 10_000,
       failOnReset: false,
       firstByteTimeoutMs: 0,
+      maxConnectionAgeMs: 0, // nothing is ever cut unless asked
+      rebalanceWindowMs: 0,
+      drainTimeoutMs: 0,
+      affinity: 'none',
       udp: { responses: 0, maxSessions: 0 }, // no cap of its own: the descriptor budget bounds sessions
     },
     {
@@ -99,6 +103,10 @@ const DESIGN_EXAMPLE_CONFIG: L4Config = {
       failTimeoutMs: 10_000,
       failOnReset: false,
       firstByteTimeoutMs: 0,
+      maxConnectionAgeMs: 0,
+      rebalanceWindowMs: 0,
+      drainTimeoutMs: 0,
+      affinity: 'none',
       udp: { responses: 1, maxSessions: 1024 },
     },
   ],
@@ -249,6 +257,10 @@ describe('one problem per bad field, with its exact line', () => {
     ['maxFails 0', { maxFails: 0 }, 'listeners[0].maxFails: must be a positive integer, got 0'],
     ['failOnReset not a boolean', { failOnReset: 'yes' }, 'listeners[0].failOnReset: must be true or false, got "yes"'],
     ['negative firstByteTimeoutMs', { firstByteTimeoutMs: -1 }, 'listeners[0].firstByteTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1'],
+    ['negative maxConnectionAgeMs', { maxConnectionAgeMs: -1 }, 'listeners[0].maxConnectionAgeMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1'],
+    ['rebalance window with a unit', { rebalanceWindowMs: '30s' }, 'listeners[0].rebalanceWindowMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got "30s"'],
+    ['fractional drainTimeoutMs', { drainTimeoutMs: 1.5 }, 'listeners[0].drainTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got 1.5'],
+    ['affinity in lower case', { affinity: 'clientip' }, 'listeners[0].affinity: must be "none" or "clientIP", got "clientip"'],
     ['negative udp.responses', { udp: { responses: -1 } }, 'listeners[0].udp.responses: must be an integer >= 0, got -1'],
     ['negative udp.maxSessions', { udp: { maxSessions: -1 } }, 'listeners[0].udp.maxSessions: must be an integer >= 0, got -1'],
     ['udp a scalar', { udp: 5 }, 'listeners[0].udp: must be a mapping, got 5'],
@@ -258,7 +270,7 @@ describe('one problem per bad field, with its exact line', () => {
     ['typo in a udp key', { udp: { maxSession: 5 } }, 'listeners[0].udp.maxSession: unknown key, did you mean "maxSessions"?'],
     ['unknown key far from any', { backends: [rawBackend({ address: 'x' })] }, 'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight'],
     ['overriddenFrom is not a file key', { backends: [rawBackend({ overriddenFrom: 5 })] }, 'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight'],
-    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, udp'],
+    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity, udp'],
     ['duplicate backend name', { backends: [rawBackend(), rawBackend({ host: '10.0.0.13' })] }, 'listeners[0].backends[1].name: must be unique, listeners[0].backends[0] has it too, got "forked"'],
   ];
   for (const [title, fields, problem] of cases) {

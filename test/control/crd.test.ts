@@ -43,6 +43,10 @@ describe('deploy/crd.yaml', () => {
     assert.deepEqual([at(port, 'port').minimum, at(port, 'port').maximum], [1, 65535]);
     assert.deepEqual([at(port, 'config.weight').minimum, at(port, 'config.weight').maximum], [0, 100]);
     assert.deepEqual(at(port, 'protocol').enum, ['TCP', 'UDP', 'HTTP', 'HTTPS']);
+    for (const field of ['maxConnectionAgeMs', 'rebalanceWindowMs', 'drainTimeoutMs']) {
+      assert.deepEqual([at(port, `config.${field}`).minimum, at(port, `config.${field}`).maximum], [0, 2147483647], field);
+    }
+    assert.deepEqual(at(port, 'config.affinity').enum, ['none', 'clientIP']);
     assert.deepEqual(at(root, 'spec.transition').enum, ['', 'Adopted', 'Deprecated']);
     assert.deepEqual(at(root, 'status.ports.[].protocol').enum, ['TCP', 'UDP']);
     assert.deepEqual(at(root, 'status.conditions.[].type').enum, [...CONDITION_TYPES, PROXY_CONDITION], 'the proxy\'s conditions and the manager\'s');

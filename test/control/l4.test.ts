@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { listenersStillTargeted } from '../../src/control/l4.ts';
+import { listenerName, listenersStillTargeted, withPortPolicies } from '../../src/control/l4.ts';
 import type { L4Config, ListenerConfig } from '../../src/config/types.ts';
 import { PROXY, service } from './world.ts';
 
@@ -24,5 +24,28 @@ describe('listeners once the CanaryRelease is gone', () => {
 
   it('closes every listener when no Service selects the proxy', () => {
     assert.deepEqual(listenersStillTargeted(config, [service('web', { app: 'web' }, [{ port: 80, targetPort: 8080 }])], PROXY), { listeners: [] });
+  });
+});
+
+describe('connection policies of a port (spec.services[].ports[].config)', () => {
+  const web80 = { ...listener(8080), name: listenerName({ service: 'web', port: 80, protocol: 'TCP' }) };
+  const dns53 = { ...listener(8081), name: listenerName({ service: 'dns', port: 53, protocol: 'UDP' }), protocol: 'udp' as const };
+  const config: L4Config = { listeners: [web80, dns53] };
+
+  it('reach the port\'s listener, and only it', () => {
+    const served = withPortPolicies(config, {
+      services: [
+        { service: 'web', ports: [{ port: 80, config: { weight: 10, maxConnectionAgeMs: 60_000, rebalanceWindowMs: 30_000, affinity: 'clientIP' } }] },
+        { service: 'dns', ports: [{ port: 53, protocol: 'UDP', config: { weight: 5, drainTimeoutMs: 5_000 } }] },
+      ],
+    });
+    assert.deepEqual(served.listeners[0], { ...web80, maxConnectionAgeMs: 60_000, rebalanceWindowMs: 30_000, affinity: 'clientIP' });
+    assert.deepEqual(served.listeners[1], { ...dns53, drainTimeoutMs: 5_000 });
+  });
+
+  it('a port that asks for none, or for something out of bounds, keeps the defaults (nothing cut)', () => {
+    const spec = { services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10, maxConnectionAgeMs: -1, affinity: 'sticky' as 'none' } }] }] };
+    assert.deepEqual(withPortPolicies(config, spec), config);
+    assert.equal(withPortPolicies(config, undefined), config);
   });
 });

@@ -125,6 +125,14 @@ describe('reconcile while the release runs', () => {
     });
   }
 
+  it('a port\'s connection policies reach its listener (maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity)', () => {
+    const config = { weight: 10, maxConnectionAgeMs: 300_000, rebalanceWindowMs: 60_000, drainTimeoutMs: 30_000, affinity: 'clientIP' as const };
+    const spec: CanaryReleaseSpec = { services: [{ service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 80, config }] }] };
+    const { last } = converge(webWorld(spec));
+    const listener = last?.l4Config.listeners[0];
+    assert.deepEqual([listener?.maxConnectionAgeMs, listener?.rebalanceWindowMs, listener?.drainTimeoutMs, listener?.affinity], [300_000, 60_000, 30_000, 'clientIP']);
+  });
+
   it('UDP ports get UDP listeners, next to a TCP port of the same number', () => {
     const dns = service('dns', { app: 'dns', version: 'v1' }, [{ name: 'dns-tcp', port: 53 }, { name: 'dns-udp', port: 53, protocol: 'UDP' }]);
     const spec: CanaryReleaseSpec = { services: [{ service: 'dns', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 53, protocol: 'UDP', config: { weight: 5 } }] }] };

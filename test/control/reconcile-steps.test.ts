@@ -8,6 +8,7 @@ import type { Evidence } from '../../src/control/analysis.ts';
 import { judge } from '../../src/control/analysis.ts';
 import { intervalCounts, mergeEvidence, parseSnapshot } from '../../src/control/collector.ts';
 import { parseDuration } from '../../src/control/steps.ts';
+import { affinityListeners } from '../../src/control/l4.ts';
 import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../src/control/types.ts';
 import type { BackendCounters, CounterSnapshot } from '../../src/dataplane/counters.ts';
 import { clone, conditionOf, converge, NOW, options, run, WEB_SPEC, webWorld, type World } from './world.ts';
@@ -157,6 +158,15 @@ describe('analysis', () => {
     assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined).signals.find((item) => item.name === 'canaryShare')?.verdict, 'Failed');
     const moved = evidence(0, { connections: 995 }, { connections: 5 }, 'web-80-tcp', ['web-80-tcp']);
     assert.equal(judge(moved, { ...ANALYSIS, minSamples: 0 }, [port], undefined).signals.some((item) => item.name === 'canaryShare'), false);
+  });
+
+  it('a port with client affinity is not judged on share: its clients\' hashes, not the weight, decide it', () => {
+    const starved = evidence(0, { connections: 995 }, { connections: 5 });
+    const spec = { services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10, affinity: 'clientIP' as const } }] }] };
+    const affinity = affinityListeners(spec);
+    assert.deepEqual([...affinity], ['web-80-tcp']);
+    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined, affinity).signals.some((item) => item.name === 'canaryShare'), false);
+    assert.equal(affinityListeners({ services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10, affinity: 'none' } }] }] }).size, 0);
   });
 
   it('no canary sample is never a pass, even with minSamples 0', () => {
