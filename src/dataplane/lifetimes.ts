@@ -54,6 +54,11 @@ export abstract class LiveFlow {
   protected abstract endGracefully(): void;
 }
 
+interface RebalanceTally {
+  readonly live: number[];
+  awaiting: number;
+}
+
 const MIN_SWEEP_MS = 10;
 const MAX_SWEEP_MS = 1_000;
 /** A policy's period is looked at about this many times: max age to within 5 %. */
@@ -92,12 +97,20 @@ export class FlowLifetimes {
     return this.#steering;
   }
 
-  /** The listener's new snapshot: schedules the drains and the rebalance it calls for. */
+  /**
+   * The listener's new snapshot: schedules the drains and the rebalance it calls for. A rebalance
+   * under way is dropped when the split moves again (the new one replaces it) or the window is
+   * turned off; its steering, which names backends by position, also when they are only reordered.
+   */
   update(next: ListenerSnapshot, now = performance.now()): void {
     const previous = this.#snapshot;
     this.#snapshot = next;
     this.#scheduleDrains(next, now);
-    if ((next.config.rebalanceWindowMs ?? 0) > 0 && splitChanged(previous, next)) this.#rebalance(next, now);
+    const windowMs = next.config.rebalanceWindowMs ?? 0;
+    const moved = splitOf(previous, true) !== splitOf(next, true);
+    if (moved || windowMs === 0) this.#cancelRebalance();
+    else if (splitOf(previous, false) !== splitOf(next, false)) this.#steering = null;
+    if (moved && windowMs > 0) this.#rebalance(next, now);
     this.#ensureSweep();
   }
 
@@ -130,22 +143,25 @@ export class FlowLifetimes {
    * first, their replacements steered to the backends below their share. A rebalance replaces any
    * earlier one still under way.
    */
-  #rebalance(next: ListenerSnapshot, now: number): void {
+  #cancelRebalance(): void {
     this.#steering = null;
-    const indexByKey = new Map(next.backends.map((backend, i) => [backendKey(backend), i]));
+    for (const flow of this.flows) if (!flow.ending && flow.endReason === 'rebalance') flow.endAt = Infinity;
+  }
+
+  #rebalance(next: ListenerSnapshot, now: number): void {
     const weights = next.backends.map((backend) => backend.config.weight);
-    const byBackend: LiveFlow[][] = weights.map(() => []);
-    for (const flow of this.flows) {
-      if (flow.ending) continue;
-      if (flow.endReason === 'rebalance') flow.endAt = Infinity;
-      if (flow.endAt !== Infinity) continue; // draining
-      const index = indexByKey.get(backendKey(flow.backend));
-      if (index !== undefined) byBackend[index]!.push(flow);
-    }
+    const byBackend = this.#settledByBackend(next);
     let chosen: LiveFlow[];
     if (next.config.affinity === 'clientIP') {
       const affinity = new ClientAffinity(weights, next.backends.map((backend) => backend.config.name));
-      chosen = byBackend.flatMap((flows, i) => flows.filter((flow) => affinity.assigned(flow.clientHash()) !== i));
+      const at = Date.now();
+      // A client on another backend only while its own is down is where it can be: ending it would
+      // bring it back. With every weight 0 no client is assigned anywhere, and nothing moves.
+      const belongsElsewhere = (flow: LiveFlow, i: number) => {
+        const assigned = affinity.assigned(flow.clientHash());
+        return assigned !== i && assigned !== -1 && next.backends[assigned]!.health.isAvailable(at);
+      };
+      chosen = byBackend.flatMap((flows, i) => flows.filter((flow) => belongsElsewhere(flow, i)));
     } else {
       const live = byBackend.map((flows) => flows.length);
       const surplus = surplusPerBackend(live, weights);
@@ -158,6 +174,47 @@ export class FlowLifetimes {
       flow.endAt = now + offsets[i]!;
       flow.endReason = 'rebalance';
     });
+  }
+
+  /** The flows neither ending nor draining, by backend in the snapshot's order (oldest first). */
+  #settledByBackend(snapshot: ListenerSnapshot): LiveFlow[][] {
+    const indexByKey = new Map(snapshot.backends.map((backend, i) => [backendKey(backend), i]));
+    const byBackend: LiveFlow[][] = snapshot.backends.map(() => []);
+    for (const flow of this.flows) {
+      if (flow.ending || (flow.endReason === 'drain' && flow.endAt !== Infinity)) continue;
+      const index = indexByKey.get(backendKey(flow.backend));
+      if (index !== undefined) byBackend[index]!.push(flow);
+    }
+    return byBackend;
+  }
+
+  /**
+   * The count a rebalance end is checked against: the settled flows by backend, and the flows ended
+   * whose clients have not come back yet (owed replacements beyond the ends still scheduled).
+   */
+  #tally(): RebalanceTally {
+    const live = this.#settledByBackend(this.#snapshot).map((flows) => flows.length);
+    let scheduled = 0;
+    for (const flow of this.flows) if (!flow.ending && flow.endReason === 'rebalance' && flow.endAt !== Infinity) scheduled++;
+    return { live, awaiting: Math.max(0, (this.steering?.pending ?? 0) - scheduled) };
+  }
+
+  /**
+   * Whether a rebalance end that fell due is still needed: flows close by themselves meanwhile, and
+   * ending this one must not take its backend below its share. (With affinity the flow's client
+   * belongs elsewhere whatever the counts.) The tally is counted once per sweep and kept up to date.
+   */
+  #stillSurplus(flow: LiveFlow, tally: RebalanceTally): boolean {
+    const snapshot = this.#snapshot;
+    if (snapshot.config.affinity === 'clientIP') return true;
+    const index = snapshot.backends.findIndex((backend) => backendKey(backend) === backendKey(flow.backend));
+    if (index === -1) return false;
+    const weights = snapshot.backends.map((backend) => backend.config.weight);
+    const total = tally.live.reduce((sum, count) => sum + count, tally.awaiting);
+    if (surplusPerBackend(tally.live, weights, total)[index]! === 0) return false;
+    tally.live[index]!--;
+    tally.awaiting++;
+    return true;
   }
 
   /** Runs the timer at the pace the shortest policy needs, or not at all. */
@@ -194,6 +251,8 @@ export class FlowLifetimes {
     const maxAgeMs = this.#snapshot.config.maxConnectionAgeMs ?? 0;
     const idleMs = this.#idle ? this.#snapshot.config.idleTimeoutMs : 0;
     let scheduled = false;
+    // Counted when a rebalance end first falls due in this sweep.
+    let tally: RebalanceTally | undefined;
     for (const flow of this.flows) {
       if (idleMs > 0) {
         const activity = flow.activity();
@@ -207,6 +266,12 @@ export class FlowLifetimes {
       }
       if (flow.ending) continue;
       if (flow.endAt <= now) {
+        if (flow.endReason === 'rebalance' && !this.#stillSurplus(flow, (tally ??= this.#tally()))) {
+          // Not needed any more, and neither is the replacement it was owed.
+          flow.endAt = Infinity;
+          this.#steering?.forgo();
+          continue;
+        }
         flow.end(flow.endReason);
         continue;
       }
@@ -225,8 +290,8 @@ function backendKey(backend: BackendRuntime): string {
   return `${backend.config.name}|${backend.config.host}|${backend.config.port}`;
 }
 
-/** Whether the backends or their weights differ. */
-function splitChanged(previous: ListenerSnapshot, next: ListenerSnapshot): boolean {
-  const split = (snapshot: ListenerSnapshot) => snapshot.backends.map((backend) => `${backendKey(backend)}=${backend.config.weight}`).join(',');
-  return split(previous) !== split(next);
+/** The backends and their weights as one string; `sorted`, it ignores their order in the config. */
+function splitOf(snapshot: ListenerSnapshot, sorted: boolean): string {
+  const entries = snapshot.backends.map((backend) => `${backendKey(backend)}=${backend.config.weight}`);
+  return (sorted ? entries.sort() : entries).join(',');
 }

@@ -10,10 +10,10 @@
  * How many live connections each backend holds beyond its share of `weights`:
  * ⌊live_i − total · w_i / W⌋ where positive, else 0. Ending these (and placing their replacements
  * by `shortfalls`) brings every backend within one connection of its share; never more is ended.
+ * `total` is the live connections plus those ended whose replacements are still to come.
  */
-export function surplusPerBackend(live: readonly number[], weights: readonly number[]): number[] {
+export function surplusPerBackend(live: readonly number[], weights: readonly number[], total = sum(live)): number[] {
   const weightSum = sum(weights);
-  const total = sum(live);
   if (weightSum === 0) return live.map(() => 0);
   // In integers: (live_i · W − total · w_i) / W, so that no rounding error ends one too many.
   return live.map((count, i) => Math.max(0, Math.floor((count * weightSum - total * weights[i]!) / weightSum)));
@@ -73,6 +73,15 @@ export class Steering {
 
   get pending(): number {
     return this.#left;
+  }
+
+  /** One replacement fewer, from the backend owed the most: the end that would have made room for it was not needed. */
+  forgo(): void {
+    let most = -1;
+    for (let i = 0; i < this.#owed.length; i++) if (this.#owed[i]! > 0 && (most === -1 || this.#owed[i]! > this.#owed[most]!)) most = i;
+    if (most === -1) return;
+    this.#owed[most]!--;
+    this.#left--;
   }
 
   /** The usable backend owed the most (-1 if none), and one less owed to it. */

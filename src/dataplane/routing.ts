@@ -69,7 +69,8 @@ export function chooseBackend(
   const untried = (i: number) => tried === null || !tried.has(i);
   const healthyUntried = (i: number) => untried(i) && snapshot.backends[i]!.health.isAvailable(now);
   // After a rebalance ended connections, their replacements go where the new split lacks them.
-  const owed = steering === null ? -1 : steering.take(healthyUntried);
+  // Steering was worked out for the weights of its rebalance; a backend at weight 0 now takes nothing.
+  const owed = steering === null ? -1 : steering.take((i) => healthyUntried(i) && snapshot.backends[i]!.config.weight > 0);
   if (owed !== -1) return owed;
   const healthy = snapshot.picker.pick(healthyUntried, clientHash);
   return healthy !== -1 ? healthy : snapshot.picker.pick(untried, clientHash);

@@ -22,6 +22,12 @@ export interface PipeCounters {
  * reset, which can discard replies the client has not read yet (nginx's lingering_close).
  */
 const LINGER_MS = 5_000;
+/**
+ * The longest a graceful end takes, from its start: a backend that never closes its side after our
+ * FIN (heartbeats keep the idle timeout away), or a client that never takes the rest of the
+ * replies, would otherwise hold the connection open, the client's writes unread, for good.
+ */
+const GRACEFUL_END_MS = 30_000;
 
 /** The `onread` option for the upstream socket: its reads go straight to the client. */
 export function upstreamReads(client: Socket, counters: PipeCounters): ReadForwarder {
@@ -70,20 +76,31 @@ export class TcpConnection extends LiveFlow implements ReadingPair {
    * Stops reading the client after the current read; what was read goes to the backend, then the
    * backend gets a FIN. Its replies still flow to the client, and its own FIN (the relay's half-close)
    * is the client's: nothing already read in either direction is cut. A client that keeps sending
-   * meanwhile sees its connection end, as when a server closes a keep-alive connection.
+   * meanwhile sees its connection end, as when a server closes a keep-alive connection. The whole
+   * end is bounded by GRACEFUL_END_MS.
    */
   protected endGracefully(): void {
     const { client, upstream } = this;
     if (client.destroyed || upstream.destroyed) return;
     client.pause();
     upstream.end();
-    upstream.once('end', () => {
-      // Read on, dropping what comes, until the client's FIN; a bounded wait (see LINGER_MS).
+    const deadline = setTimeout(() => {
+      client.destroy();
+      upstream.destroy();
+    }, GRACEFUL_END_MS).unref();
+    client.once('close', () => clearTimeout(deadline));
+    // Once the client has the backend's last byte and FIN (written out, not merely queued), read on,
+    // dropping what comes, until the client's FIN; a bounded wait (see LINGER_MS).
+    const linger = () => {
       discardReads(client);
       client.resume();
-      const linger = setTimeout(() => client.destroy(), LINGER_MS).unref();
-      client.once('close', () => clearTimeout(linger));
-    });
+      const timer = setTimeout(() => client.destroy(), LINGER_MS).unref();
+      client.once('close', () => clearTimeout(timer));
+    };
+    const whenClientHasAll = () => (client.writableFinished ? linger() : client.once('finish', linger));
+    // The backend may have sent its FIN before the end began: its 'end' is then past.
+    if (upstream.readableEnded) whenClientHasAll();
+    else upstream.once('end', whenClientHasAll);
   }
 }
 
