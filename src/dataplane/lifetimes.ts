@@ -114,11 +114,15 @@ export class FlowLifetimes {
     this.#ensureSweep();
   }
 
-  /** The listener is draining: its own deadline ends what is left. */
+  /**
+   * The listener is draining: its own deadline ends what is left, and no policy ends anything more
+   * — but an idle connection still times out, or a shutdown would wait out the whole grace for it.
+   */
   stop(): void {
     this.#stopped = true;
-    clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#steering = null;
+    this.#stopSweep();
+    this.#ensureSweep();
   }
 
   /** Flows of a backend no longer in the config end drainTimeoutMs after it left; a backend that is back keeps its flows. */
@@ -219,9 +223,8 @@ export class FlowLifetimes {
 
   /** Runs the timer at the pace the shortest policy needs, or not at all. */
   #ensureSweep(): void {
-    if (this.#stopped) return;
     const periods = this.#periods();
-    if (this.flows.size === 0 || (periods.length === 0 && !this.#anyScheduled())) return this.#stopSweep();
+    if (this.flows.size === 0 || (periods.length === 0 && (this.#stopped || !this.#anyScheduled()))) return this.#stopSweep();
     const everyMs = Math.min(MAX_SWEEP_MS, Math.max(MIN_SWEEP_MS, Math.floor(Math.min(...periods, MAX_SWEEP_MS * SWEEPS_PER_PERIOD) / SWEEPS_PER_PERIOD)));
     if (this.#timer !== undefined && this.#timerMs === everyMs) return;
     clearInterval(this.#timer);
@@ -230,10 +233,11 @@ export class FlowLifetimes {
     this.#timer.unref();
   }
 
-  /** The periods of the policies in force, in ms. */
+  /** The periods of the policies in force, in ms: once stopped, the idle timeout's alone. */
   #periods(): number[] {
     const { idleTimeoutMs, maxConnectionAgeMs = 0, rebalanceWindowMs = 0, drainTimeoutMs = 0 } = this.#snapshot.config;
-    return [this.#idle ? idleTimeoutMs : 0, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs].filter((ms) => ms > 0);
+    const idle = this.#idle ? idleTimeoutMs : 0;
+    return (this.#stopped ? [idle] : [idle, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs]).filter((ms) => ms > 0);
   }
 
   #stopSweep(): void {
@@ -264,7 +268,7 @@ export class FlowLifetimes {
           continue;
         }
       }
-      if (flow.ending) continue;
+      if (flow.ending || this.#stopped) continue;
       if (flow.endAt <= now) {
         if (flow.endReason === 'rebalance' && !this.#stillSurplus(flow, (tally ??= this.#tally()))) {
           // Not needed any more, and neither is the replacement it was owed.

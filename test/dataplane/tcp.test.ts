@@ -179,6 +179,22 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
     trickled.destroy();
   });
 
+  test('a draining listener still closes idle connections at the idle timeout, so a shutdown need not wait out its grace', async () => {
+    const draining = createPlane(10_000);
+    const port = await applyOnFreePort(draining, (p) => ({
+      listeners: [tcpListener('idle-drain', p, [{ name: 'echo', port: echo.port, weight: 1 }], { idleTimeoutMs: 400 })],
+    }));
+    const silent = net.connect({ host: '127.0.0.1', port });
+    silent.on('error', () => {});
+    silent.write('hello');
+    await once(silent, 'data');
+    const started = Date.now();
+    await draining.close(10_000);
+    const took = Date.now() - started;
+    assert.ok(took < 3_000, `the shutdown took ${took} ms: the idle connection was kept for the 10 s grace`);
+    await waitFor(() => silent.destroyed, 'the client to see its connection closed', 1_000);
+  });
+
   test('maxConnections: the connection over the cap is refused and counted; a slot that frees up is reused', async () => {
     const port = await applyOnFreePort(plane, (p) => ({
       listeners: [tcpListener('capped', p, [{ name: 'echo', port: echo.port, weight: 1 }], { maxConnections: 2 })],
