@@ -1,5 +1,6 @@
 // What every mode runs: the data plane, its counters, the admin server, and a graceful shutdown on
 // SIGTERM/SIGINT (readiness false, stop accepting, drain up to the timeout, exit 0).
+import { ConfigError } from './errors.ts';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { L4Config } from './config/types.ts';
@@ -55,6 +56,10 @@ export class Runtime implements ConfigTarget {
     // The admin server's connections (and its listening socket) stay out of the data plane's reach.
     const limit = openFileLimit();
     const descriptors = budgetForThisProcess(options.adminPort === null ? 0 : ADMIN_MAX_CONNECTIONS + 1, limit);
+    if (descriptors.capacity === 0) {
+      // It would start, say it is ready, and refuse every connection.
+      throw new ConfigError('open files', [`the limit of ${limit} (ulimit -n) leaves no descriptor for connections once the process and the admin server have theirs; raise it, e.g. ulimit -n 65536 (a container's nofile limit)`]);
+    }
     options.log.info({ openFileLimit: limit, descriptorBudget: descriptors.capacity }, 'file descriptors for listeners, connections and UDP sessions');
     this.dataplane = new DataPlane({
       log: options.log,

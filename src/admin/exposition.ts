@@ -94,7 +94,7 @@ const FAMILIES: readonly Family[] = [
     help: 'Bytes proxied, per backend and direction.',
     type: 'counter',
     lines: (view, name) =>
-      perBackend(view, (labels, s) => `${name}{${labels},direction="to_backend"} ${s.bytesToBackend}\n${name}{${labels},direction="to_client"} ${s.bytesToClient}\n`),
+      perBackend(view, (labels, s) => byKey(name, labels, 'direction', { to_backend: s.bytesToBackend, to_client: s.bytesToClient })),
   },
   {
     name: 'connect_errors_total',
@@ -125,7 +125,7 @@ const FAMILIES: readonly Family[] = [
     help: 'UDP datagrams proxied, per backend and direction.',
     type: 'counter',
     lines: (view, name) =>
-      perBackend(view, (labels, s) => `${name}{${labels},direction="to_backend"} ${s.datagramsToBackend}\n${name}{${labels},direction="to_client"} ${s.datagramsToClient}\n`),
+      perBackend(view, (labels, s) => byKey(name, labels, 'direction', { to_backend: s.datagramsToBackend, to_client: s.datagramsToClient })),
   },
   {
     name: 'udp_dropped_datagrams_total',

@@ -137,7 +137,7 @@ function drainedOrClosed(res: http.ServerResponse): Promise<void> {
 }
 
 /** What JSON.stringify(config, null, 2) gives, rendered a listener at a time (7 MB at 10 000 listeners). */
-export async function* configJson(config: L4Config): AsyncGenerator<string> {
+async function* configJson(config: L4Config): AsyncGenerator<string> {
   const slicer = new Slicer();
   let chunk = '{\n  "listeners": [';
   for (let i = 0; i < config.listeners.length; i++) {

@@ -4,6 +4,7 @@ import type { Argv } from 'yargs';
 import { LOG_LEVELS, createLogger, type LogLevel } from '../log.ts';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LISTENER_GRACE_MS } from '../defaults.ts';
 import type { RuntimeOptions } from '../runtime.ts';
+import { ConfigError } from '../errors.ts';
 
 /**
  * `adminAddress`: where the admin server listens unless told. Every address by default: in a pod
@@ -33,17 +34,22 @@ export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: s
     .option('listener-grace', { type: 'number', default: DEFAULT_LISTENER_GRACE_MS / 1000, describe: 'Seconds a listener removed by a reload keeps serving its live connections' })
     .check((argv) => {
       const port = argv['admin-port'];
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--admin-port: must be an integer 0-65535, got ${port}`);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('--admin-port', [`must be an integer 0-65535, got ${port}`]);
+      // An empty address would bind every address: /config with it, unasked.
+      const address: unknown = argv['admin-address'];
+      if (typeof address !== 'string' || address.trim() === '') {
+        throw new ConfigError('--admin-address', [`must be one address of this host, or ${EVERY_ADDRESS} for every address, got ${JSON.stringify(address)}`]);
+      }
       for (const flag of ['drain-timeout', 'listener-grace'] as const) {
         const value = argv[flag];
-        if (!Number.isFinite(value) || value < 0) throw new Error(`--${flag}: must be a number of seconds >= 0, got ${value}`);
+        if (!Number.isFinite(value) || value < 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds >= 0, got ${value}`]);
       }
       return true;
     });
 }
 
 /** The --admin-address that means every address, as in nginx's `listen *:80`. */
-export const EVERY_ADDRESS = '*';
+const EVERY_ADDRESS = '*';
 
 export interface CommonArgs {
   logLevel: LogLevel;

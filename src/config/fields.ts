@@ -12,7 +12,7 @@ export interface IntegerRule {
 
 type Mapping = Readonly<Record<string, unknown>>;
 
-function isMapping(value: unknown): value is Mapping {
+export function isMapping(value: unknown): value is Mapping {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 

@@ -188,6 +188,10 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
   const backends = backendItems.map((item, index) => readBackend(item, `${at('backends')}[${index}]`, problems));
   reportDuplicateNames(backends, (index) => `${at('backends')}[${index}]`, problems);
   const idleTimeoutDefault = protocol === 'udp' ? DEFAULT_UDP_IDLE_TIMEOUT_MS : DEFAULT_IDLE_TIMEOUT_MS;
+  // Judged by a TCP backend's first byte: on a udp listener they would be taken and do nothing.
+  if (protocol === 'udp') {
+    for (const key of ['failOnReset', 'firstByteTimeoutMs'] as const) if (fields[key] !== undefined) problems.push(`${at(key)}: applies to tcp listeners only; remove it`);
+  }
   return Object.freeze({
     name,
     protocol,
@@ -201,12 +205,25 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
     failTimeoutMs: readInteger(fields.failTimeoutMs, at('failTimeoutMs'), MILLISECONDS, problems, DEFAULT_FAIL_TIMEOUT_MS),
     failOnReset: readBoolean(fields.failOnReset, at('failOnReset'), problems, false),
     firstByteTimeoutMs: readInteger(fields.firstByteTimeoutMs, at('firstByteTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
+    ...readConnectionPolicies(fields, at, problems),
+    udp: readUdpOptions(fields.udp, at('udp'), problems),
+  });
+}
+
+/** What a listener does with its live connections (lifetimes.ts, affinity.ts); every one opt-in. */
+export type ConnectionPolicies = Required<Pick<ListenerConfig, 'maxConnectionAgeMs' | 'rebalanceWindowMs' | 'drainTimeoutMs' | 'affinity'>>;
+
+/**
+ * The connection policies among `fields` — a listener's, or a CanaryRelease port's `config` — each
+ * problem at `at(key)`.
+ */
+export function readConnectionPolicies(fields: Readonly<Record<string, unknown>>, at: (key: string) => string, problems: string[]): ConnectionPolicies {
+  return {
     maxConnectionAgeMs: readInteger(fields.maxConnectionAgeMs, at('maxConnectionAgeMs'), TIMEOUT_OR_OFF, problems, 0),
     rebalanceWindowMs: readInteger(fields.rebalanceWindowMs, at('rebalanceWindowMs'), TIMEOUT_OR_OFF, problems, 0),
     drainTimeoutMs: readInteger(fields.drainTimeoutMs, at('drainTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
     affinity: readChoice(fields.affinity, at('affinity'), AFFINITIES, 'none', problems),
-    udp: readUdpOptions(fields.udp, at('udp'), problems),
-  });
+  };
 }
 
 function readBackend(raw: unknown, path: string, problems: string[]): BackendConfig | undefined {

@@ -22,8 +22,14 @@ export interface Evidence {
   readonly weightsMoved: readonly string[];
 }
 
+/** Whether any proxy counted anything during the interval. */
+export function hasCounts(evidence: Evidence): boolean {
+  return Object.values(evidence.listeners).some((backends) => Object.values(backends).some((counters) =>
+    counters.connections + counters.connectErrors + counters.resets + counters.sessionsReplied + counters.markedDown > 0));
+}
+
 export const DEFAULT_INTERVAL_MS = 30_000;
-export const DEFAULT_MIN_SAMPLES = 50;
+const DEFAULT_MIN_SAMPLES = 50;
 export const DEFAULT_FAILURE_LIMIT = 2;
 /** Below this share of what its weight asks, a canary is starved (taken out, or refusing). */
 const STARVED_SHARE = 0.5;

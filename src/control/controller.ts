@@ -16,7 +16,7 @@ import { startInformer, type Informer } from '../kube/informer.ts';
 import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/patch.ts';
 import type { Runtime } from '../runtime.ts';
 import { snapshotCounters } from '../dataplane/counters.ts';
-import { DEFAULT_INTERVAL_MS, type Evidence } from './analysis.ts';
+import { DEFAULT_INTERVAL_MS, hasCounts, type Evidence } from './analysis.ts';
 import { applySteps, StepError, type ApplyTarget } from './apply.ts';
 import { EvidenceCollector, mergeEvidence, replicaStatsUrls } from './collector.ts';
 import { decisions } from './decisions.ts';
@@ -26,7 +26,7 @@ import { ProgressMetrics } from './progress-metrics.ts';
 import { reconcile, type Desired, type Observed, type ReconcileOptions, type Step } from './reconcile.ts';
 import { withRefusedConfig } from './refused.ts';
 import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition } from './types.ts';
-import { parseDuration } from './steps.ts';
+import { analysisIntervalMs } from './steps.ts';
 import { WorkLoop } from './work-loop.ts';
 
 export interface ControllerOptions {
@@ -188,8 +188,11 @@ export class Controller {
       local: () => snapshotCounters(options.runtime.stats, options.runtime.dataplane.config),
       replicas: () => replicaStatsUrls(this.#pods.list(), options.reconcile.proxySelector),
       intervalMs: () => collectionIntervalMs(this.#release()),
-      active: () => !this.#stopped && (options.isLeader?.() ?? true),
+      // A release that is over has nothing left to count.
+      active: () => !this.#stopped && (options.isLeader?.() ?? true) && !isArchived(this.#release()),
       onEvidence: (evidence) => {
+        // Without analysis an interval with no traffic changes nothing in status: no write for it.
+        if (this.#release()?.spec?.analysis === undefined && !hasCounts(evidence)) return;
         // Queued until status counts it: a pass delayed past the next interval (a backoff) loses none.
         this.#evidence.push(evidence);
         if (this.#evidence.length > MAX_PENDING_INTERVALS) this.#evidence.splice(0, 2, mergeEvidence(this.#evidence[0]!, this.#evidence[1]!));
@@ -478,7 +481,12 @@ function byName<T extends { metadata?: { name?: string } }>(objects: readonly T[
 }
 
 /** Counting cadence: the analysis interval, else often enough for the achieved split to follow. */
+function isArchived(release: CanaryRelease | undefined): boolean {
+  const phase = release?.status?.phase;
+  return phase === 'Adopted' || phase === 'Deprecated';
+}
+
+/** A release holding on a bad interval is counted at the default pace meanwhile. */
 function collectionIntervalMs(release: CanaryRelease | undefined): number {
-  const interval = release?.spec?.analysis?.interval;
-  return (interval === undefined ? undefined : parseDuration(interval)) ?? (release?.spec?.analysis === undefined ? COUNT_INTERVAL_MS : DEFAULT_INTERVAL_MS);
+  return analysisIntervalMs(release?.spec) ?? (release?.spec?.analysis === undefined ? COUNT_INTERVAL_MS : DEFAULT_INTERVAL_MS);
 }

@@ -3,6 +3,7 @@
 // Service port.
 
 import type { V1Service } from '@kubernetes/client-node';
+import { readConnectionPolicies, type ConnectionPolicies } from '../config/load.ts';
 import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIL_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_FAILS,
@@ -10,6 +11,7 @@ import {
 } from '../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
 import { selectorContains } from './selectors.ts';
+import { normalizeProtocol } from './spec.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec, Labels, PortStatus } from './types.ts';
 
 export function listenerName(port: Pick<PortStatus, 'service' | 'port' | 'protocol'>): string {
@@ -103,26 +105,10 @@ export function listenersStillTargeted(config: L4Config, services: Iterable<V1Se
   return { listeners: config.listeners.filter((listener) => targeted.has(listener.listen.port)) };
 }
 
-/** A port's data-plane connection policies, from its `config` (the CRD bounds them; anything else is left out). */
-type PortPolicies = Pick<ListenerConfig, 'maxConnectionAgeMs' | 'rebalanceWindowMs' | 'drainTimeoutMs' | 'affinity'>;
-
-function portPolicies(config: CanaryPortSpec['config']): PortPolicies {
-  const millis = (value: unknown) => (Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 2_147_483_647 ? (value as number) : undefined);
-  const policies: { -readonly [K in keyof PortPolicies]: PortPolicies[K] } = {};
-  const maxConnectionAgeMs = millis(config?.maxConnectionAgeMs);
-  const rebalanceWindowMs = millis(config?.rebalanceWindowMs);
-  const drainTimeoutMs = millis(config?.drainTimeoutMs);
-  if (maxConnectionAgeMs !== undefined) policies.maxConnectionAgeMs = maxConnectionAgeMs;
-  if (rebalanceWindowMs !== undefined) policies.rebalanceWindowMs = rebalanceWindowMs;
-  if (drainTimeoutMs !== undefined) policies.drainTimeoutMs = drainTimeoutMs;
-  if (config?.affinity === 'clientIP' || config?.affinity === 'none') policies.affinity = config.affinity;
-  return policies;
-}
-
 /**
  * The listeners of `config` with the connection policies their port's `config` asks for
- * (maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity); a port that asks for none
- * keeps the data plane's defaults, which cut nothing.
+ * (maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity), read as a listener's are; what
+ * a port leaves out is the default, which cuts nothing.
  */
 export function withPortPolicies(config: L4Config, spec: CanaryReleaseSpec | undefined): L4Config {
   const byListener = policiesByListener(spec);
@@ -130,13 +116,12 @@ export function withPortPolicies(config: L4Config, spec: CanaryReleaseSpec | und
   return { listeners: config.listeners.map((listener) => ({ ...listener, ...byListener.get(listener.name) })) };
 }
 
-function policiesByListener(spec: CanaryReleaseSpec | undefined): Map<string, PortPolicies> {
-  const byListener = new Map<string, PortPolicies>();
+/** The listed ports' policies by listener; a port whose policies are out of bounds holds the release (spec.ts says why). */
+function policiesByListener(spec: CanaryReleaseSpec | undefined): Map<string, ConnectionPolicies> {
+  const byListener = new Map<string, ConnectionPolicies>();
   for (const entry of spec?.services ?? []) {
     for (const port of entry.ports ?? []) {
-      const policies = portPolicies(port.config);
-      const protocol = port.protocol === 'UDP' ? 'UDP' : 'TCP';
-      if (Object.keys(policies).length > 0) byListener.set(listenerName({ service: entry.service, port: port.port, protocol }), policies);
+      byListener.set(listenerName({ service: entry.service, port: port.port, protocol: normalizeProtocol(port.protocol) }), readConnectionPolicies(port.config ?? {}, (key) => key, []));
     }
   }
   return byListener;

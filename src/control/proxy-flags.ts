@@ -1,5 +1,5 @@
-// The flags of `canary-l4 proxy` that carry structure: `--weight SERVICE:PORT=PCT` and
-// `--proxy-selector key=value,...`. A malformed value is a ConfigError naming the flag, so the
+// The flags of `canary-l4 proxy` that carry structure: `--weight SERVICE:PORT=PCT`,
+// `--proxy-selector key=value,...` and `--port-base`. A malformed value is a ConfigError naming the flag, so the
 // command fails at startup with one line instead of running with a mistyped override.
 
 import { ConfigError } from '../errors.ts';
@@ -52,4 +52,10 @@ export function parseSelector(flag: string): Labels {
     labels[key] = value ?? '';
   }
   return labels;
+}
+
+/** `--port-base`: the first proxy port (the plugin's `plan` takes it too). */
+export function checkPortBase(base: number): number {
+  if (!Number.isInteger(base) || base < 1 || base > 65_535) throw new ConfigError('--port-base', [`must be an integer 1-65535, got ${base}`]);
+  return base;
 }

@@ -13,7 +13,8 @@ export function applyOperations(selector: Labels, operations: SelectorOperations
 }
 
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A DNS subdomain (RFC 1123), as Kubernetes names and label prefixes are. */
+export const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Why the apiserver would refuse these labels in a selector (422), one line each; [] when valid. */
 export function labelProblems(labels: Labels): string[] {

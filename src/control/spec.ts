@@ -3,6 +3,7 @@
 // nothing is changed until the spec is fixed (and whatever already runs keeps running).
 
 import type { V1Service } from '@kubernetes/client-node';
+import { readConnectionPolicies } from '../config/load.ts';
 import { copyName, COPY_ROLES, isCopyOf } from './copies.ts';
 import { portProtocol, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from './originals.ts';
 import type { PortKey } from './ports.ts';
@@ -44,7 +45,8 @@ const MAX_SERVICE_NAME = 63;
 const SPEC_PROTOCOLS: ReadonlySet<string> = new Set<SpecProtocol>(['TCP', 'UDP', 'HTTP', 'HTTPS']);
 
 /** HTTP and HTTPS are proxied as TCP; anything else was refused by planPorts. */
-function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
+/** A spec port's protocol as served: HTTP and HTTPS are proxied as TCP. */
+export function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
   return protocol === 'UDP' ? 'UDP' : 'TCP';
 }
 
@@ -112,7 +114,7 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
 }
 
 /** The one workload whose stable pods the selector picks; with workloads, each Service must pick one. */
-export function workloadOf(selector: Labels, workloads: readonly WorkloadPlan[], what: string, problems: string[]): WorkloadPlan | undefined {
+function workloadOf(selector: Labels, workloads: readonly WorkloadPlan[], what: string, problems: string[]): WorkloadPlan | undefined {
   const matching = workloads.filter((workload) => selectorMatches(selector, workload.stableLabels));
   if (matching.length === 1) return matching[0];
   problems.push(matching.length === 0
@@ -160,6 +162,7 @@ function planPorts(entry: CanaryServiceSpec, at: string, service: V1Service, ste
       problems.push(`${where}: Service ${entry.service} has no port ${id}`);
     }
     if (!Number.isInteger(weight) || weight < 0 || weight > 100) problems.push(`${where}.config.weight: must be an integer 0–100, got ${weight}`);
+    readConnectionPolicies(port.config ?? {}, (key) => `${where}.config.${key}`, problems);
   });
   return servicePorts(service).flatMap((live): PlannedPort[] => {
     const protocol = portProtocol(live);

@@ -15,6 +15,16 @@ export function parseDuration(text: string): number | undefined {
   return parts.reduce((sum, part) => sum + Number(part[1]) * UNITS_MS[part[2]!]!, 0);
 }
 
+/** The shortest analysis interval: a shorter one would have the proxies asked for counts in a loop. */
+const MIN_INTERVAL_MS = 1_000;
+
+/** spec.analysis.interval in milliseconds; undefined when it is absent, not a duration, or under 1s. */
+export function analysisIntervalMs(spec: CanaryReleaseSpec | undefined): number | undefined {
+  const interval = spec?.analysis?.interval;
+  const ms = interval === undefined ? undefined : parseDuration(interval);
+  return ms !== undefined && ms >= MIN_INTERVAL_MS ? ms : undefined;
+}
+
 /** An interval that ended this long after a step began (the reconcile that started the step came
  * just after it was counted) is still taken as judged at the step's weight. */
 const GATE_SLACK_MS = 1_000;
@@ -48,8 +58,6 @@ export interface StepPlan {
   readonly weight: number;
   readonly step: string;
   readonly pause: Pause | null;
-  /** Every step is done. */
-  readonly complete: boolean;
   /** Reconcile again after this long (a timed pause running out). */
   readonly requeueAfterMs?: number;
 }
@@ -63,7 +71,7 @@ export function stepProblems(spec: CanaryReleaseSpec | undefined): string[] {
     if (duration !== undefined && parseDuration(duration) === undefined) problems.push(`spec.steps[${index}].pause.duration: "${duration}" is not a duration like 30s, 2m or 1h`);
   });
   const interval = spec?.analysis?.interval;
-  if (interval !== undefined && !((parseDuration(interval) ?? 0) >= 1_000)) problems.push(`spec.analysis.interval: "${interval}" is not a duration of at least 1s`);
+  if (interval !== undefined && analysisIntervalMs(spec) === undefined) problems.push(`spec.analysis.interval: "${interval}" is not a duration of at least 1s`);
   for (const field of ['minSamples', 'failureLimit'] as const) {
     const value = spec?.analysis?.[field];
     if (value !== undefined && (!Number.isInteger(value) || value < (field === 'failureLimit' ? 1 : 0))) problems.push(`spec.analysis.${field}: must be an integer >= ${field === 'failureLimit' ? 1 : 0}, got ${JSON.stringify(value)}`);
@@ -88,10 +96,10 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
   const held = (reason: string, startedAt: string | undefined, requeueAfterMs?: number): StepPlan => ({
     currentStep: current, stepStartedAt: startedAt, weight: weightOf(current), step: shown(current),
     pause: { reason, since: recorded.pause?.reason === reason ? recorded.pause.since : now.toISOString() },
-    complete: false, ...(requeueAfterMs === undefined ? {} : { requeueAfterMs }),
+    ...(requeueAfterMs === undefined ? {} : { requeueAfterMs }),
   });
   if (current >= steps.length) {
-    return { currentStep: current, stepStartedAt: recorded.stepStartedAt, weight: weightOf(current), step: shown(current), pause: null, complete: true };
+    return { currentStep: current, stepStartedAt: recorded.stepStartedAt, weight: weightOf(current), step: shown(current), pause: null };
   }
   if (!serving) return held('the Services are not taken over yet; the first step starts once they are', recorded.stepStartedAt);
   const startedAt = recorded.stepStartedAt ?? now.toISOString();
@@ -115,6 +123,6 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
   const next = current + 1;
   return {
     currentStep: next, stepStartedAt: now.toISOString(), weight: weightOf(next), step: shown(next), pause: null,
-    complete: next >= steps.length, requeueAfterMs: 0,
+    requeueAfterMs: 0,
   };
 }

@@ -16,8 +16,7 @@ import { originalPatch } from './patches.ts';
 import { releaseFields, saveOriginal, type OriginalFields, type OriginalState, type SavedOriginal } from './originals.ts';
 import { applyOperations, formatSelector, livePods, selectorMatches } from './selectors.ts';
 import { LABEL_TRACK, TRACK_CANARY, type CanaryReleaseStatus, type CanaryServiceSpec, type PortStatus, type TransitionRecord, type TransitionType } from './types.ts';
-import { planWorkloadStage } from './workload-transition.ts';
-import { isCanaryWorkloadOf } from './workloads.ts';
+import { deleteCanaryWorkloads, planWorkloadStage } from './workload-transition.ts';
 
 const HANDED_BACK_LATER: ReadonlySet<OriginalState['kind']> = new Set(['saved', 'retargeted', 'hijacked', 'lost', 'unreadable']);
 
@@ -167,11 +166,7 @@ export function planTransition(context: Context, record: TransitionRecord): Desi
     return { mode: 'transition', l4Config: grace.l4Config, status: grace.status, requeueAfterMs: grace.remainingMs, steps: [...before, ...statusStep(context, grace.status)] };
   }
   // Adopted: the canary workloads served until now; Deprecated took them away first.
-  const canaryWorkloads = record.type === 'Adopted' ? [...context.observed.deployments.values()].filter((deployment) => isCanaryWorkloadOf(deployment, context.name)) : [];
-  const deletions: Step[] = [
-    ...context.copies.map(deleteCopyStep),
-    ...canaryWorkloads.map((deployment): Step => ({ kind: 'deleteDeployment', reason: 'deleteCanaryWorkload', name: deployment.metadata?.name ?? '', uid: deployment.metadata?.uid })),
-  ];
+  const deletions: Step[] = [...context.copies.map(deleteCopyStep), ...(record.type === 'Adopted' ? deleteCanaryWorkloads(context) : [])];
   const status = archivedStatus(context, record);
   return { mode: 'transition', l4Config, status, steps: [...before, ...deletions, ...statusStep(context, status), ...finalizerStep(context, false)] };
 }

@@ -8,13 +8,13 @@
 //   matches the restored selector (they carry every stable label unless the patch relabelled
 //   them), so a rollback sends the canary nothing more.
 
-import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
+import type { V1Deployment } from '@kubernetes/client-node';
 import { sameJson } from '../kube/canonical.ts';
 import type { Context } from './context.ts';
 import { copyName, desiredCopy } from './copies.ts';
 import type { Step } from './desired.ts';
 import { copyPatch } from './patches.ts';
-import { applyOperations, readyPods, selectorMatches } from './selectors.ts';
+import { applyOperations, selectorMatches } from './selectors.ts';
 import { patchTemplate } from './strategic-merge.ts';
 import { LABEL_TEMPLATE_HASH, type TransitionRecord, type WorkloadSpec, type WorkloadStatus } from './types.ts';
 import { isCanaryWorkloadOf, readyCount, replicaSetsOf, rolledOut, rolloutStalled, stableSideSelector, templateHashOf } from './workloads.ts';
@@ -39,11 +39,15 @@ function withReady(context: Context, recorded: readonly WorkloadStatus[]): Workl
   return recorded.map((item) => ({ ...item, canaryReady: readyCount(context.observed.deployments.get(item.canary)) }));
 }
 
-function deprecate(context: Context, recorded: readonly WorkloadStatus[]): WorkloadStage {
-  const steps: Step[] = [...context.observed.deployments.values()]
+/** Deletes the release's canary Deployments not already on their way out. */
+export function deleteCanaryWorkloads(context: Context): Step[] {
+  return [...context.observed.deployments.values()]
     .filter((deployment) => isCanaryWorkloadOf(deployment, context.name) && deployment.metadata?.deletionTimestamp == null)
     .map((deployment) => ({ kind: 'deleteDeployment', reason: 'deleteCanaryWorkload', name: deployment.metadata?.name ?? '', uid: deployment.metadata?.uid }));
-  return { steps, waiting: [], problems: [], workloads: withReady(context, recorded), done: true };
+}
+
+function deprecate(context: Context, recorded: readonly WorkloadStatus[]): WorkloadStage {
+  return { steps: deleteCanaryWorkloads(context), waiting: [], problems: [], workloads: withReady(context, recorded), done: true };
 }
 
 function adopt(context: Context, recorded: readonly WorkloadStatus[]): WorkloadStage {
@@ -98,7 +102,7 @@ function withoutLabels(spec: WorkloadSpec): unknown {
 
 /** The hash of the stable ReplicaSet with the most Ready pods (the newer on a tie). */
 function busiestHash(stable: V1Deployment, context: Context): string | undefined {
-  const ready: readonly V1Pod[] = readyPods(context.observed.pods);
+  const { ready } = context;
   let best: { hash: string; count: number; revision: number } | undefined;
   for (const replicaSet of replicaSetsOf(stable, context.observed.replicaSets)) {
     const hash = templateHashOf(replicaSet);

@@ -3,9 +3,8 @@
 // `canary-l4.io/track: canary`, owned by the release — and the pod-template-hash of the stable
 // pods, which pins the forked copy to them (canary pods carry every stable label otherwise). Pure.
 
-import { createHash } from 'node:crypto';
 import type { V1Deployment, V1PodTemplateSpec, V1ReplicaSet } from '@kubernetes/client-node';
-import { canonicalJson, sameJson } from '../kube/canonical.ts';
+import { canonicalDigest, sameJson } from '../kube/canonical.ts';
 import { labelProblems } from './selectors.ts';
 import { patchTemplate, PatchProblem } from './strategic-merge.ts';
 import {
@@ -35,7 +34,7 @@ export type WorkloadsPlan =
   | { readonly ok: true; readonly plans: readonly WorkloadPlan[] }
   | { readonly ok: false; readonly problems: readonly string[]; readonly waiting: readonly string[] };
 
-export function canaryDeploymentName(stable: string): string {
+function canaryDeploymentName(stable: string): string {
   return `${stable}-canary`;
 }
 
@@ -59,7 +58,7 @@ export function templateHashOf(replicaSet: V1ReplicaSet | undefined): string | u
 }
 
 /** The ReplicaSet of the Deployment's current template (its "new" one, as the Deployment controller tells). */
-export function currentReplicaSet(deployment: V1Deployment, replicaSets: readonly V1ReplicaSet[]): V1ReplicaSet | undefined {
+function currentReplicaSet(deployment: V1Deployment, replicaSets: readonly V1ReplicaSet[]): V1ReplicaSet | undefined {
   return replicaSets.find((replicaSet) => ownedBy(replicaSet, deployment)
     && sameJson(withoutHash(replicaSet.spec?.template), withoutHash(deployment.spec?.template)));
 }
@@ -87,9 +86,6 @@ export function readyCount(deployment: V1Deployment | undefined): string {
   return `${deployment?.status?.availableReplicas ?? 0}/${deployment?.spec?.replicas ?? 0}`;
 }
 
-function specHash(spec: unknown): string {
-  return createHash('sha256').update(canonicalJson(spec)).digest('hex').slice(0, 16);
-}
 
 /**
  * The workloads of the spec, each with its stable Deployment and the canary Deployment it asks for;
@@ -172,7 +168,7 @@ function desiredCanary(release: CanaryRelease, stable: V1Deployment, template: V
       name: canaryDeploymentName(stable.metadata?.name ?? ''),
       ...(namespace === undefined ? {} : { namespace }),
       labels: { [LABEL_RELEASE]: name, [LABEL_WORKLOAD]: stable.metadata?.name ?? '' },
-      annotations: { [ANNOTATION_SPEC_HASH]: specHash(spec) },
+      annotations: { [ANNOTATION_SPEC_HASH]: canonicalDigest(spec) },
       ownerReferences: [{ apiVersion: API_VERSION, kind: KIND, name, uid, controller: true }],
     },
     spec,

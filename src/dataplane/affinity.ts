@@ -24,7 +24,7 @@ export function clientAddressHash(address: string): number {
 }
 
 /** FNV-1a over the UTF-16 code units, then murmur3's finalizer: stable across processes and versions. */
-export function stringHash(text: string, start = 0): number {
+function stringHash(text: string, start = 0): number {
   let hash = 0x811c9dc5;
   for (let i = start; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
@@ -54,7 +54,7 @@ function draw(clientHash: number, backendSeed: number): number {
 }
 
 /** Backend `i`'s claim on the client: the highest wins; 0 for weight 0 (never chosen). */
-export function rendezvousScore(clientHash: number, backendSeed: number, weight: number): number {
+function rendezvousScore(clientHash: number, backendSeed: number, weight: number): number {
   return weight === 0 ? 0 : weight / -Math.log(draw(clientHash, backendSeed));
 }
 

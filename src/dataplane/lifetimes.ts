@@ -84,7 +84,9 @@ export class FlowLifetimes {
 
   add(flow: LiveFlow): void {
     this.flows.add(flow);
-    if (this.#timer === undefined) this.#ensureSweep();
+    // A new flow has nothing scheduled: without a policy in force there is nothing to sweep for
+    // (and looking for scheduled ends would cost a scan of every flow per new one).
+    if (this.#timer === undefined && this.#periods().length > 0) this.#ensureSweep();
   }
 
   delete(flow: LiveFlow): void {

@@ -51,7 +51,7 @@ export function spreadOver(count: number, windowMs: number): number[] {
 }
 
 /** Up to 10 % past maxConnectionAgeMs, so a pool opened at once does not reconnect at once. */
-export const MAX_AGE_JITTER = 0.1;
+const MAX_AGE_JITTER = 0.1;
 
 /** The age at which a connection ends: maxAgeMs plus its share (`fraction` in [0, 1)) of the jitter. */
 export function jitteredAge(maxAgeMs: number, fraction: number): number {

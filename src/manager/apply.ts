@@ -3,9 +3,9 @@
 // diffed here: plan.ts built every body.
 
 import {
-  AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PolicyV1Api, RbacAuthorizationV1Api, type KubernetesObject, type V1DeleteOptions,
+  PolicyV1Api, RbacAuthorizationV1Api, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1DeleteOptions,
 } from '@kubernetes/client-node';
-import type { CallOptions } from '../kube/client.ts';
+import { makeClients, type CallOptions } from '../kube/client.ts';
 import { isNotFound, mergePatch } from '../kube/patch.ts';
 import { FIELD_MANAGER } from '../control/apply.ts';
 import { GROUP, PLURAL, VERSION } from '../control/types.ts';
@@ -19,14 +19,10 @@ export interface ManagerApis {
   readonly custom: CustomObjectsApi;
 }
 
+/** The clients every command has (kube/client.ts), and the two only the manager writes with. */
 export function makeManagerApis(kubeConfig: KubeConfig): ManagerApis {
-  return {
-    core: kubeConfig.makeApiClient(CoreV1Api),
-    apps: kubeConfig.makeApiClient(AppsV1Api),
-    policy: kubeConfig.makeApiClient(PolicyV1Api),
-    rbac: kubeConfig.makeApiClient(RbacAuthorizationV1Api),
-    custom: kubeConfig.makeApiClient(CustomObjectsApi),
-  };
+  const { core, apps, custom } = makeClients(kubeConfig);
+  return { core, apps, custom, policy: kubeConfig.makeApiClient(PolicyV1Api), rbac: kubeConfig.makeApiClient(RbacAuthorizationV1Api) };
 }
 
 /** What a write left: the object's resourceVersion, or undefined for one that is gone. */

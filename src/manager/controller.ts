@@ -140,9 +140,13 @@ export class ManagerController {
     });
   }
 
-  /** Leadership changed: a new leader looks at every release at once. */
+  /**
+   * Leadership changed: a new leader looks at every release at once; one that no longer leads stops
+   * reporting proxies (dashboards take the highest value across managers: a stale one would hide a drop).
+   */
   leadershipChanged(): void {
-    if (this.#synced) this.#enqueueAll();
+    if (!this.#options.isLeader()) this.#metrics.forgetProxies();
+    else if (this.#synced) this.#enqueueAll();
   }
 
   async stop(): Promise<void> {

@@ -33,6 +33,11 @@ export class ManagerMetrics {
     };
   }
 
+  /** Reports no release's proxy: another manager leads. */
+  forgetProxies(): void {
+    this.#replicas.reset();
+  }
+
   /** A release's proxy as status.proxy says it; null: it has none (any more). */
   proxy(namespace: string, release: string, proxy: ProxyStatus | null): void {
     for (const state of STATES) {

@@ -11,7 +11,7 @@ import { availability, proxyStatus, statusPatch, type ConditionDraft, type Statu
 import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY, metricsServiceName, proxyName, type ManagedRelease, type ProxyStatus } from './types.ts';
 
 export type ChildKind = keyof RenderedProxy;
-/** The order objects are created in; deleted in reverse (the Deployment first). */
+/** The order objects are created in; deleted in reverse (the metrics Service and the PDB before the Deployment). */
 export const CHILD_KINDS: readonly ChildKind[] = ['serviceAccount', 'roleBinding', 'deployment', 'podDisruptionBudget', 'metricsService'];
 
 export const KIND_OF: Readonly<Record<ChildKind, string>> = {

@@ -4,7 +4,8 @@
 // types at admission; this also checks what a schema cannot (quantities, label syntax, requests
 // against limits, the toleration rules).
 
-import { labelProblems } from '../control/selectors.ts';
+import { isMapping, readMapping } from '../config/fields.ts';
+import { DNS_SUBDOMAIN, labelProblems } from '../control/selectors.ts';
 import type { Labels } from '../control/types.ts';
 import type { ProxyResources, ProxySpec, Toleration } from './types.ts';
 
@@ -15,7 +16,6 @@ export type ProxySpecResult = { readonly ok: true; readonly spec: ProxySpec } | 
 const FIELDS = ['replicas', 'resources', 'nodeSelector', 'tolerations', 'priorityClassName'] as const;
 const TOLERATION_FIELDS = ['key', 'operator', 'value', 'effect', 'tolerationSeconds'] as const;
 const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 /** resource.Quantity: a decimal number, then a binary (Ki…Ei), decimal (n u m k M G T P E) or exponent suffix. */
 const QUANTITY = /^(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?\d+)?$/;
 const SUFFIXES: Readonly<Record<string, number>> = {
@@ -37,8 +37,9 @@ export function parseQuantity(value: unknown): number | undefined {
 
 export function readProxySpec(raw: unknown): ProxySpecResult {
   if (raw === undefined || raw === null) return { ok: true, spec: { replicas: DEFAULT_PROXY_REPLICAS, resources: undefined, nodeSelector: undefined, tolerations: undefined, priorityClassName: undefined } };
-  if (!isRecord(raw)) return { ok: false, problems: [`spec.proxy: must be an object, got ${describe(raw)}`] };
-  const problems: string[] = unknownFields('spec.proxy', raw, FIELDS);
+  if (!isMapping(raw)) return { ok: false, problems: [`spec.proxy: must be an object, got ${describe(raw)}`] };
+  const problems: string[] = [];
+  readMapping(raw, 'spec.proxy', FIELDS, problems);
   const replicas = raw.replicas ?? DEFAULT_PROXY_REPLICAS;
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
     problems.push(`spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got ${describe(replicas)}`);
@@ -55,15 +56,15 @@ export function readProxySpec(raw: unknown): ProxySpecResult {
 }
 
 function readResources(raw: unknown, problems: string[]): ProxyResources | undefined {
-  if (!isRecord(raw)) {
+  if (!isMapping(raw)) {
     problems.push(`spec.proxy.resources: must be an object with requests and limits, got ${describe(raw)}`);
     return undefined;
   }
-  problems.push(...unknownFields('spec.proxy.resources', raw, ['requests', 'limits']));
+  readMapping(raw, 'spec.proxy.resources', ['requests', 'limits'], problems);
   const read = (which: 'requests' | 'limits'): Record<string, string> | undefined => {
     const list = raw[which];
     if (list === undefined) return undefined;
-    if (!isRecord(list)) {
+    if (!isMapping(list)) {
       problems.push(`spec.proxy.resources.${which}: must be a map of resource name to quantity, got ${describe(list)}`);
       return undefined;
     }
@@ -88,7 +89,7 @@ function readResources(raw: unknown, problems: string[]): ProxyResources | undef
 }
 
 function readNodeSelector(raw: unknown, problems: string[]): Labels | undefined {
-  if (!isRecord(raw) || Object.values(raw).some((value) => typeof value !== 'string')) {
+  if (!isMapping(raw) || Object.values(raw).some((value) => typeof value !== 'string')) {
     problems.push(`spec.proxy.nodeSelector: must be a map of node label to value (strings), got ${describe(raw)}`);
     return undefined;
   }
@@ -104,11 +105,11 @@ function readTolerations(raw: unknown, problems: string[]): Toleration[] | undef
   }
   return raw.map((item: unknown, index) => {
     const field = `spec.proxy.tolerations[${index}]`;
-    if (!isRecord(item)) {
+    if (!isMapping(item)) {
       problems.push(`${field}: must be an object {key, operator, value, effect, tolerationSeconds}, got ${describe(item)}`);
       return {};
     }
-    problems.push(...unknownFields(field, item, TOLERATION_FIELDS));
+    readMapping(item, field, TOLERATION_FIELDS, problems);
     const { key = '', operator = 'Equal', value = '', effect = '', tolerationSeconds } = item;
     if (operator !== 'Equal' && operator !== 'Exists') problems.push(`${field}.operator: must be Exists or Equal, got ${describe(operator)}`);
     if (typeof key !== 'string' || (key !== '' && labelProblems({ [key]: '' }).length > 0)) problems.push(`${field}.key: must be a label key, got ${describe(key)}`);
@@ -125,13 +126,6 @@ function readTolerations(raw: unknown, problems: string[]): Toleration[] | undef
   });
 }
 
-function unknownFields(path: string, object: Record<string, unknown>, known: readonly string[]): string[] {
-  return Object.keys(object).filter((key) => !known.includes(key)).map((key) => `${path}.${key}: unknown field (known: ${known.join(', ')})`);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function describe(value: unknown): string {
   return value === undefined ? 'nothing' : JSON.stringify(value);

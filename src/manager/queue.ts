@@ -33,10 +33,6 @@ export class KeyedQueue {
     this.#options = options;
   }
 
-  get length(): number {
-    return this.#ready.size;
-  }
-
   start(): void {
     this.#started = true;
     this.#pump();

@@ -4,14 +4,13 @@
 // --proxy-image change it. The proxy learns everything from plain env values (no --kubeconfig: in
 // a pod it uses its ServiceAccount), so `kubectl describe` shows exactly what it runs with.
 
-import { createHash } from 'node:crypto';
 import type {
   KubernetesObject, V1Deployment, V1EnvVar, V1OwnerReference, V1PodDisruptionBudget, V1ResourceRequirements, V1RoleBinding, V1Service,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
 import { API_VERSION, KIND, LABEL_RELEASE } from '../control/types.ts';
-import { canonicalJson } from '../kube/canonical.ts';
+import { canonicalDigest } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';
 import {
   ANNOTATION_RENDERED, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName, type ManagedRelease, type ProxySpec,
@@ -157,7 +156,7 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
 /** Each object annotated with a digest of itself, so a field dropped from the rendering is noticed. */
 function withDigests(objects: RenderedProxy): RenderedProxy {
   const stamp = <T extends KubernetesObject>(object: T): T =>
-    ({ ...object, metadata: { ...object.metadata, annotations: { ...object.metadata?.annotations, [ANNOTATION_RENDERED]: digest(object) } } });
+    ({ ...object, metadata: { ...object.metadata, annotations: { ...object.metadata?.annotations, [ANNOTATION_RENDERED]: canonicalDigest(object) } } });
   return {
     serviceAccount: stamp(objects.serviceAccount),
     roleBinding: stamp(objects.roleBinding),
@@ -167,7 +166,3 @@ function withDigests(objects: RenderedProxy): RenderedProxy {
   };
 }
 
-/** sha256 of the object's canonical JSON, first 16 hex digits. */
-export function digest(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 16);
-}

@@ -2,7 +2,7 @@
 // again, and the parts of the CanaryRelease it reads (spec.proxy) and writes (status.proxy and the
 // ProxyAvailable condition). Everything else of the CanaryRelease belongs to its proxy.
 
-import type { CanaryRelease, CanaryReleaseCondition, ConditionStatus, Labels } from '../control/types.ts';
+import type { CanaryRelease, Labels } from '../control/types.ts';
 import { GROUP, LABEL_RELEASE } from '../control/types.ts';
 
 /** app.kubernetes.io/managed-by on every object the manager keeps: what it may update or delete. */
@@ -92,4 +92,3 @@ export type ManagedRelease = CanaryRelease & {
 };
 
 /** The manager's condition: the same shape as the proxy's, its own type. */
-export type ProxyCondition = Omit<CanaryReleaseCondition, 'type' | 'status'> & { readonly type: typeof PROXY_CONDITION; readonly status: ConditionStatus };

@@ -10,7 +10,7 @@ import { hideBin } from 'yargs/helpers';
 import { DEFAULT_PORT_BASE } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { dryRun } from '../control/dry-run.ts';
-import { parseSelector } from '../control/proxy-flags.ts';
+import { checkPortBase, parseSelector } from '../control/proxy-flags.ts';
 import { defaultProxySelector } from '../control/reconcile.ts';
 import { KIND, type CanaryRelease } from '../control/types.ts';
 import { abort, parseWeightTarget, pause, promote, resume, setWeight, type ActionResult } from './actions.ts';
@@ -98,7 +98,7 @@ try {
         const name = fromFile.metadata.name;
         const observed = await cluster.observe(fromFile);
         const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
-        const plan = dryRun(observed, { proxySelector, portBase: argv.portBase, weightOverrides: [], handBackGraceMs: 0, now: new Date() });
+        const plan = dryRun(observed, { proxySelector, portBase: checkPortBase(argv.portBase), weightOverrides: [], handBackGraceMs: 0, now: new Date() });
         process.stdout.write(formatPlan(name, cluster.namespace, plan));
         if (plan.problems.length > 0) process.exitCode = 1;
       })

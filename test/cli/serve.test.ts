@@ -3,7 +3,7 @@
 // new one is invalid or cannot bind; --weight changes the split; SIGTERM drains a live transfer.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import {
   type TcpBackend,
 } from '../support/backends.ts';
 import { metricValue } from '../support/dataplane.ts';
-import { runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/serve-child.ts';
+import { runCli, runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/serve-child.ts';
 
 const MiB = 1024 * 1024;
 
@@ -81,6 +81,27 @@ listeners:
     const { exit, stderr } = await runServeExpectingExit({ listeners: [web(18081, 1, 2, 90, 10)] }, ['--weight', 'web:canry=5']);
     assert.equal(exit.code, 2);
     assert.match(stderr, /--weight "web:canry=5": listener "web" has no backend "canry"; the backends are stable, canary/);
+  });
+
+  test('an empty or repeated --admin-address exits 2 naming the flag, rather than binding every address', async () => {
+    const empty = await runCli(['serve', '--config', '/dev/null', '--admin-address', '']);
+    assert.equal(empty.exit.code, 2);
+    assert.match(empty.stderr, /^canary-l4: --admin-address: must be one address of this host, or \* for every address, got ""$/m);
+    const twice = await runServeExpectingExit({ listeners: [web(18081, 1, 2, 90, 10)] }, ['--admin-address', '::1']);
+    assert.equal(twice.exit.code, 2);
+    assert.match(twice.stderr, /--admin-address: must be one address of this host, or \* for every address, got \["127.0.0.1","::1"\]/);
+  });
+
+  test('an open-file limit that leaves no descriptor for connections exits 2 saying so, rather than serving nothing', { timeout: 20_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'canary-l4-test-'));
+    const path = join(dir, 'lb.yaml');
+    writeFileSync(path, 'listeners: []\n');
+    const serve = spawnServe(path, ['--no-watch'], { fdLimit: 96, ownDir: dir });
+    // One that starts anyway is stopped, not left behind.
+    const exit = await Promise.race([serve.exited, sleep(10_000).then(() => undefined)]);
+    await serve.stop();
+    assert.equal(exit?.code, 2, serve.stderr());
+    assert.match(serve.stderr(), /^canary-l4: open files: the limit of 96 \(ulimit -n\) leaves no descriptor for connections .*raise it, e\.g\. ulimit -n 65536/m);
   });
 
   test('a listener that cannot bind at startup exits 2, like any config error: the file, the field path, the listener, the address', async () => {

@@ -256,6 +256,8 @@ describe('one problem per bad field, with its exact line', () => {
     ['negative maxConnections', { maxConnections: -1 }, 'listeners[0].maxConnections: must be an integer >= 0, got -1'],
     ['maxFails 0', { maxFails: 0 }, 'listeners[0].maxFails: must be a positive integer, got 0'],
     ['failOnReset not a boolean', { failOnReset: 'yes' }, 'listeners[0].failOnReset: must be true or false, got "yes"'],
+    ['failOnReset on a udp listener', { protocol: 'udp', failOnReset: true }, 'listeners[0].failOnReset: applies to tcp listeners only; remove it'],
+    ['firstByteTimeoutMs on a udp listener', { protocol: 'udp', firstByteTimeoutMs: 500 }, 'listeners[0].firstByteTimeoutMs: applies to tcp listeners only; remove it'],
     ['negative firstByteTimeoutMs', { firstByteTimeoutMs: -1 }, 'listeners[0].firstByteTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1'],
     ['negative maxConnectionAgeMs', { maxConnectionAgeMs: -1 }, 'listeners[0].maxConnectionAgeMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1'],
     ['rebalance window with a unit', { rebalanceWindowMs: '30s' }, 'listeners[0].rebalanceWindowMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got "30s"'],

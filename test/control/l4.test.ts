@@ -39,13 +39,13 @@ describe('connection policies of a port (spec.services[].ports[].config)', () =>
         { service: 'dns', ports: [{ port: 53, protocol: 'UDP', config: { weight: 5, drainTimeoutMs: 5_000 } }] },
       ],
     });
-    assert.deepEqual(served.listeners[0], { ...web80, maxConnectionAgeMs: 60_000, rebalanceWindowMs: 30_000, affinity: 'clientIP' });
-    assert.deepEqual(served.listeners[1], { ...dns53, drainTimeoutMs: 5_000 });
+    assert.deepEqual(served.listeners[0], { ...web80, maxConnectionAgeMs: 60_000, rebalanceWindowMs: 30_000, drainTimeoutMs: 0, affinity: 'clientIP' });
+    assert.deepEqual(served.listeners[1], { ...dns53, maxConnectionAgeMs: 0, rebalanceWindowMs: 0, drainTimeoutMs: 5_000, affinity: 'none' });
   });
 
-  it('a port that asks for none, or for something out of bounds, keeps the defaults (nothing cut)', () => {
-    const spec = { services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10, maxConnectionAgeMs: -1, affinity: 'sticky' as 'none' } }] }] };
-    assert.deepEqual(withPortPolicies(config, spec), config);
+  it('a port that asks for none keeps the defaults, which cut nothing', () => {
+    const served = withPortPolicies(config, { services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10 } }] }] });
+    assert.deepEqual(served.listeners[0], { ...web80, maxConnectionAgeMs: 0, rebalanceWindowMs: 0, drainTimeoutMs: 0, affinity: 'none' });
     assert.equal(withPortPolicies(config, undefined), config);
   });
 });

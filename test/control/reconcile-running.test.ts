@@ -133,6 +133,16 @@ describe('reconcile while the release runs', () => {
     assert.deepEqual([listener?.maxConnectionAgeMs, listener?.rebalanceWindowMs, listener?.drainTimeoutMs, listener?.affinity], [300_000, 60_000, 30_000, 'clientIP']);
   });
 
+  it('connection policies out of bounds hold the release, each named with what it must be', () => {
+    const config = { weight: 10, maxConnectionAgeMs: -5, affinity: 'sticky' as 'none' };
+    const spec: CanaryReleaseSpec = { services: [{ service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 80, config }] }] };
+    const { last } = converge(webWorld(spec));
+    assert.equal(last?.status.phase, 'Holding');
+    const failure = last === undefined ? '' : conditionOf(last, 'Failure').message;
+    assert.match(failure, /spec\.services\[0\]\.ports\[0\]\.config\.maxConnectionAgeMs: must be an integer 0-2147483647 \(milliseconds; 0 = off\), got -5/);
+    assert.match(failure, /spec\.services\[0\]\.ports\[0\]\.config\.affinity: must be "none" or "clientIP", got "sticky"/);
+  });
+
   it('UDP ports get UDP listeners, next to a TCP port of the same number', () => {
     const dns = service('dns', { app: 'dns', version: 'v1' }, [{ name: 'dns-tcp', port: 53 }, { name: 'dns-udp', port: 53, protocol: 'UDP' }]);
     const spec: CanaryReleaseSpec = { services: [{ service: 'dns', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 53, protocol: 'UDP', config: { weight: 5 } }] }] };

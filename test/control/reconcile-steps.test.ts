@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Evidence } from '../../src/control/analysis.ts';
-import { judge } from '../../src/control/analysis.ts';
+import { hasCounts, judge } from '../../src/control/analysis.ts';
 import { intervalCounts, mergeEvidence, parseSnapshot } from '../../src/control/collector.ts';
-import { parseDuration } from '../../src/control/steps.ts';
+import { analysisIntervalMs, parseDuration } from '../../src/control/steps.ts';
 import { affinityListeners } from '../../src/control/l4.ts';
 import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../src/control/types.ts';
 import type { BackendCounters, CounterSnapshot } from '../../src/dataplane/counters.ts';
@@ -47,6 +47,12 @@ describe('steps', () => {
   it('parses durations', () => {
     assert.deepEqual(['30s', '2m', '1h', '500ms', '1m30s', '1.5s'].map(parseDuration), [30_000, 120_000, 3_600_000, 500, 90_000, 1_500]);
     assert.deepEqual(['', '2', 'm', '2 m', '-1s'].map(parseDuration), [undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('an analysis interval under 1s is refused, and counted at the default pace meanwhile rather than in a loop', () => {
+    assert.deepEqual(['0s', '500ms', '1s', '2m'].map((interval) => analysisIntervalMs({ analysis: { interval } })), [undefined, undefined, 1_000, 120_000]);
+    assert.equal(analysisIntervalMs({ analysis: {} }), undefined);
+    assert.match(conditionOf(run(stepped({ analysis: { interval: '0s' } })), 'Failure').message, /spec.analysis.interval: "0s" is not a duration of at least 1s/);
   });
 
   it('a timed pause holds the step, and it advances once the pause is over, never before', () => {
@@ -167,6 +173,12 @@ describe('analysis', () => {
     assert.deepEqual([...affinity], ['web-80-tcp']);
     assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined, affinity).signals.some((item) => item.name === 'canaryShare'), false);
     assert.equal(affinityListeners({ services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10, affinity: 'none' } }] }] }).size, 0);
+  });
+
+  it('an interval in which no proxy counted anything has no counts (without analysis it is not written to status)', () => {
+    assert.equal(hasCounts(evidence(0, {}, {})), false);
+    assert.equal(hasCounts(evidence(0, {}, { connectErrors: 1 })), true);
+    assert.equal(hasCounts(evidence(0, { sessionsReplied: 1 }, {})), true);
   });
 
   it('no canary sample is never a pass, even with minSamples 0', () => {

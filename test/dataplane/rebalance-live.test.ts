@@ -120,6 +120,21 @@ describe('a rebalance over live flows', { timeout: 10_000 }, () => {
     assert.equal(endedByRebalance(raised), 0, 'their new backend is down: they would only come back');
   });
 
+  test('a listener with no policy in force does not look at its other flows when one is added (a UDP flood stays linear)', () => {
+    const snapshot = snapshots();
+    const plain = snapshot([90, 10]);
+    const lifetimes = new FlowLifetimes(plain, { idleTimeout: false });
+    let looks = 0;
+    for (let i = 0; i < 2_000; i++) {
+      const flow = new Flow(plain, 0, lifetimes);
+      let endAt = flow.endAt;
+      Object.defineProperty(flow, 'endAt', { get: () => (looks++, endAt), set: (value: number) => (endAt = value) });
+      lifetimes.add(flow);
+    }
+    assert.ok(looks < 2_000, `${looks} looks at the flows' schedules for 2 000 adds`);
+    lifetimes.stop();
+  });
+
   test('every weight at 0 ends nothing, with or without affinity', async () => {
     for (const affinity of ['none', 'clientIP'] as const) {
       const snapshot = snapshots();

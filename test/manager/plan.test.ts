@@ -146,7 +146,7 @@ describe('the manager\'s plan', () => {
     assert.deepEqual(objectSteps(plan(observed({ children: { ...children(objects), roleBinding: binding } }), SETTINGS, NOW).steps), ['delete roleBinding']);
   });
 
-  it('finished: the proxy and all that came with it are deleted, the Deployment first, and status.proxy goes', () => {
+  it('finished: the proxy and all that came with it are deleted, in the reverse of their creation, and status.proxy goes', () => {
     const done = release({ metadata: { finalizers: undefined }, status: { phase: 'Adopted' } });
     const steps = plan(observed({ release: done }), SETTINGS, NOW).steps;
     assert.deepEqual(objectSteps(steps), ['delete metricsService', 'delete podDisruptionBudget', 'delete deployment', 'delete roleBinding', 'delete serviceAccount']);

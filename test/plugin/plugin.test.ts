@@ -123,6 +123,12 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
     const missing = await plugin('plan', '-f', '/nonexistent.yaml');
     assert.equal(missing.code, 2);
     assert.match(missing.stderr, /^kubectl canary-l4: -f \/nonexistent.yaml: ENOENT/);
+    const good = await kubectl.manifest('port-base.yaml', release('port-base', { services: [{ service: 'web', ports: [{ port: 80 }] }] }));
+    for (const base of ['abc', '0']) {
+      const badBase = await plugin('plan', '-f', good, '--port-base', base);
+      assert.equal(badBase.code, 2, badBase.stdout);
+      assert.match(badBase.stderr, /--port-base: must be an integer 1-65535, got/);
+    }
   });
 
   it('each action is the patch it prints, and kubectl patch with it does the same', async () => {

@@ -1,5 +1,5 @@
 import type { Argv } from 'yargs';
-import { parsePortWeights, parseSelector } from '../../control/proxy-flags.ts';
+import { checkPortBase, parsePortWeights, parseSelector } from '../../control/proxy-flags.ts';
 import { defaultProxySelector } from '../../control/reconcile.ts';
 import { DEFAULT_PORT_BASE } from '../../defaults.ts';
 import { ConfigError } from '../../errors.ts';
@@ -42,8 +42,7 @@ function builder(yargs: Argv) {
         describe: 'Share the proxy ports with other processes on this host (SO_REUSEPORT), e.g. replicas on hostNetwork',
       })
       .check((argv) => {
-        const base = argv['port-base'];
-        if (!Number.isInteger(base) || base < 1 || base > 65535) throw new ConfigError('--port-base', [`must be an integer 1-65535, got ${base}`]);
+        checkPortBase(argv['port-base']);
         for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
           const value = argv[flag];
           if (!Number.isFinite(value) || value <= 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);

@@ -1,4 +1,5 @@
 import type { Argv } from 'yargs';
+import { ConfigError } from '../../errors.ts';
 import { parseWeightOverride } from '../../config/overrides.ts';
 import { Runtime, exitOnSignals } from '../../runtime.ts';
 import { loadServedConfig, serveConfigFile } from '../../serve.ts';
@@ -21,7 +22,7 @@ function builder(yargs: Argv) {
         describe: 'Processes serving the listeners together (SO_REUSEPORT), as nginx worker_processes',
       })
       .check((args) => {
-        if (!Number.isInteger(args.workers) || args.workers < 1) throw new Error(`--workers: must be an integer >= 1, got ${args.workers}`);
+        if (!Number.isInteger(args.workers) || args.workers < 1) throw new ConfigError('--workers', [`must be an integer >= 1, got ${args.workers}`]);
         return true;
       })
       .option('watch', { type: 'boolean', default: true, describe: 'Reload when the config file changes (--no-watch: only on SIGHUP)' })
