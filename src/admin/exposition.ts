@@ -5,7 +5,7 @@
 import { METRIC_PREFIX } from '../defaults.ts';
 import { DURATION_BUCKETS, type BackendStats, type DurationHistogram, type ListenerStats, type StatsRegistry } from '../dataplane/stats.ts';
 import type { BackendState } from '../dataplane/dataplane.ts';
-import { Slicer } from '../slicer.ts';
+import { Slicer } from '../util/slicer.ts';
 
 /** What the families are read from: one data plane's, or the sum over `--workers` processes. */
 export interface DataPlaneView {

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { ADMIN_MAX_CONNECTIONS } from '../defaults.ts';
 import { ThrottledWarning } from '../log.ts';
 import type { L4Config } from '../config/types.ts';
-import { Slicer } from '../slicer.ts';
+import { Slicer } from '../util/slicer.ts';
 import type { MetricsEndpoint } from './metrics.ts';
 
 /** A request's headers must be in by then (checked every second), the whole request soon after. */

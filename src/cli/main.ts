@@ -3,7 +3,7 @@
 // The shebang's --max-semi-space-size=2 keeps V8's young generation small: ~110 MiB less RSS under
 // load at the same throughput (bench/); the Dockerfile and `npm start` pass it too.
 // First, so that a SIGHUP during start-up cannot end the process (see hangups.ts).
-import '../hangups.ts';
+import '../runtime/hangups.ts';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError } from '../errors.ts';

@@ -3,7 +3,7 @@
 import type { Argv } from 'yargs';
 import { LOG_LEVELS, createLogger, type LogLevel } from '../log.ts';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LISTENER_GRACE_MS } from '../defaults.ts';
-import type { RuntimeOptions } from '../runtime.ts';
+import type { RuntimeOptions } from '../runtime/runtime.ts';
 import { ConfigError } from '../errors.ts';
 
 /**

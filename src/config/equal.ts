@@ -2,7 +2,7 @@
 // control-loop resync) can be skipped. Compared a listener at a time, the event loop running
 // between slices: at 10 000 listeners one deep comparison held traffic still for ~50 ms.
 import { isDeepStrictEqual } from 'node:util';
-import { Slicer } from '../slicer.ts';
+import { Slicer } from '../util/slicer.ts';
 import type { L4Config } from './types.ts';
 
 /** Whether `a` and `b` hold the same listeners with the same settings, in the same order. */

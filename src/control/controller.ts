@@ -5,29 +5,27 @@
 // what no event announced.
 
 import { isDeepStrictEqual } from 'node:util';
-import type { KubernetesListObject, KubernetesObject, V1Deployment, V1ObjectReference, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import type { V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
-import { METRIC_PREFIX } from '../defaults.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
-import { startInformer, type Informer } from '../kube/informer.ts';
 import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/patch.ts';
-import type { Runtime } from '../runtime.ts';
+import type { Runtime } from '../runtime/runtime.ts';
 import { snapshotCounters } from '../dataplane/counters.ts';
-import { DEFAULT_INTERVAL_MS, hasCounts, type Evidence } from './analysis.ts';
-import { applySteps, StepError, type ApplyTarget } from './apply.ts';
-import { EvidenceCollector, mergeEvidence, replicaStatsUrls } from './collector.ts';
-import { decisions } from './decisions.ts';
-import { listenerName, listenersStillTargeted, servedWeight } from './l4.ts';
-import { OwnWrites } from './own-writes.ts';
-import { ProgressMetrics } from './progress-metrics.ts';
+import { DEFAULT_INTERVAL_MS, hasCounts, type Evidence } from './progress/analysis.ts';
+import { applySteps, StepError, type ApplyTarget } from './loop/apply.ts';
+import { EvidenceCollector, mergeEvidence, replicaStatsUrls } from './progress/collector.ts';
+import { decisions } from './pass/decisions.ts';
+import { listenersStillTargeted } from './service/l4.ts';
+import { ReleaseCaches } from './loop/caches.ts';
+import { PassReporter } from './loop/reporting.ts';
+import { OwnWrites } from './loop/own-writes.ts';
 import { reconcile, type Desired, type Observed, type ReconcileOptions, type Step } from './reconcile.ts';
-import { withRefusedConfig } from './refused.ts';
-import { API_VERSION, GROUP, KIND, PLURAL, VERSION, type CanaryRelease, type CanaryReleaseCondition } from './types.ts';
-import { analysisIntervalMs } from './steps.ts';
-import { WorkLoop } from './work-loop.ts';
+import { withRefusedConfig } from './pass/refused.ts';
+import { API_VERSION, KIND, type CanaryRelease } from '../api/types.ts';
+import { analysisIntervalMs } from './progress/steps.ts';
+import { WorkLoop } from './loop/work-loop.ts';
 
 export interface ControllerOptions {
   readonly runtime: Pick<Runtime, 'log' | 'registry' | 'dataplane' | 'applyConfig' | 'setReady' | 'stats'>;
@@ -50,15 +48,11 @@ export interface ControllerOptions {
   readonly onServed?: (config: L4Config) => void;
 }
 
-/** Informer tuning: a server-side watch timeout, and a restart when a watch has been silent for long. */
-const WATCH_TIMEOUT_SECONDS = 300;
-const STALE_WATCH_MS = 10 * 60_000;
 /** How long a pass waits for the caches to show the previous pass's own writes (own-writes.ts). */
 const OWN_WRITES_WAIT_MS = 2_000;
 /** A config opens or closes listeners once; a second change within one pass would be a surprise. */
 const MAX_REPLANS = 2;
-/** Recovery after an API outage must be prompt: informers and the work loop retry at least this often. */
-const INFORMER_MAX_BACKOFF_MS = 3_000;
+/** Recovery after an API outage must be prompt: the work loop retries at least this often. */
 const WORK_MAX_BACKOFF_MS = 10_000;
 /** Without spec.analysis the achieved split is brought up to date this often. */
 const COUNT_INTERVAL_MS = 10_000;
@@ -67,50 +61,17 @@ const MAX_PENDING_INTERVALS = 30;
 /** An API error is said in status once it has failed this many passes in a row (one may be a blip). */
 const API_ERROR_PASSES = 2;
 
-interface ControllerMetrics {
-  readonly reconciles: Counter<'result'>;
-  readonly duration: Histogram;
-  readonly releaseInfo: Gauge<'release' | 'namespace' | 'phase'>;
-  readonly canaryWeight: Gauge<'service' | 'port' | 'protocol'>;
-}
-
-function registerMetrics(registry: Registry): ControllerMetrics {
-  const registers = [registry];
-  return {
-    reconciles: new Counter({ name: `${METRIC_PREFIX}reconcile_total`, help: 'Reconcile passes of the CanaryRelease, by result.', labelNames: ['result'], registers }),
-    duration: new Histogram({ name: `${METRIC_PREFIX}reconcile_duration_seconds`, help: 'Duration of a reconcile pass, API writes included.', registers }),
-    releaseInfo: new Gauge({
-      name: `${METRIC_PREFIX}release_info`,
-      help: 'The CanaryRelease this proxy runs; phase: Running, Holding (Failure, nothing changed), Adopting, Deprecating, Adopted, Deprecated.',
-      labelNames: ['release', 'namespace', 'phase'],
-      registers,
-    }),
-    canaryWeight: new Gauge({
-      name: `${METRIC_PREFIX}canary_weight`,
-      help: 'Canary weight in effect per Service port (a --weight override included), as served by the data plane.',
-      labelNames: ['service', 'port', 'protocol'],
-      registers,
-    }),
-  };
-}
-
 /** Starts on construction: informers at once, the work loop once every cache is filled. */
 export class Controller {
   readonly #options: ControllerOptions;
   readonly #log: Logger;
-  readonly #metrics: ControllerMetrics;
-  readonly #progress: ProgressMetrics;
+  readonly #reporter: PassReporter;
   /** Aborts every API call in flight at shutdown. */
   readonly #cancel = new AbortController();
   readonly #target: ApplyTarget;
   readonly #loop: WorkLoop;
   readonly #ownWrites = new OwnWrites(OWN_WRITES_WAIT_MS);
-  readonly #releases: Informer<KubernetesObject>;
-  readonly #services: Informer<V1Service>;
-  readonly #pods: Informer<V1Pod>;
-  /** The stable and canary workloads of spec.workloads, and the stable ReplicaSets' pod-template-hash. */
-  readonly #deployments: Informer<V1Deployment>;
-  readonly #replicaSets: Informer<V1ReplicaSet>;
+  readonly #caches: ReleaseCaches;
   readonly #events: EventRecorder;
   #stopped = false;
   #synced = false;
@@ -124,21 +85,18 @@ export class Controller {
   #evidence: Evidence[] = [];
   /** The last pass's API failure and how many passes in a row failed with it. */
   #apiError: { message: string; passes: number } | undefined;
-  /** What was last logged, so that a state worth a human's attention is logged once, not per pass. */
-  #said = { phase: '', failure: '', error: '', missing: false };
 
   constructor(options: ControllerOptions) {
     this.#options = options;
     this.#log = options.runtime.log.child({ release: options.release, namespace: options.namespace });
-    this.#metrics = registerMetrics(options.runtime.registry);
-    this.#progress = new ProgressMetrics(options.runtime.registry);
-    const { core, apps, custom, kubeConfig } = options.clients;
+    this.#reporter = new PassReporter({ registry: options.runtime.registry, log: this.#log, release: options.release, namespace: options.namespace });
+    const { core, apps, custom } = options.clients;
     const { namespace, release } = options;
     const callOptions = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
     this.#target = { core, apps, custom, namespace, release, callOptions };
     this.#loop = new WorkLoop({
       reconcile: () => this.#reconcile(),
-      onError: (err, retryInMs) => this.#sayError(err, retryInMs),
+      onError: (err, retryInMs) => this.#reporter.sayError(err, retryInMs),
       resyncMs: options.resyncMs,
       maxBackoffMs: WORK_MAX_BACKOFF_MS,
     });
@@ -151,42 +109,14 @@ export class Controller {
       this.#loop.trigger();
       this.#serveSoon();
     };
-    const shared = {
-      kubeConfig, onChange: trigger, log: this.#log, staleAfterMs: STALE_WATCH_MS, watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS,
-      maxBackoffMs: INFORMER_MAX_BACKOFF_MS,
+    this.#caches = new ReleaseCaches({
+      clients: options.clients, namespace, release, callOptions, onChange: trigger, log: this.#log,
       // A watch back after an outage: the API answers again, so stop waiting out the backoff.
       onRestarted: () => this.#loop.retryNow(),
-    };
-    const fieldSelector = `metadata.name=${release}`;
-    this.#releases = startInformer<KubernetesObject>({
-      ...shared,
-      path: `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`,
-      fieldSelector,
-      list: () => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, fieldSelector }, callOptions) as Promise<KubernetesListObject<KubernetesObject>>,
-    });
-    this.#services = startInformer<V1Service>({
-      ...shared,
-      path: `/api/v1/namespaces/${namespace}/services`,
-      list: () => core.listNamespacedService({ namespace }, callOptions),
-    });
-    this.#pods = startInformer<V1Pod>({
-      ...shared,
-      path: `/api/v1/namespaces/${namespace}/pods`,
-      list: () => core.listNamespacedPod({ namespace }, callOptions),
-    });
-    this.#deployments = startInformer<V1Deployment>({
-      ...shared,
-      path: `/apis/apps/v1/namespaces/${namespace}/deployments`,
-      list: () => apps.listNamespacedDeployment({ namespace }, callOptions),
-    });
-    this.#replicaSets = startInformer<V1ReplicaSet>({
-      ...shared,
-      path: `/apis/apps/v1/namespaces/${namespace}/replicasets`,
-      list: () => apps.listNamespacedReplicaSet({ namespace }, callOptions),
     });
     this.#collector = new EvidenceCollector({
       local: () => snapshotCounters(options.runtime.stats, options.runtime.dataplane.config),
-      replicas: () => replicaStatsUrls(this.#pods.list(), options.reconcile.proxySelector),
+      replicas: () => replicaStatsUrls(this.#caches.pods(), options.reconcile.proxySelector),
       intervalMs: () => collectionIntervalMs(this.#release()),
       // A release that is over has nothing left to count.
       active: () => !this.#stopped && (options.isLeader?.() ?? true) && !isArchived(this.#release()),
@@ -200,8 +130,7 @@ export class Controller {
       },
       log: this.#log,
     });
-    // A pass on a half-filled cache would see Services as missing: wait for every first list.
-    void Promise.all([this.#releases.synced, this.#services.synced, this.#pods.synced, this.#deployments.synced, this.#replicaSets.synced]).then(() => {
+    void this.#caches.synced.then(() => {
       if (this.#stopped) return;
       this.#synced = true;
       this.#loop.start();
@@ -218,16 +147,11 @@ export class Controller {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#cancel.abort();
-    await Promise.all([this.#loop.stop(), this.#collector.stop(), this.#releases.stop(), this.#services.stop(), this.#pods.stop(), this.#deployments.stop(), this.#replicaSets.stop()]);
+    await Promise.all([this.#loop.stop(), this.#collector.stop(), this.#caches.stop()]);
   }
 
   #release(): CanaryRelease | undefined {
-    // The cache holds the object as the apiserver sent it; CanaryRelease is its type (types.ts).
-    return this.#releases.get(this.#options.release, this.#options.namespace) as CanaryRelease | undefined;
-  }
-
-  #service(name: string): V1Service | undefined {
-    return this.#services.get(name, this.#options.namespace);
+    return this.#caches.release();
   }
 
   #listening(): Set<number> {
@@ -252,10 +176,10 @@ export class Controller {
   #plan(release: CanaryRelease, now: Date, apiError?: string): Desired {
     const observed: Observed = {
       release,
-      services: byName(this.#services.list()),
-      pods: this.#pods.list(),
-      deployments: byName(this.#deployments.list()),
-      replicaSets: this.#replicaSets.list(),
+      services: byName(this.#caches.services()),
+      pods: this.#caches.pods(),
+      deployments: byName(this.#caches.deployments()),
+      replicaSets: this.#caches.replicaSets(),
       listening: this.#listening(),
       ...(apiError === undefined ? {} : { apiError }),
       ...(this.#pendingEvidence(release) ?? {}),
@@ -284,28 +208,26 @@ export class Controller {
         const release = this.#release();
         if (release === undefined || this.#stopped) return;
         const planned = this.#plan(release, new Date());
-        if (await this.#serve(planned.l4Config) === undefined) this.#reportWeights(planned);
+        if (await this.#serve(planned.l4Config) === undefined) this.#reporter.reportWeights(planned, this.#options.runtime.dataplane.config);
       });
     });
   }
 
   async #reconcile(): Promise<{ requeueAfterMs?: number } | void> {
     const waitMs = this.#ownWrites.waitMs({
-      service: (name) => this.#service(name),
-      deployment: (name) => this.#deployments.get(name, this.#options.namespace),
+      service: (name) => this.#caches.service(name),
+      deployment: (name) => this.#caches.deployment(name),
       release: () => this.#release(),
     }, Date.now());
     if (waitMs > 0) return { requeueAfterMs: waitMs };
-    const endTimer = this.#metrics.duration.startTimer();
+    const endTimer = this.#reporter.startPass();
     try {
       const result = await this.#pass();
-      this.#metrics.reconciles.inc({ result: 'success' });
-      if (this.#said.error !== '') this.#log.info('reconcile succeeds again');
-      this.#said.error = '';
+      this.#reporter.passSucceeded();
       this.#apiError = undefined;
       return result;
     } catch (err) {
-      this.#metrics.reconciles.inc({ result: 'error' });
+      this.#reporter.passFailed();
       await this.#reportApiError(err);
       throw err;
     } finally {
@@ -342,18 +264,11 @@ export class Controller {
     if (release === undefined) {
       // Closing listeners only: nothing to refuse. A Service may still point here (a finalizer
       // removed by hand): its listeners stay.
-      await this.#serialized(() => this.#serve(listenersStillTargeted(this.#options.runtime.dataplane.config, this.#services.list(), this.#options.reconcile.proxySelector)));
-      this.#metrics.canaryWeight.reset();
-      if (!this.#said.missing) {
-        if (this.#said.phase === '') this.#log.warn('CanaryRelease not found; waiting for it');
-        else this.#log.info('CanaryRelease is gone; nothing left to do');
-      }
-      this.#said.missing = true;
-      this.#metrics.releaseInfo.reset();
-      this.#progress.reset();
+      await this.#serialized(() => this.#serve(listenersStillTargeted(this.#options.runtime.dataplane.config, this.#caches.services(), this.#options.reconcile.proxySelector)));
+      this.#reporter.releaseMissing();
       return;
     }
-    this.#said.missing = false;
+    this.#reporter.releaseFound();
     const { namespace } = this.#options;
     const now = new Date();
     const { planned, refusal, listening } = await this.#serialized(async () => {
@@ -375,7 +290,7 @@ export class Controller {
     // ports that do work away too.
     if (refusal === undefined) this.#options.runtime.setReady(true);
     const desired = refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now);
-    this.#report(desired, refusal === undefined);
+    this.#reporter.report(desired, refusal === undefined ? this.#options.runtime.dataplane.config : undefined);
     // A follower only serves; the leader also writes, and stops writing the moment it loses the Lease.
     const leading = () => this.#options.isLeader?.() ?? true;
     const done: Step[] = [];
@@ -385,7 +300,7 @@ export class Controller {
         desired.steps,
         (step, written) => {
           this.#ownWrites.record(written, Date.now());
-          this.#sayStep(step);
+          this.#reporter.sayStep(step);
           done.push(step);
         },
         leading,
@@ -425,55 +340,6 @@ export class Controller {
     return undefined;
   }
 
-  /** canary_weight: what the data plane serves now, per port it listens for. */
-  #reportWeights(desired: Desired): void {
-    const listeners = new Set(this.#options.runtime.dataplane.config.listeners.map((listener) => listener.name));
-    this.#metrics.canaryWeight.reset();
-    for (const port of desired.status.ports) {
-      if (listeners.has(listenerName(port))) this.#metrics.canaryWeight.set({ service: port.service, port: String(port.port), protocol: port.protocol }, servedWeight(port));
-    }
-  }
-
-  #report(desired: Desired, served: boolean): void {
-    const { release, namespace } = this.#options;
-    const phase = desired.status.phase;
-    this.#metrics.releaseInfo.reset();
-    this.#metrics.releaseInfo.set({ release, namespace, phase }, 1);
-    this.#progress.report(desired.status);
-    if (served) this.#reportWeights(desired);
-    if (phase !== this.#said.phase) this.#log.info({ phase }, `CanaryRelease is ${phase}`);
-    this.#said.phase = phase;
-    const failure = desired.status.conditions.find((condition) => condition.type === 'Failure');
-    const failureText = failure?.status === 'True' ? describeCondition(failure) : '';
-    if (failureText !== this.#said.failure) {
-      if (failureText !== '') this.#log.error({ reason: failure?.reason }, `failure: ${failureText}`);
-      else this.#log.info('failure cleared');
-    }
-    this.#said.failure = failureText;
-  }
-
-  #sayStep(step: Step): void {
-    if (step.kind !== 'patchService') return;
-    const messages: Partial<Record<typeof step.reason, string>> = {
-      retarget: `retargeted Service ${step.name}: it now selects the proxy`,
-      adopt: `adopted: Service ${step.name} now selects the canary pods`,
-      restore: `restored Service ${step.name} as it was before the release`,
-    };
-    const message = messages[step.reason];
-    if (message !== undefined) this.#log.info({ service: step.name, step: step.reason }, message);
-  }
-
-  #sayError(err: unknown, retryInMs: number): void {
-    const message = describeError(err);
-    // The same failure again is a retry, not news.
-    const level = message === this.#said.error ? 'debug' : 'warn';
-    this.#log[level]({ error: message, retryInMs }, 'reconcile failed; retrying');
-    this.#said.error = message;
-  }
-}
-
-function describeCondition(condition: CanaryReleaseCondition): string {
-  return `${condition.reason}: ${condition.message}`;
 }
 
 function byName<T extends { metadata?: { name?: string } }>(objects: readonly T[]): Map<string, T> {

@@ -5,15 +5,15 @@
 // Pure: the caller reads the cluster; nothing here writes.
 
 import type { V1Deployment, V1Service } from '@kubernetes/client-node';
-import { observe } from './context.ts';
-import { copyName, COPY_ROLES, desiredCopy } from './copies.ts';
-import type { Observed, ReconcileOptions } from './desired.ts';
-import { servicePorts, portProtocol, retargetFields } from './originals.ts';
-import { copyPatch } from './patches.ts';
-import { portKeyId } from './ports.ts';
+import { observe } from './pass/context.ts';
+import { copyName, COPY_ROLES, desiredCopy } from './service/copies.ts';
+import type { Observed, ReconcileOptions } from './pass/desired.ts';
+import { servicePorts, portProtocol, retargetFields } from './service/originals.ts';
+import { copyPatch } from './service/patches.ts';
+import { portKeyId } from './service/ports.ts';
 import { planSpec } from './reconcile.ts';
-import { checkSelectors, sidesReady } from './running.ts';
-import type { Labels } from './types.ts';
+import { checkSelectors, sidesReady } from './release/running.ts';
+import type { Labels } from '../api/types.ts';
 
 export interface PortChange {
   readonly name?: string;

@@ -3,27 +3,22 @@
 // every call computes the whole desired state from the world, so a restarted proxy rebuilds
 // everything and nothing is skipped because "nothing changed" (seed defects D1, D13).
 
-import { condition } from './conditions.ts';
-import { finalizerStep, makeStatus, observe, pointsAtProxy, statusStep, type Context } from './context.ts';
-import { copySource } from './copies.ts';
-import type { Desired, Observed, ReconcileOptions } from './desired.ts';
-import { buildL4Config, withPortPolicies } from './l4.ts';
-import { servicePorts, portProtocol } from './originals.ts';
-import { allocatePorts, followRenumbered, type Allocation, type LivePort } from './ports.ts';
-import { planRunning } from './running.ts';
-import { planServices, type ServicePlan } from './spec.ts';
-import { planWorkloads, stableChanged, type WorkloadPlan } from './workloads.ts';
-import { DEFAULT_FAILURE_LIMIT } from './analysis.ts';
-import { planSteps, stepProblems, stepsComplete, type StepPlan } from './steps.ts';
-import { archivedStatus, describeSelectorChange, planTransition } from './transition.ts';
-import { LABEL_RELEASE, type Labels, type TransitionRecord } from './types.ts';
+import { condition } from '../api/conditions.ts';
+import { finalizerStep, makeStatus, observe, pointsAtProxy, statusStep, type Context } from './pass/context.ts';
+import { copySource } from './service/copies.ts';
+import type { Desired, Observed, ReconcileOptions } from './pass/desired.ts';
+import { buildL4Config, withPortPolicies } from './service/l4.ts';
+import { servicePorts, portProtocol } from './service/originals.ts';
+import { allocatePorts, followRenumbered, type Allocation, type LivePort } from './service/ports.ts';
+import { planRunning } from './release/running.ts';
+import { planServices, type ServicePlan } from './release/plan.ts';
+import { planWorkloads, stableChanged, type WorkloadPlan } from './workload/workloads.ts';
+import { DEFAULT_FAILURE_LIMIT } from './progress/analysis.ts';
+import { planSteps, stepProblems, stepsComplete, type StepPlan } from './progress/steps.ts';
+import { archivedStatus, describeSelectorChange, planTransition } from './release/transition.ts';
+import type { TransitionRecord } from '../api/types.ts';
 
-export type { Desired, Mode, Observed, PortWeightOverride, ReconcileOptions, ServicePatchReason, Step } from './desired.ts';
-
-/** `canary-l4.io/release: <name>`: the label the proxy Deployment's pods carry by default. */
-export function defaultProxySelector(release: string): Labels {
-  return { [LABEL_RELEASE]: release };
-}
+export type { Desired, Mode, Observed, ReconcileOptions, ServicePatchReason, Step } from './pass/desired.ts';
 
 export function reconcile(observed: Observed, options: ReconcileOptions): Desired {
   const desired = plan(observed, options);

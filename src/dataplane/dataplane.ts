@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { BackendConfig, L4Config, ListenerConfig } from '../config/types.ts';
 import { BindError } from '../errors.ts';
 import { configsEqual } from '../config/equal.ts';
-import { Slicer } from '../slicer.ts';
+import { Slicer } from '../util/slicer.ts';
 import { ThrottledWarning } from '../log.ts';
 import type { DescriptorBudget } from './descriptor-budget.ts';
 import { budgetForThisProcess } from './open-file-limit.ts';

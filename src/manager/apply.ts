@@ -7,8 +7,7 @@ import {
 } from '@kubernetes/client-node';
 import { makeClients, type CallOptions } from '../kube/client.ts';
 import { isNotFound, mergePatch } from '../kube/patch.ts';
-import { FIELD_MANAGER } from '../control/apply.ts';
-import { GROUP, PLURAL, VERSION } from '../control/types.ts';
+import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../api/types.ts';
 import { KIND_OF, type ChildKind, type Step } from './plan.ts';
 
 export interface ManagerApis {

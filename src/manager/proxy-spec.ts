@@ -5,8 +5,8 @@
 // against limits, the toleration rules).
 
 import { isMapping, readMapping } from '../config/fields.ts';
-import { DNS_SUBDOMAIN, labelProblems } from '../control/selectors.ts';
-import type { Labels } from '../control/types.ts';
+import { DNS_SUBDOMAIN, labelProblems } from '../api/labels.ts';
+import type { Labels } from '../api/types.ts';
 import type { ProxyResources, ProxySpec, Toleration } from './types.ts';
 
 export const DEFAULT_PROXY_REPLICAS = 2;

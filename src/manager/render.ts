@@ -9,7 +9,7 @@ import type {
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
-import { API_VERSION, KIND, LABEL_RELEASE } from '../control/types.ts';
+import { API_VERSION, KIND, LABEL_RELEASE } from '../api/types.ts';
 import { canonicalDigest } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';
 import {

@@ -4,8 +4,8 @@
 // write from a stale read must fail (409) rather than undo the proxy's.
 
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
-import { formatTime } from '../control/conditions.ts';
-import type { CanaryReleaseCondition, ConditionStatus } from '../control/types.ts';
+import { formatTime } from '../api/conditions.ts';
+import type { CanaryReleaseCondition, ConditionStatus } from '../api/types.ts';
 import { canonicalJson } from '../kube/canonical.ts';
 import { MAX_LISTED_PODS, PROXY_CONDITION, type ManagedRelease, type ProxyPodStatus, type ProxyStatus } from './types.ts';
 

@@ -2,8 +2,8 @@
 // again, and the parts of the CanaryRelease it reads (spec.proxy) and writes (status.proxy and the
 // ProxyAvailable condition). Everything else of the CanaryRelease belongs to its proxy.
 
-import type { CanaryRelease, Labels } from '../control/types.ts';
-import { GROUP, LABEL_RELEASE } from '../control/types.ts';
+import type { CanaryRelease, Labels } from '../api/types.ts';
+import { GROUP, LABEL_RELEASE } from '../api/types.ts';
 
 /** app.kubernetes.io/managed-by on every object the manager keeps: what it may update or delete. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';

@@ -1,10 +1,10 @@
 // What `kubectl canary-l4 status` and `plan` print. Pure: objects in, text out.
 
 import type { V1Service } from '@kubernetes/client-node';
-import type { ReleasePlan } from '../control/dry-run.ts';
-import { formatSelector } from '../control/selectors.ts';
-import type { CanaryRelease } from '../control/types.ts';
-import { formatTable } from '../text-table.ts';
+import type { ReleasePlan } from '../control/index.ts';
+import { formatSelector } from '../api/labels.ts';
+import type { CanaryRelease } from '../api/types.ts';
+import { formatTable } from '../util/text-table.ts';
 
 function since(at: string | undefined, now: Date): string {
   if (at === undefined) return '';

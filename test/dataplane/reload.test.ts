@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
 import { BindError } from '../../src/errors.ts';
-import { Runtime } from '../../src/runtime.ts';
+import { Runtime } from '../../src/runtime/runtime.ts';
 import {
   askName,
   countBy,

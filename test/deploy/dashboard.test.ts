@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
-import { Runtime } from '../../src/runtime.ts';
+import { Runtime } from '../../src/runtime/runtime.ts';
 import {
   exchange, startEchoBackend, startUdpEcho, udpAsk, withFreePort, type EchoBackend, type UdpBackend,
 } from '../support/backends.ts';

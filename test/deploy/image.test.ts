@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT } from '../../src/defaults.ts';
-import { KIND } from '../../src/control/types.ts';
+import { KIND } from '../../src/api/types.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import type { ManagedRelease } from '../../src/manager/types.ts';
 import { deployDir, theOnly } from './manifests.ts';

@@ -16,7 +16,7 @@ import {
   AppsV1Api, KubeConfig, PatchStrategy, PolicyV1Api, RbacAuthorizationV1Api, setHeaderOptions,
   type KubernetesObject, type V1Deployment,
 } from '@kubernetes/client-node';
-import { LABEL_RELEASE, type CanaryRelease, type CanaryReleaseSpec } from '../../src/control/types.ts';
+import { LABEL_RELEASE, type CanaryRelease, type CanaryReleaseSpec } from '../../src/api/types.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from '../../src/manager/types.ts';
 import { waitFor } from '../support/backends.ts';
 import { startKubelet, type Kubelet } from '../support/kubelet.ts';
@@ -26,7 +26,7 @@ import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import {
   conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, patchRelease, proxyGrantsWithoutWorkloads, roleGrants, serviceEntry, serving,
   split, startBackends, startCluster, waitForRelease, type Backends, type Cluster,
-} from '../control/cluster.ts';
+} from '../control/controller/cluster.ts';
 
 const SYSTEM = 'canary-l4-system';
 const MANAGER_USER = `system:serviceaccount:${SYSTEM}:canary-l4-manager`;

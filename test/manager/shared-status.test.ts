@@ -3,10 +3,10 @@
 // neither write undoes the other and neither starts a tug of war of status writes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { applyMergePatch } from '../../src/control/patches.ts';
+import { applyMergePatch } from '../../src/control/service/patches.ts';
 import { plan } from '../../src/manager/plan.ts';
 import { PROXY_CONDITION, type ManagedRelease } from '../../src/manager/types.ts';
-import { converge as convergeWorld, run, webWorld, type World } from '../control/world.ts';
+import { converge as convergeWorld, run, webWorld, type World } from '../control/reconcile/world.ts';
 
 /** The release run by the pure reconcile until it serves (test/control/world.ts). */
 const converge = () => convergeWorld(webWorld());

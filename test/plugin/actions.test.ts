@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { abort, parseWeightTarget, promote } from '../../src/plugin/actions.ts';
-import type { CanaryRelease, CanaryReleaseStatus, CanaryReleaseSpec } from '../../src/control/types.ts';
+import type { CanaryRelease, CanaryReleaseStatus, CanaryReleaseSpec } from '../../src/api/types.ts';
 
 const release = (spec: CanaryReleaseSpec, status: Partial<CanaryReleaseStatus> = {}): CanaryRelease => ({ metadata: { name: 'web-v2', uid: 'u' }, spec, status });
 const STEPS = [{ weight: 10, pause: {} }, { weight: 50, pause: {} }];

@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { formatSaved, saveOriginal } from '../../src/control/originals.ts';
-import { ANNOTATION_ORIGINAL, type CanaryRelease, type CanaryReleaseSpec } from '../../src/control/types.ts';
+import { formatSaved, saveOriginal } from '../../src/control/service/originals.ts';
+import { ANNOTATION_ORIGINAL, type CanaryRelease, type CanaryReleaseSpec } from '../../src/api/types.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import { pluginFor, type Plugin } from '../support/plugin.ts';
 import { Pods } from '../support/pods.ts';
-import { createRelease, createService, getRelease, NAMESPACE, startCluster, type Cluster } from '../control/cluster.ts';
+import { createRelease, createService, getRelease, NAMESPACE, startCluster, type Cluster } from '../control/controller/cluster.ts';
 
 const execFileAsync = promisify(execFile);
 

@@ -14,12 +14,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
-import { LABEL_RELEASE } from '../../src/control/types.ts';
+import { LABEL_RELEASE } from '../../src/api/types.ts';
 import { freePort, sleep, waitFor } from '../support/backends.ts';
 import { metricValue } from '../support/dataplane.ts';
 import { MAIN } from '../support/serve-child.ts';
-import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../control/cluster.ts';
-import { startTestbed, startTraffic, type Attempt, type Traffic } from '../control/testbed.ts';
+import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../control/controller/cluster.ts';
+import { startTestbed, startTraffic, type Attempt, type Traffic } from '../control/controller/testbed.ts';
 
 const RELEASE = 'web-v2';
 const PORT_BASE = 27500;

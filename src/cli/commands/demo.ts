@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
-import { Runtime, exitOnSignals } from '../../runtime.ts';
-import { formatSplit, runDemo } from '../../demo.ts';
+import { Runtime, exitOnSignals } from '../../runtime/runtime.ts';
+import { formatSplit, runDemo } from '../../modes/demo.ts';
 import { adminHost, runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {

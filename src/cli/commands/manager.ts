@@ -53,7 +53,7 @@ export const managerCommand = {
   describe: 'Keep a proxy (Deployment, PDB, metrics Service, RBAC) for every CanaryRelease, and report it in its status',
   builder,
   handler: async (argv: Args) => {
-    const { runManager } = await import('../../manager.ts');
+    const { runManager } = await import('../../modes/manager.ts');
     await runManager({
       runtime: runtimeOptions(argv),
       kubeconfig: argv.kubeconfig,

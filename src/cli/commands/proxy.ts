@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
-import { checkPortBase, parsePortWeights, parseSelector } from '../../control/proxy-flags.ts';
-import { defaultProxySelector } from '../../control/reconcile.ts';
+import { checkPortBase, parsePortWeights, parseSelector } from '../../api/proxy-flags.ts';
+import { defaultProxySelector } from '../../api/types.ts';
 import { DEFAULT_PORT_BASE } from '../../defaults.ts';
 import { ConfigError } from '../../errors.ts';
 import { runtimeOptions, withCommonOptions } from '../options.ts';
@@ -74,7 +74,7 @@ export const proxyCommand = {
     const release = required(argv.canaryRelease, 'canary-release', 'CANARY_RELEASE_NAME');
     const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(release) : parseSelector(argv.proxySelector);
     const weightOverrides = parsePortWeights(argv.weight);
-    const { runProxy } = await import('../../proxy.ts');
+    const { runProxy } = await import('../../modes/proxy.ts');
     await runProxy({
       runtime: { ...runtimeOptions(argv), reusePort: argv.reusePort },
       kubeconfig: argv.kubeconfig,

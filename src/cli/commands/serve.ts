@@ -1,9 +1,9 @@
 import type { Argv } from 'yargs';
 import { ConfigError } from '../../errors.ts';
 import { parseWeightOverride } from '../../config/overrides.ts';
-import { Runtime, exitOnSignals } from '../../runtime.ts';
-import { loadServedConfig, serveConfigFile } from '../../serve.ts';
-import { WorkerPool, isWorkerProcess, runWorker } from '../../workers.ts';
+import { Runtime, exitOnSignals } from '../../runtime/runtime.ts';
+import { loadServedConfig, serveConfigFile } from '../../modes/serve.ts';
+import { WorkerPool, isWorkerProcess, runWorker } from '../../runtime/workers.ts';
 import { adminHost, runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {

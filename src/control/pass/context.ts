@@ -1,0 +1,185 @@
+// What every phase of reconcile reads: the observed world sorted once, and the status helpers.
+
+import type { V1Pod, V1Service } from '@kubernetes/client-node';
+import { sameJson } from '../../kube/canonical.ts';
+import { buildConditions, condition, type ConditionDraft, type ConditionDrafts } from '../../api/conditions.ts';
+import { copySource, isCopyOf } from '../service/copies.ts';
+import { achievedWith, judge, type Evidence } from '../progress/analysis.ts';
+import type { Observed, ReconcileOptions, Step } from './desired.ts';
+import { portKeyId } from '../service/ports.ts';
+import type { StepPlan } from '../progress/steps.ts';
+import { affinityListeners, formatWeights } from '../service/l4.ts';
+import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyPortsOf } from '../service/originals.ts';
+import { applyMergePatch, finalizerPatch } from '../service/patches.ts';
+import { disagreeingReplicas } from './replicas.ts';
+import { readyPods, selectorContains, selectorMatches } from '../service/selectors.ts';
+import {
+  ANNOTATION_ORIGINAL, FINALIZER, type AchievedSplit, type AnalysisStatus, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase,
+  type PortStatus, type TransitionRecord, type WorkloadStatus,
+} from '../../api/types.ts';
+
+export interface Context {
+  readonly observed: Observed;
+  readonly options: ReconcileOptions;
+  readonly name: string;
+  readonly generation: number;
+  readonly deleting: boolean;
+  /** Every original Service this release may have touched: named by the spec, annotated by this
+   * release, with proxy ports in its status, or the source of one of its copies. Not every Service
+   * that selects the proxy: the proxy's own (metrics-service.yaml) was never ours to hand back. */
+  readonly originals: ReadonlyMap<string, OriginalState>;
+  /** The copies this release made, found by label. */
+  readonly copies: readonly V1Service[];
+  /** status.ports as observed. */
+  readonly recorded: readonly PortStatus[];
+  /** Pods that are endpoints now: traffic only goes to a side that has one. */
+  readonly ready: readonly V1Pod[];
+  /** What this pass makes of the latest evidence (status.analysis, the achieved split). */
+  readonly judged: Judged;
+}
+
+export interface Judged {
+  /** status.analysis: judged now (new evidence), else as recorded. */
+  readonly analysis: AnalysisStatus | undefined;
+  /** Set when this pass counts a new interval. */
+  readonly countedAt: string | undefined;
+  /** ports[].achieved, by port key: brought up to date with new evidence, else as recorded. */
+  readonly achieved: ReadonlyMap<string, AchievedSplit>;
+}
+
+/** New evidence (an interval not counted yet) is counted into the achieved split and, with spec.analysis, judged. */
+function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], evidence: Evidence | undefined): Judged {
+  const recordedAchieved = new Map(recorded.flatMap((port) => (port.achieved === undefined ? [] : [[portKeyId(port), port.achieved] as const])));
+  const countedAt = release.status?.countedAt;
+  if (evidence === undefined || (countedAt !== undefined && Date.parse(evidence.at) <= Date.parse(countedAt))) {
+    return { analysis: release.status?.analysis, countedAt: undefined, achieved: recordedAchieved };
+  }
+  // Once a transition is recorded the verdict that decided it (or the last before it) stands.
+  const spec = release.status?.transition == null ? release.spec?.analysis : undefined;
+  return {
+    analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis, affinityListeners(release.spec)),
+    countedAt: evidence.at,
+    achieved: achievedWith(evidence, recorded),
+  };
+}
+
+export function observe(observed: Observed, options: ReconcileOptions): Context {
+  const { release, services } = observed;
+  const name = release.metadata.name;
+  const copies = [...services.values()].filter((service) => isCopyOf(service, name));
+  const names = new Set<string>((release.spec?.services ?? []).map((entry) => entry.service));
+  for (const [serviceName, service] of services) {
+    if (savedBy(service) === name) names.add(serviceName);
+  }
+  // A Service is retargeted only once its proxy ports are in status, and they stay there while it
+  // selects the proxy: this finds a retargeted Service whose saved original someone removed.
+  for (const port of release.status?.ports ?? []) names.add(port.service);
+  for (const copy of copies) {
+    const source = copySource(copy);
+    if (source !== undefined) names.add(source);
+  }
+  const recorded = release.status?.ports ?? [];
+  const proxyPortsOf = (service: string): ProxyPortsOf =>
+    new Map(recorded.filter((port) => port.service === service).map((port) => [port.proxyPort, portIdOf(port.port, port.protocol)]));
+  const originals = new Map([...names].sort().map((serviceName) =>
+    [serviceName, classifyOriginal(services.get(serviceName), name, options.proxySelector, proxyPortsOf(serviceName))] as const));
+  return {
+    observed,
+    options,
+    name,
+    generation: release.metadata.generation ?? 0,
+    deleting: release.metadata.deletionTimestamp != null,
+    originals,
+    copies,
+    recorded,
+    ready: readyPods(observed.pods),
+    judged: judgeEvidence(release, recorded, observed.evidence),
+  };
+}
+
+function savedBy(service: V1Service): string | undefined {
+  const annotation = service.metadata?.annotations?.[ANNOTATION_ORIGINAL];
+  if (annotation === undefined) return undefined;
+  const parsed = parseSaved(annotation);
+  return parsed.ok ? parsed.saved.release : undefined;
+}
+
+/** The Service sends its traffic to the proxy (or will again once its drift is repaired). */
+export function pointsAtProxy(context: Context, service: string): boolean {
+  return selectorContains(context.observed.services.get(service)?.spec?.selector, context.options.proxySelector);
+}
+
+/** Whether some Ready pod matches the selector. */
+export function hasReadyPod(context: Context, selector: Labels): boolean {
+  return context.ready.some((pod) => selectorMatches(selector, pod.metadata?.labels));
+}
+
+/**
+ * The status of a pass. The Failure condition also carries what is wrong outside the release's own
+ * spec: the last API error of the controller, and replicas serving with other --weight flags. Ready
+ * is derived from the others, so the columns and the conditions can never disagree.
+ */
+export function makeStatus(context: Context, phase: Phase, transition: TransitionRecord | null,
+  drafts: Omit<ConditionDrafts, 'Ready'>, ports: readonly PortStatus[],
+  extra: { workloads?: readonly WorkloadStatus[] | undefined; steps?: StepPlan } = {}): CanaryReleaseStatus {
+  const workloads = 'workloads' in extra ? extra.workloads : context.observed.release.status?.workloads;
+  const outside = [
+    ...(context.observed.apiError === undefined ? [] : [{ reason: 'APIError', message: `the last API request failed: ${context.observed.apiError}` }]),
+    ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides)
+      .map((message) => ({ reason: 'ReplicasDisagree', message })),
+  ];
+  const failure = outside.reduce((draft: ConditionDraft, extra) => (draft.status === 'True'
+    ? { ...draft, message: `${draft.message}; ${extra.message}` }
+    : condition(true, extra.reason, extra.message)), drafts.Failure);
+  const all = { ...drafts, Failure: failure, Ready: readiness(phase, { ...drafts, Failure: failure }) };
+  const conditions = buildConditions(context.observed.release.status?.conditions, all, context.generation, context.options.now);
+  const { judged } = context;
+  const counted = ports.map((port) => {
+    const achieved = judged.achieved.get(portKeyId(port));
+    return achieved === undefined ? port : { ...port, achieved };
+  });
+  const steps = extra.steps;
+  return {
+    phase, observedGeneration: context.generation, transition, conditions, ports: counted, weights: formatWeights(ports),
+    ...(workloads === undefined ? {} : { workloads }),
+    ...(judged.analysis === undefined ? {} : { analysis: judged.analysis }),
+    ...(judged.countedAt === undefined ? {} : { countedAt: judged.countedAt }),
+    // Without a plan of steps this pass (a hold, a transition) the step stays as recorded, but no pause runs.
+    ...(steps === undefined
+      ? (context.observed.release.status?.step === undefined ? {} : { pause: null })
+      : { currentStep: steps.currentStep, step: steps.step, pause: steps.pause, ...(steps.stepStartedAt === undefined ? {} : { stepStartedAt: steps.stepStartedAt }) }),
+  };
+}
+
+/** Ready only while running as asked: retargeted, nothing failing, nothing waiting or held. */
+function readiness(phase: Phase, drafts: Omit<ConditionDrafts, 'Ready'>): ConditionDraft {
+  if (phase !== 'Running') {
+    const cause = drafts.Failure.status === 'True' ? drafts.Failure : drafts.Progressing;
+    return condition(false, phase, cause.message);
+  }
+  if (drafts.Failure.status === 'True') return condition(false, drafts.Failure.reason, drafts.Failure.message);
+  if (drafts.Available.status !== 'True') return condition(false, drafts.Available.reason, drafts.Available.message);
+  if (drafts.Progressing.status === 'True') return condition(false, drafts.Progressing.reason, drafts.Progressing.message);
+  return condition(true, 'Serving', drafts.Available.message);
+}
+
+/** A status write, unless the observed status is already exactly this one. */
+export function statusStep(context: Context, status: CanaryReleaseStatus, reason: 'recordTransition' | 'updateStatus' = 'updateStatus'): Step[] {
+  return statusWritten(context.observed.release, status) ? [] : [{ kind: 'writeStatus', reason, status }];
+}
+
+/** Whether the release already holds `status` as a merge patch of it would leave it: a null field
+ * (`transition: null`) is stored as absent, so comparing the objects as they are would write forever. */
+export function statusWritten(release: CanaryRelease, status: CanaryReleaseStatus): boolean {
+  const observed = release.status ?? {};
+  return sameJson(observed, applyMergePatch(observed, status));
+}
+
+export function deleteCopyStep(copy: V1Service): Step {
+  return { kind: 'deleteService', reason: 'deleteCopy', name: copy.metadata?.name ?? '', uid: copy.metadata?.uid };
+}
+
+export function finalizerStep(context: Context, wanted: boolean): Step[] {
+  const patch = finalizerPatch(context.observed.release, FINALIZER, wanted);
+  return patch === undefined ? [] : [{ kind: 'patchRelease', reason: wanted ? 'addFinalizer' : 'removeFinalizer', patch }];
+}

@@ -1,0 +1,33 @@
+// When the data plane refuses reconcile's L4 config (a proxy port in use, say), the previous config
+// keeps serving and retargets keep waiting for the port (they are gated on what listens). What is
+// left is to say so: the Failure condition names the problem in every status this pass writes.
+
+import { formatTime } from '../../api/conditions.ts';
+import { statusWritten } from './context.ts';
+import type { Desired, Step } from './desired.ts';
+import type { CanaryRelease, CanaryReleaseCondition, CanaryReleaseStatus } from '../../api/types.ts';
+
+export const CONFIG_REFUSED = 'ConfigRefused';
+
+export function withRefusedConfig(desired: Desired, observed: CanaryRelease, problem: string, now: Date): Desired {
+  const status = markRefused(desired.status, observed.status?.conditions, problem, now);
+  // A status write reconcile planned may say exactly what the release already holds once marked.
+  const steps: Step[] = desired.steps
+    .map((step) => (step.kind === 'writeStatus' ? { ...step, status: markRefused(step.status, observed.status?.conditions, problem, now) } : step))
+    .filter((step) => step.kind !== 'writeStatus' || !statusWritten(observed, step.status));
+  const planned = steps.some((step) => step.kind === 'writeStatus');
+  if (!planned && !statusWritten(observed, status)) steps.push({ kind: 'writeStatus', reason: 'updateStatus', status });
+  return { ...desired, steps, status };
+}
+
+function markRefused(status: CanaryReleaseStatus, previous: readonly CanaryReleaseCondition[] | undefined, problem: string, now: Date): CanaryReleaseStatus {
+  const message = `the proxy cannot serve its config, the previous one keeps serving: ${problem}`;
+  const conditions = status.conditions.map((condition): CanaryReleaseCondition => {
+    if (condition.type !== 'Failure') return condition;
+    if (condition.status === 'True') return { ...condition, message: `${condition.message}; ${message}` };
+    const before = previous?.find((item) => item.type === 'Failure');
+    const lastTransitionTime = before?.status === 'True' ? before.lastTransitionTime : formatTime(now);
+    return { ...condition, status: 'True', reason: CONFIG_REFUSED, message, lastTransitionTime };
+  });
+  return { ...status, conditions };
+}

@@ -1,0 +1,128 @@
+// Progressive delivery (spec.steps): every listed port takes the current step's weight; a step
+// advances once its pause is over (its duration since it began, or a promotion: spec.promotedStep)
+// and, with spec.analysis, the last interval since it began passed. A person's spec.paused holds
+// it. The step and when it began live in status, so a restart or a new leader resumes the pause
+// where it was, never from zero and never skipping. Pure.
+
+import type { AnalysisStatus, CanaryReleaseSpec } from '../../api/types.ts';
+
+const UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/** `30s`, `2m`, `1h`, `500ms`, `1m30s`: milliseconds, or undefined when it is not a duration. */
+export function parseDuration(text: string): number | undefined {
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
+  if (parts.length === 0 || parts.map((part) => part[0]).join('') !== text) return undefined;
+  return parts.reduce((sum, part) => sum + Number(part[1]) * UNITS_MS[part[2]!]!, 0);
+}
+
+/** The shortest analysis interval: a shorter one would have the proxies asked for counts in a loop. */
+const MIN_INTERVAL_MS = 1_000;
+
+/** spec.analysis.interval in milliseconds; undefined when it is absent, not a duration, or under 1s. */
+export function analysisIntervalMs(spec: CanaryReleaseSpec | undefined): number | undefined {
+  const interval = spec?.analysis?.interval;
+  const ms = interval === undefined ? undefined : parseDuration(interval);
+  return ms !== undefined && ms >= MIN_INTERVAL_MS ? ms : undefined;
+}
+
+/** An interval that ended this long after a step began (the reconcile that started the step came
+ * just after it was counted) is still taken as judged at the step's weight. */
+const GATE_SLACK_MS = 1_000;
+
+/** What status holds of the steps. */
+export interface RecordedSteps {
+  readonly currentStep?: number;
+  readonly stepStartedAt?: string;
+  readonly step?: string;
+  readonly pause?: Pause | null;
+}
+
+/** Every step is done: the step in force is past the last, and the steps are still the ones it went through. */
+export function stepsComplete(spec: CanaryReleaseSpec | undefined, recorded: RecordedSteps): boolean {
+  const steps = spec?.steps ?? [];
+  return steps.length > 0 && (recorded.currentStep ?? 0) >= steps.length && recorded.step === `${steps.length}/${steps.length}`;
+}
+
+/** Why the steps stand still, since when. */
+export interface Pause {
+  readonly reason: string;
+  readonly since: string;
+}
+
+export interface StepPlan {
+  /** The step in force (steps.length once every step is done). */
+  readonly currentStep: number;
+  /** undefined until the release serves: the first step's clock starts then. */
+  readonly stepStartedAt: string | undefined;
+  /** The weight every listed port takes. */
+  readonly weight: number;
+  readonly step: string;
+  readonly pause: Pause | null;
+  /** Reconcile again after this long (a timed pause running out). */
+  readonly requeueAfterMs?: number;
+}
+
+/** Problems with spec.steps, spec.analysis and their durations, one line each. */
+export function stepProblems(spec: CanaryReleaseSpec | undefined): string[] {
+  const problems: string[] = [];
+  (spec?.steps ?? []).forEach((step, index) => {
+    if (!Number.isInteger(step.weight) || step.weight < 0 || step.weight > 100) problems.push(`spec.steps[${index}].weight: must be an integer 0–100, got ${JSON.stringify(step.weight)}`);
+    const duration = step.pause?.duration;
+    if (duration !== undefined && parseDuration(duration) === undefined) problems.push(`spec.steps[${index}].pause.duration: "${duration}" is not a duration like 30s, 2m or 1h`);
+  });
+  const interval = spec?.analysis?.interval;
+  if (interval !== undefined && analysisIntervalMs(spec) === undefined) problems.push(`spec.analysis.interval: "${interval}" is not a duration of at least 1s`);
+  for (const field of ['minSamples', 'failureLimit'] as const) {
+    const value = spec?.analysis?.[field];
+    if (value !== undefined && (!Number.isInteger(value) || value < (field === 'failureLimit' ? 1 : 0))) problems.push(`spec.analysis.${field}: must be an integer >= ${field === 'failureLimit' ? 1 : 0}, got ${JSON.stringify(value)}`);
+  }
+  return problems;
+}
+
+/**
+ * Where the steps stand after this pass. `recorded`: status.currentStep and stepStartedAt;
+ * `analysis`: the latest judged interval (this pass's, if it judged one); `serving`: every Service
+ * is taken over (no clock runs before).
+ */
+export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, analysis: AnalysisStatus | undefined, serving: boolean, now: Date): StepPlan | undefined {
+  const steps = spec.steps ?? [];
+  if (steps.length === 0) return undefined;
+  // Steps removed past the one in force: the last step is in force now, from the start.
+  const cut = (recorded.currentStep ?? 0) >= steps.length && !stepsComplete(spec, recorded);
+  const current = cut ? steps.length - 1 : Math.min(recorded.currentStep ?? 0, steps.length);
+  if (cut) recorded = { ...recorded, stepStartedAt: undefined };
+  const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight;
+  const shown = (index: number) => `${Math.min(index + 1, steps.length)}/${steps.length}`;
+  const held = (reason: string, startedAt: string | undefined, requeueAfterMs?: number): StepPlan => ({
+    currentStep: current, stepStartedAt: startedAt, weight: weightOf(current), step: shown(current),
+    pause: { reason, since: recorded.pause?.reason === reason ? recorded.pause.since : now.toISOString() },
+    ...(requeueAfterMs === undefined ? {} : { requeueAfterMs }),
+  });
+  if (current >= steps.length) {
+    return { currentStep: current, stepStartedAt: recorded.stepStartedAt, weight: weightOf(current), step: shown(current), pause: null };
+  }
+  if (!serving) return held('the Services are not taken over yet; the first step starts once they are', recorded.stepStartedAt);
+  const startedAt = recorded.stepStartedAt ?? now.toISOString();
+  if (spec.paused === true) return held('paused (spec.paused); kubectl canary-l4 resume to go on', startedAt);
+  const promoted = (spec.promotedStep ?? -1) >= current;
+  if (!promoted) {
+    const duration = steps[current]!.pause?.duration;
+    if (steps[current]!.pause !== undefined && duration === undefined) {
+      return held(`step ${current + 1} waits for a promotion: kubectl canary-l4 promote`, startedAt);
+    }
+    const remaining = Date.parse(startedAt) + (parseDuration(duration ?? '0s') ?? 0) - now.getTime();
+    if (remaining > 0) return held(`step ${current + 1} holds until ${new Date(now.getTime() + remaining).toISOString()}`, startedAt, remaining);
+    // An interval judged at this step's weight: one that began once the step had.
+    const judged = analysis !== undefined && Date.parse(analysis.at) - analysis.intervalMs >= Date.parse(startedAt) - GATE_SLACK_MS ? analysis : undefined;
+    if (spec.analysis !== undefined && judged?.verdict !== 'Passed') {
+      // The verdict, not its message: the reason (and so pause.since, and the Event) stays put from one interval to the next.
+      const last = judged === undefined ? 'none yet' : `${judged.verdict}; see status.analysis`;
+      return held(`step ${current + 1} waits for an analysis interval that passes (last: ${last})`, startedAt);
+    }
+  }
+  const next = current + 1;
+  return {
+    currentStep: next, stepStartedAt: now.toISOString(), weight: weightOf(next), step: shown(next), pause: null,
+    requeueAfterMs: 0,
+  };
+}

@@ -1,0 +1,115 @@
+// `proxy`: one CanaryRelease. The data plane serves on every replica; a Lease elects the one that
+// writes to the API. Loaded only by the `proxy` command, so `serve` and `demo` never pay for the
+// Kubernetes client.
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { L4Config } from '../config/types.ts';
+import { Controller } from '../control/index.ts';
+import type { PortWeightOverride } from '../api/proxy-flags.ts';
+import type { Labels } from '../api/types.ts';
+import { loadKubeConfig, makeClients } from '../kube/client.ts';
+import { startLeadership } from '../kube/leadership.ts';
+import type { LeaderElector } from '../kube/lease.ts';
+import { Runtime, exitOnSignals, type RuntimeOptions } from '../runtime/runtime.ts';
+import { loadServedConfig, saveServedConfig, type StateOwner } from '../runtime/state-dir.ts';
+
+/** On SIGTERM the control loop gets this long to stop before the drain goes ahead regardless. */
+const CONTROLLER_STOP_MS = 5_000;
+
+export interface ProxyOptions {
+  readonly runtime: RuntimeOptions;
+  readonly kubeconfig: string | undefined;
+  readonly namespace: string;
+  readonly release: string;
+  readonly proxySelector: Labels;
+  readonly portBase: number;
+  readonly weightOverrides: readonly PortWeightOverride[];
+  readonly handBackGraceMs: number;
+  readonly resyncMs: number;
+  readonly requestTimeoutMs: number;
+  readonly drainMs: number;
+  /** undefined: no leader election (a single replica, or one writer guaranteed some other way). */
+  readonly leaseDurationMs: number | undefined;
+  /** Where the last served L4 config is kept, to serve it at once after a restart; undefined: nowhere. */
+  readonly stateDir: string | undefined;
+}
+
+export async function runProxy(options: ProxyOptions): Promise<void> {
+  const { namespace, release } = options;
+  const clients = makeClients(loadKubeConfig(options.kubeconfig));
+  const runtime = await Runtime.start(options.runtime);
+  const owner: StateOwner = { namespace, release };
+  if (options.stateDir !== undefined) await serveSavedConfig(runtime, options.stateDir, owner);
+  const identity = `${hostname()}_${randomUUID().slice(0, 8)}`;
+  let elector: LeaderElector | undefined;
+  const controller = new Controller({
+    runtime,
+    clients,
+    namespace,
+    release,
+    reconcile: { proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides, handBackGraceMs: options.handBackGraceMs },
+    resyncMs: options.resyncMs,
+    requestTimeoutMs: options.requestTimeoutMs,
+    isLeader: () => elector?.isLeader ?? true,
+    identity,
+    onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
+  });
+  elector = startLeadership({
+    coordination: clients.coordination, namespace, name: `canary-l4-${release}`, identity, leaseDurationMs: options.leaseDurationMs,
+    log: runtime.log, registry: runtime.registry, onChange: () => controller.trigger(),
+  });
+  runtime.log.info(
+    { namespace, release, proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides },
+    'proxy started',
+  );
+  exitOnSignals(runtime.log, async () => {
+    const stopped = await Promise.race([
+      Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
+      delay(CONTROLLER_STOP_MS, false, { ref: false }),
+    ]);
+    if (!stopped) runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
+    await runtime.stop(options.drainMs);
+  });
+}
+
+/**
+ * Before the API is asked anything: serve the config the previous incarnation served, so the
+ * Services retargeted to this pod keep working while the apiserver is unreachable. Reconcile
+ * replaces it as soon as the caches are filled.
+ */
+async function serveSavedConfig(runtime: Runtime, dir: string, owner: StateOwner): Promise<void> {
+  const loaded = await loadServedConfig(dir, owner);
+  if (loaded.kind === 'none') return;
+  if (loaded.kind === 'ignored') {
+    runtime.log.warn({ stateDir: dir, problem: loaded.problem }, 'ignoring the saved config in --state-dir');
+    return;
+  }
+  try {
+    await runtime.applyConfig(loaded.config);
+  } catch (err) {
+    runtime.log.warn({ stateDir: dir, error: (err as Error).message }, 'the saved config in --state-dir cannot be served; waiting for the API');
+    return;
+  }
+  runtime.setReady(true);
+  runtime.log.info({ stateDir: dir, savedAt: loaded.savedAt, listeners: loaded.config.listeners.length },
+    'serving the config saved in --state-dir until the API answers');
+}
+
+/** Saves each config the data plane takes, one write at a time, the newest winning. */
+function keepServedConfig(runtime: Runtime, dir: string, owner: StateOwner): (config: L4Config) => void {
+  let writing: Promise<void> = Promise.resolve();
+  let failing = false;
+  return (config) => {
+    writing = writing.then(() => saveServedConfig(dir, owner, config)).then(
+      () => {
+        if (failing) runtime.log.info({ stateDir: dir }, 'saving the served config in --state-dir works again');
+        failing = false;
+      },
+      (err: Error) => {
+        if (!failing) runtime.log.error({ stateDir: dir, error: err.message }, 'cannot save the served config in --state-dir; a restart will wait for the API');
+        failing = true;
+      },
+    );
+  };
+}

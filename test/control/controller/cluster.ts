@@ -1,0 +1,253 @@
+// The proxy against the fake kube-apiserver, with real traffic: a fake cluster with the CRD from
+// deploy/, the proxy in this process (or as a child process, see crash.test.ts), and backends that
+// answer with their name, started on the forked and canary Services' cluster IPs (loopback
+// addresses from the fake's service CIDR: the fake runs no pods, so the test plays kube-proxy).
+// Each test file gets its own CIDR and port base so files can run in parallel.
+
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Role, type V1Service } from '@kubernetes/client-node';
+import pino from 'pino';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { Controller } from '../../../src/control/controller.ts';
+import type { PortWeightOverride } from '../../../src/api/proxy-flags.ts';
+import { type CanaryRelease, type CanaryReleaseCondition, type CanaryReleaseSpec, type ConditionType, defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/types.ts';
+import { makeClients } from '../../../src/kube/client.ts';
+import { Runtime } from '../../../src/runtime/runtime.ts';
+import { askName, startTcpBackend, waitFor, type TcpBackend } from '../../support/backends.ts';
+import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
+
+export const NAMESPACE = 'default';
+/** The proxy's bearer token: the fake records it as the user, which tells its requests from the test's. */
+export const PROXY_USER = 'canary-l4-proxy';
+
+export interface Cluster {
+  readonly api: FakeApiServer;
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+  readonly custom: CustomObjectsApi;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(serviceCidr: string, options: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Cluster> {
+  const api = await startFakeApiServer({ serviceCidr, bookmarkIntervalMs: 1000, ...options });
+  const crd = parseYaml(readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'));
+  await api.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
+  return {
+    api, core: api.kubeConfig.makeApiClient(CoreV1Api), apps: api.kubeConfig.makeApiClient(AppsV1Api), custom: api.kubeConfig.makeApiClient(CustomObjectsApi), stop: () => api.stop(),
+  };
+}
+
+/** A kubeconfig for the proxy: the fake's server, the proxy's own token. */
+export function proxyKubeConfig(api: FakeApiServer): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'fake', server: api.url, skipTLSVerify: true }],
+    users: [{ name: PROXY_USER, token: PROXY_USER }],
+    contexts: [{ name: 'fake', cluster: 'fake', user: PROXY_USER, namespace: NAMESPACE }],
+    currentContext: 'fake',
+  });
+  return kubeConfig;
+}
+
+export function writeProxyKubeconfig(api: FakeApiServer, path: string): void {
+  writeFileSync(path, proxyKubeConfig(api).exportConfig());
+}
+
+export interface InProcessProxy {
+  readonly runtime: Runtime;
+  /** The JSON log lines so far. */
+  logs(): Record<string, unknown>[];
+  metrics(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startProxy(cluster: Cluster, release: string, portBase: number,
+  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number } = {}): Promise<InProcessProxy> {
+  const lines: string[] = [];
+  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
+  const log = pino({ level: 'info' }, sink);
+  const runtime = await Runtime.start({ log, adminHost: '127.0.0.1', adminPort: null, listenerGraceMs: 2000 });
+  const controller = new Controller({
+    runtime,
+    clients: makeClients(proxyKubeConfig(cluster.api)),
+    namespace: NAMESPACE,
+    release,
+    reconcile: { proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0 },
+    resyncMs: 60_000,
+    requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
+  });
+  return {
+    runtime,
+    logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>),
+    metrics: () => runtime.registry.metrics(),
+    stop: async () => {
+      await controller.stop();
+      await runtime.stop(0);
+    },
+  };
+}
+
+export interface ServicePortSpec {
+  readonly name?: string;
+  readonly port: number;
+  readonly targetPort?: number;
+  readonly protocol?: 'TCP' | 'UDP';
+  readonly nodePort?: number;
+}
+
+export async function createService(cluster: Cluster, name: string, ports: readonly ServicePortSpec[], extra: { type?: string; selector?: Record<string, string> } = {}): Promise<V1Service> {
+  return cluster.core.createNamespacedService({
+    namespace: NAMESPACE,
+    body: { metadata: { name, labels: { app: name } }, spec: { type: extra.type ?? 'ClusterIP', selector: extra.selector ?? { app: name, version: 'v1' }, ports: [...ports] } },
+  });
+}
+
+/** A spec for one Service whose canary pods carry `version: <canaryVersion>`. */
+export function serviceEntry(service: string, ports: readonly { port: number; protocol?: 'TCP' | 'UDP'; weight: number }[],
+  canaryVersion = 'v2'): NonNullable<CanaryReleaseSpec['services']>[number] {
+  return {
+    service,
+    canaryServiceOperations: { add: { version: canaryVersion } },
+    ports: ports.map(({ port, protocol = 'TCP', weight }) => ({ port, protocol, config: { weight } })),
+  };
+}
+
+export async function createRelease(cluster: Cluster, name: string, spec: CanaryReleaseSpec): Promise<void> {
+  await cluster.custom.createNamespacedCustomObject({
+    group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL,
+    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'CanaryRelease', metadata: { name }, spec },
+  });
+}
+
+export async function patchRelease(cluster: Cluster, name: string, patch: unknown, type: 'merge' | 'json' = 'merge'): Promise<void> {
+  await cluster.custom.patchNamespacedCustomObject(
+    { group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL, name, body: patch },
+    setHeaderOptions('Content-Type', type === 'merge' ? PatchStrategy.MergePatch : PatchStrategy.JsonPatch),
+  );
+}
+
+/** The canary weight of one port of the spec (JSON patch on the path). */
+export function setWeight(cluster: Cluster, release: string, serviceIndex: number, portIndex: number, weight: number): Promise<void> {
+  return patchRelease(cluster, release, [{ op: 'replace', path: `/spec/services/${serviceIndex}/ports/${portIndex}/config/weight`, value: weight }], 'json');
+}
+
+export async function getRelease(cluster: Cluster, name: string): Promise<CanaryRelease | undefined> {
+  try {
+    return await cluster.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL, name }) as CanaryRelease;
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
+}
+
+export async function getService(cluster: Cluster, name: string): Promise<V1Service | undefined> {
+  try {
+    return await cluster.core.readNamespacedService({ name, namespace: NAMESPACE });
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
+}
+
+export function conditionOf(release: CanaryRelease | undefined, type: ConditionType): CanaryReleaseCondition | undefined {
+  return release?.status?.conditions?.find((condition) => condition.type === type);
+}
+
+/** Polls the release until `check` holds; the assertion message shows its last status. */
+export async function waitForRelease(cluster: Cluster, name: string, what: string, check: (release: CanaryRelease | undefined) => boolean, timeoutMs = 10_000): Promise<CanaryRelease | undefined> {
+  let last: CanaryRelease | undefined;
+  try {
+    await waitFor(async () => check(last = await getRelease(cluster, name)), what, timeoutMs);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.status)}`, { cause: err });
+  }
+  return last;
+}
+
+/** Available=True with every listed port retargeted. */
+export function serving(release: CanaryRelease | undefined): boolean {
+  return conditionOf(release, 'Available')?.status === 'True' && conditionOf(release, 'Progressing')?.reason !== 'Retargeting';
+}
+
+export async function waitForService(cluster: Cluster, name: string, what: string, check: (service: V1Service | undefined) => boolean, timeoutMs = 10_000): Promise<V1Service | undefined> {
+  let last: V1Service | undefined;
+  await waitFor(async () => check(last = await getService(cluster, name)), `${name}: ${what}`, timeoutMs);
+  return last;
+}
+
+export interface Backends {
+  readonly forkedIp: string;
+  readonly canaryIp: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Once `<service>-forked` and `<service>-canary` have cluster IPs, starts a backend named `stable`
+ * on the first and `canary` on the second, on each given port: TCP ones send their name and a
+ * newline, then echo; UDP ones answer `<name>:<datagram>`.
+ */
+export async function startBackends(cluster: Cluster, service: string, ports: readonly { port: number; protocol?: 'TCP' | 'UDP' }[]): Promise<Backends> {
+  const ipOf = async (name: string) => (await waitForService(cluster, name, 'a cluster IP', (found) => Boolean(found?.spec?.clusterIP)))!.spec!.clusterIP!;
+  const forkedIp = await ipOf(`${service}-forked`);
+  const canaryIp = await ipOf(`${service}-canary`);
+  const closers: (() => Promise<void>)[] = [];
+  for (const [name, host] of [['stable', forkedIp], ['canary', canaryIp]] as const) {
+    for (const { port, protocol = 'TCP' } of ports) {
+      if (protocol === 'UDP') closers.push(await startUdpNamed(name, host, port));
+      else {
+        const backend: TcpBackend = await startTcpBackend((socket) => {
+          socket.write(`${name}\n`);
+          socket.pipe(socket);
+        }, host, port);
+        closers.push(() => backend.close());
+      }
+    }
+  }
+  return { forkedIp, canaryIp, close: async () => void (await Promise.all(closers.map((close) => close()))) };
+}
+
+/** A UDP server on `host:port` answering `<name>:<datagram>`; resolves with its closer. */
+export async function startUdpNamed(name: string, host: string, port: number): Promise<() => Promise<void>> {
+  const socket = dgram.createSocket('udp4');
+  socket.on('message', (message, peer) => socket.send(Buffer.concat([Buffer.from(`${name}:`), message]), peer.port, peer.address));
+  socket.bind({ address: host, port });
+  await once(socket, 'listening');
+  return () => new Promise((resolve) => socket.close(() => resolve()));
+}
+
+/** `connections` sequential connections to the proxy port; how many each backend answered. */
+export async function split(port: number, connections: number): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (let index = 0; index < connections; index++) {
+    const name = (await askName(port)).trim();
+    counts[name] = (counts[name] ?? 0) + 1;
+  }
+  return counts;
+}
+
+/** The proxy's API requests as RBAC rules: `verb group/resource[/subresource]`, sorted, unique. */
+export function rbacUsed(api: FakeApiServer): string[] {
+  return [...new Set(api.requests.filter((request) => request.user === PROXY_USER && request.resource !== '')
+    .map((request) => `${request.verb} ${request.group || 'core'}/${request.resource}${request.subresource ? `/${request.subresource}` : ''}`))].sort();
+}
+
+/** The rules of a Role or ClusterRole in deploy/ as `verb group/resource` lines, as rbacUsed() writes them (`bind` rules left out). */
+export function roleGrants(file: string, kind: 'Role' | 'ClusterRole', name: string): string[] {
+  const documents = parseAllDocuments(readFileSync(new URL(`../../../deploy/${file}`, import.meta.url), 'utf8')).map((doc) => doc.toJS());
+  const role = documents.find((doc) => doc?.kind === kind && doc.metadata?.name === name) as V1Role | undefined;
+  if (role === undefined) throw new Error(`no ${kind} ${name} in deploy/${file}`);
+  return (role.rules ?? []).filter((rule) => !rule.verbs.includes('bind'))
+    .flatMap((rule) => (rule.apiGroups ?? []).flatMap((group) => (rule.resources ?? []).flatMap((resource) => rule.verbs.map((verb) => `${verb} ${group || 'core'}/${resource}`))))
+    .sort();
+}
+
+/** The grants of the proxy ClusterRole that only a release with spec.workloads uses (workloads.test.ts checks it uses them). */
+export const WORKLOAD_ONLY_GRANTS = ['create apps/deployments', 'delete apps/deployments', 'patch apps/deployments', 'update apps/deployments'];
+
+/** The proxy ClusterRole, less what only spec.workloads uses: what a release without workloads must use, exactly. */
+export function proxyGrantsWithoutWorkloads(): string[] {
+  return roleGrants('proxy-rbac.yaml', 'ClusterRole', 'canary-l4-proxy').filter((grant) => !WORKLOAD_ONLY_GRANTS.includes(grant));
+}

@@ -1,0 +1,162 @@
+// A small cluster for end-to-end tests of a release with real traffic as clients see it: the fake
+// kube-apiserver, a kube-proxy simulation that routes every Service's cluster IP to the Ready pods
+// its selector matches (test/support/kube-proxy.ts), pods played by named backends on their own
+// loopback addresses, the proxy's own pod, kubectl, and clients that keep connecting to a Service
+// and count what answered. Used by the never-strand tests and the soak.
+
+import type { V1Service } from '@kubernetes/client-node';
+import { defaultProxySelector, type Labels } from '../../../src/api/types.ts';
+import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../../support/backends.ts';
+import { kubectlFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
+import type { FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
+import { startKubeProxy, type KubeProxy } from '../../support/kube-proxy.ts';
+import { Pods } from '../../support/pods.ts';
+import { getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './cluster.ts';
+
+export type Protocol = 'TCP' | 'UDP';
+
+export interface PodPort {
+  readonly port: number;
+  readonly protocol?: Protocol;
+}
+
+export interface Testbed {
+  readonly cluster: Cluster;
+  readonly kubeProxy: KubeProxy;
+  readonly pods: Pods;
+  readonly kubectl: Kubectl;
+  /** A Ready pod at the next pod IP whose backends answer `answer` on each port (TCP: the text; UDP: `answer:<datagram>`). */
+  startPod(name: string, labels: Labels, ports: readonly PodPort[], answer?: string, ready?: boolean): Promise<string>;
+  /** The pod of an in-process proxy: podIP 127.0.0.1, where its listeners are, labelled for the release. */
+  startProxyPod(release: string, name?: string): Promise<void>;
+  /** Stops the backends of a pod (the pod object stays: a crashed container). */
+  stopPodBackends(name: string): Promise<void>;
+  clusterIp(service: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** `podNet` is three octets, e.g. `127.0.31`: pods get `.1`, `.2`, … */
+export async function startTestbed(serviceCidr: string, podNet: string, fake: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Testbed> {
+  const cluster = await startCluster(serviceCidr, fake);
+  const kubeProxy = await startKubeProxy({ kubeConfig: cluster.api.kubeConfig, namespace: NAMESPACE });
+  const pods = new Pods(cluster.api.kubeConfig, NAMESPACE);
+  const kubectl = await kubectlFor(cluster.api);
+  const backends = new Map<string, (() => Promise<void>)[]>();
+  let next = 1;
+  return {
+    cluster,
+    kubeProxy,
+    pods,
+    kubectl,
+    async startPod(name, labels, ports, answer = name, ready = true) {
+      const podIP = `${podNet}.${next++}`;
+      const closers: (() => Promise<void>)[] = [];
+      for (const { port, protocol = 'TCP' } of ports) {
+        if (protocol === 'UDP') closers.push(await startUdpNamed(answer, podIP, port));
+        else {
+          const backend: TcpBackend = await startNamedBackend(answer, podIP, port);
+          closers.push(() => backend.close());
+        }
+      }
+      backends.set(name, closers);
+      await pods.create({ name, labels: { ...labels }, ports: ports.map(({ port, protocol = 'TCP' }) => ({ containerPort: port, protocol })) });
+      await pods.setStatus(name, { phase: 'Running', podIP, ready });
+      return podIP;
+    },
+    async startProxyPod(release, name = `canary-l4-${release}`) {
+      await pods.createReady({ name, labels: { ...defaultProxySelector(release) }, podIP: '127.0.0.1' });
+    },
+    async stopPodBackends(name) {
+      await Promise.all((backends.get(name) ?? []).map((close) => close()));
+      backends.delete(name);
+    },
+    async clusterIp(service) {
+      const found: V1Service | undefined = await getService(cluster, service);
+      const ip = found?.spec?.clusterIP;
+      if (ip === undefined) throw new Error(`Service ${service} has no cluster IP`);
+      return ip;
+    },
+    async stop() {
+      await kubeProxy.stop();
+      await Promise.all([...backends.values()].flat().map((close) => close()));
+      await kubectl.cleanup();
+      await cluster.stop();
+    },
+  };
+}
+
+export interface Attempt {
+  /** When it started and when it ended, in milliseconds since the traffic started. */
+  readonly at: number;
+  readonly end: number;
+  /** Who answered, or undefined when the connection or flow failed. */
+  readonly answer: string | undefined;
+  readonly error?: string;
+}
+
+export interface Traffic {
+  readonly attempts: readonly Attempt[];
+  /** Answers by name, and `failed`. */
+  counts(from?: number): Record<string, number>;
+  /** Attempts that failed, after `from` ms. */
+  failures(from?: number): Attempt[];
+  /** Milliseconds since the traffic started. */
+  now(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A client that keeps opening new connections (TCP) or new flows (UDP, one datagram from a fresh
+ * socket; no reply within `udpTimeoutMs` fails it) to `host:port`, one at a time with `pauseMs`
+ * between them, until stopped, `maxAttempts` or `maxMs` (bounded, so a test that fails before
+ * stopping it cannot keep the process alive).
+ */
+export function startTraffic(host: () => string, port: number, protocol: Protocol,
+  options: { pauseMs?: number; maxAttempts?: number; maxMs?: number; udpTimeoutMs?: number } = {}): Traffic {
+  const attempts: Attempt[] = [];
+  const started = Date.now();
+  let stopped = false;
+  const ask = async (): Promise<string> => {
+    if (protocol === 'TCP') {
+      // A connection closed before any answer (a process that died with it accepted) failed too.
+      const answer = await askName(port, host());
+      if (answer === '') throw new Error('closed without an answer');
+      return answer;
+    }
+    const timeoutMs = options.udpTimeoutMs ?? 1000;
+    const [reply] = await udpAsk(port, 'ping', { host: host(), timeoutMs });
+    if (reply === undefined) throw new Error(`no UDP reply within ${timeoutMs} ms`);
+    return reply.slice(0, reply.indexOf(':'));
+  };
+  const loop = (async () => {
+    const deadline = started + (options.maxMs ?? 60_000);
+    while (!stopped && attempts.length < (options.maxAttempts ?? 100_000) && Date.now() < deadline) {
+      const at = Date.now() - started;
+      try {
+        const answer = await ask();
+        attempts.push({ at, end: Date.now() - started, answer });
+      } catch (err) {
+        attempts.push({ at, end: Date.now() - started, answer: undefined, error: (err as Error).message });
+      }
+      await sleep(options.pauseMs ?? 5);
+    }
+  })();
+  return {
+    attempts,
+    counts: (from = 0) => {
+      const counts: Record<string, number> = {};
+      for (const attempt of attempts) {
+        if (attempt.at < from) continue;
+        const key = attempt.answer ?? 'failed';
+        counts[key] = (counts[key] ?? 0) + 1;
+      }
+      return counts;
+    },
+    failures: (from = 0) => attempts.filter((attempt) => attempt.at >= from && attempt.answer === undefined),
+    now: () => Date.now() - started,
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,305 @@
+// Progressive delivery (issue 13) on the pure reconcile: steps that advance on their pause and on a
+// passing analysis, a promotion, a person's pause, an automatic adoption after the last step, an
+// automatic rollback on failed analysis intervals, and the analysis itself.
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Evidence } from '../../../src/control/progress/analysis.ts';
+import { hasCounts, judge } from '../../../src/control/progress/analysis.ts';
+import { intervalCounts, mergeEvidence, parseSnapshot } from '../../../src/control/progress/collector.ts';
+import { analysisIntervalMs, parseDuration } from '../../../src/control/progress/steps.ts';
+import { affinityListeners } from '../../../src/control/service/l4.ts';
+import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../../src/api/types.ts';
+import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/counters.ts';
+import { clone, conditionOf, converge, NOW, options, run, WEB_SPEC, webWorld, type World } from './world.ts';
+
+const MINUTE = 60_000;
+const BUCKETS_MS = [1, 5, 25, 100, 1000];
+
+function counters(values: Partial<BackendCounters> = {}): BackendCounters {
+  return { connections: 0, connectErrors: 0, resets: 0, connectLatency: [0, 0, 0, 0, 0], sessionsReplied: 0, markedDown: 0, ...values };
+}
+
+/** An interval of `web-80-tcp` ending `atMs` after NOW. */
+function evidence(atMs: number, stable: Partial<BackendCounters>, canary: Partial<BackendCounters>, listener = 'web-80-tcp', weightsMoved: string[] = []): Evidence {
+  return { at: new Date(NOW.getTime() + atMs).toISOString(), intervalMs: 30_000, replicas: 2, latencyBucketsMs: BUCKETS_MS, listeners: { [listener]: { forked: counters(stable), canary: counters(canary) } }, weightsMoved };
+}
+
+const at = (ms: number) => options({ now: new Date(NOW.getTime() + ms) });
+
+function stepped(extra: Partial<CanaryReleaseSpec> = {}): World {
+  return webWorld({
+    ...WEB_SPEC,
+    steps: [{ weight: 5, pause: { duration: '2m' } }, { weight: 25, pause: {} }, { weight: 50, pause: { duration: '1m' } }],
+    ...extra,
+  });
+}
+
+/** Converge at `ms` after NOW, returning the new world and the last pass. */
+function settle(world: World, ms: number) {
+  const result = converge(world, at(ms));
+  return { world: result.world, last: result.last! };
+}
+
+const canaryWeight = (last: ReturnType<typeof settle>['last']) => last.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
+
+describe('steps', () => {
+  it('parses durations', () => {
+    assert.deepEqual(['30s', '2m', '1h', '500ms', '1m30s', '1.5s'].map(parseDuration), [30_000, 120_000, 3_600_000, 500, 90_000, 1_500]);
+    assert.deepEqual(['', '2', 'm', '2 m', '-1s'].map(parseDuration), [undefined, undefined, undefined, undefined, undefined]);
+  });
+
+  it('an analysis interval under 1s is refused, and counted at the default pace meanwhile rather than in a loop', () => {
+    assert.deepEqual(['0s', '500ms', '1s', '2m'].map((interval) => analysisIntervalMs({ analysis: { interval } })), [undefined, undefined, 1_000, 120_000]);
+    assert.equal(analysisIntervalMs({ analysis: {} }), undefined);
+    assert.match(conditionOf(run(stepped({ analysis: { interval: '0s' } })), 'Failure').message, /spec.analysis.interval: "0s" is not a duration of at least 1s/);
+  });
+
+  it('a timed pause holds the step, and it advances once the pause is over, never before', () => {
+    let { world, last } = settle(stepped(), 0);
+    assert.equal(canaryWeight(last), 5);
+    assert.deepEqual([world.release?.status?.currentStep, world.release?.status?.step], [0, '1/3']);
+    assert.match(world.release?.status?.pause?.reason ?? '', /step 1 holds until/);
+    assert.equal(last.requeueAfterMs, 2 * MINUTE);
+    ({ world, last } = settle(world, MINUTE));
+    assert.equal(world.release?.status?.currentStep, 0, 'not before its pause is over');
+    assert.equal(last.requeueAfterMs, MINUTE, 'the rest of the pause, from the recorded start: a restart resumes, never from zero');
+    ({ world, last } = settle(world, 2 * MINUTE));
+    assert.deepEqual([world.release?.status?.currentStep, canaryWeight(last)], [1, 25]);
+    assert.match(world.release?.status?.pause?.reason ?? '', /step 2 waits for a promotion: kubectl canary-l4 promote/);
+    ({ world } = settle(world, 10 * MINUTE));
+    assert.equal(world.release?.status?.currentStep, 1, 'an untimed pause waits for a promotion however long');
+  });
+
+  it('a promotion releases the pause; after the last step the release is adopted (autoAdopt)', () => {
+    let { world } = settle(stepped(), 0);
+    ({ world } = settle(world, 2 * MINUTE));
+    world.release = { ...world.release!, spec: { ...world.release!.spec, promotedStep: 1 } };
+    let last;
+    ({ world, last } = settle(world, 2 * MINUTE + 1000));
+    assert.deepEqual([world.release?.status?.currentStep, canaryWeight(last)], [2, 50]);
+    ({ world } = settle(world, 4 * MINUTE));
+    assert.equal(world.release?.status?.phase, 'Adopted');
+    assert.equal(world.release?.status?.transition?.reason, 'StepsComplete');
+  });
+
+  it('without autoAdopt the release holds at the last step, and says so', () => {
+    let { world } = settle(stepped({ autoAdopt: false, steps: [{ weight: 30 }] }), 0);
+    ({ world } = settle(world, 1000));
+    assert.equal(world.release?.status?.phase, 'Running');
+    assert.equal(world.release?.status?.step, '1/1');
+    assert.equal(world.release?.status?.currentStep, 1);
+  });
+
+  it('steps cut below the one in force: the last one is in force, from its start; nothing is adopted', () => {
+    let { world } = settle(stepped(), 0);
+    ({ world } = settle(world, 2 * MINUTE));
+    assert.equal(world.release?.status?.step, '2/3');
+    world.release = { ...world.release!, spec: { ...world.release!.spec, steps: [{ weight: 5, pause: { duration: '2m' } }] } };
+    let last;
+    ({ world, last } = settle(world, 3 * MINUTE));
+    assert.deepEqual([world.release?.status?.phase, world.release?.status?.currentStep, world.release?.status?.step, canaryWeight(last)], ['Running', 0, '1/1', 5]);
+    assert.equal(world.release?.status?.stepStartedAt, new Date(NOW.getTime() + 3 * MINUTE).toISOString());
+    ({ world } = settle(world, 5 * MINUTE));
+    assert.equal(world.release?.status?.phase, 'Adopted', 'then its pause runs, and the release ends as its steps say');
+  });
+
+  it('spec.paused holds the step past its pause; resume goes on', () => {
+    let { world } = settle(stepped({ paused: true }), 0);
+    ({ world } = settle(world, 5 * MINUTE));
+    assert.equal(world.release?.status?.currentStep, 0);
+    assert.match(world.release?.status?.pause?.reason ?? '', /paused \(spec.paused\)/);
+    world.release = { ...world.release!, spec: { ...world.release!.spec, paused: false } };
+    ({ world } = settle(world, 5 * MINUTE));
+    assert.equal(world.release?.status?.currentStep, 1);
+  });
+
+  it('a --weight override wins over the step, and status says so', () => {
+    const { last } = settle(stepped(), 0);
+    const overridden = run(clone(converge(stepped(), at(0)).world), options({ now: NOW, weightOverrides: [{ service: 'web', port: 80, weight: 0 }] }));
+    assert.equal(canaryWeight(last), 5);
+    assert.equal(overridden.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight, 0);
+    assert.match(conditionOf(overridden, 'Available').message, /--weight; spec 5%/);
+  });
+
+  it('bad steps hold the release, naming the field', () => {
+    const world = stepped({ steps: [{ weight: 5, pause: { duration: 'soon' } }], analysis: { interval: '1', failureLimit: 0 } });
+    const desired = run(world);
+    assert.equal(desired.status.phase, 'Holding');
+    assert.match(conditionOf(desired, 'Failure').message, /spec.steps\[0\].pause.duration: "soon" is not a duration like 30s, 2m or 1h/);
+    assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.interval: "1" is not a duration of at least 1s/);
+    assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.failureLimit: must be an integer >= 1, got 0/);
+  });
+});
+
+const ANALYSIS: AnalysisSpec = {
+  interval: '30s', minSamples: 50, failureLimit: 2,
+  thresholds: { connectErrorRate: { max: 0.05 }, resetRate: { max: 0.02, maxAboveStable: 0.01 }, connectLatencyP99: { maxMs: 250, maxRatioToStable: 2 } },
+};
+const healthy = (ms: number) => evidence(ms, { connections: 900, connectLatency: [800, 100, 0, 0, 0] }, { connections: 100, connectLatency: [90, 10, 0, 0, 0] });
+const resetting = (ms: number) => evidence(ms, { connections: 900, resets: 2, connectLatency: [900, 0, 0, 0, 0] }, { connections: 100, resets: 30, connectLatency: [100, 0, 0, 0, 0] });
+
+describe('analysis', () => {
+  const port: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 };
+
+  it('judges each signal canary against stable; a crossed threshold fails, naming both values', () => {
+    const result = judge(resetting(0), ANALYSIS, [port], undefined);
+    assert.equal(result.verdict, 'Failed');
+    assert.deepEqual(result.signals.find((item) => item.name === 'resetRate'), { name: 'resetRate', canary: 0.3, stable: 0.0022, threshold: 'max 0.02, maxAboveStable 0.01', verdict: 'Failed' });
+    assert.match(result.message, /resetRate: canary 0.3, stable 0.0022, threshold max 0.02, maxAboveStable 0.01/);
+    assert.equal(judge(healthy(0), ANALYSIS, [port], undefined).verdict, 'Passed');
+  });
+
+  it('too few samples is inconclusive, never passed; a canary taken out by passive health fails however few', () => {
+    const few = evidence(0, { connections: 90 }, { connections: 10 });
+    assert.equal(judge(few, ANALYSIS, [port], undefined).verdict, 'Inconclusive');
+    const down = evidence(0, { connections: 400 }, { connections: 2, connectErrors: 5, markedDown: 1 });
+    const result = judge(down, ANALYSIS, [port], undefined);
+    assert.equal(result.verdict, 'Failed');
+    assert.match(result.message, /canaryDown: passive health took the canary out 1 time/);
+  });
+
+  it('a canary that gets far less than its share fails; not in an interval where the weights moved', () => {
+    const starved = evidence(0, { connections: 995 }, { connections: 5 });
+    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined).signals.find((item) => item.name === 'canaryShare')?.verdict, 'Failed');
+    const moved = evidence(0, { connections: 995 }, { connections: 5 }, 'web-80-tcp', ['web-80-tcp']);
+    assert.equal(judge(moved, { ...ANALYSIS, minSamples: 0 }, [port], undefined).signals.some((item) => item.name === 'canaryShare'), false);
+  });
+
+  it('a port with client affinity is not judged on share: its clients\' hashes, not the weight, decide it', () => {
+    const starved = evidence(0, { connections: 995 }, { connections: 5 });
+    const spec = { services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10, affinity: 'clientIP' as const } }] }] };
+    const affinity = affinityListeners(spec);
+    assert.deepEqual([...affinity], ['web-80-tcp']);
+    assert.equal(judge(starved, { ...ANALYSIS, minSamples: 0 }, [port], undefined, affinity).signals.some((item) => item.name === 'canaryShare'), false);
+    assert.equal(affinityListeners({ services: [{ service: 'web', ports: [{ port: 80, config: { weight: 10, affinity: 'none' } }] }] }).size, 0);
+  });
+
+  it('an interval in which no proxy counted anything has no counts (without analysis it is not written to status)', () => {
+    assert.equal(hasCounts(evidence(0, {}, {})), false);
+    assert.equal(hasCounts(evidence(0, {}, { connectErrors: 1 })), true);
+    assert.equal(hasCounts(evidence(0, { sessionsReplied: 1 }, {})), true);
+  });
+
+  it('no canary sample is never a pass, even with minSamples 0', () => {
+    assert.equal(judge(evidence(0, { connections: 500 }, {}), { ...ANALYSIS, minSamples: 0 }, [{ ...port, served: 0 }], undefined).verdict, 'Inconclusive');
+  });
+
+  it('latency: the p99 interpolated in its bucket, against a maximum and against the stable side', () => {
+    const slow = evidence(0, { connections: 500, connectLatency: [500, 0, 0, 0, 0] }, { connections: 100, connectLatency: [50, 0, 40, 10, 0] });
+    const latency = judge(slow, ANALYSIS, [port], undefined).signals.find((item) => item.name === 'connectLatencyP99');
+    assert.deepEqual([latency?.canary, latency?.stable, latency?.verdict], [92.5, 0.99, 'Failed']);
+    // Adjacent buckets (≤1 ms, ≤5 ms) cannot tell 0.98 ms from 1.02 ms: that is no regression.
+    const close = evidence(0, { connections: 500, connectLatency: [500, 0, 0, 0, 0] }, { connections: 100, connectLatency: [0, 100, 0, 0, 0] });
+    assert.equal(judge(close, ANALYSIS, [port], undefined).signals.find((item) => item.name === 'connectLatencyP99')?.verdict, 'Passed');
+  });
+
+  it('UDP: flows that got a reply, canary against stable', () => {
+    const udpPort: PortStatus = { ...port, protocol: 'UDP', port: 53 };
+    const silent = evidence(0, { connections: 500, sessionsReplied: 500 }, { connections: 100, sessionsReplied: 40 }, 'web-53-udp');
+    const result = judge(silent, { minSamples: 50, thresholds: { udpReplyRate: { min: 0.95, maxBelowStable: 0.02 } } }, [udpPort], undefined);
+    assert.deepEqual(result.signals.map((item) => [item.name, item.canary, item.stable, item.verdict]), [['udpReplyRate', 0.4, 1, 'Failed']]);
+  });
+
+  it('failures count in a row: a pass resets them, an inconclusive interval does not', () => {
+    const first = judge(resetting(0), ANALYSIS, [port], undefined);
+    const inconclusive = judge(evidence(30_000, {}, { connections: 3 }), ANALYSIS, [port], first);
+    const second = judge(resetting(60_000), ANALYSIS, [port], inconclusive);
+    assert.deepEqual([first.failures, inconclusive.failures, second.failures], [1, 1, 2]);
+    assert.equal(judge(healthy(90_000), ANALYSIS, [port], second).failures, 0);
+  });
+
+  it('sums every replica\'s counts over the interval; a replica seen the first time only sets its baseline', () => {
+    const snapshot = (instance: string, connections: number, weight = 10): CounterSnapshot =>
+      ({ instance, latencyBucketsMs: BUCKETS_MS, listeners: { l: { canary: counters({ connections }) } }, weights: { l: { canary: weight, forked: 100 - weight } } });
+    const previous = new Map([['a', snapshot('a', 10)], ['b', snapshot('b', 5)]]);
+    const { listeners, replicas, weightsMoved } = intervalCounts(previous, [snapshot('a', 40), snapshot('b', 25), snapshot('c', 1000)]);
+    assert.equal(listeners.l?.canary?.connections, 50);
+    assert.equal(replicas, 2);
+    assert.deepEqual(weightsMoved, []);
+    assert.deepEqual(intervalCounts(previous, [snapshot('a', 40, 25)]).weightsMoved, ['l'], 'a weight that moved in the interval');
+  });
+
+  it('a replica\'s /stats that is not counters this version sums is left out, never trusted', () => {
+    const good = { instance: 'a', latencyBucketsMs: BUCKETS_MS, listeners: { l: { canary: counters({ connections: 3 }) } }, weights: { l: { canary: 10 } } };
+    assert.deepEqual(parseSnapshot(good, BUCKETS_MS), good);
+    for (const bad of [null, {}, 'x', { ...good, listeners: null }, { ...good, weights: undefined }, { ...good, latencyBucketsMs: [1, 2] },
+      { ...good, listeners: { l: { canary: { ...counters(), connections: 'many' } } } }, { ...good, listeners: { l: { canary: { ...counters(), resets: -1 } } } },
+      { ...good, listeners: { l: { canary: { ...counters(), connectLatency: [1] } } } }]) {
+      assert.equal(parseSnapshot(bad, BUCKETS_MS), undefined, JSON.stringify(bad));
+    }
+  });
+
+  it('two intervals not yet counted merge into one', () => {
+    const merged = mergeEvidence(evidence(30_000, { connections: 5 }, { connections: 1 }), evidence(60_000, { connections: 7 }, { connections: 2 }, 'web-80-tcp', ['web-80-tcp']));
+    assert.deepEqual([merged.at, merged.intervalMs, merged.listeners['web-80-tcp']?.canary?.connections, merged.weightsMoved],
+      [new Date(NOW.getTime() + 60_000).toISOString(), 60_000, 3, ['web-80-tcp']]);
+  });
+});
+
+describe('steps gated by analysis, and the rollback', () => {
+  const analysed = () => stepped({ analysis: ANALYSIS, steps: [{ weight: 10, pause: { duration: '30s' } }, { weight: 50, pause: {} }] });
+
+  it('a step advances only after an interval that passed; too few samples never promote', () => {
+    let { world } = settle(analysed(), 0);
+    world.evidence = evidence(40_000, { connections: 90 }, { connections: 10 });
+    ({ world } = settle(world, 40_000));
+    assert.equal(world.release?.status?.currentStep, 0, 'inconclusive: the pause is over but the step holds');
+    assert.match(world.release?.status?.pause?.reason ?? '', /waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/);
+    assert.match(world.release?.status?.analysis?.message ?? '', /too few samples: 10 canary connections\/flows, minSamples 50/);
+    const since = world.release?.status?.pause?.since;
+    world.evidence = evidence(55_000, { connections: 90 }, { connections: 10 });
+    ({ world } = settle(world, 55_000));
+    assert.equal(world.release?.status?.pause?.since, since, 'another inconclusive interval: the same pause, since the same time');
+    world.evidence = healthy(70_000);
+    ({ world } = settle(world, 70_000));
+    assert.equal(world.release?.status?.currentStep, 1);
+    assert.equal(world.release?.status?.analysis?.replicas, 2, 'status says how many replicas contributed');
+  });
+
+  it('an interval that began before the step (mostly at the previous weight) does not pass it', () => {
+    let { world } = settle(stepped({ analysis: ANALYSIS, steps: [{ weight: 10, pause: { duration: '30s' } }, { weight: 20, pause: { duration: '10s' } }, { weight: 50, pause: {} }] }), 0);
+    world.evidence = healthy(40_000);
+    ({ world } = settle(world, 40_000));
+    assert.equal(world.release?.status?.currentStep, 1);
+    world.evidence = healthy(55_000);
+    ({ world } = settle(world, 55_000));
+    assert.equal(world.release?.status?.currentStep, 1, 'its pause is over, but the interval began 15 s before the step');
+    assert.match(world.release?.status?.pause?.reason ?? '', /step 2 waits for an analysis interval that passes \(last: none yet\)/);
+    world.evidence = healthy(85_000);
+    ({ world } = settle(world, 85_000));
+    assert.equal(world.release?.status?.currentStep, 2);
+  });
+
+  it('counts each interval once into the achieved split, however often it is reconciled', () => {
+    let { world } = settle(analysed(), 0);
+    world.evidence = healthy(40_000);
+    ({ world } = settle(world, 40_000));
+    ({ world } = settle(world, 41_000));
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 900, canary: 100, canaryPercent: 10 });
+    world.evidence = healthy(70_000);
+    ({ world } = settle(world, 70_000));
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 1800, canary: 200, canaryPercent: 10 });
+  });
+
+  it('failureLimit failed intervals in a row roll the release back, with the reason in a Failure condition', () => {
+    let { world } = settle(analysed(), 0);
+    world.evidence = resetting(30_000);
+    ({ world } = settle(world, 30_000));
+    assert.equal(world.release?.status?.phase, 'Running', 'one failure is not yet the limit');
+    world.evidence = resetting(60_000);
+    const rolling = converge(world, at(60_000), 2).world;
+    assert.equal(rolling.release?.status?.transition?.reason, 'AnalysisFailed');
+    // An interval counted while the Services are handed back does not replace that verdict.
+    rolling.evidence = healthy(90_000);
+    const { world: end, last } = converge(rolling, at(90_000));
+    assert.equal(end.release?.status?.phase, 'Deprecated');
+    assert.equal(end.release?.status?.transition?.reason, 'AnalysisFailed');
+    const failure = end.release?.status?.conditions?.find((item) => item.type === 'Failure');
+    assert.equal(failure?.reason, 'AnalysisFailed');
+    assert.match(failure?.message ?? '', /failed 2 analysis interval\(s\) in a row: resetRate: canary 0.3, stable 0.0022, threshold max 0.02/);
+    assert.deepEqual([last?.mode, last?.l4Config.listeners], ['archived', []], 'the release is done: the proxy serves nothing');
+    assert.deepEqual([end.release?.status?.analysis?.verdict, end.release?.status?.analysis?.failures], ['Failed', 2], 'the verdict that decided it stands');
+    assert.deepEqual([end.release?.status?.step, end.release?.status?.pause ?? null], ['1/2', null], 'the step it ended at; no pause runs');
+  });
+});

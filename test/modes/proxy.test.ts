@@ -1,0 +1,93 @@
+// `canary-l4 proxy` as a user runs it: one-line errors for bad flags, the environment fallbacks,
+// readiness and metrics on the admin port, and a SIGTERM that exits 0 promptly even while an API
+// call hangs.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { waitFor } from '../support/backends.ts';
+import { MAIN, runCli } from '../support/serve-child.ts';
+import {
+  createRelease, createService, NAMESPACE, PROXY_USER, serviceEntry, serving, setWeight, startCluster, waitForRelease,
+  writeProxyKubeconfig, type Cluster,
+} from '../control/controller/cluster.ts';
+
+const PORT_BASE = 29500;
+
+describe('canary-l4 proxy', { timeout: 40_000 }, () => {
+  for (const [args, message] of [
+    [['proxy', '--canary-release', 'web-v2'], 'canary-l4: --namespace: required (or set CANARY_RELEASE_NAMESPACE)'],
+    [['proxy', '-n', 'shop'], 'canary-l4: --canary-release: required (or set CANARY_RELEASE_NAME)'],
+    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--weight', 'web:80=500'],
+      'canary-l4: --weight "web:80=500": expected SERVICE:PORT=PCT, PORT 1-65535 and PCT (the canary weight) an integer 0-100'],
+    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--proxy-selector', 'app'], 'canary-l4: --proxy-selector "app": expected key=value, got "app"'],
+    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--port-base', '70000'], 'canary-l4: --port-base: must be an integer 1-65535, got 70000'],
+    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--kubeconfig', '/nonexistent/kubeconfig'],
+      "canary-l4: --kubeconfig /nonexistent/kubeconfig: cannot be read as a kubeconfig: ENOENT: no such file or directory, open '/nonexistent/kubeconfig'"],
+  ] as const) {
+    it(`refuses ${args.slice(1).join(' ')} in one line, exit 2`, async () => {
+      const result = await runCli(args);
+      assert.equal(result.exit.code, 2);
+      assert.equal(result.stderr.split('\n')[0], message);
+    });
+  }
+
+  describe('against the fake apiserver', () => {
+    let cluster: Cluster;
+    let dir: string;
+    let kubeconfig: string;
+
+    before(async () => {
+      cluster = await startCluster('127.0.16.0/24');
+      dir = mkdtempSync(join(tmpdir(), 'canary-l4-proxy-cli-'));
+      kubeconfig = join(dir, 'kubeconfig');
+      writeProxyKubeconfig(cluster.api, kubeconfig);
+    });
+
+    after(async () => {
+      await cluster.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('runs from the environment fallbacks; ready and counted; SIGTERM exits 0 at once though an API call hangs', async () => {
+      await createService(cluster, 'web', [{ name: 'http', port: 8900 }]);
+      await createRelease(cluster, 'web-v2', { services: [serviceEntry('web', [{ port: 8900, weight: 10 }])] });
+      const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '--port-base', String(PORT_BASE),
+        '--admin-port', '0', '--admin-host', '127.0.0.1', '--api-timeout', '30'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, CANARY_RELEASE_NAMESPACE: NAMESPACE, CANARY_RELEASE_NAME: 'web-v2' },
+      });
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        await waitForRelease(cluster, 'web-v2', 'serving', serving);
+        const adminPort = Number(/"adminPort":(\d+)/.exec(stdout)?.[1]);
+        const readyz = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
+        assert.equal(readyz.status, 200);
+        const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+        assert.match(metrics, /canary_l4_release_info\{release="web-v2",namespace="default",phase="Running"\} 1/);
+        assert.match(metrics, /canary_l4_canary_weight\{service="web",port="8900",protocol="TCP"\} 10/);
+
+        // Every request from here on hangs for a minute: the proxy's status write for this change among them.
+        const hang = cluster.api.onRequest((request) => {
+          if (request.user !== PROXY_USER && request.verb === 'patch') cluster.api.faults.setLatency(60_000);
+        });
+        await setWeight(cluster, 'web-v2', 0, 0, 20);
+        hang();
+        await waitFor(() => cluster.api.requests.some((request) => request.user === PROXY_USER && request.verb === 'patch' && request.code === 0), 'a hanging write of the proxy');
+        const signalled = Date.now();
+        child.kill('SIGTERM');
+        assert.equal(await exited, 0);
+        assert.ok(Date.now() - signalled < 5_000, `exited ${Date.now() - signalled} ms after SIGTERM`);
+        assert.match(stdout, /"msg":"drained; exiting"/);
+      } finally {
+        cluster.api.faults.reset();
+        child.kill('SIGKILL');
+      }
+    });
+  });
+});
