@@ -8,7 +8,7 @@ import { plan } from '../../src/manager/plan.ts';
 import { PROXY_CONDITION, type ManagedRelease } from '../../src/manager/types.ts';
 import { converge as convergeWorld, run, webWorld, type World } from '../control/reconcile/world.ts';
 
-/** The release run by the pure reconcile until it serves (test/control/world.ts). */
+/** The release run by the pure reconcile until it serves (test/control/reconcile/world.ts). */
 const converge = () => convergeWorld(webWorld());
 
 function setWeight(world: World, weight: number): void {
