@@ -31,7 +31,7 @@ export const MAX_INTERVAL_MS = 3_600_000;
 /** Most pods a release asks for, canary workload or proxy: a guard against a typo (10000 for 10). */
 export const MAX_REPLICAS = 1000;
 
-/** What a threshold key bounds: a rate in [0, 1], a ratio to stable (>= 1), or milliseconds (> 0). */
+/** What a threshold key bounds: a rate in [0, 1], a ratio to stable (>= 1), or milliseconds (>= 1). */
 export type ThresholdKind = 'rate' | 'ratio' | 'milliseconds';
 
 /**
@@ -51,7 +51,7 @@ export const SIGNAL_NAMES: readonly string[] = Object.keys(SIGNAL_THRESHOLDS);
 const KIND_RULES: Readonly<Record<ThresholdKind, { readonly ok: (value: number) => boolean; readonly says: string }>> = {
   rate: { ok: (value) => value >= 0 && value <= 1, says: 'a rate from 0 to 1 (0.01 = 1 %)' },
   ratio: { ok: (value) => value >= 1, says: 'a ratio of at least 1 (1.5 = 50 % slower than stable)' },
-  milliseconds: { ok: (value) => value > 0, says: 'milliseconds, above 0' },
+  milliseconds: { ok: (value) => value >= 1, says: 'milliseconds, at least 1' },
 };
 
 const TRANSITIONS: readonly string[] = ['', 'Adopted', 'Deprecated'];

@@ -4,7 +4,7 @@
 // everything and nothing is skipped because "nothing changed" (seed defects D1, D13).
 
 import { condition } from '../api/conditions.ts';
-import { finalizerStep, makeStatus, observe, pointsAtProxy, statusStep, type Context } from './pass/context.ts';
+import { finalizerStep, ignoredTransition, makeStatus, observe, pointsAtProxy, statusStep, type Context } from './pass/context.ts';
 import { copySource } from './service/copies.ts';
 import type { Desired, Observed, ReconcileOptions } from './pass/desired.ts';
 import { buildL4Config, withPortPolicies } from './service/l4.ts';
@@ -28,6 +28,13 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
 
 function plan(observed: Observed, options: ReconcileOptions): Desired {
   const context = observe(observed, options);
+  const desired = planPhase(context);
+  const ignored = ignoredTransition(observed.release);
+  return ignored === undefined ? desired : { ...desired, ignored: [{ reason: 'TransitionIgnored', message: ignored }] };
+}
+
+function planPhase(context: Context): Desired {
+  const { observed } = context;
   const phase = observed.release.status?.phase;
   if (phase === 'Adopted' || phase === 'Deprecated') return planArchived(context, phase);
   // A release that fails its validation acts on nothing it asks (no adoption, no steps, no verdict

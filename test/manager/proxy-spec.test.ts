@@ -25,9 +25,10 @@ describe('spec.proxy', () => {
 
   const refused: [string, unknown, string][] = [
     ['not an object', 'big', 'spec.proxy: must be an object, got "big"'],
-    ['no replicas', { replicas: 0 }, 'spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got 0'],
-    ['half a replica', { replicas: 1.5 }, 'spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got 1.5'],
-    ['replicas as text', { replicas: '2' }, 'spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got "2"'],
+    ['ten thousand replicas (a typo)', { replicas: 10000 }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got 10000'],
+    ['no replicas', { replicas: 0 }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got 0'],
+    ['half a replica', { replicas: 1.5 }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got 1.5'],
+    ['replicas as text', { replicas: '2' }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got "2"'],
     ['a misspelt field', { replica: 2 }, 'spec.proxy.replica: unknown key, did you mean "replicas"?'],
     ['a quantity that is not one', { resources: { limits: { memory: '1 GB' } } }, 'spec.proxy.resources.limits.memory: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "1 GB"'],
     ['a negative quantity', { resources: { requests: { cpu: '-1' } } }, 'spec.proxy.resources.requests.cpu: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "-1"'],
