@@ -160,7 +160,7 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
       [['promote', 'plain'], /has no spec.steps, so no step to promote: promote --full adopts it/],
       [['set-weight', 'plain', 'web:81=5'], /spec.services\[0\] \(web\) lists no port 81: add it to spec.services\[0\].ports/],
       [['set-weight', 'plain', 'db:80=5'], /has no Service db in spec.services \(it has web\)/],
-      [['set-weight', 'plain', 'web:80=150'], /"web:80=150": the weight is a percentage, 0-100/],
+      [['set-weight', 'plain', 'web:80=150'], /"web:80=150": the weight "150" must be a whole percentage 0-100, e.g. web:80=25/],
       [['status', 'nope'], /CanaryRelease nope in namespace default not found/],
     ] as const;
     for (const [args, message] of refusals) {
