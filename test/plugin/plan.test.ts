@@ -102,9 +102,9 @@ describe('kubectl canary-l4 plan: bad input', { timeout: 180_000 }, () => {
     const entry = { service: 'shop', ports: [{ port: 443 }] };
     for (const [name, patch, problem] of [
       ['no-containers', { spec: { containers: [{ name: 'shop', $patch: 'delete' }] } }, 'spec.workloads[0].patch: leaves the pod template without containers'],
-      ['no-image', { spec: { containers: [{ name: 'shop', image: null }] } }, 'spec.workloads[0].patch.spec.containers[name=shop].image: the container has no image'],
+      ['no-image', { spec: { containers: [{ name: 'shop', image: '' }] } }, 'spec.workloads[0].patch.spec.containers[name=shop].image: the container has no image'],
       ['bad-image', { spec: { containers: [{ name: 'shop', image: 'Example/Shop:2!' }] } }, 'spec.workloads[0].patch.spec.containers[name=shop].image: "Example/Shop:2!" is not an image reference'],
-      ['no-app', { metadata: { labels: { app: null, version: 'v2' } } }, 'spec.workloads[0].patch.metadata.labels: drops app=shop, which the Deployment\'s selector needs'],
+      ['no-app', { metadata: { labels: { $patch: 'replace', version: 'v2' } } }, 'spec.workloads[0].patch.metadata.labels: drops app=shop, which the Deployment\'s selector needs'],
     ] as const) {
       const run = await plugin('plan', '-f', await kubectl.manifest(`${name}.yaml`, release(name, { services: [entry], workloads: [{ name: 'shop', patch }] })));
       assert.equal(run.code, 1, `${name}: ${run.stdout}`);
