@@ -1,9 +1,21 @@
 // spec.proxy: what the manager accepts, and for what it refuses, one line naming the field.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parseQuantity, readProxySpec } from '../../src/manager/proxy-spec.ts';
+import { KIND, VERSION } from '../../src/api/types.ts';
+import { theOnly } from '../deploy/manifests.ts';
+import { validate, type StructuralSchema } from '../deploy/structural-schema.ts';
 
 describe('spec.proxy', () => {
+  it('replicas over 1000 (10000 for 10): refused by the manager, and by the CRD schema at kubectl apply', () => {
+    const schema = theOnly<V1CustomResourceDefinition>('CustomResourceDefinition').spec.versions.find((version) => version.name === VERSION)?.schema?.openAPIV3Schema as StructuralSchema;
+    const release = (replicas: number) => ({ apiVersion: `canary-l4.io/${VERSION}`, kind: KIND, metadata: { name: 'r' }, spec: { services: [{ service: 'web', ports: [{ port: 80 }] }], proxy: { replicas } } });
+    assert.deepEqual(validate(release(10000), schema), ['spec.proxy.replicas: must be <= 1000, got 10000']);
+    assert.deepEqual(validate(release(1000), schema), []);
+    assert.equal(readProxySpec({ replicas: 1000 }).ok, true);
+  });
+
   it('absent: two replicas and the defaults', () => {
     assert.deepEqual(readProxySpec(undefined), { ok: true, spec: { replicas: 2, resources: undefined, nodeSelector: undefined, tolerations: undefined, priorityClassName: undefined } });
   });

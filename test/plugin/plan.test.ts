@@ -5,19 +5,10 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import type { CanaryRelease, CanaryReleaseSpec } from '../../src/api/types.ts';
+import type { CanaryReleaseSpec } from '../../src/api/types.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import { pluginFor, type Plugin } from '../support/plugin.ts';
-import { createService, NAMESPACE, startCluster, type Cluster } from '../control/controller/cluster.ts';
-
-/** Every object's resourceVersion, and each list's: a write anywhere changes one. */
-async function versions(cluster: Cluster): Promise<string> {
-  const [services, deployments, releases] = await Promise.all([
-    cluster.core.listNamespacedService({ namespace: NAMESPACE }), cluster.apps.listNamespacedDeployment({ namespace: NAMESPACE }),
-    cluster.custom.listNamespacedCustomObject({ group: 'canary-l4.io', version: 'v1alpha1', namespace: NAMESPACE, plural: 'canaryreleases' }) as Promise<{ metadata: { resourceVersion: string }; items: CanaryRelease[] }>,
-  ]);
-  return JSON.stringify([services, deployments, releases].map((list) => [list.metadata?.resourceVersion, list.items.map((item) => `${item.metadata?.name}@${item.metadata?.resourceVersion}`)]));
-}
+import { createService, NAMESPACE, startCluster, versions, type Cluster } from '../control/controller/cluster.ts';
 
 const release = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });
 
