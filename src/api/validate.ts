@@ -180,7 +180,6 @@ function workloadProblems(workload: WorkloadSpec, at: string, before: readonly W
   if (before.some((other) => other.name === workload.name)) problems.push(`${at}.name: Deployment ${workload.name} is listed twice`);
   const replicas = replicasProblem(workload.replicas ?? 1, `${at}.replicas`, 0);
   if (replicas !== undefined) problems.push(replicas);
-  if (workload.patch !== undefined && !isMap(workload.patch)) problems.push(`${at}.patch: must be a map (a strategic merge patch of the pod template), got ${show(workload.patch)}`);
 }
 
 // An image reference as the container runtime parses one (distribution/reference): an optional

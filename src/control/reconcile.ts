@@ -60,8 +60,7 @@ export function planSpec(context: Context): SpecOutcome {
   const stepPlan = invalid.length > 0 ? undefined : planSteps(observed.release.spec ?? {}, observed.release.status ?? {}, context.judged.analysis, allTakenOver(context), options.now);
   const spec = planServices(observed.release.spec, context.name, context.originals, observed.services, workloads.ok ? workloads.plans : [], stepPlan?.weight);
   if (!workloads.ok || !spec.ok || invalid.length > 0) {
-    // A patch that is no map is both invalid and unappliable: said once.
-    const problems = [...new Set([...invalid, ...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems)])];
+    const problems = [...invalid, ...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems)];
     const waiting = [
       ...(workloads.ok ? [] : workloads.waiting.map((message) => ({ reason: 'WaitingForWorkload', message }))),
       ...(spec.ok ? [] : spec.waiting.map((message) => ({ reason: 'WaitingForOtherRelease', message }))),

@@ -54,7 +54,6 @@ const refused: [string, unknown, string, 'schema refuses' | 'only the proxy'][] 
   ['10000 canary replicas', { services, workloads: [{ name: 'web', replicas: 10000 }] }, 'spec.workloads[0].replicas: must be an integer 0–1000, got 10000', 'schema refuses'],
   ['a workload kind other than Deployment', { services, workloads: [{ name: 'web', kind: 'StatefulSet' }] }, 'spec.workloads[0].kind: "StatefulSet" is not supported; only Deployment', 'schema refuses'],
   ['a workload listed twice', { services, workloads: [{ name: 'web' }, { name: 'web' }] }, 'spec.workloads[1].name: Deployment web is listed twice', 'only the proxy'],
-  ['a patch that is not a map', { services, workloads: [{ name: 'web', patch: 'image: x' }] }, 'spec.workloads[0].patch: must be a map', 'schema refuses'],
   ['no Service', { services: [] }, 'spec.services is empty', 'schema refuses'],
   ['a Service listed twice', { services: [...services, ...services] }, 'spec.services[1]: Service web is listed twice', 'only the proxy'],
   ['a port listed twice', { services: [{ service: 'web', ports: [{ port: 80 }, { port: 80, protocol: 'HTTP' }] }] }, 'spec.services[0].ports[1]: port 80/TCP is listed twice', 'only the proxy'],
