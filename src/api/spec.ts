@@ -5,7 +5,8 @@
 import { readConnectionPolicies } from '../config/load.ts';
 import type { CanaryPortSpec, PortProtocol, SpecProtocol } from './types.ts';
 
-const SPEC_PROTOCOLS: ReadonlySet<string> = new Set<SpecProtocol>(['TCP', 'UDP', 'HTTP', 'HTTPS']);
+/** The protocols a spec port may name. */
+export const SPEC_PROTOCOLS: readonly string[] = ['TCP', 'UDP', 'HTTP', 'HTTPS'] satisfies SpecProtocol[];
 
 /** A spec port's protocol as served: HTTP and HTTPS are proxied as TCP. */
 export function normalizeProtocol(protocol: SpecProtocol | undefined): PortProtocol {
@@ -17,7 +18,7 @@ export function normalizeProtocol(protocol: SpecProtocol | undefined): PortProto
  * undefined when the protocol itself is refused (nothing else of the entry is read then).
  */
 export function checkPortSpec(port: CanaryPortSpec, where: string, problems: string[]): PortProtocol | undefined {
-  if (port.protocol !== undefined && !SPEC_PROTOCOLS.has(port.protocol)) {
+  if (port.protocol !== undefined && !SPEC_PROTOCOLS.includes(port.protocol)) {
     problems.push(`${where}.protocol: ${JSON.stringify(port.protocol)} is not supported; write TCP or UDP (upper case), or HTTP or HTTPS (proxied as TCP)`);
     return undefined;
   }

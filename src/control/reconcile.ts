@@ -4,7 +4,7 @@
 // everything and nothing is skipped because "nothing changed" (seed defects D1, D13).
 
 import { condition } from '../api/conditions.ts';
-import { finalizerStep, makeStatus, observe, pointsAtProxy, statusStep, type Context } from './pass/context.ts';
+import { finalizerStep, ignoredTransition, makeStatus, observe, pointsAtProxy, statusStep, type Context } from './pass/context.ts';
 import { copySource } from './service/copies.ts';
 import type { Desired, Observed, ReconcileOptions } from './pass/desired.ts';
 import { buildL4Config, withPortPolicies } from './service/l4.ts';
@@ -14,8 +14,9 @@ import { planRunning } from './release/running.ts';
 import { planServices, type ServicePlan } from './release/plan.ts';
 import { planWorkloads, stableChanged, type WorkloadPlan } from './workload/workloads.ts';
 import { DEFAULT_FAILURE_LIMIT } from './progress/analysis.ts';
-import { planSteps, stepProblems, stepsComplete, type StepPlan } from './progress/steps.ts';
+import { planSteps, stepsComplete, type StepPlan } from './progress/steps.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './release/transition.ts';
+import { releaseProblems } from '../api/validate.ts';
 import type { TransitionRecord } from '../api/types.ts';
 
 export type { Desired, Mode, Observed, ReconcileOptions, ServicePatchReason, Step } from './pass/desired.ts';
@@ -27,9 +28,18 @@ export function reconcile(observed: Observed, options: ReconcileOptions): Desire
 
 function plan(observed: Observed, options: ReconcileOptions): Desired {
   const context = observe(observed, options);
+  const desired = planPhase(context);
+  const ignored = ignoredTransition(observed.release);
+  return ignored === undefined ? desired : { ...desired, ignored: [{ reason: 'TransitionIgnored', message: ignored }] };
+}
+
+function planPhase(context: Context): Desired {
+  const { observed } = context;
   const phase = observed.release.status?.phase;
   if (phase === 'Adopted' || phase === 'Deprecated') return planArchived(context, phase);
-  const transition = decideTransition(context);
+  // A release that fails its validation acts on nothing it asks (no adoption, no steps, no verdict
+  // of thresholds it got wrong); what restores the Services (a rollback, a deleted Service) still runs.
+  const transition = decideTransition(context, releaseProblems(observed.release.spec).length === 0);
   if (transition !== undefined) return planTransition(context, transition);
   const planned = planSpec(context);
   if (!planned.ok) return planHolding(context, planned.problems, planned.waiting);
@@ -44,12 +54,13 @@ export type SpecOutcome =
 /** The Services' plans, the proxy ports, the canary workloads and the step of a running release. */
 export function planSpec(context: Context): SpecOutcome {
   const { observed, options } = context;
+  const invalid = releaseProblems(observed.release.spec);
   const workloads = planWorkloads(observed.release, observed.deployments, observed.replicaSets);
-  const stepPlan = planSteps(observed.release.spec ?? {}, observed.release.status ?? {}, context.judged.analysis, allTakenOver(context), options.now);
+  // The steps of an invalid spec are not planned: its pauses may end at no time at all.
+  const stepPlan = invalid.length > 0 ? undefined : planSteps(observed.release.spec ?? {}, observed.release.status ?? {}, context.judged.analysis, allTakenOver(context), options.now);
   const spec = planServices(observed.release.spec, context.name, context.originals, observed.services, workloads.ok ? workloads.plans : [], stepPlan?.weight);
-  const stepIssues = stepProblems(observed.release.spec);
-  if (!workloads.ok || !spec.ok || stepIssues.length > 0) {
-    const problems = [...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems), ...stepIssues];
+  if (!workloads.ok || !spec.ok || invalid.length > 0) {
+    const problems = [...invalid, ...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems)];
     const waiting = [
       ...(workloads.ok ? [] : workloads.waiting.map((message) => ({ reason: 'WaitingForWorkload', message }))),
       ...(spec.ok ? [] : spec.waiting.map((message) => ({ reason: 'WaitingForOtherRelease', message }))),
@@ -86,20 +97,21 @@ function livePortsOf(context: Context): LivePort[] {
  * The transition to run, if any. A recorded one wins (it may have outlived its trigger); then the
  * user's spec.transition; then automatic deprecation — an original Service deleted, or its selector
  * changed by someone else after the retarget — and last the release being deleted. A Service
- * missing before the release ever ran is a bad spec instead (planServices says so).
+ * missing before the release ever ran is a bad spec instead (planServices says so). An invalid
+ * spec (`valid` false) is neither adopted nor judged: only what hands the Services back runs.
  */
-function decideTransition(context: Context): TransitionRecord | undefined {
+function decideTransition(context: Context, valid: boolean): TransitionRecord | undefined {
   const { release } = context.observed;
   const recorded = release.status?.transition;
   if (recorded != null) return recorded;
   const requested = release.spec?.transition;
-  if (requested === 'Adopted' || requested === 'Deprecated') {
+  if (requested === 'Deprecated' || (requested === 'Adopted' && valid)) {
     const why = release.spec?.transitionReason;
     return { type: requested, reason: 'Requested', message: `spec.transition is ${requested}${why === undefined || why === '' ? '' : `: ${why}`}` };
   }
   const analysis = context.judged.analysis;
   const failureLimit = release.spec?.analysis?.failureLimit ?? DEFAULT_FAILURE_LIMIT;
-  if (release.spec?.analysis !== undefined && analysis !== undefined && analysis.failures >= failureLimit) {
+  if (valid && release.spec?.analysis !== undefined && analysis !== undefined && analysis.failures >= failureLimit) {
     return { type: 'Deprecated', reason: 'AnalysisFailed', message: `rolled back: the canary failed ${analysis.failures} analysis interval(s) in a row: ${analysis.message}` };
   }
   const stableChange = stableChanged(release, context.observed.deployments, context.observed.replicaSets);
@@ -115,7 +127,7 @@ function decideTransition(context: Context): TransitionRecord | undefined {
   }
   if (context.deleting) return { type: 'Deprecated', reason: 'ReleaseDeleted', message: 'the CanaryRelease is being deleted' };
   const steps = release.spec?.steps ?? [];
-  if (stepsComplete(release.spec, release.status ?? {}) && release.spec?.autoAdopt !== false) {
+  if (valid && stepsComplete(release.spec, release.status ?? {}) && release.spec?.autoAdopt !== false) {
     return { type: 'Adopted', reason: 'StepsComplete', message: `every step is done (${steps.length}/${steps.length}); adopted automatically (spec.autoAdopt)` };
   }
   return undefined;

@@ -7,6 +7,7 @@
 import { isMapping, readMapping } from '../config/fields.ts';
 import { DNS_SUBDOMAIN, labelProblems } from '../api/labels.ts';
 import type { Labels } from '../api/types.ts';
+import { replicasProblem } from '../api/validate.ts';
 import type { ProxyResources, ProxySpec, Toleration } from './types.ts';
 
 export const DEFAULT_PROXY_REPLICAS = 2;
@@ -41,9 +42,8 @@ export function readProxySpec(raw: unknown): ProxySpecResult {
   const problems: string[] = [];
   readMapping(raw, 'spec.proxy', FIELDS, problems);
   const replicas = raw.replicas ?? DEFAULT_PROXY_REPLICAS;
-  if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
-    problems.push(`spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got ${describe(replicas)}`);
-  }
+  const badReplicas = replicasProblem(replicas, 'spec.proxy.replicas', 1, ' (every proxy pod serves; the Services need one)');
+  if (badReplicas !== undefined) problems.push(badReplicas);
   const resources = raw.resources === undefined ? undefined : readResources(raw.resources, problems);
   const nodeSelector = raw.nodeSelector === undefined ? undefined : readNodeSelector(raw.nodeSelector, problems);
   const tolerations = raw.tolerations === undefined ? undefined : readTolerations(raw.tolerations, problems);

@@ -59,14 +59,17 @@ export function abort(release: CanaryRelease, reason: string | undefined): Actio
     'aborting: every Service goes back to the stable version (spec.transition: Deprecated)');
 }
 
-/** `SERVICE:PORT=N`: the canary weight of every listed protocol of that port. */
+/** `SERVICE:PORT=N`: the canary weight of every listed protocol of that port; or which part is wrong. */
 export function parseWeightTarget(text: string): { service: string; port: number; weight: number } | string {
-  const match = /^([^:=\s]+):(\d+)=(\d+)$/.exec(text);
+  const match = /^([^:=]*):([^=]*)=(.*)$/.exec(text);
   if (match === null) return `"${text}" is not SERVICE:PORT=WEIGHT, e.g. web:80=25`;
-  const [port, weight] = [Number(match[2]), Number(match[3])];
-  if (port < 1 || port > 65535) return `"${text}": the port must be 1-65535`;
-  if (weight > 100) return `"${text}": the weight is a percentage, 0-100`;
-  return { service: match[1]!, port, weight };
+  const [, service = '', portText = '', weightText = ''] = match;
+  if (!/^[a-z]([-a-z0-9]*[a-z0-9])?$/.test(service)) return `"${text}": the Service "${service}" is not a Service name (lower-case letters, digits and '-'), e.g. web:80=25`;
+  const port = /^\d+$/.test(portText) ? Number(portText) : Number.NaN;
+  if (!(port >= 1 && port <= 65535)) return `"${text}": the port "${portText}" must be a number 1-65535, e.g. web:80=25`;
+  const weight = /^\d+$/.test(weightText) ? Number(weightText) : Number.NaN;
+  if (!(weight >= 0 && weight <= 100)) return `"${text}": the weight "${weightText}" must be a whole percentage 0-100, e.g. web:80=25`;
+  return { service, port, weight };
 }
 
 /**

@@ -38,8 +38,16 @@ function shellQuote(text: string): string {
   return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
-/** The CanaryRelease of a manifest file (the first one, when it holds several documents). */
-function releaseFromFile(file: string): CanaryRelease {
+/** A CanaryRelease of a manifest file, and where in the file it is (`document 2`, `document 1, item 3`). */
+interface FoundRelease {
+  readonly where: string;
+  readonly release: CanaryRelease;
+}
+
+type Manifest = { kind?: string; metadata?: { name?: string }; items?: unknown } | null;
+
+/** Every CanaryRelease of a manifest file: each YAML document, and each item of a v1 List. */
+function releasesFromFile(file: string): FoundRelease[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -47,14 +55,40 @@ function releaseFromFile(file: string): CanaryRelease {
     throw new UsageError(`-f ${file}: ${(err as Error).message}`);
   }
   const documents = parseAllDocuments(text);
-  const objects = (Array.isArray(documents) ? documents : [documents]).map((document) => {
-    if (document.errors.length > 0) throw new UsageError(`-f ${file}: not YAML: ${document.errors[0]!.message.split('\n')[0]}`);
-    return document.toJS() as { kind?: string; metadata?: { name?: string } } | null;
+  const found = (Array.isArray(documents) ? documents : [documents]).flatMap((document, index): FoundRelease[] => {
+    const where = `document ${index + 1}`;
+    const error = document.errors[0];
+    // The parser's message ends in a colon that introduces a code excerpt: the line and column say where instead.
+    if (error !== undefined) throw new UsageError(`-f ${file}: ${where} is not YAML: ${error.message.split('\n')[0]!.replace(/:\s*$/, '')}`);
+    const object = document.toJS() as Manifest;
+    const items = object?.kind === 'List' && Array.isArray(object.items) ? (object.items as Manifest[]).map((item, at) => ({ item, where: `${where}, item ${at + 1}` })) : [{ item: object, where }];
+    return items.filter(({ item }) => item?.kind === KIND).map(({ item, where: at }) => {
+      if (typeof item?.metadata?.name !== 'string' || item.metadata.name === '') throw new UsageError(`-f ${file}: the ${KIND} of ${at} has no metadata.name`);
+      return { where: at, release: item as unknown as CanaryRelease };
+    });
   });
-  const release = objects.find((object) => object?.kind === KIND);
-  if (release === undefined || release === null) throw new UsageError(`-f ${file}: holds no object of kind ${KIND}`);
-  if (typeof release.metadata?.name !== 'string' || release.metadata.name === '') throw new UsageError(`-f ${file}: the ${KIND} has no metadata.name`);
-  return release as CanaryRelease;
+  if (found.length === 0) throw new UsageError(`-f ${file}: holds no object of kind ${KIND}`);
+  return found;
+}
+
+/** The dry run of each release of the file, in order; exit 1 if any would hold. */
+async function planFile(argv: { filename: string; portBase: number; proxySelector?: string | undefined; namespace?: string | undefined; kubeconfig?: string | undefined; context?: string | undefined }): Promise<void> {
+  const found = releasesFromFile(argv.filename);
+  const portBase = checkPortBase(argv.portBase);
+  const held: string[] = [];
+  for (const [index, { where, release }] of found.entries()) {
+    const cluster = connect({ ...argv, namespace: argv.namespace ?? release.metadata.namespace });
+    const name = release.metadata.name;
+    const observed = await cluster.observe(release);
+    const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
+    const plan = dryRun(observed, { proxySelector, portBase, weightOverrides: [], handBackGraceMs: 0, now: new Date() });
+    process.stdout.write(`${index === 0 ? '' : '\n'}${formatPlan(release, cluster.namespace, plan, `${where} of ${argv.filename}`)}`);
+    if (plan.problems.length > 0) held.push(`${name} (${where})`);
+  }
+  if (found.length > 1) {
+    process.stdout.write(`\n${found.length} CanaryReleases planned; ${held.length === 0 ? 'none has a problem' : `with problems: ${held.join(', ')}`}.\n`);
+  }
+  if (held.length > 0) process.exitCode = 1;
 }
 
 const nameArg = { name: { type: 'string', demandOption: true, describe: 'The CanaryRelease' } } as const;
@@ -87,20 +121,11 @@ try {
         if (typeof target === 'string') throw new UsageError(target);
         return act(connect(argv), argv.name, (release) => setWeight(release, target));
       })
-    .command('plan', 'Dry run: what the release in FILE would create and change in the cluster as it is now, and every problem it would hit; changes nothing',
-      (y) => y.option('filename', { alias: 'f', type: 'string', demandOption: true, describe: 'A manifest with the CanaryRelease' })
+    .command('plan', 'Dry run: what each CanaryRelease in FILE would create and change in the cluster as it is now, its steps, and every problem it would hit; changes nothing',
+      (y) => y.option('filename', { alias: 'f', type: 'string', demandOption: true, describe: 'A manifest with CanaryReleases (several documents, or a v1 List)' })
         .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'The proxy\'s --port-base' })
         .option('proxy-selector', { type: 'string', describe: 'The proxy\'s --proxy-selector [default: canary-l4.io/release=NAME]' }),
-      async (argv) => {
-        const fromFile = releaseFromFile(argv.filename);
-        const cluster = connect({ ...argv, namespace: argv.namespace ?? fromFile.metadata.namespace });
-        const name = fromFile.metadata.name;
-        const observed = await cluster.observe(fromFile);
-        const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
-        const plan = dryRun(observed, { proxySelector, portBase: checkPortBase(argv.portBase), weightOverrides: [], handBackGraceMs: 0, now: new Date() });
-        process.stdout.write(formatPlan(name, cluster.namespace, plan));
-        if (plan.problems.length > 0) process.exitCode = 1;
-      })
+      (argv) => planFile(argv))
     .demandCommand(1, 'name a command: status, promote, pause, resume, abort, set-weight or plan (see --help)')
     .strict()
     .help()

@@ -3,7 +3,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { ReleasePlan } from '../control/index.ts';
 import { formatSelector } from '../api/labels.ts';
-import type { CanaryRelease } from '../api/types.ts';
+import type { CanaryRelease, CanaryReleaseSpec } from '../api/types.ts';
 import { formatTable } from '../util/text-table.ts';
 
 function since(at: string | undefined, now: Date): string {
@@ -22,11 +22,9 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   const lines = [`CanaryRelease ${release.metadata.namespace ?? 'default'}/${release.metadata.name}: ${status.phase ?? 'not started (no status yet)'}`];
   const transition = status.transition;
   if (transition != null) lines.push(`Transition: ${transition.type} (${transition.reason}): ${transition.message}`);
-  const steps = spec.steps ?? [];
-  if (steps.length > 0) {
-    const plan = steps.map((step, index) => `${index === status.currentStep ? '[' : ''}${step.weight}%${step.pause === undefined ? '' : ` ${step.pause.duration ?? 'until promoted'}`}${index === status.currentStep ? ']' : ''}`).join(' → ');
+  if ((spec.steps ?? []).length > 0) {
     lines.push(`Step: ${status.step ?? '-'}, started ${since(status.stepStartedAt, now) || '-'}${spec.paused === true ? ', paused (spec.paused)' : ''}`);
-    lines.push(`Steps: ${plan}${spec.autoAdopt === false ? ' (then holds: autoAdopt false)' : ' → adopted'}`);
+    lines.push(`Steps: ${stepsLine(spec, status.currentStep)}`);
   }
   if (status.pause != null) lines.push(`Pause: ${status.pause.reason}, since ${since(status.pause.since, now)}`);
   lines.push('');
@@ -53,14 +51,35 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** `5% 2m → [50% until promoted] → adopted`: each step's weight and pause, the current one in brackets. */
+function stepsLine(spec: CanaryReleaseSpec, current: number | undefined): string {
+  const steps = (spec.steps ?? []).map((step, index) => `${index === current ? '[' : ''}${step.weight}%${step.pause === undefined ? '' : ` ${step.pause.duration ?? 'until promoted'}`}${index === current ? ']' : ''}`);
+  return `${steps.join(' → ')}${spec.autoAdopt === false ? ' (then holds: autoAdopt false)' : ' → adopted'}`;
+}
+
+/** What spec.promotedStep releases: the pauses (and analysis gates) it skips, or that it is out of range. */
+function promotionLine(spec: CanaryReleaseSpec): string | undefined {
+  const steps = spec.steps ?? [];
+  const promoted = spec.promotedStep;
+  if (promoted === undefined || steps.length === 0) return undefined;
+  if (!Number.isInteger(promoted) || promoted < 0 || promoted >= steps.length) return `spec.promotedStep ${promoted} names no step: it would skip every pause and analysis gate (see Problems)`;
+  const gate = spec.analysis === undefined ? '' : ' and analysis gate';
+  const skipped = steps.slice(0, promoted + 1).map((step, index) => `step ${index + 1} (${step.pause === undefined ? 'no pause' : step.pause.duration ?? 'until promoted'})`);
+  return `spec.promotedStep ${promoted}: the pause${gate} of ${skipped.join(', ')} ${skipped.length === 1 ? 'is' : 'are'} skipped`;
+}
+
 const portsOf = (service: V1Service) => (service.spec?.ports ?? []).map((port) => `${port.port}/${port.protocol ?? 'TCP'}→${port.targetPort ?? port.port}`).join(', ');
 
-/** The dry run: what would be created and changed, and what would hold the release. */
-export function formatPlan(name: string, namespace: string, plan: ReleasePlan): string {
-  const lines = [`CanaryRelease ${namespace}/${name}: a dry run against the cluster as it is now; nothing was changed.`];
+/** The dry run of `release` (at `where` in the file): what would be created and changed, its steps, and what would hold it. */
+export function formatPlan(release: CanaryRelease, namespace: string, plan: ReleasePlan, where: string): string {
+  const spec = release.spec ?? {};
+  const lines = [`CanaryRelease ${namespace}/${release.metadata.name} (${where}): a dry run against the cluster as it is now; nothing was changed.`];
   const section = (title: string, body: string[]) => {
     if (body.length > 0) lines.push('', title, ...body);
   };
+  const promotion = promotionLine(spec);
+  section('Steps (every listed port takes each weight in turn; a pause holds it):',
+    (spec.steps ?? []).length === 0 ? [] : [`  ${stepsLine(spec, release.status?.currentStep)}`, ...(promotion === undefined ? [] : [`  ${promotion}`])]);
   section('Services to create:', plan.creates.map((service) => `  ${service.metadata?.name}: selector ${formatSelector(service.spec?.selector ?? {})}; ports ${portsOf(service)}`));
   section('Services to update (copies that differ from what the release wants):', plan.updates.map((service) => `  ${service.metadata?.name}: selector ${formatSelector(service.spec?.selector ?? {})}; ports ${portsOf(service)}`));
   section('Services to take over (what changes, once the proxy listens):', plan.originals.flatMap((change) => [

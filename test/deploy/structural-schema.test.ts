@@ -48,7 +48,12 @@ describe('structural schema validator', () => {
   }
 
   it('refuses a schema keyword it cannot check instead of passing everything', () => {
-    const schema = { type: 'array', maxItems: 1 } as StructuralSchema;
-    assert.throws(() => validate([1, 2], schema), /schema keyword maxItems is not supported/);
+    const schema = { type: 'array', uniqueItems: true } as StructuralSchema;
+    assert.throws(() => validate([1, 1], schema), /schema keyword uniqueItems is not supported/);
+  });
+
+  it('bounds the length of a list (maxItems)', () => {
+    assert.deepEqual(validate([1, 2], { type: 'array', maxItems: 1 }), ['<root>: must have at most 1 items, got 2']);
+    assert.deepEqual(validate([1], { type: 'array', maxItems: 1 }), []);
   });
 });

@@ -15,6 +15,7 @@ export interface StructuralSchema {
   readonly maxLength?: number;
   readonly pattern?: string;
   readonly minItems?: number;
+  readonly maxItems?: number;
   readonly nullable?: boolean;
   readonly 'x-kubernetes-preserve-unknown-fields'?: boolean;
   /** An integer or a string (a resource quantity: 2, "500m"). */
@@ -23,7 +24,7 @@ export interface StructuralSchema {
 
 const ENFORCED = new Set([
   'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'minimum', 'maximum',
-  'minLength', 'maxLength', 'pattern', 'minItems', 'nullable', 'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
+  'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'nullable', 'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
 ]);
 /** Keywords that say nothing about validity (or only about list merging, which one object cannot break). */
 const NOT_VALIDATING = new Set(['description', 'default', 'format', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys']);
@@ -55,6 +56,7 @@ export function validate(value: unknown, schema: StructuralSchema, path = '<root
   }
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < schema.minItems) problem(`must have at least ${schema.minItems} items, got ${value.length}`);
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) problem(`must have at most ${schema.maxItems} items, got ${value.length}`);
     const { items } = schema;
     if (items !== undefined) value.forEach((item: unknown, index) => problems.push(...validate(item, items, `${path}[${index}]`)));
   } else if (typeof value === 'object') {

@@ -1,9 +1,21 @@
 // spec.proxy: what the manager accepts, and for what it refuses, one line naming the field.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parseQuantity, readProxySpec } from '../../src/manager/proxy-spec.ts';
+import { KIND, VERSION } from '../../src/api/types.ts';
+import { theOnly } from '../deploy/manifests.ts';
+import { validate, type StructuralSchema } from '../deploy/structural-schema.ts';
 
 describe('spec.proxy', () => {
+  it('replicas over 1000 (10000 for 10): refused by the manager, and by the CRD schema at kubectl apply', () => {
+    const schema = theOnly<V1CustomResourceDefinition>('CustomResourceDefinition').spec.versions.find((version) => version.name === VERSION)?.schema?.openAPIV3Schema as StructuralSchema;
+    const release = (replicas: number) => ({ apiVersion: `canary-l4.io/${VERSION}`, kind: KIND, metadata: { name: 'r' }, spec: { services: [{ service: 'web', ports: [{ port: 80 }] }], proxy: { replicas } } });
+    assert.deepEqual(validate(release(10000), schema), ['spec.proxy.replicas: must be <= 1000, got 10000']);
+    assert.deepEqual(validate(release(1000), schema), []);
+    assert.equal(readProxySpec({ replicas: 1000 }).ok, true);
+  });
+
   it('absent: two replicas and the defaults', () => {
     assert.deepEqual(readProxySpec(undefined), { ok: true, spec: { replicas: 2, resources: undefined, nodeSelector: undefined, tolerations: undefined, priorityClassName: undefined } });
   });
@@ -25,9 +37,10 @@ describe('spec.proxy', () => {
 
   const refused: [string, unknown, string][] = [
     ['not an object', 'big', 'spec.proxy: must be an object, got "big"'],
-    ['no replicas', { replicas: 0 }, 'spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got 0'],
-    ['half a replica', { replicas: 1.5 }, 'spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got 1.5'],
-    ['replicas as text', { replicas: '2' }, 'spec.proxy.replicas: must be an integer >= 1 (every proxy pod serves; the Services need one), got "2"'],
+    ['ten thousand replicas (a typo)', { replicas: 10000 }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got 10000'],
+    ['no replicas', { replicas: 0 }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got 0'],
+    ['half a replica', { replicas: 1.5 }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got 1.5'],
+    ['replicas as text', { replicas: '2' }, 'spec.proxy.replicas: must be an integer 1–1000 (every proxy pod serves; the Services need one), got "2"'],
     ['a misspelt field', { replica: 2 }, 'spec.proxy.replica: unknown key, did you mean "replicas"?'],
     ['a quantity that is not one', { resources: { limits: { memory: '1 GB' } } }, 'spec.proxy.resources.limits.memory: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "1 GB"'],
     ['a negative quantity', { resources: { requests: { cpu: '-1' } } }, 'spec.proxy.resources.requests.cpu: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "-1"'],

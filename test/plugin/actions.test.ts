@@ -27,6 +27,19 @@ describe('kubectl canary-l4 actions', () => {
 
   it('parses SERVICE:PORT=WEIGHT', () => {
     assert.deepEqual(parseWeightTarget('web:80=25'), { service: 'web', port: 80, weight: 25 });
-    for (const bad of ['web:80', 'web=25', ':80=2', 'web:0=5', 'web:80=-1', 'web:80=101']) assert.equal(typeof parseWeightTarget(bad), 'string', bad);
+    for (const [bad, says] of [
+      ['web:80', '"web:80" is not SERVICE:PORT=WEIGHT, e.g. web:80=25'],
+      ['web=25', '"web=25" is not SERVICE:PORT=WEIGHT, e.g. web:80=25'],
+      [':80=2', '":80=2": the Service "" is not a Service name'],
+      ['Web:80=2', '"Web:80=2": the Service "Web" is not a Service name'],
+      ['web:0=5', '"web:0=5": the port "0" must be a number 1-65535'],
+      ['web:http=5', '"web:http=5": the port "http" must be a number 1-65535'],
+      ['web:80=-5', '"web:80=-5": the weight "-5" must be a whole percentage 0-100'],
+      ['web:80=101', '"web:80=101": the weight "101" must be a whole percentage 0-100'],
+      ['web:80=2.5', '"web:80=2.5": the weight "2.5" must be a whole percentage 0-100'],
+    ]) {
+      const result = parseWeightTarget(bad!);
+      assert.ok(typeof result === 'string' && result.startsWith(says!), `${bad}: ${JSON.stringify(result)}`);
+    }
   });
 });

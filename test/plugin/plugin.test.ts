@@ -8,23 +8,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { formatSaved, saveOriginal } from '../../src/control/service/originals.ts';
-import { ANNOTATION_ORIGINAL, type CanaryRelease, type CanaryReleaseSpec } from '../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL, type CanaryReleaseSpec } from '../../src/api/types.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import { pluginFor, type Plugin } from '../support/plugin.ts';
 import { Pods } from '../support/pods.ts';
-import { createRelease, createService, getRelease, NAMESPACE, startCluster, type Cluster } from '../control/controller/cluster.ts';
+import { createRelease, createService, getRelease, NAMESPACE, startCluster, versions, type Cluster } from '../control/controller/cluster.ts';
 
 const execFileAsync = promisify(execFile);
-
-/** Every object's resourceVersion, and each list's: a write anywhere changes one. */
-async function versions(cluster: Cluster): Promise<string> {
-  const [services, pods, deployments, releases] = await Promise.all([
-    cluster.core.listNamespacedService({ namespace: NAMESPACE }), cluster.core.listNamespacedPod({ namespace: NAMESPACE }),
-    cluster.apps.listNamespacedDeployment({ namespace: NAMESPACE }),
-    cluster.custom.listNamespacedCustomObject({ group: 'canary-l4.io', version: 'v1alpha1', namespace: NAMESPACE, plural: 'canaryreleases' }) as Promise<{ metadata: { resourceVersion: string }; items: CanaryRelease[] }>,
-  ]);
-  return JSON.stringify([services, pods, deployments, releases].map((list) => [list.metadata?.resourceVersion, list.items.map((item) => `${item.metadata?.name}@${item.metadata?.resourceVersion}`)]));
-}
 
 const release = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });
 
@@ -160,7 +150,7 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
       [['promote', 'plain'], /has no spec.steps, so no step to promote: promote --full adopts it/],
       [['set-weight', 'plain', 'web:81=5'], /spec.services\[0\] \(web\) lists no port 81: add it to spec.services\[0\].ports/],
       [['set-weight', 'plain', 'db:80=5'], /has no Service db in spec.services \(it has web\)/],
-      [['set-weight', 'plain', 'web:80=150'], /"web:80=150": the weight is a percentage, 0-100/],
+      [['set-weight', 'plain', 'web:80=150'], /"web:80=150": the weight "150" must be a whole percentage 0-100, e.g. web:80=25/],
       [['status', 'nope'], /CanaryRelease nope in namespace default not found/],
     ] as const;
     for (const [args, message] of refusals) {

@@ -109,6 +109,18 @@ export function pointsAtProxy(context: Context, service: string): boolean {
   return selectorContains(context.observed.services.get(service)?.spec?.selector, context.options.proxySelector);
 }
 
+/**
+ * Why spec.transition cannot take effect while another transition is recorded (the recorded one
+ * wins: it may have outlived its trigger), or undefined when it can or asks nothing.
+ */
+export function ignoredTransition(release: CanaryRelease): string | undefined {
+  const recorded = release.status?.transition;
+  const asked = release.spec?.transition;
+  if (recorded == null || asked === undefined || asked === '' || asked === recorded.type) return undefined;
+  return `spec.transition ${JSON.stringify(asked)} is ignored: the transition ${recorded.type} (${recorded.reason}) was recorded first and wins; `
+    + `set spec.transition back to ${recorded.type} so that spec and status agree`;
+}
+
 /** Whether some Ready pod matches the selector. */
 export function hasReadyPod(context: Context, selector: Labels): boolean {
   return context.ready.some((pod) => selectorMatches(selector, pod.metadata?.labels));
@@ -128,10 +140,13 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
     ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides)
       .map((message) => ({ reason: 'ReplicasDisagree', message })),
   ];
+  const ignored = ignoredTransition(context.observed.release);
+  const own = ignored === undefined ? drafts
+    : { ...drafts, Progressing: { ...drafts.Progressing, message: [drafts.Progressing.message, ignored].filter((text) => text !== '').join('; ') } };
   const failure = outside.reduce((draft: ConditionDraft, extra) => (draft.status === 'True'
     ? { ...draft, message: `${draft.message}; ${extra.message}` }
-    : condition(true, extra.reason, extra.message)), drafts.Failure);
-  const all = { ...drafts, Failure: failure, Ready: readiness(phase, { ...drafts, Failure: failure }) };
+    : condition(true, extra.reason, extra.message)), own.Failure);
+  const all = { ...own, Failure: failure, Ready: readiness(phase, { ...own, Failure: failure }) };
   const conditions = buildConditions(context.observed.release.status?.conditions, all, context.generation, context.options.now);
   const { judged } = context;
   const counted = ports.map((port) => {

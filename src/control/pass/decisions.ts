@@ -75,7 +75,8 @@ export function statusDecisions(before: CanaryReleaseStatus | undefined, after: 
 }
 
 export function decisions(before: Desired | undefined, after: Desired, done: readonly Step[]): Decision[] {
-  return [...done.flatMap((step) => stepDecision(step) ?? []), ...statusDecisions(before?.status, after.status)];
+  const ignored = (after.ignored ?? []).map((item): Decision => ({ type: 'Warning', ...item }));
+  return [...done.flatMap((step) => stepDecision(step) ?? []), ...statusDecisions(before?.status, after.status), ...ignored];
 }
 
 function describePort(port: PortStatus): string {

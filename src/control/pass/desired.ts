@@ -102,4 +102,6 @@ export interface Desired {
   readonly status: CanaryReleaseStatus;
   /** Reconcile again after this long even if nothing changes (a grace period running out). */
   readonly requeueAfterMs?: number;
+  /** What the spec asks that cannot take effect, said in a condition and worth a Warning Event. */
+  readonly ignored?: readonly { readonly reason: string; readonly message: string }[];
 }

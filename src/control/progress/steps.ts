@@ -5,24 +5,13 @@
 // where it was, never from zero and never skipping. Pure.
 
 import type { AnalysisStatus, CanaryReleaseSpec } from '../../api/types.ts';
+import { MAX_INTERVAL_MS, MIN_INTERVAL_MS, parseDuration } from '../../api/validate.ts';
 
-const UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
-
-/** `30s`, `2m`, `1h`, `500ms`, `1m30s`: milliseconds, or undefined when it is not a duration. */
-export function parseDuration(text: string): number | undefined {
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)];
-  if (parts.length === 0 || parts.map((part) => part[0]).join('') !== text) return undefined;
-  return parts.reduce((sum, part) => sum + Number(part[1]) * UNITS_MS[part[2]!]!, 0);
-}
-
-/** The shortest analysis interval: a shorter one would have the proxies asked for counts in a loop. */
-const MIN_INTERVAL_MS = 1_000;
-
-/** spec.analysis.interval in milliseconds; undefined when it is absent, not a duration, or under 1s. */
+/** spec.analysis.interval in milliseconds; undefined when it is absent or out of bounds (validate.ts says why). */
 export function analysisIntervalMs(spec: CanaryReleaseSpec | undefined): number | undefined {
   const interval = spec?.analysis?.interval;
   const ms = interval === undefined ? undefined : parseDuration(interval);
-  return ms !== undefined && ms >= MIN_INTERVAL_MS ? ms : undefined;
+  return ms !== undefined && ms >= MIN_INTERVAL_MS && ms <= MAX_INTERVAL_MS ? ms : undefined;
 }
 
 /** An interval that ended this long after a step began (the reconcile that started the step came
@@ -60,23 +49,6 @@ export interface StepPlan {
   readonly pause: Pause | null;
   /** Reconcile again after this long (a timed pause running out). */
   readonly requeueAfterMs?: number;
-}
-
-/** Problems with spec.steps, spec.analysis and their durations, one line each. */
-export function stepProblems(spec: CanaryReleaseSpec | undefined): string[] {
-  const problems: string[] = [];
-  (spec?.steps ?? []).forEach((step, index) => {
-    if (!Number.isInteger(step.weight) || step.weight < 0 || step.weight > 100) problems.push(`spec.steps[${index}].weight: must be an integer 0–100, got ${JSON.stringify(step.weight)}`);
-    const duration = step.pause?.duration;
-    if (duration !== undefined && parseDuration(duration) === undefined) problems.push(`spec.steps[${index}].pause.duration: "${duration}" is not a duration like 30s, 2m or 1h`);
-  });
-  const interval = spec?.analysis?.interval;
-  if (interval !== undefined && analysisIntervalMs(spec) === undefined) problems.push(`spec.analysis.interval: "${interval}" is not a duration of at least 1s`);
-  for (const field of ['minSamples', 'failureLimit'] as const) {
-    const value = spec?.analysis?.[field];
-    if (value !== undefined && (!Number.isInteger(value) || value < (field === 'failureLimit' ? 1 : 0))) problems.push(`spec.analysis.${field}: must be an integer >= ${field === 'failureLimit' ? 1 : 0}, got ${JSON.stringify(value)}`);
-  }
-  return problems;
 }
 
 /**

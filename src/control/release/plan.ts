@@ -3,12 +3,12 @@
 // nothing is changed until the spec is fixed (and whatever already runs keeps running).
 
 import type { V1Service } from '@kubernetes/client-node';
-import { checkPortSpec } from '../../api/spec.ts';
+import { normalizeProtocol, SPEC_PROTOCOLS } from '../../api/spec.ts';
 import { copyName, COPY_ROLES, isCopyOf } from '../service/copies.ts';
 import { portProtocol, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from '../service/originals.ts';
 import type { PortKey } from '../service/ports.ts';
 import { selectorMatches } from '../service/selectors.ts';
-import { applyOperations, formatSelector, labelProblems } from '../../api/labels.ts';
+import { applyOperations, formatSelector } from '../../api/labels.ts';
 import { canarySideSelector, stableSideSelector, type WorkloadPlan } from '../workload/workloads.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec, Labels } from '../../api/types.ts';
 
@@ -48,15 +48,13 @@ export function planServices(spec: CanaryReleaseSpec | undefined, release: strin
   const entries = spec?.services ?? [];
   const problems: string[] = [];
   const waiting: string[] = [];
-  if (entries.length === 0) problems.push('spec.services is empty');
   const seen = new Set<string>();
   const plans: ServicePlan[] = [];
+  // The spec's own problems (an empty list, a Service or port listed twice, a bad port or label)
+  // are validate.ts's; here, what the Services of the namespace make of it.
   entries.forEach((entry, index) => {
     const at = `spec.services[${index}]`;
-    if (seen.has(entry.service)) {
-      problems.push(`${at}: Service ${entry.service} is listed twice`);
-      return;
-    }
+    if (seen.has(entry.service)) return;
     seen.add(entry.service);
     const state = states.get(entry.service) ?? { kind: 'missing' };
     if (state.kind === 'foreign') {
@@ -96,9 +94,6 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   // the canary side on the canary pods' labels and the track label.
   const forkedSelector = applyOperations(workload === undefined ? saved.selector : stableSideSelector(saved.selector, workload.stableHash), entry.forkedServiceOperations);
   const canarySelector = applyOperations(workload === undefined ? saved.selector : canarySideSelector(saved.selector, workload), entry.canaryServiceOperations);
-  for (const operations of ['canaryServiceOperations', 'forkedServiceOperations'] as const) {
-    for (const problem of labelProblems(entry[operations]?.add ?? {})) problems.push(`${at}.${operations}.add: ${problem}`);
-  }
   if (Object.keys(canarySelector).length === 0) problems.push(`${at}.canaryServiceOperations: the canary selector ends up empty`);
   if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: the forked selector ends up empty`);
   const ports = planPorts(entry, at, service, stepWeight, problems);
@@ -141,21 +136,14 @@ function workableState(state: Exclude<OriginalState, { kind: 'foreign' }>, name:
 function planPorts(entry: CanaryServiceSpec, at: string, service: V1Service, stepWeight: number | undefined, problems: string[]): PlannedPort[] {
   const listed = new Map<string, CanaryPortSpec>();
   (entry.ports ?? []).forEach((port, index) => {
-    const where = `${at}.ports[${index}]`;
-    // The entry's own problems follow the ones about the Service, as they read best.
-    const own: string[] = [];
-    const protocol = checkPortSpec(port, where, own);
-    if (protocol === undefined) {
-      problems.push(...own);
-      return;
-    }
+    // A protocol validate.ts refuses is skipped: the release holds for it anyway.
+    if (port.protocol !== undefined && !SPEC_PROTOCOLS.includes(port.protocol)) return;
+    const protocol = normalizeProtocol(port.protocol);
     const id = `${port.port}/${protocol}`;
-    if (listed.has(id)) problems.push(`${where}: port ${id} is listed twice`);
-    else listed.set(id, port);
+    if (!listed.has(id)) listed.set(id, port);
     if (!servicePorts(service).some((live) => live.port === port.port && portProtocol(live) === protocol)) {
-      problems.push(`${where}: Service ${entry.service} has no port ${id}`);
+      problems.push(`${at}.ports[${index}]: Service ${entry.service} has no port ${id}`);
     }
-    problems.push(...own);
   });
   return servicePorts(service).flatMap((live): PlannedPort[] => {
     const protocol = portProtocol(live);

@@ -214,5 +214,8 @@ function describeWeights(ports: readonly PortStatus[], context: Context): string
   const unmatched = context.options.weightOverrides
     .filter((item) => !ports.some((port) => port.service === item.service && port.port === item.port))
     .map((item) => `--weight ${item.service}:${item.port} matches no port of the release`);
-  return [`canary weights ${weights.join(', ')}`, ...unmatched].join('; ');
+  // Running at 0 % everywhere is legitimate (take over first, weigh later), but never silently.
+  const idle = ports.length > 0 && ports.every((port) => servedWeight(port) === 0 && askedWeight(port) === 0) && context.observed.release.spec?.steps === undefined
+    ? ['every port asks 0 %, so the canary gets no traffic: set spec.services[].ports[].config.weight (kubectl canary-l4 set-weight) or spec.steps'] : [];
+  return [`canary weights ${weights.join(', ')}`, ...unmatched, ...idle].join('; ');
 }

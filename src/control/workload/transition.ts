@@ -18,7 +18,7 @@ import { selectorMatches } from '../service/selectors.ts';
 import { applyOperations } from '../../api/labels.ts';
 import { patchTemplate } from './strategic-merge.ts';
 import { LABEL_TEMPLATE_HASH, type TransitionRecord, type WorkloadSpec, type WorkloadStatus } from '../../api/types.ts';
-import { isCanaryWorkloadOf, readyCount, replicaSetsOf, rolledOut, rolloutStalled, stableSideSelector, templateHashOf } from './workloads.ts';
+import { isCanaryWorkloadOf, patchedTemplate, readyCount, replicaSetsOf, rolledOut, rolloutStalled, stableSideSelector, templateHashOf } from './workloads.ts';
 
 export interface WorkloadStage {
   readonly steps: readonly Step[];
@@ -65,6 +65,13 @@ function adopt(context: Context, recorded: readonly WorkloadStatus[]): WorkloadS
     if (item.stablePatched !== true) {
       if ((context.observed.deployments.get(item.canary)?.status?.availableReplicas ?? 0) === 0) {
         waiting.push(`Deployment ${item.canary} has no available pod; the stable Deployment ${item.name} takes the patch once it has`);
+        return item;
+      }
+      // A patch edited since into one that leaves no valid pod template is not put on the stable Deployment.
+      const invalid: string[] = [];
+      patchedTemplate(stable, spec, `spec.workloads[${context.observed.release.spec?.workloads?.indexOf(spec) ?? 0}]`, invalid);
+      if (invalid.length > 0) {
+        problems.push(...invalid.map((problem) => `${problem}; Deployment ${item.name} takes no patch until it is fixed`));
         return item;
       }
       // Already on it (a crash after the patch, before status said so): nothing to send again.

@@ -6,14 +6,12 @@
 import type { V1Deployment, V1PodTemplateSpec, V1ReplicaSet } from '@kubernetes/client-node';
 import { canonicalDigest, sameJson } from '../../kube/canonical.ts';
 import { labelProblems } from '../../api/labels.ts';
+import { podTemplateProblems } from '../../api/validate.ts';
 import { patchTemplate, PatchProblem } from './strategic-merge.ts';
 import {
   ANNOTATION_SPEC_HASH, API_VERSION, KIND, LABEL_RELEASE, LABEL_TEMPLATE_HASH, LABEL_TRACK, LABEL_WORKLOAD, TRACK_CANARY,
   type CanaryRelease, type Labels, type WorkloadSpec, type WorkloadStatus,
 } from '../../api/types.ts';
-
-/** Deployment names are DNS subdomains; `<name>-canary` must be one, with room for the pods' suffixes. */
-const MAX_DEPLOYMENT_NAME = 253 - '-canary'.length - '-0123456789-abcde'.length;
 
 export interface WorkloadPlan {
   readonly spec: WorkloadSpec;
@@ -88,6 +86,25 @@ export function readyCount(deployment: V1Deployment | undefined): string {
 
 
 /**
+ * The stable Deployment's pod template with the workload's patch applied, or undefined with the
+ * problems (at `at`.patch) when the patch cannot apply or leaves no valid pod template for a
+ * Deployment with the stable one's selector. What `kubectl canary-l4 plan` shows too.
+ */
+export function patchedTemplate(stable: V1Deployment, spec: WorkloadSpec, at: string, problems: string[]): V1PodTemplateSpec | undefined {
+  let template: V1PodTemplateSpec;
+  try {
+    template = patchTemplate(stable.spec?.template ?? {}, spec.patch ?? {});
+  } catch (err) {
+    if (!(err instanceof PatchProblem)) throw err;
+    problems.push(`${at}.patch: ${err.message}`);
+    return undefined;
+  }
+  const found = podTemplateProblems(template, stable.spec?.selector?.matchLabels ?? {}, `${at}.patch`);
+  problems.push(...found);
+  return found.length === 0 ? template : undefined;
+}
+
+/**
  * The workloads of the spec, each with its stable Deployment and the canary Deployment it asks for;
  * or the problems (fix the spec) and waits (the stable Deployment has no current ReplicaSet yet).
  */
@@ -100,12 +117,11 @@ export function planWorkloads(release: CanaryRelease, deployments: ReadonlyMap<s
   (release.spec?.workloads ?? []).forEach((spec, index) => {
     const at = `spec.workloads[${index}]`;
     const before = problems.length;
-    if (spec.kind !== undefined && spec.kind !== 'Deployment') problems.push(`${at}.kind: "${spec.kind}" is not supported; only Deployment`);
-    if (seen.has(spec.name)) problems.push(`${at}.name: Deployment ${spec.name} is listed twice`);
+    // The spec's own problems (kind, name, replicas) are validate.ts's; a workload that has them is not planned.
+    if (spec.kind !== undefined && spec.kind !== 'Deployment') return;
+    if (seen.has(spec.name)) return;
     seen.add(spec.name);
     const replicas = spec.replicas ?? 1;
-    if (!Number.isInteger(replicas) || replicas < 0) problems.push(`${at}.replicas: must be an integer >= 0, got ${JSON.stringify(spec.replicas)}`);
-    if (spec.name.length > MAX_DEPLOYMENT_NAME) problems.push(`${at}.name: ${spec.name} is too long for its canary ${canaryDeploymentName(spec.name)}`);
     const stable = deployments.get(spec.name);
     if (stable === undefined) {
       problems.push(`${at}.name: Deployment ${spec.name} not found in the namespace`);
@@ -115,14 +131,8 @@ export function planWorkloads(release: CanaryRelease, deployments: ReadonlyMap<s
     if (existing !== undefined && !isCanaryWorkloadOf(existing, release.metadata.name)) {
       problems.push(`${at}: Deployment ${canaryDeploymentName(spec.name)} exists and is not the canary this release made; rename or remove it`);
     }
-    let template: V1PodTemplateSpec;
-    try {
-      template = patchTemplate(stable.spec?.template ?? {}, spec.patch ?? {});
-    } catch (err) {
-      if (!(err instanceof PatchProblem)) throw err;
-      problems.push(`${at}.patch: ${err.message}`);
-      return;
-    }
+    const template = patchedTemplate(stable, spec, at, problems);
+    if (template === undefined) return;
     const canaryLabels: Record<string, string> = { ...template.metadata?.labels, [LABEL_TRACK]: TRACK_CANARY };
     delete canaryLabels[LABEL_TEMPLATE_HASH];
     for (const problem of labelProblems(canaryLabels)) problems.push(`${at}.patch.metadata.labels: ${problem}`);

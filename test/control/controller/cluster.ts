@@ -156,6 +156,16 @@ export function conditionOf(release: CanaryRelease | undefined, type: ConditionT
   return release?.status?.conditions?.find((condition) => condition.type === type);
 }
 
+/** Every object's resourceVersion, and each list's: a write anywhere changes one. */
+export async function versions(cluster: Cluster): Promise<string> {
+  const [services, pods, deployments, releases] = await Promise.all([
+    cluster.core.listNamespacedService({ namespace: NAMESPACE }), cluster.core.listNamespacedPod({ namespace: NAMESPACE }),
+    cluster.apps.listNamespacedDeployment({ namespace: NAMESPACE }),
+    cluster.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL }) as Promise<{ metadata: { resourceVersion: string }; items: CanaryRelease[] }>,
+  ]);
+  return JSON.stringify([services, pods, deployments, releases].map((list) => [list.metadata?.resourceVersion, list.items.map((item) => `${item.metadata?.name}@${item.metadata?.resourceVersion}`)]));
+}
+
 /** Polls the release until `check` holds; the assertion message shows its last status. */
 export async function waitForRelease(cluster: Cluster, name: string, what: string, check: (release: CanaryRelease | undefined) => boolean, timeoutMs = 10_000): Promise<CanaryRelease | undefined> {
   let last: CanaryRelease | undefined;

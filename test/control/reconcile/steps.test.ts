@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import type { Evidence } from '../../../src/control/progress/analysis.ts';
 import { hasCounts, judge } from '../../../src/control/progress/analysis.ts';
 import { intervalCounts, mergeEvidence, parseSnapshot } from '../../../src/control/progress/collector.ts';
-import { analysisIntervalMs, parseDuration } from '../../../src/control/progress/steps.ts';
+import { analysisIntervalMs } from '../../../src/control/progress/steps.ts';
 import { affinityListeners } from '../../../src/control/service/l4.ts';
 import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../../src/api/types.ts';
 import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/counters.ts';
@@ -44,11 +44,6 @@ function settle(world: World, ms: number) {
 const canaryWeight = (last: ReturnType<typeof settle>['last']) => last.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
 
 describe('steps', () => {
-  it('parses durations', () => {
-    assert.deepEqual(['30s', '2m', '1h', '500ms', '1m30s', '1.5s'].map(parseDuration), [30_000, 120_000, 3_600_000, 500, 90_000, 1_500]);
-    assert.deepEqual(['', '2', 'm', '2 m', '-1s'].map(parseDuration), [undefined, undefined, undefined, undefined, undefined]);
-  });
-
   it('an analysis interval under 1s is refused, and counted at the default pace meanwhile rather than in a loop', () => {
     assert.deepEqual(['0s', '500ms', '1s', '2m'].map((interval) => analysisIntervalMs({ analysis: { interval } })), [undefined, undefined, 1_000, 120_000]);
     assert.equal(analysisIntervalMs({ analysis: {} }), undefined);

@@ -29,6 +29,30 @@ function assertNoCopies(world: World): void {
 }
 
 describe('transitions', () => {
+  it('an invalid release is not adopted (it asks for what is refused), but may still be rolled back; a lower-case transition is refused by name', () => {
+    const broken = (release: CanaryRelease): CanaryRelease => ({ ...release, spec: { ...release.spec, steps: [{ weight: 10 }], promotedStep: 5 } });
+    const adopt = run(withRelease(running(), (release) => requesting('Adopted')(broken(release))));
+    assert.equal(adopt.status.phase, 'Holding');
+    assert.equal(adopt.status.transition, null);
+    assert.match(conditionOf(adopt, 'Failure').message, /spec.promotedStep: 5 is past the last step/);
+    assert.deepEqual(reasons(adopt).filter((reason) => reason !== 'updateStatus'), [], 'nothing is written but the status');
+    const rollback = run(withRelease(running(), (release) => requesting('Deprecated')(broken(release))));
+    assert.equal(rollback.status.transition?.type, 'Deprecated', 'a rollback hands the Services back whatever else the spec says');
+    const lower = run(withRelease(running(), requesting('adopted' as Transition)));
+    assert.equal(lower.status.phase, 'Holding');
+    assert.match(conditionOf(lower, 'Failure').message, /spec.transition: "adopted" is not a transition; write Adopted \(capitalised\)/);
+  });
+
+  it('a second transition is ignored, and said in Progressing and as an ignored decision (an Event)', () => {
+    const adopting = run(withRelease(running(), requesting('Adopted')));
+    const recorded = withRelease(running(), (release) => ({ ...requesting('Deprecated')(release), status: { ...release.status, transition: adopting.status.transition } }));
+    const second = run(recorded);
+    assert.equal(second.status.transition?.type, 'Adopted');
+    assert.match(conditionOf(second, 'Progressing').message, /spec.transition "Deprecated" is ignored: the transition Adopted \(Requested\) was recorded first and wins/);
+    assert.deepEqual(second.ignored?.map((item) => item.reason), ['TransitionIgnored']);
+    assert.equal(run(withRelease(running(), (release) => ({ ...requesting('Adopted')(release), status: { ...release.status, transition: adopting.status.transition } }))).ignored, undefined, 'the same one again is no news');
+  });
+
   it('Adopted: the canary selector, the original targetPorts and nodePorts, in one patch; then the copies and finalizer go', () => {
     const first = run(withRelease(running(), requesting('Adopted')));
     assert.equal(first.mode, 'transition');

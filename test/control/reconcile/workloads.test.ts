@@ -134,6 +134,16 @@ describe('managed canary workloads', () => {
     assert.equal(end.deployments.has('web-canary'), false);
   });
 
+  it('Adopting, a patch edited into one that leaves no image is not put on the stable Deployment, and says why', () => {
+    const world = requesting(converge(start()).world, 'Adopted');
+    const recorded = clone(world);
+    recorded.release = { ...recorded.release!, status: { ...recorded.release!.status, transition: run(world).status.transition } };
+    recorded.release = { ...recorded.release, spec: { ...recorded.release.spec, workloads: [{ name: 'web', patch: { spec: { containers: [{ name: 'web', image: '' }] } } }] } };
+    const edited = run(recorded);
+    assert.equal(edited.steps.some((step) => step.kind === 'patchDeployment'), false, 'the stable Deployment is not patched');
+    assert.match(conditionOf(edited, 'Failure').message, /spec.workloads\[0\].patch.spec.containers\[name=web\].image: the container has no image; set one \(e.g. registry.example\/app:v2\); Deployment web takes no patch until it is fixed/);
+  });
+
   it('Adopted waits for an available canary pod before touching the stable Deployment, and for the stable rollout before the hand-back', () => {
     const running = converge(start()).world;
     const noCanary = requesting(running, 'Adopted');
