@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before } from 'node:test';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, type V1Pod, Watch } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Pod, Watch } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
 
@@ -33,7 +33,8 @@ export const canaryCrd = {
 };
 
 export async function installCrd(kc: KubeConfig): Promise<void> {
-  await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: canaryCrd as any });
+  // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys.
+  await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: loadYaml<V1CustomResourceDefinition>(JSON.stringify(canaryCrd)) });
 }
 
 /** A fake apiserver with the CanaryRelease CRD installed, and clients for it. */
