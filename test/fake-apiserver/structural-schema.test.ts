@@ -16,6 +16,7 @@ const schema = {
         weight: { type: 'integer', minimum: 0, maximum: 100 },
         ratio: { type: 'number', nullable: true },
         quantity: { 'x-kubernetes-int-or-string': true },
+        optionalQuantity: { 'x-kubernetes-int-or-string': true, nullable: true },
         steps: { type: 'array', maxItems: 2, items: { type: 'object', properties: { pause: { type: 'string' }, count: { type: 'integer', default: 1 } } } },
         labels: { type: 'object', additionalProperties: { type: 'string' } },
         free: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, properties: { known: { type: 'integer' } } },
@@ -71,7 +72,7 @@ describe('validateObject', () => {
       { field: 'spec.name', reason: 'FieldValueRequired', message: 'Required value' },
       { field: 'spec.weight', reason: 'FieldValueInvalid', message: 'Invalid value: -1: spec.weight in body should be greater than or equal to 0' },
     ]);
-    assert.deepEqual(validateObject(object({ name: 'a', quantity: 2, ratio: null }), schema, 'main'), []);
+    assert.deepEqual(validateObject(object({ name: 'a', quantity: 2, ratio: null, optionalQuantity: null }), schema, 'main'), []);
     assert.deepEqual(validateObject(object({ name: 'a', quantity: '500m' }), schema, 'main'), []);
   });
 

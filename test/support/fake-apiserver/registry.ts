@@ -174,10 +174,9 @@ export function typeFromCrd(crd: KObject): ResourceType | undefined {
   };
 }
 
-/** The mutable set of served types. `generation` changes whenever the set changes (OpenAPI hash). */
+/** The mutable set of served types. */
 export class Registry {
   #types = new Map<string, ResourceType>();
-  generation = 1;
 
   constructor() {
     for (const t of builtinTypes()) this.#types.set(typeKey(t.group, t.plural), t);
@@ -204,12 +203,10 @@ export class Registry {
 
   set(t: ResourceType): void {
     this.#types.set(typeKey(t.group, t.plural), t);
-    this.generation++;
   }
 
   remove(group: string, plural: string): void {
     this.#types.delete(typeKey(group, plural));
-    this.generation++;
   }
 
   /** Group → versions, for discovery, in a stable order (core first, built-ins, then CRDs). */

@@ -23,8 +23,9 @@ ajv.addKeyword({
   keyword: 'x-kubernetes-int-or-string',
   schemaType: 'boolean',
   errors: true,
+  // A null still there after pruning is in a nullable field.
   validate: function intOrString(this: unknown, flag: boolean, data: unknown) {
-    return !flag || Number.isInteger(data) || typeof data === 'string';
+    return !flag || data === null || Number.isInteger(data) || typeof data === 'string';
   },
 });
 
@@ -39,10 +40,25 @@ export function compileSchema(schema: KObject): ValidateFunction {
   if (!validate) {
     // metadata is ObjectMeta, checked by the server's own rules; a CRD may only narrow name.
     const { metadata: _metadata, ...properties } = isObject(schema.properties) ? schema.properties : {};
-    validate = ajv.compile({ ...schema, properties });
+    validate = ajv.compile(forAjv({ ...schema, properties }));
     compiled.set(schema, validate);
   }
   return validate;
+}
+
+/**
+ * The schema as ajv takes it: `nullable` only beside a `type` (an untyped field, int-or-string or
+ * preserved, takes null anyway), through every place a schema nests another.
+ */
+function forAjv(schema: KObject): KObject {
+  const out: KObject = { ...schema };
+  if (out.nullable !== undefined && out.type === undefined) delete out.nullable;
+  if (isObject(out.properties)) out.properties = Object.fromEntries(Object.entries(out.properties).map(([k, v]) => [k, isObject(v) ? forAjv(v) : v]));
+  for (const key of ['items', 'additionalProperties', 'not'])
+    if (isObject(out[key])) out[key] = forAjv(out[key]);
+  for (const key of ['allOf', 'anyOf', 'oneOf'])
+    if (Array.isArray(out[key])) out[key] = out[key].map((v: unknown) => (isObject(v) ? forAjv(v) : v));
+  return out;
 }
 
 /**
