@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before } from 'node:test';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, type V1Pod, Watch } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Pod, Watch } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
 
@@ -33,7 +33,8 @@ export const canaryCrd = {
 };
 
 export async function installCrd(kc: KubeConfig): Promise<void> {
-  await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: canaryCrd as any });
+  // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys.
+  await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: loadYaml<V1CustomResourceDefinition>(JSON.stringify(canaryCrd)) });
 }
 
 /** A fake apiserver with the CanaryRelease CRD installed, and clients for it. */
@@ -152,6 +153,8 @@ export async function hasKubectl(): Promise<boolean> {
 export interface Kubectl {
   /** Runs kubectl against the fake; resolves with stdout, rejects (with stderr) on a non-zero exit. */
   (...args: string[]): Promise<string>;
+  /** The same, resolving with stdout and stderr (where kubectl prints the server's warnings). */
+  run(...args: string[]): Promise<{ stdout: string; stderr: string }>;
   /** kubectl's HOME, a fresh temp dir; manifests go here too. */
   readonly home: string;
   /** Writes `objects` as a YAML manifest into home and returns its path. */
@@ -163,14 +166,14 @@ export interface Kubectl {
 /** kubectl bound to `api`, with its own HOME and discovery cache so runs never share state. */
 export async function kubectlFor(api: FakeApiServer): Promise<Kubectl> {
   const home = await mkdtemp(join(tmpdir(), 'kubectl-home-'));
-  const kubectl = async (...args: string[]) => {
-    const { stdout } = await execFileAsync('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', join(home, 'cache'), ...args], {
+  const run = (...args: string[]) =>
+    execFileAsync('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', join(home, 'cache'), ...args], {
       env: { ...process.env, HOME: home, KUBECONFIG: api.kubeconfigPath },
       timeout: 30_000,
     });
-    return stdout;
-  };
+  const kubectl = async (...args: string[]) => (await run(...args)).stdout;
   return Object.assign(kubectl, {
+    run,
     home,
     manifest: async (file: string, ...objects: unknown[]) => {
       const path = join(home, file);

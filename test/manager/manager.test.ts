@@ -22,7 +22,7 @@ import { waitFor } from '../support/backends.ts';
 import { startKubelet, type Kubelet } from '../support/kubelet.ts';
 import { Pods } from '../support/pods.ts';
 import { MAIN } from '../support/serve-child.ts';
-import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
+import { apiError, kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import {
   conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, patchRelease, proxyGrantsWithoutWorkloads, roleGrants, serviceEntry, serving,
   split, startBackends, startCluster, waitForRelease, type Backends, type Cluster,
@@ -224,12 +224,16 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
   });
 
   it('an invalid spec.proxy, or a name someone else holds, is said on its release (naming the field, the object); the other releases go on', async () => {
-    const invalid: CanaryReleaseSpec = { services: [serviceEntry('web', [{ port: 8000, weight: 5 }])], ...{ proxy: { replicas: 0, resources: { limits: { memory: 'lots' } } } } };
+    // What the CRD's schema refuses never reaches the manager: the API server answers 422.
+    const refused = await apiError(createRelease(cluster, 'bad-v1', { services: [serviceEntry('web', [{ port: 8000, weight: 5 }])], ...{ proxy: { replicas: 0 } } }));
+    assert.deepEqual([refused.code, refused.body.details.causes.map((cause: { field: string }) => cause.field)], [422, ['spec.proxy.replicas']]);
+    // What it admits but the manager cannot use (a quantity is an int-or-string to the schema) is said on the release.
+    const invalid: CanaryReleaseSpec = { services: [serviceEntry('web', [{ port: 8000, weight: 5 }])], ...{ proxy: { resources: { limits: { memory: 'lots' } } } } };
     await createRelease(cluster, 'bad-v1', invalid);
     const bad = await waitForRelease(cluster, 'bad-v1', 'ProxyAvailable False', (found) => proxyCondition(found)?.status === 'False', 15_000);
     const condition = proxyCondition(bad);
     assert.equal(condition?.reason, 'InvalidProxySpec');
-    assert.match(condition?.message ?? '', /^spec\.proxy\.replicas: must be an integer >= 1 .*; spec\.proxy\.resources\.limits\.memory: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "lots"; nothing was changed$/);
+    assert.match(condition?.message ?? '', /^spec\.proxy\.resources\.limits\.memory: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "lots"; nothing was changed$/);
     assert.equal(await deployment('canary-l4-bad-v1'), undefined);
     const events = await cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: 'involvedObject.name=bad-v1,reason=InvalidProxySpec' });
     assert.equal(events.items[0]?.type, 'Warning');

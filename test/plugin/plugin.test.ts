@@ -135,9 +135,10 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
     }
     const [acted, twin] = [await getRelease(cluster, 'act'), await getRelease(cluster, 'twin')];
     assert.deepEqual(acted?.spec, twin?.spec);
+    // With the defaults the API server fills in from the CRD's schema (protocol, autoAdopt).
     assert.deepEqual(acted?.spec, {
-      services: [{ service: 'web', ports: [{ port: 80, config: { weight: 25 } }, { port: 53, protocol: 'UDP', config: { weight: 30 } }] }],
-      paused: false, transition: 'Deprecated', transitionReason: 'the p99 can\'t hold',
+      services: [{ service: 'web', ports: [{ port: 80, protocol: 'TCP', config: { weight: 25 } }, { port: 53, protocol: 'UDP', config: { weight: 30 } }] }],
+      autoAdopt: true, paused: false, transition: 'Deprecated', transitionReason: 'the p99 can\'t hold',
     });
   });
 

@@ -8,9 +8,9 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Role, type V1Service } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadYaml, PatchStrategy, setHeaderOptions, type V1CustomResourceDefinition, type V1Role, type V1Service } from '@kubernetes/client-node';
 import pino from 'pino';
-import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { Controller } from '../../../src/control/controller.ts';
 import type { PortWeightOverride } from '../../../src/api/proxy-flags.ts';
 import { type CanaryRelease, type CanaryReleaseCondition, type CanaryReleaseSpec, type ConditionType, defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/types.ts';
@@ -33,7 +33,8 @@ export interface Cluster {
 
 export async function startCluster(serviceCidr: string, options: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Cluster> {
   const api = await startFakeApiServer({ serviceCidr, bookmarkIntervalMs: 1000, ...options });
-  const crd = parseYaml(readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'));
+  // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys and defaults.
+  const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'));
   await api.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
   return {
     api, core: api.kubeConfig.makeApiClient(CoreV1Api), apps: api.kubeConfig.makeApiClient(AppsV1Api), custom: api.kubeConfig.makeApiClient(CustomObjectsApi), stop: () => api.stop(),

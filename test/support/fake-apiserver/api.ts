@@ -14,6 +14,7 @@ import { apiVersionOf, Registry, type ResourceType, typeFromCrd, typeKey } from 
 import { fieldValue, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
 import { toScale } from './scale.ts';
 import { Store } from './store.ts';
+import { compileSchema, pruneAndDefault, validateObject, type WriteScope } from './structural-schema.ts';
 
 /** A request's target collection: type, requested version and namespace ('' when cluster-wide). */
 export interface Target {
@@ -38,6 +39,21 @@ export interface DeleteOptions {
 }
 
 export type PropagationPolicy = 'Foreground' | 'Background' | 'Orphan';
+
+/** The `fieldValidation` query parameter: what a field the schema does not know earns. */
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+/** How a create, update, patch or apply is admitted. */
+export interface WriteOptions {
+  dryRun?: boolean;
+  /** Unknown fields of a custom resource: 400 (Strict), a warning (Warn, the default) or nothing; pruned either way. */
+  fieldValidation?: FieldValidation;
+  /** Where Warn's warnings go (the server sends them as `Warning` headers). */
+  warnings?: string[];
+}
+
+/** How the body reached the object, which decides how strict decoding words an unknown field. */
+type Arrival = 'decode' | 'patch' | 'apply';
 
 export const PATCH_TYPES = {
   json: 'application/json-patch+json',
@@ -92,6 +108,16 @@ function patchOutcome(t: Target, name: string, run: () => unknown): KObject {
   }
   if (!isObject(out)) throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: 'patch result is not an object' }]);
   return out;
+}
+
+/** The 400 kube-apiserver writes for unknown fields under `fieldValidation=Strict`. */
+function strictDecodingMessage(t: Target, obj: KObject, unknown: string[], arrival: Arrival): string {
+  if (arrival === 'apply') {
+    const id = t.rt.namespaced ? `${t.namespace}/${obj.metadata?.name ?? ''}` : String(obj.metadata?.name ?? '');
+    return `failed to create typed patch object (${id}; ${apiVersionOf(t.rt.group, t.version)}, Kind=${t.rt.kind}): ${unknown.map((f) => `.${f}: field not declared in schema`).join(', ')}`;
+  }
+  const decoding = `strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`;
+  return arrival === 'patch' ? decoding : `${t.rt.kind} in version "${t.version}" cannot be handled as a ${t.rt.kind}: ${decoding}`;
 }
 
 export class FakeApi {
@@ -200,7 +226,7 @@ export class FakeApi {
 
   // ------------------------------------------------------------------------- create
 
-  create(t: Target, body: unknown, opts: { dryRun?: boolean } = {}): KObject {
+  create(t: Target, body: unknown, opts: WriteOptions = {}, arrival: Arrival = 'decode'): KObject {
     const { rt } = t;
     if (!isObject(body)) throw errors.badRequest('the body of the request was not a JSON object');
     this.#checkKind(t, body);
@@ -230,6 +256,7 @@ export class FakeApi {
       else obj.status = status;
     }
     this.hooks.applyDefaults(rt, obj);
+    this.#admitCustom(t, obj, 'main', opts, arrival);
     if (rt.crdName === undefined && key === 'apiextensions.k8s.io/customresourcedefinitions') this.#validateCrd(obj);
     this.hooks.allocate(rt, obj);
     if (opts.dryRun) {
@@ -248,6 +275,22 @@ export class FakeApi {
     const want = apiVersionOf(t.rt.group, t.version);
     if (body.apiVersion !== undefined && body.apiVersion !== want && !t.rt.versions.some((v) => apiVersionOf(t.rt.group, v) === body.apiVersion))
       throw errors.badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${want})`);
+  }
+
+  /**
+   * A custom resource through its CRD's structural schema (the requested version's): pruned and
+   * defaulted in place, then validated. Unknown fields are refused (400) under Strict, warned of
+   * under Warn; invalid values are a 422 naming each field.
+   */
+  #admitCustom(t: Target, obj: KObject, scope: WriteScope, opts: WriteOptions, arrival: Arrival): void {
+    const schema = t.rt.schemas?.[t.version];
+    if (!schema) return;
+    const unknown = pruneAndDefault(obj, schema, scope);
+    const mode = opts.fieldValidation ?? 'Warn';
+    if (unknown.length > 0 && mode === 'Strict') throw errors.badRequest(strictDecodingMessage(t, obj, unknown, arrival));
+    if (mode === 'Warn') opts.warnings?.push(...unknown.map((f) => `unknown field "${f}"`));
+    const causes = validateObject(obj, schema, scope);
+    if (causes.length > 0) throw errors.invalid(t.rt.group, t.rt.kind, obj.metadata?.name ?? '', causes);
   }
 
   #validateName(rt: ResourceType, name: unknown): void {
@@ -294,6 +337,16 @@ export class FakeApi {
     if (!Array.isArray(spec.versions) || spec.versions.length === 0) causes.push({ field: 'spec.versions', message: 'Invalid value: must have exactly one version marked as storage version' });
     else if (spec.versions.filter((v: KObject) => v.storage).length !== 1) causes.push({ field: 'spec.versions', message: 'Invalid value: must have exactly one version marked as storage version' });
     if (plural && spec.group && name !== `${plural}.${spec.group}`) causes.push({ field: 'metadata.name', message: `Invalid value: "${name}": must be spec.names.plural+"."+spec.group` });
+    for (const [i, v] of (Array.isArray(spec.versions) ? (spec.versions as KObject[]) : []).entries()) {
+      const schema = v?.schema?.openAPIV3Schema;
+      if (schema === undefined) continue;
+      try {
+        if (!isObject(schema)) throw new Error('must be an object');
+        compileSchema(schema);
+      } catch (e) {
+        causes.push({ field: `spec.versions[${i}].schema.openAPIV3Schema`, message: `Invalid value: "": ${(e as Error).message}` });
+      }
+    }
     if (causes.length) throw errors.invalid('apiextensions.k8s.io', 'CustomResourceDefinition', name, causes);
     const existing = this.registry.byKey(typeKey(spec.group, plural));
     if (existing && existing.crdName !== name)
@@ -322,19 +375,19 @@ export class FakeApi {
 
   // ------------------------------------------------------------------------- update / patch
 
-  update(t: Target, name: string, body: unknown, subresource: string, opts: { dryRun?: boolean } = {}): KObject {
+  update(t: Target, name: string, body: unknown, subresource: string, opts: WriteOptions = {}): KObject {
     if (!isObject(body)) throw errors.badRequest('the body of the request was not a JSON object');
     this.#checkKind(t, body);
     const bodyName = body.metadata?.name;
     if (bodyName !== undefined && bodyName !== name)
       throw errors.badRequest(`the name of the object (${String(bodyName)}) does not match the name on the URL (${name})`);
-    return this.write(t, name, () => clone(body), { subresource, requireRv: !t.rt.builtin, dryRun: opts.dryRun });
+    return this.write(t, name, () => clone(body), { ...opts, subresource, requireRv: !t.rt.builtin, arrival: 'decode' });
   }
 
   /** JSON, merge and strategic merge patch; server-side apply is {@link apply}. */
-  patch(t: Target, name: string, contentType: string, body: unknown, subresource: string, opts: { dryRun?: boolean } = {}): KObject {
+  patch(t: Target, name: string, contentType: string, body: unknown, subresource: string, opts: WriteOptions = {}): KObject {
     if (subresource === 'scale') return this.updateScale(t, name, this.#patcher(t, name, contentType, body), opts);
-    return this.write(t, name, this.#patcher(t, name, contentType, body), { subresource, requireRv: false, dryRun: opts.dryRun });
+    return this.write(t, name, this.#patcher(t, name, contentType, body), { ...opts, subresource, requireRv: false, arrival: 'patch' });
   }
 
   /** The patch as a function of the current object; 415 for a patch type the resource does not take. */
@@ -377,7 +430,7 @@ export class FakeApi {
    * the object when absent (201), and records one `Apply` managedFields entry per manager (no field
    * sets, no conflicts; `force` is accepted and ignored).
    */
-  apply(t: Target, name: string, body: unknown, subresource: string, opts: { fieldManager?: string; dryRun?: boolean }): { code: number; body: KObject } {
+  apply(t: Target, name: string, body: unknown, subresource: string, opts: WriteOptions & { fieldManager?: string }): { code: number; body: KObject } {
     const { rt } = t;
     const manager = opts.fieldManager;
     if (!manager)
@@ -409,12 +462,12 @@ export class FakeApi {
     const cur = this.store.get(typeKey(rt.group, rt.plural), t.namespace, name);
     if (!cur) {
       if (subresource) throw errors.notFound(rt.group, rt.plural, name);
-      const created = this.create(t, withEntry(merge({}, undefined)), { dryRun: opts.dryRun });
+      const created = this.create(t, withEntry(merge({}, undefined)), opts, 'apply');
       remember(created);
       return { code: 201, body: created };
     }
     const previous = this.#lastApplied.get(cur.metadata.uid)?.get(slot);
-    const updated = this.write(t, name, (live) => withEntry(merge(live, previous)), { subresource, requireRv: false, dryRun: opts.dryRun });
+    const updated = this.write(t, name, (live) => withEntry(merge(live, previous)), { ...opts, subresource, requireRv: false, arrival: 'apply' });
     remember(updated);
     return { code: 200, body: updated };
   }
@@ -424,7 +477,7 @@ export class FakeApi {
    * current object and returns the candidate. A non-empty `metadata.resourceVersion` in the
    * candidate is a precondition (409 if stale).
    */
-  write(t: Target, name: string, mutate: (cur: KObject) => KObject, opts: { subresource?: string; requireRv?: boolean; dryRun?: boolean }): KObject {
+  write(t: Target, name: string, mutate: (cur: KObject) => KObject, opts: WriteOptions & { subresource?: string; requireRv?: boolean; arrival?: Arrival }): KObject {
     const { rt } = t;
     const key = typeKey(rt.group, rt.plural);
     const cur = this.store.get(key, t.namespace, name);
@@ -446,6 +499,7 @@ export class FakeApi {
       next = clone(cur);
       if (candidate.status === undefined) delete next.status;
       else next.status = candidate.status;
+      this.#admitCustom(t, next, 'status', opts, opts.arrival ?? 'patch');
     } else if (opts.subresource) {
       throw errors.noRoute();
     } else {
@@ -467,6 +521,7 @@ export class FakeApi {
       else delete next.metadata.namespace;
       this.#validateOwnerRefs(rt, next.metadata);
       this.hooks.applyDefaults(rt, next);
+      this.#admitCustom(t, next, 'main', opts, opts.arrival ?? 'patch');
       this.hooks.preserveAllocations(rt, next, cur);
       if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#validateCrd(next);
       if (cur.metadata.deletionTimestamp) {

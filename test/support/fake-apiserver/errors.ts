@@ -129,7 +129,9 @@ export const errors = {
     name: string,
     causes: Array<{ field: string; message: string; reason?: string }>,
   ): ApiError {
-    const summary = causes.map((c) => `${c.field}: ${c.message}`).join(', ');
+    // An aggregate of several errors prints as a bracketed list (utilerrors.NewAggregate).
+    const each = causes.map((c) => `${c.field}: ${c.message}`);
+    const summary = each.length === 1 ? each[0] : `[${each.join(', ')}]`;
     return new ApiError(422, 'Invalid', `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${summary}`, {
       name,
       group,

@@ -4,7 +4,7 @@
  * with several served versions is one type served under each version (no conversion: only
  * `apiVersion` is rewritten).
  */
-import type { KObject } from './json.ts';
+import { isObject, type KObject } from './json.ts';
 import type { PatchMeta } from './patch.ts';
 import type { PrinterColumn } from './table.ts';
 
@@ -37,6 +37,8 @@ export interface ResourceType {
   crdName?: string;
   /** A CRD's additionalPrinterColumns (served version), for Table output. */
   printerColumns?: PrinterColumn[];
+  /** A CRD's `openAPIV3Schema` per served version: what its objects are pruned and validated by, and what OpenAPI publishes. */
+  schemas?: Record<string, KObject>;
 }
 
 export function typeKey(group: string, plural: string): string {
@@ -168,13 +170,13 @@ export function typeFromCrd(crd: KObject): ResourceType | undefined {
     returnDeletedObject: false,
     crdName: crd.metadata?.name,
     printerColumns: (storage.additionalPrinterColumns ?? []) as PrinterColumn[],
+    schemas: Object.fromEntries(served.filter((v) => isObject(v.schema?.openAPIV3Schema)).map((v) => [v.name as string, v.schema.openAPIV3Schema as KObject])),
   };
 }
 
-/** The mutable set of served types. `generation` changes whenever the set changes (OpenAPI hash). */
+/** The mutable set of served types. */
 export class Registry {
   #types = new Map<string, ResourceType>();
-  generation = 1;
 
   constructor() {
     for (const t of builtinTypes()) this.#types.set(typeKey(t.group, t.plural), t);
@@ -201,12 +203,10 @@ export class Registry {
 
   set(t: ResourceType): void {
     this.#types.set(typeKey(t.group, t.plural), t);
-    this.generation++;
   }
 
   remove(group: string, plural: string): void {
     this.#types.delete(typeKey(group, plural));
-    this.generation++;
   }
 
   /** Group → versions, for discovery, in a stable order (core first, built-ins, then CRDs). */
@@ -219,6 +219,11 @@ export class Registry {
     }
     return out;
   }
+}
+
+/** The types served under one group version. */
+export function typesIn(registry: Registry, group: string, version: string): ResourceType[] {
+  return registry.all().filter((t) => t.group === group && t.versions.includes(version));
 }
 
 /** `apps/v1` or `v1`. */

@@ -6,8 +6,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakeApi, PATCH_TYPES, type DeleteOptions, type Target } from './api.ts';
-import { discovery, openApiV2 } from './discovery.ts';
+import { FakeApi, PATCH_TYPES, type DeleteOptions, type FieldValidation, type Target, type WriteOptions } from './api.ts';
+import { discovery } from './discovery.ts';
+import { openApi } from './openapi.ts';
 import { ApiError, errors } from './errors.ts';
 import { DeploymentSimulation, type DeploymentSimulationOptions } from './deployment-simulation.ts';
 import { CONTROL_PREFIX, handleControl } from './fault-routes.ts';
@@ -204,10 +205,11 @@ export class FakeServer {
       res.end('ok');
       return 200;
     }
-    if (p === '/openapi/v2') {
-      const { contentType, body } = openApiV2(req.headers.accept);
-      res.writeHead(200, { 'Content-Type': contentType, 'Content-Length': body.length });
-      res.end(body);
+    if (p.startsWith('/openapi/')) {
+      const doc = openApi(this.api.registry, p, req.headers.accept);
+      if (!doc) throw errors.noRoute();
+      res.writeHead(200, { 'Content-Type': doc.contentType, 'Content-Length': doc.body.length });
+      res.end(doc.body);
       return 200;
     }
     const doc = discovery(this.api.registry, p, req.headers.host ?? `${this.#host}:${this.#port}`);
@@ -228,6 +230,10 @@ export class FakeServer {
     if (info.subresource && !['get', 'update', 'patch'].includes(info.verb)) throw errors.methodNotAllowed();
     const t: Target = { rt, version: info.version, namespace: info.namespace };
     const dryRun = q.getAll('dryRun').includes('All');
+    const warnings: string[] = [];
+    const admission: WriteOptions = { dryRun, fieldValidation: fieldValidation(q), warnings };
+    // Warn's findings ride on the answer as `Warning: 299 - "..."` headers, which kubectl prints.
+    const answer = (code: number, body: unknown) => send(res, code, body, warnings.length ? { Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`) } : {});
     // kubectl get asks for a Table (server-side printing); everyone else gets the objects.
     const table = wantsTable(req.headers.accept) && !info.subresource;
     switch (info.verb) {
@@ -266,22 +272,22 @@ export class FakeServer {
       }
       case 'create':
         if (info.name) throw errors.methodNotAllowed();
-        return send(res, 201, this.api.create(t, body, { dryRun }));
+        return answer(201, this.api.create(t, body, admission));
       case 'update':
         if (scale) {
           if (!isObject(body)) throw errors.badRequest('the body of the request was not a JSON object');
           return send(res, 200, this.api.updateScale(t, info.name, () => body, { dryRun }));
         }
-        return send(res, 200, this.api.update(t, info.name, body, info.subresource, { dryRun }));
+        return answer(200, this.api.update(t, info.name, body, info.subresource, admission));
       case 'patch': {
         const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         if (contentType === PATCH_TYPES.apply && !scale) {
-          const r = this.api.apply(t, info.name, body, info.subresource, { fieldManager: q.get('fieldManager') ?? undefined, dryRun });
-          return send(res, r.code, r.body);
+          const r = this.api.apply(t, info.name, body, info.subresource, { ...admission, fieldManager: q.get('fieldManager') ?? undefined });
+          return answer(r.code, r.body);
         }
         if (q.has('force'))
           throw errors.invalid('meta.k8s.io', 'PatchOptions', '', [{ field: 'force', message: 'Forbidden: may not be specified for non-apply patch', reason: 'FieldValueForbidden' }]);
-        return send(res, 200, this.api.patch(t, info.name, contentType, body, info.subresource, { dryRun }));
+        return answer(200, this.api.patch(t, info.name, contentType, body, info.subresource, admission));
       }
       case 'delete': {
         const r = this.api.delete(t, info.name, deleteOptions(q, body, dryRun));
@@ -321,7 +327,15 @@ function deleteOptions(q: URLSearchParams, body: unknown, dryRun: boolean): Dele
   return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: dryRun || bodyDry, gracePeriodSeconds };
 }
 
-function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}, flushed?: () => void): number {
+/** The `fieldValidation` query parameter (absent: Warn, the server's default); anything else is a 400. */
+function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
+  const v = q.get('fieldValidation');
+  if (v === null || v === '') return undefined;
+  if (v === 'Strict' || v === 'Warn' || v === 'Ignore') return v;
+  throw errors.badRequest(`fieldValidation parameter unsupported: ${v}`);
+}
+
+function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string | string[]> = {}, flushed?: () => void): number {
   const data = JSON.stringify(body);
   res.writeHead(code, {
     'Content-Type': 'application/json',
