@@ -51,12 +51,14 @@ function installExitHooks(): void {
   }
 }
 
-/** Spawns `command args` via a shell that raises the fd limit first (root may raise the hard limit). */
-export function startChild(name: string, command: string, args: readonly string[], cwd?: string): Child {
+/** Spawns `command args` via a shell that raises the fd limit first (root may raise the hard limit);
+ * `env` is set over this process's environment (undefined removes a variable). */
+export function startChild(name: string, command: string, args: readonly string[], cwd?: string, env: NodeJS.ProcessEnv = {}): Child {
   installExitHooks();
   const raiseLimitThenExec = `${RAISE_HARD_FD_LIMIT}; ulimit -n ${CHILD_FD_LIMIT}; exec "$@"`;
   const proc = spawn('sh', ['-c', raiseLimitThenExec, 'sh', command, ...args], {
     cwd,
+    env: { ...process.env, ...env },
     detached: true, // own process group: the whole tree (nginx workers too) dies with one kill
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,7 +3,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProxyVariant } from './proxies.ts';
-import type { MetricSpec, Workload } from './workloads.ts';
+import type { AnyWorkload, MetricSpec } from './workloads.ts';
 import { RESULTS_DIR } from './paths.ts';
 
 export interface Measurement {
@@ -19,7 +19,7 @@ export const USAGE_METRICS: readonly MetricSpec[] = [
   { key: 'peakRssMiB', label: 'proxy peak RSS', unit: 'MiB', lowerIsBetter: true },
 ];
 
-export const metricsOf = (workload: Workload): readonly MetricSpec[] =>
+export const metricsOf = (workload: AnyWorkload): readonly MetricSpec[] =>
   workload.recordsUsage ? [...workload.metrics, ...USAGE_METRICS] : workload.metrics;
 
 const BASELINE: ProxyVariant = 'nginx';
@@ -46,7 +46,7 @@ export function median(values: readonly number[]): number | undefined {
   return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
-export function summarize(workloads: readonly Workload[], proxies: readonly ProxyVariant[], measurements: readonly Measurement[]): SummaryRow[] {
+export function summarize(workloads: readonly AnyWorkload[], proxies: readonly ProxyVariant[], measurements: readonly Measurement[]): SummaryRow[] {
   const rows: SummaryRow[] = [];
   for (const workload of workloads) {
     const ofWorkload = measurements.filter((m) => m.workload === workload.name);

@@ -12,12 +12,14 @@ import { startBackends } from './backends.ts';
 import { CANARY_NO_METRICS, DEFAULT_CANARY_NODE_FLAGS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { killAllChildren, type Child } from './processes.ts';
 import { measureWhile } from './proc-usage.ts';
-import { MAIN_WORKLOADS, perCpuSecondKey, type Workload, type WorkloadContext } from './workloads.ts';
+import { isStandalone, MAIN_WORKLOADS, perCpuSecondKey, type AnyWorkload, type StandaloneWorkload, type Workload, type WorkloadContext } from './workloads.ts';
 import { writeQueryFile } from './dns-server.ts';
 import { EXTRA_WORKLOADS } from './extras.ts';
+import { footprint } from './footprint.ts';
+import { PROJECT_ROOT } from './paths.ts';
 import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
 
-const ALL_WORKLOADS: readonly Workload[] = [...MAIN_WORKLOADS, ...EXTRA_WORKLOADS];
+const ALL_WORKLOADS: readonly AnyWorkload[] = [...MAIN_WORKLOADS, ...EXTRA_WORKLOADS, footprint];
 /** Lets sockets in TIME_WAIT and CPU frequency settle between two measurements. */
 const PAUSE_BETWEEN_RUNS_MS = 100;
 
@@ -26,7 +28,7 @@ interface Options {
   readonly workers: number;
   readonly repeats: number;
   readonly seconds: number;
-  readonly workloads: readonly Workload[];
+  readonly workloads: readonly AnyWorkload[];
   readonly proxies: readonly ProxyName[];
   readonly canary: CanaryRuns;
 }
@@ -142,17 +144,32 @@ async function measureOnce(workload: Workload, proxyName: ProxyVariant, context:
   }
 }
 
+/** A workload that starts its own canary-l4 processes, from this checkout or the baseline's. */
+async function measureAlone(workload: StandaloneWorkload, proxyName: ProxyVariant, repetition: number, canary: CanaryRuns): Promise<Measurement> {
+  const base = { repetition, workload: workload.name, proxy: proxyName };
+  const baseline = proxyName === 'baseline';
+  if (baseline && canary.baselineRoot === undefined) return { ...base, values: {}, error: '--baseline DIR names the checkout to compare with' };
+  try {
+    const values = await workload.runAlone(baseline ? canary.baselineRoot! : PROJECT_ROOT, baseline ? canary.baselineNodeFlags : canary.nodeFlags);
+    return { ...base, values };
+  } catch (error) {
+    return { ...base, values: {}, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const startedAt = new Date();
-  ensureInstalled(toolsNeeded(options));
+  // Standalone workloads alone need no tool, backend or proxy.
+  const needsProxies = options.workloads.some((workload) => !isStandalone(workload));
+  if (needsProxies) ensureInstalled(toolsNeeded(options));
   const scratch = mkdtempSync(join(tmpdir(), 'canary-l4-bench-'));
   process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
 
-  console.log(`Starting backends (iperf3, 2 HTTP, 2 sockperf servers, knotd) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
-  const backends = await startBackends(scratch);
+  if (needsProxies) console.log(`Starting backends (iperf3, 2 HTTP, 2 sockperf servers, knotd) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
+  const backends = needsProxies ? await startBackends(scratch) : [];
   const dnsQueryFile = writeQueryFile(scratch);
-  const variants: ProxyVariant[] = [...options.proxies];
+  const variants: ProxyVariant[] = needsProxies ? [...options.proxies] : [];
   if (options.proxies.includes('canary-l4') && options.workloads.some((workload) => workload.name === 'metrics-cost')) variants.push(CANARY_NO_METRICS);
   const proxies = new Map<ProxyVariant, RunningProxy | Error>();
   const start = async (name: ProxyVariant): Promise<void> => {
@@ -169,11 +186,13 @@ async function main(): Promise<void> {
       for (const proxyName of rotate(options.proxies.filter(workload.appliesTo), repetition)) {
         const startedRunAt = performance.now();
         const current = proxies.get(proxyName);
-        if (workload.freshProxy && current !== undefined && !(current instanceof Error)) {
+        if (!isStandalone(workload) && workload.freshProxy && current !== undefined && !(current instanceof Error)) {
           await current.stop();
           await start(proxyName);
         }
-        const measurement = await measureOnce(workload, proxyName, context, backends);
+        const measurement = isStandalone(workload)
+          ? await measureAlone(workload, proxyName, repetition, options.canary)
+          : await measureOnce(workload, proxyName, context, backends);
         measurements.push(measurement);
         const outcome = measurement.error === undefined ? describe(measurement.values) : `FAILED: ${measurement.error.split('\n')[0]}`;
         const took = ((performance.now() - startedRunAt) / 1_000).toFixed(1);

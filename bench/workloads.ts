@@ -36,6 +36,16 @@ export interface Workload {
   run(proxy: RunningProxy, context: WorkloadContext): Promise<Record<string, number>>;
 }
 
+/** A measurement that starts the canary-l4 processes it measures: no backend, load tool or proxy of run.ts. */
+export interface StandaloneWorkload extends Omit<Workload, 'run' | 'freshProxy' | 'efficiencyOf'> {
+  /** `root`: the checkout whose canary-l4 runs (this one, or --baseline's), with `nodeFlags`. */
+  runAlone(root: string, nodeFlags: readonly string[]): Promise<Record<string, number>>;
+}
+
+export type AnyWorkload = Workload | StandaloneWorkload;
+
+export const isStandalone = (workload: AnyWorkload): workload is StandaloneWorkload => 'runAlone' in workload;
+
 /** The work a proxy does per second of its own CPU time: the key run.ts fills in. */
 export const perCpuSecondKey = (key: string): string => `${key}PerCpuSecond`;
 

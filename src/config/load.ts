@@ -43,9 +43,16 @@ export const NAME_RULE = '1-63 characters from A-Z a-z 0-9 _ . -';
 export const MAX_WEIGHT = 100;
 
 /**
- * Reads and validates a config file; every failure, I/O included, is a ConfigError. The parsing
- * runs on a thread of its own: a 3 MB file takes seconds, which on the main thread would hold
- * every connection still.
+ * Documents up to this size (a dozen listeners) parse on the main thread in a few milliseconds.
+ * A thread costs more than its parse there: one that has run leaves ~18 MiB of RSS behind for the
+ * life of the process (its malloc arena and the code it touched), over a serve idling at ~80 MiB.
+ */
+const MAIN_THREAD_PARSE_MAX_BYTES = 4 * 1024;
+
+/**
+ * Reads and validates a config file; every failure, I/O included, is a ConfigError. A bigger
+ * document is parsed on a thread of its own, started for that parse only: a 3 MB file takes
+ * seconds, which on the main thread would hold every connection still.
  */
 export async function loadConfigFile(path: string): Promise<L4Config> {
   let text: string;
@@ -55,7 +62,7 @@ export async function loadConfigFile(path: string): Promise<L4Config> {
     const reason = (error as NodeJS.ErrnoException).code ?? String(error);
     throw new ConfigError(path, [`cannot read the file (${reason})`], { cause: error });
   }
-  return parseOffThread(text, path);
+  return Buffer.byteLength(text) <= MAIN_THREAD_PARSE_MAX_BYTES ? parseConfig(text, path) : parseOffThread(text, path);
 }
 
 /** What the parsing thread sends (parse-thread.ts): the problems, or parts of the config. */

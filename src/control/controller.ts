@@ -110,7 +110,7 @@ export class Controller {
       this.#serveSoon();
     };
     this.#caches = new ReleaseCaches({
-      clients: options.clients, namespace, release, callOptions, onChange: trigger, log: this.#log,
+      clients: options.clients, namespace, release, proxySelector: options.reconcile.proxySelector, callOptions, onChange: trigger, log: this.#log,
       // A watch back after an outage: the API answers again, so stop waiting out the backoff.
       onRestarted: () => this.#loop.retryNow(),
     });
@@ -206,7 +206,7 @@ export class Controller {
       this.#serveScheduled = false;
       void this.#serialized(async () => {
         const release = this.#release();
-        if (release === undefined || this.#stopped) return;
+        if (release === undefined || this.#stopped || !this.#caches.settled()) return;
         const planned = this.#plan(release, new Date());
         if (await this.#serve(planned.l4Config) === undefined) this.#reporter.reportWeights(planned, this.#options.runtime.dataplane.config);
       });
@@ -220,6 +220,8 @@ export class Controller {
       release: () => this.#release(),
     }, Date.now());
     if (waitMs > 0) return { requeueAfterMs: waitMs };
+    // The Pods watch is switching selectors; the switch triggers a pass once it has its list.
+    if (!this.#caches.settled()) return;
     const endTimer = this.#reporter.startPass();
     try {
       const result = await this.#pass();

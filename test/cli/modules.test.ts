@@ -1,0 +1,73 @@
+// What each mode loads: `serve` and `demo` never load @kubernetes/client-node (its index alone is
+// ~80 MiB of RSS, every generated model), so a static import of the client anywhere in their
+// import graph fails here. The modules are traced by a load hook in the child (loaded-modules.ts).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, test } from 'node:test';
+import { freePort } from '../support/backends.ts';
+import { MAIN } from '../support/serve-child.ts';
+
+const HOOK = fileURLToPath(new URL('../support/loaded-modules.ts', import.meta.url));
+const KUBERNETES_CLIENT = '/node_modules/@kubernetes/client-node/';
+
+/**
+ * Runs the CLI with the hook until `done` says so from its stdout (then SIGTERM), or until it
+ * exits; resolves with the URLs of the modules it loaded.
+ */
+async function modulesLoadedBy(args: readonly string[], done: (stdout: string) => boolean = () => false): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'canary-l4-modules-'));
+  try {
+    const file = join(dir, 'modules.txt');
+    writeFileSync(file, '');
+    const child = spawn(process.execPath, ['--import', HOOK, MAIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LOADED_MODULES_FILE: file },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (done(stdout)) child.kill('SIGTERM');
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const [code] = await new Promise<[number | null]>((resolve) => child.once('exit', (exitCode) => resolve([exitCode])));
+    clearTimeout(killer);
+    assert.equal(code, 0, `canary-l4 ${args.join(' ')} exited ${code}: ${stderr}`);
+    return readFileSync(file, 'utf8').split('\n').filter((line) => line !== '');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function assertNoKubernetesClient(modules: readonly string[]): void {
+  // The trace itself works: the CLI's own flags parser was seen loading.
+  assert.ok(modules.some((url) => url.includes('/node_modules/yargs/')), 'the hook saw the modules load');
+  assert.deepEqual(modules.filter((url) => url.includes(KUBERNETES_CLIENT)), []);
+}
+
+describe('modules loaded per mode', () => {
+  test('serve does not load @kubernetes/client-node', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'canary-l4-modules-config-'));
+    try {
+      const config = join(dir, 'lb.yaml');
+      const [listen, backend] = [await freePort(), await freePort()];
+      writeFileSync(config, JSON.stringify({ listeners: [{ name: 'web', listen: `127.0.0.1:${listen}`, backends: [{ name: 'a', host: '127.0.0.1', port: backend, weight: 1 }] }] }));
+      const modules = await modulesLoadedBy(['serve', '--config', config, '--admin-address', '127.0.0.1', '--admin-port', '0', '--drain-timeout', '0'],
+        (stdout) => stdout.includes('"msg":"serving"'));
+      assertNoKubernetesClient(modules);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('demo does not load @kubernetes/client-node', async () => {
+    const [tcp, udp] = [await freePort(), await freePort()];
+    const modules = await modulesLoadedBy(['demo', '--exit', '--connections', '20', '--sessions', '5', '--tcp-port', String(tcp), '--udp-port', String(udp), '--admin-port', '0']);
+    assertNoKubernetesClient(modules);
+  });
+});
