@@ -229,7 +229,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     const bad = await waitForRelease(cluster, 'bad-v1', 'ProxyAvailable False', (found) => proxyCondition(found)?.status === 'False', 15_000);
     const condition = proxyCondition(bad);
     assert.equal(condition?.reason, 'InvalidProxySpec');
-    assert.match(condition?.message ?? '', /^spec\.proxy\.replicas: must be an integer >= 1 .*; spec\.proxy\.resources\.limits\.memory: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "lots"; nothing was changed$/);
+    assert.match(condition?.message ?? '', /^spec\.proxy\.replicas: must be an integer 1–1000 .*; spec\.proxy\.resources\.limits\.memory: must be a quantity such as 500m, 2, 128Mi or 1Gi, got "lots"; nothing was changed$/);
     assert.equal(await deployment('canary-l4-bad-v1'), undefined);
     const events = await cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: 'involvedObject.name=bad-v1,reason=InvalidProxySpec' });
     assert.equal(events.items[0]?.type, 'Warning');
