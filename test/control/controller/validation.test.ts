@@ -63,9 +63,9 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     // Fixed with kubectl apply: the first step is promoted, and only it.
     await apply('stale-v2', { services: [entry('stale', 8600)], steps: hourly, promotedStep: 0 });
     backends.push(await startBackends(cluster, 'stale', [{ port: 8600 }]));
-    const running = await waitForRelease(cluster, 'stale-v2', 'step 2 of 3', (found) => serving(found) && found?.status?.step === '2/3');
+    const running = await waitForRelease(cluster, 'stale-v2', 'step 2 of 3, holding for its hour',
+      (found) => serving(found) && found?.status?.step === '2/3' && /step 2 holds until/.test(found.status.pause?.reason ?? ''));
     assert.equal(running?.status?.phase, 'Running');
-    assert.match(running?.status?.pause?.reason ?? '', /step 2 holds until/);
   });
 
   it('a running release edited into a bad one (a pause with no end, a threshold that never fails) keeps serving its last good weight', async () => {
