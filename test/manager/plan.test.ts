@@ -190,7 +190,7 @@ describe('the manager\'s plan', () => {
     const steps = plan(observed({ release: release({ spec: { proxy: { replicas: 0 } } }), children: { ...children(objects), deployment } }), SETTINGS, NOW).steps;
     assert.deepEqual(objectSteps(steps), []);
     assert.equal(conditionOf(steps)?.reason, 'InvalidProxySpec');
-    assert.match(conditionOf(steps)?.message ?? '', /^spec\.proxy\.replicas: must be an integer >= 1 .*; nothing was changed$/);
+    assert.match(conditionOf(steps)?.message ?? '', /^spec\.proxy\.replicas: must be an integer 1–1000 .*; nothing was changed$/);
     assert.equal(statusOf(steps)?.status.proxy?.ready, '2/2', 'status still shows the proxy that serves');
   });
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CanaryRelease, CanaryReleaseSpec } from '../../../src/api/types.ts';
 import { sleep } from '../../support/backends.ts';
-import { kubectlFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
+import { kubectlFor, waitFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
 import {
   conditionOf, createService, getService, NAMESPACE, serving, split, startBackends, startCluster, startProxy, waitForRelease,
   type Backends, type Cluster, type InProcessProxy,
@@ -41,7 +41,9 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
   });
 
   const apply = async (name: string, spec: CanaryReleaseSpec) => kubectl('apply', '-f', await kubectl.manifest(`${name}.yaml`, manifest(name, spec)));
-  const events = async (name: string) => (await cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: `involvedObject.name=${name}` })).items;
+  /** The release's first Event of `reason` whose message has `text`, once the recorder has sent it (it sends after the pass). */
+  const eventOf = async (name: string, reason: string, text: string) => waitFor(async () => (await cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: `involvedObject.name=${name}` }))
+    .items.find((event) => event.reason === reason && event.message?.includes(text) === true), `an Event ${reason} on ${name} saying ${text}`);
 
   it('promotedStep past the last step is refused by name, with an Event; the Service is not touched and no step is skipped', async () => {
     const service = await createService(cluster, 'stale', [{ name: 'http', port: 8600, targetPort: 9600 }]);
@@ -56,16 +58,15 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     assert.equal(still?.status?.transition ?? null, null, 'not adopted');
     assert.equal(still?.status?.currentStep, undefined, 'no step started, none skipped');
     assert.equal((await getService(cluster, 'stale'))?.metadata?.resourceVersion, service.metadata?.resourceVersion, 'the Service is byte-for-byte as it was');
-    const warned = (await events('stale-v2')).find((event) => event.reason === 'InvalidRelease');
-    assert.match(warned?.message ?? '', /spec.promotedStep: 3 is past the last step \(there are 3, indexed 0–2\)/);
+    const warned = await eventOf('stale-v2', 'InvalidRelease', 'spec.promotedStep: 3 is past the last step (there are 3, indexed 0–2)');
     assert.equal(warned?.type, 'Warning');
 
     // Fixed with kubectl apply: the first step is promoted, and only it.
     await apply('stale-v2', { services: [entry('stale', 8600)], steps: hourly, promotedStep: 0 });
     backends.push(await startBackends(cluster, 'stale', [{ port: 8600 }]));
-    const running = await waitForRelease(cluster, 'stale-v2', 'step 2 of 3', (found) => serving(found) && found?.status?.step === '2/3');
+    const running = await waitForRelease(cluster, 'stale-v2', 'step 2 of 3, holding for its hour',
+      (found) => serving(found) && found?.status?.step === '2/3' && /step 2 holds until/.test(found.status.pause?.reason ?? ''));
     assert.equal(running?.status?.phase, 'Running');
-    assert.match(running?.status?.pause?.reason ?? '', /step 2 holds until/);
   });
 
   it('a running release edited into a bad one (a pause with no end, a threshold that never fails) keeps serving its last good weight', async () => {
@@ -87,7 +88,7 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     assert.equal(held?.status?.ports?.[0]?.served, 20, 'the last good weight is served');
     assert.deepEqual(await split(PORT_BASE + 10, 10), { stable: 8, canary: 2 }, 'and the proxy still splits by it');
     assert.equal((await getService(cluster, 'keep'))?.metadata?.resourceVersion, before?.metadata?.resourceVersion, 'the Service stays as it was');
-    assert.ok((await events('keep-v2')).some((event) => event.reason === 'InvalidRelease' && event.message?.includes('spec.steps[0].pause.duration')));
+    await eventOf('keep-v2', 'InvalidRelease', 'spec.steps[0].pause.duration');
   });
 
   it('a workload patch that drops a label the Deployment selects by, or blanks the image, is refused by name; no canary Deployment is made', async () => {
@@ -120,9 +121,7 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     assert.equal(said?.status?.transition?.type, 'Adopted', 'the first transition wins');
     assert.match(conditionOf(said, 'Progressing')!.message, /the transition Adopted \(Requested\) was recorded first and wins; set spec.transition back to Adopted/);
     await waitForRelease(cluster, 'twice-v2', 'adopted', (found) => found?.status?.phase === 'Adopted', 15_000);
-    const warned = (await events('twice-v2')).find((event) => event.reason === 'TransitionIgnored');
-    assert.equal(warned?.type, 'Warning');
-    assert.match(warned?.message ?? '', /spec.transition "Deprecated" is ignored/);
+    assert.equal((await eventOf('twice-v2', 'TransitionIgnored', 'spec.transition "Deprecated" is ignored'))?.type, 'Warning');
   });
 
   it('a release asking 0 % everywhere runs, and says the canary gets no traffic', async () => {
