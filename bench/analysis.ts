@@ -110,6 +110,8 @@ export const BASES = [0.001, 0.01, 0.05];
 export const SAMPLES = [10, 100, 1_000, 10_000];
 export const WORSE_BY = [1, 2, 5];
 
+const grouped = (value: number) => String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+
 function detectionCell(outcome: Outcome): string {
   const within = withinShare(outcome, FAILURE_LIMIT + 2);
   const all = outcome.rolledBackAt.length / outcome.releases;
@@ -135,7 +137,7 @@ export function runAnalysisBench(argv: readonly string[]): void {
     for (const samples of SAMPLES) {
       const equal = simulate({ base, samples, worseBy: null }, releases, seed + cell++);
       const worse = WORSE_BY.map((worseBy) => detectionCell(simulate({ base, samples, worseBy }, Math.max(200, releases / 10), seed + cell++)));
-      console.log(`| ${base * 100}% | ${samples.toLocaleString('en-US')} | ${equal.rolledBackAt.length} in ${releases.toLocaleString('en-US')} | ${worse.join(' | ')} |`);
+      console.log(`| ${base * 100}% | ${grouped(samples)} | ${equal.rolledBackAt.length} in ${grouped(releases)} | ${worse.join(' | ')} |`);
     }
   }
   console.log(`\n${Math.round(performance.now() - started) / 1000} s`);

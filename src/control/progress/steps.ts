@@ -76,6 +76,10 @@ export function stepProblems(spec: CanaryReleaseSpec | undefined): string[] {
     const value = spec?.analysis?.[field];
     if (value !== undefined && (!Number.isInteger(value) || value < (field === 'failureLimit' ? 1 : 0))) problems.push(`spec.analysis.${field}: must be an integer >= ${field === 'failureLimit' ? 1 : 0}, got ${JSON.stringify(value)}`);
   }
+  const confidence = spec?.analysis?.confidence;
+  if (confidence !== undefined && !(typeof confidence === 'number' && confidence > 0.5 && confidence < 1)) {
+    problems.push(`spec.analysis.confidence: must be a number above 0.5 and below 1 (e.g. 0.99), got ${JSON.stringify(confidence)}`);
+  }
   return problems;
 }
 

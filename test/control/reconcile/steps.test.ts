@@ -123,12 +123,13 @@ describe('steps', () => {
   });
 
   it('bad steps hold the release, naming the field', () => {
-    const world = stepped({ steps: [{ weight: 5, pause: { duration: 'soon' } }], analysis: { interval: '1', failureLimit: 0 } });
+    const world = stepped({ steps: [{ weight: 5, pause: { duration: 'soon' } }], analysis: { interval: '1', failureLimit: 0, confidence: 99 } });
     const desired = run(world);
     assert.equal(desired.status.phase, 'Holding');
     assert.match(conditionOf(desired, 'Failure').message, /spec.steps\[0\].pause.duration: "soon" is not a duration like 30s, 2m or 1h/);
     assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.interval: "1" is not a duration of at least 1s/);
     assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.failureLimit: must be an integer >= 1, got 0/);
+    assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.confidence: must be a number above 0.5 and below 1 \(e.g. 0.99\), got 99/);
   });
 });
 
