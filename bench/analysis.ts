@@ -12,6 +12,7 @@
 import { parseArgs } from 'node:util';
 import { judge, type Evidence } from '../src/control/progress/analysis.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../src/api/types.ts';
+import { seededRandom } from '../src/util/seeded-random.ts';
 
 export const INTERVALS = 30;
 const WEIGHT = 10;
@@ -19,18 +20,6 @@ const STABLE_PER_CANARY = (100 - WEIGHT) / WEIGHT;
 const PORT: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: WEIGHT, override: null, served: WEIGHT };
 const BUCKETS_MS = [1, 10];
 export const FAILURE_LIMIT = 2;
-
-/** A seeded PRNG (mulberry32): the same seed, the same table. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** A binomial draw by inversion, in chunks small enough that (1 − p)^chunk stays a double. */
 export function binomial(random: () => number, trials: number, p: number): number {

@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Socket } from 'node:net';
 import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec } from '../../../src/api/types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
-import { seededRandom } from '../../../bench/analysis.ts';
+import { seededRandom } from '../../../src/util/seeded-random.ts';
 import { sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
 import { conditionOf, createRelease, getRelease, startProxy, waitForRelease, type InProcessProxy } from './cluster.ts';
 import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
@@ -112,8 +112,8 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
   });
 
   it('a canary resetting 15 % against a stable resetting 3 % is rolled back, the Failure condition giving counts', async (t) => {
-    const { servingAt } = await release('worse', 2, (host, port) => resetting('stable', 0.03, 5, host, port), (host, port) => resetting('canary', 0.15, 6, host, port), 15);
-    const found = await waitForRelease(bed.cluster, 'worse-v2', 'rolled back', rolledBack, 40_000);
+    const { servingAt } = await release('worse', 2, (host, port) => resetting('stable', 0.03, 5, host, port), (host, port) => resetting('canary', 0.15, 6, host, port), 5);
+    const found = await waitForRelease(bed.cluster, 'worse-v2', 'rolled back', rolledBack, 60_000);
     t.diagnostic(`rolled back ${Date.now() - servingAt} ms after it began serving: ${conditionOf(found, 'Failure')?.message}`);
     assert.equal(conditionOf(found, 'Failure')?.reason, 'AnalysisFailed');
     assert.match(conditionOf(found, 'Failure')?.message ?? '',

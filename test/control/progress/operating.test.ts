@@ -4,7 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { binomial, FAILURE_LIMIT, seededRandom, simulate, withinShare } from '../../../bench/analysis.ts';
+import { binomial, FAILURE_LIMIT, simulate, withinShare } from '../../../bench/analysis.ts';
+import { seededRandom } from '../../../src/util/seeded-random.ts';
 
 describe('the analysis\' operating characteristics', { timeout: 60_000 }, () => {
   it('draws binomial counts: the mean and the spread of Binomial(n, p)', () => {
