@@ -34,7 +34,7 @@ export function hasCounts(evidence: Evidence): boolean {
 export const DEFAULT_INTERVAL_MS = 30_000;
 const DEFAULT_MIN_SAMPLES = 50;
 export const DEFAULT_FAILURE_LIMIT = 2;
-export const DEFAULT_CONFIDENCE = 0.99;
+const DEFAULT_CONFIDENCE = 0.99;
 /** Below this share of what its weight asks over the time it was eligible, a canary is starved (refusing, or not reached). */
 const STARVED_SHARE = 0.5;
 /** connectLatencyP99 speaks of the 99th percentile: at most this share of connects slower than the line. */

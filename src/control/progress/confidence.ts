@@ -10,18 +10,17 @@
 // difference's bound from each side's own, so a stable side with thousands of samples is not
 // confused with a canary with twenty.
 
+import type { SignalCounts } from '../../api/types.ts';
+
 /** Counts of one side: `count` events in `of` trials. */
-export interface Counts {
-  readonly count: number;
-  readonly of: number;
-}
+export type Counts = SignalCounts;
 
 /** Where both the events and the rest reach this, Wilson's bounds replace the exact ones. */
 const WILSON_FROM = 30;
 const BISECTIONS = 48;
 
 /** The standard normal quantile (Acklam's rational approximation, relative error < 1.2e-9). */
-export function normalQuantile(p: number): number {
+function normalQuantile(p: number): number {
   const a = [-39.69683028665376, 220.9460984245205, -275.9285104469687, 138.357751867269, -30.66479806614716, 2.506628277459239];
   const b = [-54.47609879822406, 161.5858368580409, -155.6989798598866, 66.80131188771972, -13.28068155288572];
   const c = [-0.007784894002430293, -0.3223964580411365, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
