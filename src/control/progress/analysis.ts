@@ -243,7 +243,11 @@ export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly Po
   const pooled: PooledEvidence = { ...pool, intervals: pool.intervals + 1 };
   const samples = asked(interval.canary);
   const minSamples = Math.max(1, spec.minSamples ?? DEFAULT_MIN_SAMPLES);
-  const judged = thresholdSignals(spec, pooled.stable, pooled.canary, evidence.latencyBucketsMs, confidence);
+  // The pool, and the interval alone: a canary that turns bad after a long undecided stretch is not
+  // hidden by the good counts before it. A second look, so at a tenth of the error rate.
+  const alone = pooled.intervals === 1 ? [] : thresholdSignals(spec, interval.stable, interval.canary, evidence.latencyBucketsMs, 1 - (1 - confidence) / 10);
+  const judged = thresholdSignals(spec, pooled.stable, pooled.canary, evidence.latencyBucketsMs, confidence)
+    .map((item) => alone.find((fresh) => fresh.result.name === item.result.name && fresh.result.verdict === 'Failed' && item.result.verdict !== 'Failed') ?? item);
   const signals = [...shareSignals(evidence, ports, affinity, confidence), ...judged.map((item) => item.result)];
   const failed = signals.filter((result) => result.verdict === 'Failed');
   const open = judged.filter((item) => item.result.verdict === 'Inconclusive');

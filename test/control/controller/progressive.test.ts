@@ -242,7 +242,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     const clients = [0, 1, 2].map(() => startTraffic(() => ip, 9053, 'UDP', { pauseMs: 2, maxMs: 60_000, udpTimeoutMs: 100 }));
     traffic.push(...clients);
     const rolledBack = await rollbackAfter(bed, 'dns-v2', () => (silent = true), t);
-    assert.match(conditionOf(rolledBack, 'Failure')?.message ?? '', /udpReplyRate: canary \d+ of \d+, stable (\d+) of \1, threshold min 0.9, maxBelowStable 0.05, 99 % confidence/);
+    assert.match(conditionOf(rolledBack, 'Failure')?.message ?? '', /udpReplyRate: canary \d+ of \d+, stable \d+ of \d+, threshold min 0.9, maxBelowStable 0.05, 99 % confidence/);
     await waitForRelease(bed.cluster, 'dns-v2', 'Deprecated', (found) => found?.status?.phase === 'Deprecated', 15_000);
     assert.deepEqual((await getService(bed.cluster, 'dns'))?.spec?.selector, { app: 'dns', version: 'v1' });
     await Promise.all(clients.map((client) => client.stop()));
