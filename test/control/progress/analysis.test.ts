@@ -70,6 +70,14 @@ describe('judged with confidence on the counts', () => {
     assert.equal(statuses[firstFailure]!.pooled, undefined, 'a failure is judged on its own evidence; the next one needs fresh');
   });
 
+  it('a canary that turns bad after a long undecided stretch fails on that interval: the good counts before it do not hide it', () => {
+    const healthy = evidence({ connections: 180 }, { connections: 20 });
+    const statuses = judgeAll(spec, [...Array.from({ length: 20 }, () => healthy), evidence({ connections: 180 }, { connections: 20, resets: 5 })]);
+    assert.deepEqual(statuses.slice(0, 20).map((status) => status.verdict), Array.from({ length: 20 }, () => 'Inconclusive'), 'resets judged against a one-point margin stay undecided on 400 samples');
+    assert.equal(statuses.at(-1)?.verdict, 'Failed');
+    assert.match(statuses.at(-1)!.message, /^resetRate: canary 5 of 20, stable 0 of 180/);
+  });
+
   it('a blip: one refused connection, then out of rotation for a while, then fine, is never a failed interval', () => {
     const statuses = judgeAll(spec, [
       evidence({ connections: 180 }, { connectErrors: 1, markedDown: 1, outMs: 1_900 }),
