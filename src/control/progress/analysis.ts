@@ -127,6 +127,12 @@ interface Judgement {
   readonly lacks?: number;
 }
 
+/**
+ * Events of samples, at most all of them: a reset (a reply) counts in the interval it happens, its
+ * connection (flow) in the one it began, so an interval's events can outnumber its samples.
+ */
+const within = (counts: SignalCounts): SignalCounts => ({ count: Math.min(counts.count, counts.of), of: counts.of });
+
 /** The thresholds of the spec judged on the pooled counts of both sides. */
 function thresholdSignals(spec: AnalysisSpec, stable: PooledSide, canary: PooledSide, boundsMs: readonly number[], confidence: number): Judgement[] {
   const thresholds = (spec.thresholds ?? {}) as Readonly<Record<string, Readonly<Record<string, number | undefined>> | undefined>>;
@@ -134,7 +140,7 @@ function thresholdSignals(spec: AnalysisSpec, stable: PooledSide, canary: Pooled
   for (const signal of RATE_SIGNALS) {
     const threshold = thresholds[signal.name];
     if (threshold === undefined) continue;
-    const [canaryCounts, stableCounts] = [signal.counts(canary), signal.counts(stable)];
+    const [canaryCounts, stableCounts] = [within(signal.counts(canary)), within(signal.counts(stable))];
     if (canaryCounts.of + stableCounts.of === 0) continue;
     const bad = asBadRate(signal, canaryCounts, threshold);
     const stableBad = stableCounts.of === 0 ? null : asBadRate(signal, stableCounts, threshold).counts;

@@ -112,6 +112,12 @@ describe('judged with confidence on the counts', () => {
     assert.equal(judge(evidence({ connections: 9_000 }, { connections: 1_000 }), { ...spec, minSamples: 2_000 }, [PORT], undefined).verdict, 'Inconclusive');
   });
 
+  it('an interval\'s events never outnumber its samples: resets of connections begun the interval before', () => {
+    const result = judge(evidence({ connections: 5 }, { connections: 5, resets: 6 }), spec, [PORT], undefined);
+    assert.deepEqual(result.signals.find((item) => item.name === 'resetRate')?.counts?.canary, { count: 5, of: 5 });
+    assert.match(result.message, /resetRate: canary 5 of 5, stable 0 of 5/);
+  });
+
   it('udpReplyRate (higher is better): flows not replied are judged against 1 − min and maxBelowStable', () => {
     const udp: PortStatus = { ...PORT, protocol: 'UDP', port: 53 };
     const udpSpec: AnalysisSpec = { minSamples: 10, thresholds: { udpReplyRate: { min: 0.95, maxBelowStable: 0.02 } } };
