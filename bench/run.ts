@@ -1,5 +1,6 @@
 // `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]
-//   [--baseline DIR] [--node-flags "..."] [--baseline-node-flags "..."]`
+//   [--baseline DIR] [--node-flags "..."] [--baseline-node-flags "..."]`; `--only analysis [--releases N] [--seed N]`
+//   is the analysis' operating characteristics instead (analysis.ts).
 // Side-by-side benchmark of canary-l4 against nginx's stream module and HAProxy on loopback.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, release, tmpdir } from 'node:os';
@@ -15,6 +16,7 @@ import { measureWhile } from './proc-usage.ts';
 import { isStandalone, MAIN_WORKLOADS, perCpuSecondKey, type AnyWorkload, type StandaloneWorkload, type Workload, type WorkloadContext } from './workloads.ts';
 import { writeQueryFile } from './dns-server.ts';
 import { EXTRA_WORKLOADS } from './extras.ts';
+import { runAnalysisBench } from './analysis.ts';
 import { footprint } from './footprint.ts';
 import { PROJECT_ROOT } from './paths.ts';
 import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
@@ -158,6 +160,11 @@ async function measureAlone(workload: StandaloneWorkload, proxyName: ProxyVarian
 }
 
 async function main(): Promise<void> {
+  // The analysis' operating characteristics: a pure simulation, no proxy, no tool to install.
+  if (parseArgs({ args: process.argv.slice(2), options: { only: { type: 'string' } }, strict: false }).values.only === 'analysis') {
+    runAnalysisBench(process.argv.slice(2));
+    return;
+  }
   const options = parseOptions(process.argv.slice(2));
   const startedAt = new Date();
   // Standalone workloads alone need no tool, backend or proxy.

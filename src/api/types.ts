@@ -123,6 +123,9 @@ export interface AnalysisSpec {
   readonly minSamples?: number;
   /** Failed intervals in a row that deprecate the release (default 2). */
   readonly failureLimit?: number;
+  /** How sure the counts must make a verdict, in (0.5, 1) (default 0.99): a threshold fails only
+   * when the canary is beyond it at this confidence, passes only when within it. */
+  readonly confidence?: number;
   readonly thresholds?: AnalysisThresholds;
 }
 
@@ -183,8 +186,14 @@ export interface AchievedSplit {
 
 export type Verdict = 'Passed' | 'Failed' | 'Inconclusive';
 
+/** `count` events of `of` samples. */
+export interface SignalCounts {
+  readonly count: number;
+  readonly of: number;
+}
+
 export interface SignalResult {
-  /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, canaryDown, canaryShare. */
+  /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, canaryShare. */
   readonly name: string;
   /** null: no sample on that side. */
   readonly canary: number | null;
@@ -192,6 +201,29 @@ export interface SignalResult {
   /** The threshold as written, e.g. `max 0.01, maxAboveStable 0.005`. */
   readonly threshold: string;
   readonly verdict: Verdict;
+  /** The counts judged (every interval since the last decisive one): connect errors of attempts,
+   * resets of connections, flows replied of flows, connects slower than the line of connects, the
+   * canary's new connections/flows of both sides'. */
+  readonly counts?: { readonly canary: SignalCounts; readonly stable: SignalCounts | null };
+}
+
+/** One side's counts summed over the intervals judged together. */
+export interface PooledSide {
+  readonly attempts: number;
+  readonly errors: number;
+  readonly established: number;
+  readonly resets: number;
+  readonly latency: readonly number[];
+  readonly udpSessions: number;
+  readonly udpReplied: number;
+  readonly markedDown: number;
+}
+
+/** The evidence of the intervals since the last decisive verdict (Passed or Failed), judged together. */
+export interface PooledEvidence {
+  readonly intervals: number;
+  readonly stable: PooledSide;
+  readonly canary: PooledSide;
 }
 
 /** The last interval the release was judged on. */
@@ -204,7 +236,11 @@ export interface AnalysisStatus {
   /** Canary connections/flows in the interval. */
   readonly samples: number;
   readonly verdict: Verdict;
+  /** The confidence the verdict was reached at (spec.analysis.confidence). */
+  readonly confidence?: number;
   readonly signals: readonly SignalResult[];
+  /** While inconclusive: the intervals judged together so far (the next one adds to them). */
+  readonly pooled?: PooledEvidence;
   /** Failed intervals in a row. */
   readonly failures: number;
   /** Why it failed or is inconclusive, one line. */

@@ -142,6 +142,10 @@ function analysisProblems(spec: CanaryReleaseSpec | undefined, problems: string[
     const min = field === 'failureLimit' ? 1 : 0;
     if (value !== undefined && (!isInteger(value) || value < min)) problems.push(`spec.analysis.${field}: must be an integer >= ${min}, got ${show(value)}`);
   }
+  const confidence = analysis.confidence;
+  if (confidence !== undefined && !(typeof confidence === 'number' && confidence > 0.5 && confidence < 1)) {
+    problems.push(`spec.analysis.confidence: must be a number above 0.5 and below 1 (e.g. 0.99), got ${show(confidence)}`);
+  }
   const thresholds: unknown = analysis.thresholds;
   if (thresholds === undefined) return;
   if (!isMap(thresholds)) {

@@ -19,6 +19,9 @@ export interface BackendCounters {
   readonly sessionsReplied: number;
   /** Times passive health took the backend out of rotation. */
   readonly markedDown: number;
+  /** Milliseconds passive health held it out of rotation, each take-out counted to its scheduled end
+   * (absent from a version before it: 0). */
+  readonly outMs?: number;
 }
 
 export interface CounterSnapshot {
@@ -37,6 +40,7 @@ const INSTANCE = randomUUID();
 
 export function snapshotCounters(stats: StatsRegistry, config: L4Config): CounterSnapshot {
   const listeners: Record<string, Record<string, BackendCounters>> = {};
+  const now = Date.now();
   for (const [listener, backends] of stats.backends) {
     const byName: Record<string, BackendCounters> = {};
     for (const [name, backend] of backends) {
@@ -47,6 +51,7 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config): Counte
         connectLatency: [...backend.connectDuration.counts],
         sessionsReplied: backend.sessionsReplied,
         markedDown: backend.markedDown,
+        outMs: backend.outMs(now),
       };
     }
     listeners[listener] = byName;

@@ -93,8 +93,25 @@ export class BackendStats {
   sessionsReplied = 0;
   /** Times passive health took the backend out of rotation. */
   markedDown = 0;
+  #outMsBefore = 0;
+  #outSince = 0;
+  #outUntil = 0;
+
   /** TCP connection or UDP session lifetime. */
   readonly sessionDuration = new DurationHistogram();
+
+  /** Passive health took the backend out at `now` (Date.now()) for `ms`. */
+  takenOut(now: number, ms: number): void {
+    this.markedDown++;
+    this.#outMsBefore = this.outMs(now);
+    this.#outSince = now;
+    this.#outUntil = now + ms;
+  }
+
+  /** Milliseconds out of rotation until `now`, each take-out to its scheduled end (an early success ending it is not seen here: the path of every connection stays untouched). */
+  outMs(now: number): number {
+    return this.#outMsBefore + Math.max(0, Math.min(now, this.#outUntil) - this.#outSince);
+  }
 }
 
 export class ListenerStats {

@@ -192,7 +192,7 @@ export class TcpListener implements Listener {
     const { config } = snapshot;
     const now = Date.now();
     if (backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs)) {
-      backend.stats.markedDown++;
+      backend.stats.takenOut(now, config.failTimeoutMs);
       this.#log.warn(
         { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, err: detail },
         `backend marked failed for ${config.failTimeoutMs} ms after ${what}`,

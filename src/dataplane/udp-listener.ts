@@ -216,7 +216,8 @@ export class UdpListener implements Listener {
         this.#dropLocally('local_error', err);
       } else if (err.code === 'ECONNREFUSED') {
         backend.stats.connectErrors.refused++;
-        if (backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.markedDown++;
+        const now = Date.now();
+        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs);
       } else {
         backend.stats.connectErrors.other++;
         this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
@@ -234,7 +235,8 @@ export class UdpListener implements Listener {
       if (err) {
         const reason = connectErrorReason(err);
         backend.stats.connectErrors[reason]++;
-        if (backend.health.recordFailure(Date.now(), snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.markedDown++;
+        const now = Date.now();
+        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs);
         this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
         this.#end(session);
         return;

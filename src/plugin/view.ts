@@ -3,7 +3,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { ReleasePlan } from '../control/index.ts';
 import { formatSelector } from '../api/labels.ts';
-import type { CanaryRelease, CanaryReleaseSpec } from '../api/types.ts';
+import type { CanaryRelease, CanaryReleaseSpec, SignalCounts } from '../api/types.ts';
 import { formatTable } from '../util/text-table.ts';
 
 function since(at: string | undefined, now: Date): string {
@@ -41,8 +41,11 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
     lines.push('');
     lines.push(`Analysis: ${analysis.verdict} at ${analysis.at}, ${analysis.samples} canary samples, ${analysis.replicas} replica(s), ${analysis.failures} failed in a row${spec.analysis?.failureLimit === undefined ? '' : ` (limit ${spec.analysis.failureLimit})`}: ${analysis.message}`);
     if (analysis.signals.length > 0) {
+      // The counts judged (every interval since the last decisive one), then the rate they make.
+      const side = (counts: SignalCounts | null | undefined, rate: number | null) => (counts == null ? value(rate) : `${counts.count} of ${counts.of} (${value(rate)})`);
+      const confidence = analysis.confidence === undefined ? '' : ` (${Math.round(analysis.confidence * 1000) / 10} % confidence)`;
       lines.push(formatTable(['SIGNAL', 'CANARY', 'STABLE', 'THRESHOLD', 'VERDICT'],
-        analysis.signals.map((signal) => [signal.name, value(signal.canary), value(signal.stable), signal.threshold, signal.verdict])));
+        analysis.signals.map((signal) => [signal.name, side(signal.counts?.canary, signal.canary), side(signal.counts?.stable, signal.stable), `${signal.threshold}${confidence}`, signal.verdict])));
     }
   }
   lines.push('');

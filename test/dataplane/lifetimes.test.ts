@@ -211,6 +211,20 @@ describe('long-lived connections follow the weight', { timeout: 30_000 }, () => 
     assert.deepEqual(ended('drained', 'canary'), { max_age: 0, rebalance: 0, drain: 10 });
     await closePoolAndCompare(pool);
   });
+
+  test('drainTimeoutMs: 0 never cuts: a removed backend\'s live connections go on serving until they end by themselves', async () => {
+    const policy = { drainTimeoutMs: 0 };
+    const port = await applyOnFreePort(plane, (p) => listener(p, [50, 50], policy, 'never-cut'), PROXY_HOST);
+    const pool = await openPool(port, 20, [stable, canary]);
+    await plane.apply(listener(port, [100, -1], policy, 'never-cut'));
+    // Several sweeps' worth: nothing may end them.
+    await sleep(1_000);
+    assert.equal(plane.backend('never-cut', 'canary').active, 10, 'the removed backend keeps every live connection');
+    assert.deepEqual(ended('never-cut', 'canary'), { max_age: 0, rebalance: 0, drain: 0 });
+    assert.equal(connectionsOf(pool), 20, 'no client had to reconnect');
+    await closePoolAndCompare(pool);
+    await waitFor(() => plane.backend('never-cut', 'canary').active === 0, 'the connections to end once their clients close them', 2_000);
+  });
 });
 
 describe('UDP sessions follow the weight', { timeout: 20_000 }, () => {

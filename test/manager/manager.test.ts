@@ -205,6 +205,14 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     assert.match(metrics, /^canary_l4_manager_proxy_replicas\{release_namespace="default",release="web-v2",state="ready"\} 2$/m);
     assert.match(metrics, /^canary_l4_manager_reconcile_total\{result="success"\} [1-9]/m);
     assert.ok(Number.isFinite(a.adminPort()));
+    // Only the leader speaks for the releases: the other replica reports no proxy series and records no Event.
+    const follower = managers.find((manager) => manager !== leader)!;
+    const followerMetrics = await (await fetch(`http://127.0.0.1:${follower.adminPort()}/metrics`)).text();
+    assert.doesNotMatch(followerMetrics, /^canary_l4_manager_proxy_replicas\{/m);
+    const identity = (manager: Manager) => /"identity":"([^"]+)"/.exec(manager.output())?.[1];
+    const events = (await cluster.core.listNamespacedEvent({ namespace: NAMESPACE })).items.filter((event) => event.source?.component === MANAGED_BY);
+    assert.ok(events.length > 0, 'the leader recorded the proxies it made');
+    assert.deepEqual([...new Set(events.map((event) => event.reportingInstance))], [identity(leader)]);
   });
 
   it('a spec.proxy change rolls the proxy: the new pods serve, the old ones go', async () => {

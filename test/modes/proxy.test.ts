@@ -5,10 +5,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { waitFor } from '../support/backends.ts';
+import { freePort, sleep, waitFor } from '../support/backends.ts';
+import { validateConfig } from '../../src/config/load.ts';
+import { saveServedConfig } from '../../src/runtime/state-dir.ts';
 import { MAIN, runCli } from '../support/serve-child.ts';
 import {
   createRelease, createService, NAMESPACE, PROXY_USER, serviceEntry, serving, setWeight, startCluster, waitForRelease,
@@ -17,7 +20,7 @@ import {
 
 const PORT_BASE = 29500;
 
-describe('canary-l4 proxy', { timeout: 40_000 }, () => {
+describe('canary-l4 proxy', { timeout: 60_000 }, () => {
   for (const [args, message] of [
     [['proxy', '--canary-release', 'web-v2'], 'canary-l4: --namespace: required (or set CANARY_RELEASE_NAMESPACE)'],
     [['proxy', '-n', 'shop'], 'canary-l4: --canary-release: required (or set CANARY_RELEASE_NAME)'],
@@ -86,6 +89,29 @@ describe('canary-l4 proxy', { timeout: 40_000 }, () => {
         assert.match(stdout, /"msg":"drained; exiting"/);
       } finally {
         cluster.api.faults.reset();
+        child.kill('SIGKILL');
+      }
+    });
+
+    it('a --state-dir holding the served config of another CanaryRelease of the namespace is ignored, and said; its ports stay closed', async () => {
+      const stateDir = join(dir, 'state-of-web-v1');
+      const savedPort = await freePort();
+      await saveServedConfig(stateDir, { namespace: NAMESPACE, release: 'web-v1' }, validateConfig({
+        listeners: [{ name: 'web-8900-tcp', listen: `127.0.0.1:${savedPort}`, backends: [{ name: 'forked', host: '127.0.0.1', port: 9, weight: 100 }] }],
+      }, 'test'));
+      const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', 'web-v2',
+        '--port-base', String(PORT_BASE + 50), '--admin-port', '0', '--admin-host', '127.0.0.1', '--state-dir', stateDir, '--no-leader-elect'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      try {
+        await waitFor(() => stdout.includes('ignoring the saved config in --state-dir'), 'the proxy to say it ignores the other release\'s config', 15_000);
+        const said = stdout.split('\n').find((line) => line.includes('ignoring the saved config'))!;
+        assert.match(said, /holds the config of CanaryRelease default\/web-v1, not default\/web-v2/);
+        await sleep(300);
+        const refused = await new Promise<boolean>((resolve) => net.connect({ host: '127.0.0.1', port: savedPort })
+          .once('connect', function (this: net.Socket) { this.destroy(); resolve(false); }).once('error', () => resolve(true)));
+        assert.ok(refused, 'the other release\'s listener is not served');
+      } finally {
         child.kill('SIGKILL');
       }
     });

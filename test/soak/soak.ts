@@ -20,6 +20,7 @@ import { metricValue } from '../support/dataplane.ts';
 import { MAIN } from '../support/serve-child.ts';
 import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../control/controller/cluster.ts';
 import { startTestbed, startTraffic, type Attempt, type Traffic } from '../control/controller/testbed.ts';
+import { seededRandom } from '../../src/util/seeded-random.ts';
 
 const RELEASE = 'web-v2';
 const PORT_BASE = 27500;
@@ -68,18 +69,6 @@ export interface SoakResult {
   readonly serviceProblems: readonly string[];
 }
 
-/** mulberry32: a small seeded generator, so a failing run can be replayed with its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Retries `call` while the API refuses connections or fails (a fault the soak itself injected). */
 async function retrying<T>(call: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
@@ -99,7 +88,7 @@ function takenOver(service: V1Service | undefined): boolean {
 
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const say = options.log ?? (() => {});
-  const next = random(options.seed);
+  const next = seededRandom(options.seed);
   const bed = await startTestbed('127.0.54.0/24', '127.0.55');
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-soak-'));
   const kubeconfig = join(dir, 'kubeconfig');

@@ -1,11 +1,14 @@
 // The proxies' own analysis of a canary (spec.analysis): over one interval, the counters every
 // serving replica kept for each side (the forked copy is stable, the canary copy is canary) are
-// summed over the release's ports and judged, canary against stable. Pure.
+// summed over the release's ports, added to those of the intervals still undecided, and judged,
+// canary against stable, with confidence (signals.ts, confidence.ts). Pure.
 
 import type { BackendCounters } from '../../dataplane/counters.ts';
 import { listenerName, servedWeight } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
-import type { AchievedSplit, AnalysisSpec, AnalysisStatus, PortStatus, SignalResult, Verdict } from '../../api/types.ts';
+import type { AchievedSplit, AnalysisSpec, AnalysisStatus, PooledEvidence, PooledSide, PortStatus, SignalCounts, SignalResult, Verdict } from '../../api/types.ts';
+import { rateBound } from './confidence.ts';
+import { asBadRate, judgeBadRate, judgeSlowShare, quantileMs, RATE_SIGNALS, slowerThan } from './signals.ts';
 
 /** What the proxies counted over one interval, every replica summed (see controller's collector). */
 export interface Evidence {
@@ -31,29 +34,20 @@ export function hasCounts(evidence: Evidence): boolean {
 export const DEFAULT_INTERVAL_MS = 30_000;
 const DEFAULT_MIN_SAMPLES = 50;
 export const DEFAULT_FAILURE_LIMIT = 2;
-/** Below this share of what its weight asks, a canary is starved (taken out, or refusing). */
+const DEFAULT_CONFIDENCE = 0.99;
+/** Below this share of what its weight asks over the time it was eligible, a canary is starved (refusing, or not reached). */
 const STARVED_SHARE = 0.5;
-/**
- * A port's share is judged once its weight asks at least this many canary connections/flows: a
- * canary getting under half of 20 is then no accident of small numbers.
- */
-const SHARE_MIN_EXPECTED = 20;
+/** connectLatencyP99 speaks of the 99th percentile: at most this share of connects slower than the line. */
+const SLOW_SHARE = 0.01;
 
-interface Side {
-  attempts: number;
-  errors: number;
-  established: number;
-  resets: number;
-  latency: number[];
-  udpSessions: number;
-  udpReplied: number;
-  markedDown: number;
-}
+type Side = { -readonly [Key in keyof PooledSide]: PooledSide[Key] extends readonly number[] ? number[] : number };
 
 const emptySide = (buckets: number): Side => ({ attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0 });
 
 /** New connections (TCP) and flows (UDP) a side got. */
-const newFlows = (side: Side) => side.established + side.udpSessions;
+const newFlows = (side: PooledSide) => side.established + side.udpSessions;
+/** What a side was asked: connection attempts (TCP) and flows (UDP). */
+const asked = (side: PooledSide) => side.attempts + side.udpSessions;
 
 function add(side: Side, counters: BackendCounters | undefined, udp: boolean): void {
   if (counters === undefined) return;
@@ -70,10 +64,22 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
   counters.connectLatency.forEach((count, index) => (side.latency[index] = (side.latency[index] ?? 0) + count));
 }
 
-function sides(evidence: Evidence, ports: readonly PortStatus[]): { stable: Side; canary: Side; byPort: Map<string, { stable: Side; canary: Side }> } {
+function addSides(into: Side, from: PooledSide): void {
+  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown'] as const) into[key] += from[key];
+  from.latency.forEach((count, index) => (into.latency[index] = (into.latency[index] ?? 0) + count));
+}
+
+interface PortSides {
+  readonly stable: Side;
+  readonly canary: Side;
+  /** Milliseconds passive health held the canary out, every replica summed. */
+  readonly canaryOutMs: number;
+}
+
+function sides(evidence: Evidence, ports: readonly PortStatus[]): { stable: Side; canary: Side; byPort: Map<string, PortSides> } {
   const buckets = evidence.latencyBucketsMs.length;
   const total = { stable: emptySide(buckets), canary: emptySide(buckets) };
-  const byPort = new Map<string, { stable: Side; canary: Side }>();
+  const byPort = new Map<string, PortSides>();
   for (const port of ports) {
     const counters = evidence.listeners[listenerName(port)];
     const udp = port.protocol === 'UDP';
@@ -82,7 +88,7 @@ function sides(evidence: Evidence, ports: readonly PortStatus[]): { stable: Side
       add(total[side], counters?.[backend], udp);
       add(own[side], counters?.[backend], udp);
     }
-    byPort.set(portKeyId(port), own);
+    byPort.set(portKeyId(port), { ...own, canaryOutMs: counters?.canary?.outMs ?? 0 });
   }
   return { ...total, byPort };
 }
@@ -102,90 +108,90 @@ function percent(part: number, whole: number): number {
   return whole === 0 ? 0 : Math.round((part / whole) * 1000) / 10;
 }
 
-const rate = (part: number, whole: number): number | null => (whole === 0 ? null : part / whole);
 
-/** Where a quantile of a latency histogram lies: its bucket's edges, and an estimate inside it. */
-interface QuantileMs {
-  /** Interpolated within the bucket, as Prometheus' histogram_quantile does. */
-  readonly estimate: number;
-  readonly lower: number;
-  readonly upper: number;
-}
+const round = (value: number | null): number | null => (value === null ? null : Math.round(value * 10_000) / 10_000);
+const rateOf = (counts: SignalCounts | null): number | null => (counts === null || counts.of === 0 ? null : counts.count / counts.of);
 
-/** The `quantile` of the samples counted per upper bound in `boundsMs`; null without samples. */
-function quantileMs(latency: readonly number[], boundsMs: readonly number[], quantile: number): QuantileMs | null {
-  const total = latency.reduce((sum, count) => sum + count, 0);
-  if (total === 0) return null;
-  const rank = quantile * total;
-  let seen = 0;
-  for (let index = 0; index < latency.length; index++) {
-    const count = latency[index] ?? 0;
-    if (count > 0 && seen + count >= rank) {
-      const lower = index === 0 ? 0 : boundsMs[index - 1] ?? 0;
-      const upper = boundsMs[index] ?? lower;
-      return { estimate: lower + (upper - lower) * ((rank - seen) / count), lower, upper };
-    }
-    seen += count;
-  }
-  const last = boundsMs.at(-1) ?? 0;
-  return { estimate: last, lower: last, upper: last };
-}
-
-function describe(threshold: Record<string, number | undefined>): string {
+function describe(threshold: Readonly<Record<string, number | undefined>>): string {
   return Object.entries(threshold).filter(([, value]) => value !== undefined).map(([key, value]) => `${key} ${value}`).join(', ');
 }
 
-function signal(name: string, canary: number | null, stable: number | null, threshold: Record<string, number | undefined>,
-  failed: (canary: number, stable: number | null) => boolean): SignalResult {
-  const verdict: Verdict = canary === null ? 'Inconclusive' : failed(canary, stable) ? 'Failed' : 'Passed';
-  return { name, canary: round(canary), stable: round(stable), threshold: describe(threshold), verdict };
-}
+/** 2700 as `2 700`: counts a person reads at a glance. */
+const grouped = (value: number) => String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+const percentOf = (confidence: number) => `${Math.round(confidence * 1000) / 10} % confidence`;
+const countsText = (counts: SignalCounts | null) => (counts === null ? '-' : `${grouped(counts.count)} of ${grouped(counts.of)}`);
 
-function round(value: number | null): number | null {
-  return value === null ? null : Math.round(value * 10_000) / 10_000;
-}
-
-/** The thresholds of the spec judged on one side pair. */
-function thresholdSignals(spec: AnalysisSpec, stable: Side, canary: Side, boundsMs: readonly number[]): SignalResult[] {
-  const t = spec.thresholds ?? {};
-  const results: SignalResult[] = [];
-  const aboveRate = (limit: { max?: number; maxAboveStable?: number }) => (c: number, s: number | null) =>
-    (limit.max !== undefined && c > limit.max) || (limit.maxAboveStable !== undefined && s !== null && c > s + limit.maxAboveStable);
-  if (t.connectErrorRate !== undefined && canary.attempts + stable.attempts > 0) {
-    results.push(signal('connectErrorRate', rate(canary.errors, canary.attempts), rate(stable.errors, stable.attempts), { ...t.connectErrorRate }, aboveRate(t.connectErrorRate)));
-  }
-  if (t.resetRate !== undefined && canary.established + stable.established > 0) {
-    results.push(signal('resetRate', rate(canary.resets, canary.established), rate(stable.resets, stable.established), { ...t.resetRate }, aboveRate(t.resetRate)));
-  }
-  const latency = t.connectLatencyP99;
-  if (latency !== undefined && canary.established + stable.established > 0) {
-    const [canaryP99, stableP99] = [quantileMs(canary.latency, boundsMs, 0.99), quantileMs(stable.latency, boundsMs, 0.99)];
-    // Against the stable, only what the buckets can tell apart: the lowest the canary's p99 can be
-    // against the highest the stable's can (two p99s of ~1 ms in adjacent buckets are not 2.5× apart).
-    const slower = (ratio: number) => canaryP99 !== null && stableP99 !== null && stableP99.upper > 0 && canaryP99.lower > stableP99.upper * ratio;
-    results.push(signal('connectLatencyP99', canaryP99?.estimate ?? null, stableP99?.estimate ?? null, { ...latency },
-      (c) => (latency.maxMs !== undefined && c > latency.maxMs) || (latency.maxRatioToStable !== undefined && slower(latency.maxRatioToStable))));
-  }
-  const udp = t.udpReplyRate;
-  if (udp !== undefined && canary.udpSessions + stable.udpSessions > 0) {
-    results.push(signal('udpReplyRate', rate(canary.udpReplied, canary.udpSessions), rate(stable.udpReplied, stable.udpSessions), { ...udp },
-      (c, s) => (udp.min !== undefined && c < udp.min) || (udp.maxBelowStable !== undefined && s !== null && c < s - udp.maxBelowStable)));
-  }
-  return results;
+/** A judged signal, and what an inconclusive one lacks. */
+interface Judgement {
+  readonly result: SignalResult;
+  readonly lacks?: number;
 }
 
 /**
- * Signals that fail an interval whatever its samples: a canary passive health took out (it refuses,
- * so it gets almost no samples: failing, not inconclusive), and one that got far less than its
- * share of a port's new connections or flows — not judged on a port whose weights moved during the
- * interval (its share then follows neither weight), nor on one with client affinity (its share is
- * its clients' hashes: a handful of clients can leave a healthy canary with none).
+ * Events of samples, at most all of them: a reset (a reply) counts in the interval it happens, its
+ * connection (flow) in the one it began, so an interval's events can outnumber its samples.
  */
-function hardSignals(evidence: Evidence, ports: readonly PortStatus[], canary: Side, affinity: ReadonlySet<string>): SignalResult[] {
-  const results: SignalResult[] = [];
-  if (canary.markedDown > 0) {
-    results.push({ name: 'canaryDown', canary: canary.markedDown, stable: null, threshold: 'never taken out by passive health', verdict: 'Failed' });
+const within = (counts: SignalCounts): SignalCounts => ({ count: Math.min(counts.count, counts.of), of: counts.of });
+
+/** The thresholds of the spec judged on the pooled counts of both sides. */
+function thresholdSignals(spec: AnalysisSpec, stable: PooledSide, canary: PooledSide, boundsMs: readonly number[], confidence: number): Judgement[] {
+  const thresholds = (spec.thresholds ?? {}) as Readonly<Record<string, Readonly<Record<string, number | undefined>> | undefined>>;
+  const judged: Judgement[] = [];
+  for (const signal of RATE_SIGNALS) {
+    const threshold = thresholds[signal.name];
+    if (threshold === undefined) continue;
+    const [canaryCounts, stableCounts] = [within(signal.counts(canary)), within(signal.counts(stable))];
+    if (canaryCounts.of + stableCounts.of === 0) continue;
+    const bad = asBadRate(signal, canaryCounts, threshold);
+    const stableBad = stableCounts.of === 0 ? null : asBadRate(signal, stableCounts, threshold).counts;
+    const { verdict, lacks } = judgeBadRate(bad.counts, stableBad, bad.limits, confidence);
+    const counts = { canary: canaryCounts, stable: stableCounts.of === 0 ? null : stableCounts };
+    judged.push({ result: { name: signal.name, canary: round(rateOf(counts.canary)), stable: round(rateOf(counts.stable)), threshold: describe(threshold), verdict, counts }, lacks });
   }
+  const latency = spec.thresholds?.connectLatencyP99;
+  if (latency !== undefined && canary.established + stable.established > 0) judged.push(latencySignal(latency, stable, canary, boundsMs, confidence));
+  return judged;
+}
+
+/**
+ * connectLatencyP99 as a share of slow connects: a p99 above `maxMs` is more than 1 % of connects
+ * slower than it; one above `maxRatioToStable` × the stable's p99 is more than 1 % slower than that.
+ */
+function latencySignal(latency: NonNullable<NonNullable<AnalysisSpec['thresholds']>['connectLatencyP99']>, stable: PooledSide, canary: PooledSide, boundsMs: readonly number[], confidence: number): Judgement {
+  const [canaryP99, stableP99] = [quantileMs(canary.latency, boundsMs, 0.99), quantileMs(stable.latency, boundsMs, 0.99)];
+  // Against maxMs a connect in the bucket the line falls in may be slower; against the stable side
+  // only what the buckets can tell apart counts (two p99s of ~1 ms in adjacent buckets are not 2× apart).
+  const lines: { line: number; doubtful: boolean }[] = [];
+  if (latency.maxMs !== undefined) lines.push({ line: latency.maxMs, doubtful: true });
+  if (latency.maxRatioToStable !== undefined && stableP99 !== null) lines.push({ line: latency.maxRatioToStable * stableP99.estimate, doubtful: false });
+  const outcomes = lines.map(({ line, doubtful }) => {
+    const slow = slowerThan(canary.latency, boundsMs, line);
+    return { line, ...judgeSlowShare(doubtful ? slow : { certain: slow.certain, possible: slow.certain }, SLOW_SHARE, confidence) };
+  });
+  if (latency.maxRatioToStable !== undefined && stableP99 === null) outcomes.push({ line: Number.NaN, verdict: 'Inconclusive', lacks: Number.POSITIVE_INFINITY });
+  const failed = outcomes.find((outcome) => outcome.verdict === 'Failed');
+  const open = outcomes.filter((outcome) => outcome.verdict === 'Inconclusive');
+  const verdict: Verdict = failed !== undefined ? 'Failed' : open.length > 0 ? 'Inconclusive' : 'Passed';
+  const line = (failed ?? open[0] ?? outcomes[0])?.line;
+  const counts = line === undefined || Number.isNaN(line) ? undefined
+    : { canary: slowerThan(canary.latency, boundsMs, line).certain, stable: slowerThan(stable.latency, boundsMs, line).certain };
+  const lacks = open.length === 0 ? undefined : Math.max(...open.map((outcome) => outcome.lacks ?? Number.POSITIVE_INFINITY));
+  return {
+    result: { name: 'connectLatencyP99', canary: round(canaryP99?.estimate ?? null), stable: round(stableP99?.estimate ?? null), threshold: describe({ ...latency }), verdict, ...(counts === undefined ? {} : { counts }) },
+    lacks,
+  };
+}
+
+/**
+ * A canary that got far less than its share of a port's new connections or flows over the time it
+ * was eligible (not taken out by passive health): its weight asks `weight` % of them while eligible,
+ * and it fails once the counts show it under half that. Not judged on a port whose weights moved
+ * during the interval (its share then follows neither weight), nor on one with client affinity (its
+ * share is its clients' hashes: a handful of clients can leave a healthy canary with none). Listed
+ * only when it fails.
+ */
+function shareSignals(evidence: Evidence, ports: readonly PortStatus[], affinity: ReadonlySet<string>, confidence: number): SignalResult[] {
+  const results: SignalResult[] = [];
   const { byPort } = sides(evidence, ports);
   const moved = new Set(evidence.weightsMoved);
   for (const port of ports) {
@@ -193,37 +199,77 @@ function hardSignals(evidence: Evidence, ports: readonly PortStatus[], canary: S
     const weight = servedWeight(port);
     const split = byPort.get(portKeyId(port));
     if (split === undefined || weight <= 0 || weight >= 100) continue;
-    const total = newFlows(split.stable) + newFlows(split.canary);
-    if ((total * weight) / 100 < SHARE_MIN_EXPECTED) continue;
-    const share = newFlows(split.canary) / total;
-    if (share < (weight / 100) * STARVED_SHARE) {
-      results.push({ name: 'canaryShare', canary: round(share), stable: null, threshold: `at least ${STARVED_SHARE * weight}% of ${port.service}:${port.port}/${port.protocol} (weight ${weight}%)`, verdict: 'Failed' });
-    }
+    const eligible = Math.min(1, Math.max(0, 1 - split.canaryOutMs / (evidence.intervalMs * Math.max(1, evidence.replicas))));
+    const least = (weight / 100) * eligible * STARVED_SHARE;
+    const counts = { count: newFlows(split.canary), of: newFlows(split.stable) + newFlows(split.canary) };
+    if (counts.of === 0 || rateBound(counts, confidence, 'upper') >= least) continue;
+    results.push({
+      name: 'canaryShare', canary: round(counts.count / counts.of), stable: null, verdict: 'Failed', counts: { canary: counts, stable: null },
+      threshold: `at least ${Math.round(least * 1000) / 10}% of ${port.service}:${port.port}/${port.protocol} (weight ${weight}%, eligible ${Math.round(eligible * 100)}% of the interval)`,
+    });
   }
   return results;
 }
 
-function failureMessage(failed: readonly SignalResult[]): string {
-  return failed.map((result) => (result.name === 'canaryDown'
-    ? `canaryDown: passive health took the canary out ${result.canary} time(s)`
-    : `${result.name}: canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}, threshold ${result.threshold}`)).join('; ');
+function signalText(result: SignalResult, confidence: number): string {
+  const counts = result.counts === undefined ? `canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}` : `canary ${countsText(result.counts.canary)}, stable ${countsText(result.counts.stable)}`;
+  return `${result.name}: ${counts}, threshold ${result.threshold}, ${percentOf(confidence)}`;
+}
+
+function lacksText(lacks: number | undefined): string {
+  return lacks === undefined || !Number.isFinite(lacks) ? 'not decided yet' : `about ${grouped(lacks)} more canary samples to decide`;
+}
+
+/** The pool this interval adds to: the previous one while it was inconclusive (same buckets), else none. */
+function poolOf(previous: AnalysisStatus | undefined, buckets: number): { intervals: number; stable: Side; canary: Side } {
+  const pool = { intervals: 0, stable: emptySide(buckets), canary: emptySide(buckets) };
+  const before = previous?.verdict === 'Inconclusive' ? previous.pooled : undefined;
+  if (before === undefined || before.canary.latency.length !== buckets || before.stable.latency.length !== buckets) return pool;
+  addSides(pool.stable, before.stable);
+  addSides(pool.canary, before.canary);
+  return { ...pool, intervals: before.intervals };
 }
 
 /**
- * The verdict on one interval: Failed on a hard signal or a threshold crossed; Inconclusive with
- * fewer canary samples than minSamples, or none at all whatever minSamples says (never Passed on too
- * little); else Passed. Failures count up in a row; a pass resets them, an inconclusive interval does not.
+ * The verdict on one interval. Evidence accumulates: the counts of every interval since the last
+ * decisive verdict are judged together, so a low-traffic port still decides, later; a decisive
+ * verdict (Passed or Failed) starts afresh, so failures in a row rest on fresh evidence each.
+ * A signal fails when the counts show the canary beyond its threshold at the confidence, passes
+ * when they show it within. The interval fails when a signal fails; passes when every signal
+ * passes on at least minSamples canary samples (and one at least); else is inconclusive, saying what
+ * it lacks. A canary that failed and has had no sample since (passive health holds it out: it is
+ * dead) stays failed. Failures count up in a row; a pass resets them, an inconclusive interval does not.
  */
 export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly PortStatus[], previous: AnalysisStatus | undefined, affinity: ReadonlySet<string> = new Set()): AnalysisStatus {
-  const { stable, canary } = sides(evidence, ports);
-  const samples = newFlows(canary);
+  const confidence = spec.confidence ?? DEFAULT_CONFIDENCE;
+  const interval = sides(evidence, ports);
+  const pool = poolOf(previous, evidence.latencyBucketsMs.length);
+  addSides(pool.stable, interval.stable);
+  addSides(pool.canary, interval.canary);
+  const pooled: PooledEvidence = { ...pool, intervals: pool.intervals + 1 };
+  const samples = asked(interval.canary);
   const minSamples = Math.max(1, spec.minSamples ?? DEFAULT_MIN_SAMPLES);
-  const hard = hardSignals(evidence, ports, canary, affinity);
-  const signals = [...hard, ...thresholdSignals(spec, stable, canary, evidence.latencyBucketsMs)];
+  // The pool, and the interval alone: a canary that turns bad after a long undecided stretch is not
+  // hidden by the good counts before it. A second look, so at a tenth of the error rate.
+  const alone = pooled.intervals === 1 ? [] : thresholdSignals(spec, interval.stable, interval.canary, evidence.latencyBucketsMs, 1 - (1 - confidence) / 10);
+  const judged = thresholdSignals(spec, pooled.stable, pooled.canary, evidence.latencyBucketsMs, confidence)
+    .map((item) => alone.find((fresh) => fresh.result.name === item.result.name && fresh.result.verdict === 'Failed' && item.result.verdict !== 'Failed') ?? item);
+  const signals = [...shareSignals(evidence, ports, affinity, confidence), ...judged.map((item) => item.result)];
   const failed = signals.filter((result) => result.verdict === 'Failed');
-  const verdict: Verdict = hard.length > 0 ? 'Failed' : samples < minSamples ? 'Inconclusive' : failed.length > 0 ? 'Failed' : 'Passed';
+  const open = judged.filter((item) => item.result.verdict === 'Inconclusive');
+  const stillDead = failed.length === 0 && samples === 0 && previous?.verdict === 'Failed';
+  const enough = asked(pooled.canary) >= minSamples;
+  const verdict: Verdict = failed.length > 0 || stillDead ? 'Failed' : open.length === 0 && enough ? 'Passed' : 'Inconclusive';
   const failures = verdict === 'Failed' ? (previous?.failures ?? 0) + 1 : verdict === 'Passed' ? 0 : previous?.failures ?? 0;
-  const message = verdict === 'Failed' ? failureMessage(failed)
-    : verdict === 'Inconclusive' ? `too few samples: ${samples} canary connections/flows, minSamples ${minSamples}` : `${samples} canary connections/flows judged`;
-  return { at: evidence.at, intervalMs: evidence.intervalMs, replicas: evidence.replicas, samples, verdict, signals, failures, message };
+  const over = `${pooled.intervals} interval(s) judged together`;
+  const takenOut = pooled.canary.markedDown > 0 ? `; passive health took the canary out ${pooled.canary.markedDown} time(s), its failed attempts counted as connect errors` : '';
+  const message = stillDead ? `no canary sample since it failed (passive health holds it out): ${previous.message}`
+    : verdict === 'Failed' ? failed.map((result) => signalText(result, confidence)).join('; ') + takenOut
+    : verdict === 'Passed' ? `${grouped(asked(pooled.canary))} canary connections/flows judged (${over}), every threshold within at ${percentOf(confidence)}`
+    : [...(enough ? [] : [`too few samples: ${grouped(asked(pooled.canary))} canary connections/flows over ${over.replace(' judged together', '')}, minSamples ${minSamples}`]),
+      ...open.map((item) => `${signalText(item.result, confidence)}: ${lacksText(item.lacks)}`)].join('; ') + takenOut;
+  return {
+    at: evidence.at, intervalMs: evidence.intervalMs, replicas: evidence.replicas, samples, verdict, confidence, signals, failures, message,
+    ...(verdict === 'Inconclusive' ? { pooled } : {}),
+  };
 }

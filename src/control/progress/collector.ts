@@ -50,6 +50,7 @@ function minus(now: BackendCounters, before: BackendCounters | undefined): Backe
     connectLatency: now.connectLatency.map((count, index) => count - (before.connectLatency[index] ?? 0)),
     sessionsReplied: now.sessionsReplied - before.sessionsReplied,
     markedDown: now.markedDown - before.markedDown,
+    outMs: (now.outMs ?? 0) - (before.outMs ?? 0),
   };
 }
 
@@ -62,6 +63,7 @@ function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounte
     connectLatency: b.connectLatency.map((count, index) => count + (a.connectLatency[index] ?? 0)),
     sessionsReplied: a.sessionsReplied + b.sessionsReplied,
     markedDown: a.markedDown + b.markedDown,
+    outMs: (a.outMs ?? 0) + (b.outMs ?? 0),
   };
 }
 
@@ -128,6 +130,7 @@ export function parseSnapshot(value: unknown, latencyBucketsMs: readonly number[
       if (!isObject(counters)) return undefined;
       const latency = counters.connectLatency;
       if (!(['connections', 'connectErrors', 'resets', 'sessionsReplied', 'markedDown'] as const).every((field) => isCount(counters[field]))) return undefined;
+      if (counters.outMs !== undefined && !isCount(counters.outMs)) return undefined;
       if (!Array.isArray(latency) || latency.length !== latencyBucketsMs.length || !latency.every(isCount)) return undefined;
     }
   }

@@ -27,7 +27,7 @@ export class ProgressMetrics {
     this.#failures = new Gauge({ name: `${METRIC_PREFIX}analysis_failures`, help: 'Failed analysis intervals in a row (the release rolls back at spec.analysis.failureLimit).', registers });
     this.#signal = new Gauge({
       name: `${METRIC_PREFIX}analysis_signal`,
-      help: 'Each signal of the last analysis interval (connectErrorRate, resetRate, connectLatencyP99 in ms, udpReplyRate, canaryShare, canaryDown), for the canary and the stable side.',
+      help: 'Each signal of the last analysis interval (connectErrorRate, resetRate, connectLatencyP99 in ms, udpReplyRate, canaryShare), over the intervals judged together, for the canary and the stable side.',
       labelNames: ['signal', 'side'],
       registers,
     });

@@ -85,6 +85,12 @@ export async function startTestbed(serviceCidr: string, podNet: string, fake: Om
   };
 }
 
+/** A Running, Ready pod whose server the test starts itself (a canary that can be told to go bad, or refuse). */
+export async function podAt(bed: Testbed, name: string, labels: Labels, podIP: string, port: number, protocol: Protocol): Promise<void> {
+  await bed.pods.create({ name, labels, ports: [{ containerPort: port, protocol }] });
+  await bed.pods.setStatus(name, { phase: 'Running', podIP, ready: true });
+}
+
 export interface Attempt {
   /** When it started and when it ended, in milliseconds since the traffic started. */
   readonly at: number;

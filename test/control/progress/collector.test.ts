@@ -9,8 +9,8 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Evidence } from '../../../src/control/progress/analysis.ts';
-import { EvidenceCollector, replicaStatsUrls } from '../../../src/control/progress/collector.ts';
-import type { CounterSnapshot } from '../../../src/dataplane/counters.ts';
+import { EvidenceCollector, intervalCounts, replicaStatsUrls } from '../../../src/control/progress/collector.ts';
+import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/counters.ts';
 import { waitFor } from '../../support/backends.ts';
 
 const BUCKETS = [1, 10];
@@ -58,6 +58,17 @@ describe('the evidence collector', { timeout: 30_000 }, () => {
       assert.equal(item.listeners.l?.canary?.connections, 8, '3 here and 5 there per interval');
       assert.deepEqual(item.weightsMoved, []);
     }
+  });
+
+  it('every counter an interval judges is that interval\'s: connect errors, resets, latencies, UDP replies and take-outs too, not only connections', () => {
+    const at = (counters: BackendCounters): CounterSnapshot => ({ instance: 'a', latencyBucketsMs: BUCKETS, weights: { l: { canary: 10, forked: 90 } }, listeners: { l: { canary: counters } } });
+    const earlier = at({ connections: 100, connectErrors: 7, resets: 5, connectLatency: [60, 40], sessionsReplied: 40, markedDown: 2, outMs: 20_000 });
+    const later = at({ connections: 130, connectErrors: 9, resets: 6, connectLatency: [80, 50], sessionsReplied: 55, markedDown: 3, outMs: 30_000 });
+    assert.deepEqual(intervalCounts(new Map([['a', earlier]]), [later]).listeners.l?.canary,
+      { connections: 30, connectErrors: 2, resets: 1, connectLatency: [20, 10], sessionsReplied: 15, markedDown: 1, outMs: 10_000 });
+    // A canary whose only error, reset and take-out came early has none in a later interval.
+    assert.deepEqual(intervalCounts(new Map([['a', later]]), [at({ ...later.listeners.l!.canary!, connections: 160, connectLatency: [110, 50], sessionsReplied: 85 })]).listeners.l?.canary,
+      { connections: 30, connectErrors: 0, resets: 0, connectLatency: [30, 0], sessionsReplied: 30, markedDown: 0, outMs: 0 });
   });
 
   it('finds each Ready proxy pod\'s /stats: --admin-port in its args, a port named admin, else 9090', () => {

@@ -118,12 +118,13 @@ describe('steps', () => {
   });
 
   it('bad steps hold the release, naming the field', () => {
-    const world = stepped({ steps: [{ weight: 5, pause: { duration: 'soon' } }], analysis: { interval: '1', failureLimit: 0 } });
+    const world = stepped({ steps: [{ weight: 5, pause: { duration: 'soon' } }], analysis: { interval: '1', failureLimit: 0, confidence: 99 } });
     const desired = run(world);
     assert.equal(desired.status.phase, 'Holding');
     assert.match(conditionOf(desired, 'Failure').message, /spec.steps\[0\].pause.duration: "soon" is not a duration like 30s, 2m or 1h/);
     assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.interval: "1" is not a duration of at least 1s/);
     assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.failureLimit: must be an integer >= 1, got 0/);
+    assert.match(conditionOf(desired, 'Failure').message, /spec.analysis.confidence: must be a number above 0.5 and below 1 \(e.g. 0.99\), got 99/);
   });
 });
 
@@ -131,27 +132,30 @@ const ANALYSIS: AnalysisSpec = {
   interval: '30s', minSamples: 50, failureLimit: 2,
   thresholds: { connectErrorRate: { max: 0.05 }, resetRate: { max: 0.02, maxAboveStable: 0.01 }, connectLatencyP99: { maxMs: 250, maxRatioToStable: 2 } },
 };
-const healthy = (ms: number) => evidence(ms, { connections: 900, connectLatency: [800, 100, 0, 0, 0] }, { connections: 100, connectLatency: [90, 10, 0, 0, 0] });
+// Enough samples to show every threshold within at 99 %: no reset in 1 000 canary connections.
+const healthy = (ms: number) => evidence(ms, { connections: 9000, connectLatency: [8000, 1000, 0, 0, 0] }, { connections: 1000, connectLatency: [900, 100, 0, 0, 0] });
 const resetting = (ms: number) => evidence(ms, { connections: 900, resets: 2, connectLatency: [900, 0, 0, 0, 0] }, { connections: 100, resets: 30, connectLatency: [100, 0, 0, 0, 0] });
 
 describe('analysis', () => {
   const port: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 };
 
-  it('judges each signal canary against stable; a crossed threshold fails, naming both values', () => {
+  it('judges each signal canary against stable; a crossed threshold fails, naming both sides\' counts', () => {
     const result = judge(resetting(0), ANALYSIS, [port], undefined);
     assert.equal(result.verdict, 'Failed');
-    assert.deepEqual(result.signals.find((item) => item.name === 'resetRate'), { name: 'resetRate', canary: 0.3, stable: 0.0022, threshold: 'max 0.02, maxAboveStable 0.01', verdict: 'Failed' });
-    assert.match(result.message, /resetRate: canary 0.3, stable 0.0022, threshold max 0.02, maxAboveStable 0.01/);
+    assert.deepEqual(result.signals.find((item) => item.name === 'resetRate'), {
+      name: 'resetRate', canary: 0.3, stable: 0.0022, threshold: 'max 0.02, maxAboveStable 0.01', verdict: 'Failed', counts: { canary: { count: 30, of: 100 }, stable: { count: 2, of: 900 } },
+    });
+    assert.match(result.message, /resetRate: canary 30 of 100, stable 2 of 900, threshold max 0.02, maxAboveStable 0.01, 99 % confidence/);
     assert.equal(judge(healthy(0), ANALYSIS, [port], undefined).verdict, 'Passed');
   });
 
-  it('too few samples is inconclusive, never passed; a canary taken out by passive health fails however few', () => {
+  it('too few samples is inconclusive, never passed; a canary taken out by passive health is judged on its failed attempts', () => {
     const few = evidence(0, { connections: 90 }, { connections: 10 });
     assert.equal(judge(few, ANALYSIS, [port], undefined).verdict, 'Inconclusive');
-    const down = evidence(0, { connections: 400 }, { connections: 2, connectErrors: 5, markedDown: 1 });
+    const down = evidence(0, { connections: 400 }, { connections: 2, connectErrors: 5, markedDown: 1, outMs: 59_000 });
     const result = judge(down, ANALYSIS, [port], undefined);
     assert.equal(result.verdict, 'Failed');
-    assert.match(result.message, /canaryDown: passive health took the canary out 1 time/);
+    assert.match(result.message, /^connectErrorRate: canary 5 of 7, stable 0 of 400, threshold max 0.05, 99 % confidence; passive health took the canary out 1 time\(s\)/);
   });
 
   it('a canary that gets far less than its share fails; not in an interval where the weights moved', () => {
@@ -185,7 +189,7 @@ describe('analysis', () => {
     const latency = judge(slow, ANALYSIS, [port], undefined).signals.find((item) => item.name === 'connectLatencyP99');
     assert.deepEqual([latency?.canary, latency?.stable, latency?.verdict], [92.5, 0.99, 'Failed']);
     // Adjacent buckets (≤1 ms, ≤5 ms) cannot tell 0.98 ms from 1.02 ms: that is no regression.
-    const close = evidence(0, { connections: 500, connectLatency: [500, 0, 0, 0, 0] }, { connections: 100, connectLatency: [0, 100, 0, 0, 0] });
+    const close = evidence(0, { connections: 5000, connectLatency: [5000, 0, 0, 0, 0] }, { connections: 1000, connectLatency: [0, 1000, 0, 0, 0] });
     assert.equal(judge(close, ANALYSIS, [port], undefined).signals.find((item) => item.name === 'connectLatencyP99')?.verdict, 'Passed');
   });
 
@@ -241,7 +245,7 @@ describe('steps gated by analysis, and the rollback', () => {
     ({ world } = settle(world, 40_000));
     assert.equal(world.release?.status?.currentStep, 0, 'inconclusive: the pause is over but the step holds');
     assert.match(world.release?.status?.pause?.reason ?? '', /waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/);
-    assert.match(world.release?.status?.analysis?.message ?? '', /too few samples: 10 canary connections\/flows, minSamples 50/);
+    assert.match(world.release?.status?.analysis?.message ?? '', /too few samples: 10 canary connections\/flows over 1 interval\(s\), minSamples 50/);
     const since = world.release?.status?.pause?.since;
     world.evidence = evidence(55_000, { connections: 90 }, { connections: 10 });
     ({ world } = settle(world, 55_000));
@@ -271,10 +275,10 @@ describe('steps gated by analysis, and the rollback', () => {
     world.evidence = healthy(40_000);
     ({ world } = settle(world, 40_000));
     ({ world } = settle(world, 41_000));
-    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 900, canary: 100, canaryPercent: 10 });
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 9000, canary: 1000, canaryPercent: 10 });
     world.evidence = healthy(70_000);
     ({ world } = settle(world, 70_000));
-    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 1800, canary: 200, canaryPercent: 10 });
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 18000, canary: 2000, canaryPercent: 10 });
   });
 
   it('failureLimit failed intervals in a row roll the release back, with the reason in a Failure condition', () => {
@@ -292,7 +296,7 @@ describe('steps gated by analysis, and the rollback', () => {
     assert.equal(end.release?.status?.transition?.reason, 'AnalysisFailed');
     const failure = end.release?.status?.conditions?.find((item) => item.type === 'Failure');
     assert.equal(failure?.reason, 'AnalysisFailed');
-    assert.match(failure?.message ?? '', /failed 2 analysis interval\(s\) in a row: resetRate: canary 0.3, stable 0.0022, threshold max 0.02/);
+    assert.match(failure?.message ?? '', /failed 2 analysis interval\(s\) in a row: resetRate: canary 30 of 100, stable 2 of 900, threshold max 0.02, maxAboveStable 0.01, 99 % confidence/);
     assert.deepEqual([last?.mode, last?.l4Config.listeners], ['archived', []], 'the release is done: the proxy serves nothing');
     assert.deepEqual([end.release?.status?.analysis?.verdict, end.release?.status?.analysis?.failures], ['Failed', 2], 'the verdict that decided it stands');
     assert.deepEqual([end.release?.status?.step, end.release?.status?.pause ?? null], ['1/2', null], 'the step it ended at; no pause runs');

@@ -1,0 +1,131 @@
+// The analysis with confidence (issue 21) end to end, with real traffic through the kube-proxy
+// simulation and `analysis: {interval: 1s, minSamples: 10, failureLimit: 2}` as a new user writes it:
+// - a canary as good as its stable, both resetting 3 % of connections at random, over 20+ intervals
+//   of ~25 canary samples: not rolled back;
+// - a canary resetting 15 % against a stable resetting 3 %: rolled back, the condition giving counts;
+// - a dead canary: rolled back within failureLimit × interval plus one passive-health timeout.
+// The simulation accepts a connection before it knows its endpoint refuses, then resets it (a
+// userspace stand-in for kube-proxy's REJECT cannot refuse the handshake): a refusing canary reaches
+// the proxy as resets, never as connect errors and passive-health take-outs. Those — the 1.5 s blip,
+// the dead canary held out and probed — are judged on a live data plane in
+// test/control/progress/live.test.ts.
+
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Socket } from 'node:net';
+import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec } from '../../../src/api/types.ts';
+import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
+import { seededRandom } from '../../../src/util/seeded-random.ts';
+import { sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
+import { conditionOf, createRelease, getRelease, startProxy, waitForRelease, type InProcessProxy } from './cluster.ts';
+import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+
+const INTERVAL_MS = 1_000;
+const FAILURE_LIMIT = 2;
+const PROXY_BASES = { equal: 26200, worse: 26300, dead: 26400 };
+
+const analysis = (thresholds: AnalysisSpec['thresholds']): AnalysisSpec => ({ interval: `${INTERVAL_MS / 1000}s`, minSamples: 10, failureLimit: FAILURE_LIMIT, thresholds });
+const THRESHOLDS: AnalysisSpec['thresholds'] = { connectErrorRate: { max: 0.05 }, resetRate: { maxAboveStable: 0.02 } };
+
+const entry = (service: string, port: number): CanaryServiceSpec => ({ service, canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port, protocol: 'TCP' }] });
+
+const manifest = (name: string, port: number, targetPort: number) => ({
+  apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { selector: { app: name, version: 'v1' }, ports: [{ name: 'main', port, targetPort, protocol: 'TCP' }] },
+});
+
+/** A server answering `answer`, resetting each connection with probability `resetShare` (seeded: the same resets each run). */
+function resetting(answer: string, resetShare: number, seed: number, host: string, port: number): Promise<TcpBackend> {
+  const random = seededRandom(seed);
+  return startTcpBackend((socket: Socket) => {
+    if (random() < resetShare) socket.resetAndDestroy();
+    else socket.end(answer);
+  }, host, port);
+}
+
+const rolledBack = (release: CanaryRelease | undefined) => release?.status?.transition?.reason === 'AnalysisFailed';
+
+describe('analysis with confidence, with real traffic', { timeout: 150_000 }, () => {
+  let bed: Testbed;
+  const proxies: InProcessProxy[] = [];
+  const servers: TcpBackend[] = [];
+  const traffic: Traffic[] = [];
+
+  before(async () => {
+    bed = await startTestbed('127.0.96.0/24', '127.0.97');
+  });
+
+  after(async () => {
+    await Promise.all(traffic.map((item) => item.stop()));
+    await Promise.all(proxies.map((proxy) => proxy.stop()));
+    await Promise.all(servers.map((server) => server.close()));
+    await bed.stop();
+  });
+
+  /**
+   * A Service `name` (port 9000 + index, target 8000 + index), its stable pod and a canary pod
+   * (Ready; `canary` serves it, or nothing does), a proxy, a release at 50 % held there, and
+   * clients through the Service from once it serves.
+   */
+  async function release(name: string, index: number, stable: (host: string, port: number) => Promise<TcpBackend>,
+    canary: ((host: string, port: number) => Promise<TcpBackend>) | undefined, pauseMs: number): Promise<{ clients: Traffic; servingAt: number }> {
+    const [servicePort, targetPort, stableIp, canaryIp] = [9000 + index, 8000 + index, `127.0.97.${10 + 2 * index}`, `127.0.97.${11 + 2 * index}`];
+    await bed.kubectl('apply', '-f', await bed.kubectl.manifest(`${name}.yaml`, manifest(name, servicePort, targetPort)));
+    servers.push(await stable(stableIp, targetPort));
+    if (canary !== undefined) servers.push(await canary(canaryIp, targetPort));
+    await podAt(bed, `${name}-v1`, { app: name, version: 'v1' }, stableIp, targetPort, 'TCP');
+    await podAt(bed, `${name}-v2`, { app: name, version: 'v2' }, canaryIp, targetPort, 'TCP');
+    await bed.startProxyPod(`${name}-v2`);
+    proxies.push(await startProxy(bed.cluster, `${name}-v2`, PROXY_BASES[name as keyof typeof PROXY_BASES]));
+    await createRelease(bed.cluster, `${name}-v2`, { services: [entry(name, servicePort)], steps: [{ weight: 50, pause: {} }], analysis: analysis(THRESHOLDS) });
+    await waitForRelease(bed.cluster, `${name}-v2`, 'the Service taken over', (found) => found?.status?.stepStartedAt !== undefined, 20_000);
+    const ip = await bed.clusterIp(name);
+    const clients = startTraffic(() => ip, servicePort, 'TCP', { pauseMs, maxMs: 90_000 });
+    traffic.push(clients);
+    return { clients, servingAt: Date.now() };
+  }
+
+  /** Every interval judged until `ms` from now, by its end: verdict, failures, canary samples. */
+  async function watch(name: string, ms: number): Promise<{ intervals: Map<string, { verdict: string; failures: number; samples: number }>; release: CanaryRelease | undefined }> {
+    const intervals = new Map<string, { verdict: string; failures: number; samples: number }>();
+    const until = Date.now() + ms;
+    let found: CanaryRelease | undefined;
+    while (Date.now() < until) {
+      found = await getRelease(bed.cluster, `${name}-v2`);
+      const judged = found?.status?.analysis;
+      if (judged !== undefined) intervals.set(judged.at, { verdict: judged.verdict, failures: judged.failures, samples: judged.samples });
+      if (rolledBack(found)) break;
+      await sleep(150);
+    }
+    return { intervals, release: found };
+  }
+
+  it('a canary as good as its stable, both resetting 3 % at random, over 20+ intervals of ~25 samples, is not rolled back', async (t) => {
+    await release('equal', 1, (host, port) => resetting('stable', 0.03, 3, host, port), (host, port) => resetting('canary', 0.03, 4, host, port), 15);
+    const { intervals, release: found } = await watch('equal', 24 * INTERVAL_MS);
+    const judged = [...intervals.values()];
+    const samples = judged.map((item) => item.samples);
+    t.diagnostic(`${judged.length} intervals, canary samples per interval ${Math.min(...samples)}–${Math.max(...samples)} (mean ${Math.round(samples.reduce((a, b) => a + b, 0) / samples.length)}); ` +
+      `verdicts ${judged.map((item) => item.verdict[0]).join('')}`);
+    assert.ok(judged.length >= 20, `20+ intervals judged: ${judged.length}`);
+    assert.ok(samples.reduce((a, b) => a + b, 0) / samples.length >= 10, 'each with samples');
+    assert.equal(rolledBack(found), false, `not rolled back: ${found?.status?.analysis?.message}`);
+  });
+
+  it('a canary resetting 15 % against a stable resetting 3 % is rolled back, the Failure condition giving counts', async (t) => {
+    const { servingAt } = await release('worse', 2, (host, port) => resetting('stable', 0.03, 5, host, port), (host, port) => resetting('canary', 0.15, 6, host, port), 5);
+    const found = await waitForRelease(bed.cluster, 'worse-v2', 'rolled back', rolledBack, 60_000);
+    t.diagnostic(`rolled back ${Date.now() - servingAt} ms after it began serving: ${conditionOf(found, 'Failure')?.message}`);
+    assert.equal(conditionOf(found, 'Failure')?.reason, 'AnalysisFailed');
+    assert.match(conditionOf(found, 'Failure')?.message ?? '',
+      /failed 2 analysis interval\(s\) in a row: resetRate: canary \d+ of [\d ]+, stable \d+ of [\d ]+, threshold maxAboveStable 0.02, 99 % confidence/);
+  });
+
+  it('a dead canary (every connection refused: reset by the simulation) is rolled back within failureLimit × interval plus one passive-health timeout', async (t) => {
+    const { servingAt } = await release('dead', 3, (host, port) => resetting('stable', 0, 7, host, port), undefined, 10);
+    const found = await waitForRelease(bed.cluster, 'dead-v2', 'rolled back', rolledBack, 30_000);
+    const afterMs = Date.now() - servingAt;
+    t.diagnostic(`rolled back ${afterMs} ms after it began serving: ${conditionOf(found, 'Failure')?.message}`);
+    assert.ok(afterMs <= FAILURE_LIMIT * INTERVAL_MS + DEFAULT_FAIL_TIMEOUT_MS + 2_500, `within failureLimit × interval + one passive-health timeout (${afterMs} ms)`);
+    assert.match(conditionOf(found, 'Failure')?.message ?? '', /resetRate: canary (\d+) of \1, stable 0 of [\d ]+, threshold maxAboveStable 0.02, 99 % confidence/);
+  });
+});
