@@ -282,6 +282,23 @@ describe('steps gated by analysis, and the rollback', () => {
     assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 1800, canary: 200, canaryPercent: 10 });
   });
 
+  it('the split at the step in force starts from zero when the step changes; the release\'s keeps counting', () => {
+    let { world } = settle(analysed(), 0);
+    world.evidence = evidence(20_000, { connections: 450, connectLatency: [450, 0, 0, 0, 0] }, { connections: 50, connectLatency: [50, 0, 0, 0, 0] });
+    ({ world } = settle(world, 20_000));
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achievedStep, { step: 0, stable: 450, canary: 50, canaryPercent: 10 });
+    // This interval passes step 1: it is counted into step 1's split, which then gives way to step 2's.
+    world.evidence = healthy(40_000);
+    ({ world } = settle(world, 40_000));
+    assert.equal(world.release?.status?.currentStep, 1);
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achievedStep, { step: 1, stable: 0, canary: 0, canaryPercent: 0 });
+    world.evidence = evidence(70_000, { connections: 500, connectLatency: [500, 0, 0, 0, 0] }, { connections: 500, connectLatency: [500, 0, 0, 0, 0] });
+    ({ world } = settle(world, 70_000));
+    ({ world } = settle(world, 71_000));
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achievedStep, { step: 1, stable: 500, canary: 500, canaryPercent: 50 }, 'counted once');
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 1850, canary: 650, canaryPercent: 26 });
+  });
+
   it('failureLimit failed intervals in a row roll the release back, with the reason in a Failure condition', () => {
     let { world } = settle(analysed(), 0);
     world.evidence = resetting(30_000);
