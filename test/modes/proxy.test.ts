@@ -1,18 +1,19 @@
 // `canary-l4 proxy` as a user runs it: one-line errors for bad flags, the environment fallbacks,
-// readiness and metrics on the admin port, and a SIGTERM that exits 0 promptly even while an API
-// call hangs.
+// readiness and metrics on the admin port, a SIGTERM that exits 0 promptly even while an API call
+// hangs, and what it does once its release is over (on a host, exit; in a pod, stay).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../support/backends.ts';
 import { MAIN, runCli } from '../support/serve-child.ts';
 import {
-  createRelease, createService, NAMESPACE, PROXY_USER, serviceEntry, serving, setWeight, startCluster, waitForRelease,
-  writeProxyKubeconfig, type Cluster,
+  createRelease, createService, getRelease, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, setWeight, startCluster,
+  waitForRelease, writeProxyKubeconfig, type Cluster,
 } from '../control/controller/cluster.ts';
 
 const PORT_BASE = 29500;
@@ -87,6 +88,53 @@ describe('canary-l4 proxy', { timeout: 40_000 }, () => {
       } finally {
         cluster.api.faults.reset();
         child.kill('SIGKILL');
+      }
+    });
+
+    /** `canary-l4 proxy` for `release`, its env without KUBERNETES_SERVICE_HOST unless `inPod`. */
+    function startChild(release: string, portBase: number, inPod: boolean) {
+      const { KUBERNETES_SERVICE_HOST: _, ...env } = process.env;
+      const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', release,
+        '--port-base', String(portBase), '--admin-port', '0', '--admin-host', '127.0.0.1', '--hand-back-grace', '1'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: inPod ? { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' } : env,
+      });
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      return { child, exited, stdout: () => stdout };
+    }
+
+    it('run by hand, exits 0 once its release is over, saying so', async () => {
+      await createService(cluster, 'over', [{ name: 'http', port: 8901 }]);
+      await createRelease(cluster, 'over-v2', { services: [serviceEntry('over', [{ port: 8901, weight: 10 }])] });
+      const proxy = startChild('over-v2', PORT_BASE + 10, false);
+      try {
+        await waitForRelease(cluster, 'over-v2', 'serving', serving);
+        await patchRelease(cluster, 'over-v2', { spec: { transition: 'Deprecated' } });
+        const code = await Promise.race([proxy.exited, delay(20_000, 'still running')]);
+        assert.equal(code, 0, proxy.stdout());
+        assert.equal((await getRelease(cluster, 'over-v2'))?.status?.phase, 'Deprecated', 'it exits only once the phase is written');
+        assert.match(proxy.stdout(), /"msg":"release over-v2 is Deprecated; nothing left to serve; exiting"/);
+      } finally {
+        proxy.child.kill('SIGKILL');
+      }
+    });
+
+    it('in a pod, stays once its release is over (a pod that exits is restarted), saying why', async () => {
+      await createService(cluster, 'kept', [{ name: 'http', port: 8902 }]);
+      await createRelease(cluster, 'kept-v2', { services: [serviceEntry('kept', [{ port: 8902, weight: 10 }])] });
+      const proxy = startChild('kept-v2', PORT_BASE + 20, true);
+      try {
+        await waitForRelease(cluster, 'kept-v2', 'serving', serving);
+        await patchRelease(cluster, 'kept-v2', { spec: { transition: 'Deprecated' } });
+        await waitFor(() => proxy.stdout().includes('"msg":"release kept-v2 is Deprecated; nothing left to serve; staying up until this pod\'s Deployment is deleted'), 'the proxy saying it stays', 20_000);
+        const code = await Promise.race([proxy.exited, delay(1_500, 'still running')]);
+        assert.equal(code, 'still running');
+        proxy.child.kill('SIGTERM');
+        assert.equal(await proxy.exited, 0);
+      } finally {
+        proxy.child.kill('SIGKILL');
       }
     });
   });
