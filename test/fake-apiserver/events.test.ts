@@ -90,6 +90,11 @@ describe('Events through kubectl', { skip: (await hasKubectl()) ? false : 'kubec
     assert.deepEqual([...listed].sort(), ['event/c1.refused', 'event/c1.weight', 'event/web.changed']);
     const stored = await k('get', 'event', 'c1.weight', '-o', 'jsonpath={.lastTimestamp}');
     assert.match(stored, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    // Printed (a Table whose rows carry the whole objects, includeObject=Object, to sort on).
+    const printed = (await k('get', 'events', '--sort-by=.lastTimestamp')).trim().split('\n');
+    assert.match(printed[0]!, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
+    assert.equal(printed.length, 4, printed.join('\n'));
+    assert.match(printed[1]!, /^\S+\s+Normal\s+SelectorChanged\s+service\/web\s/, 'the oldest first');
   });
 
   it('kubectl describe <custom kind> shows the events about it', async () => {
