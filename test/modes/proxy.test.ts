@@ -91,27 +91,36 @@ describe('canary-l4 proxy', { timeout: 40_000 }, () => {
       }
     });
 
-    /** `canary-l4 proxy` for `release`, its env without KUBERNETES_SERVICE_HOST unless `inPod`. */
-    function startChild(release: string, portBase: number, inPod: boolean) {
+    /**
+     * A release of Service `service` (port `port`) served by `canary-l4 proxy` run as a child, its env
+     * without KUBERNETES_SERVICE_HOST unless `inPod`; once it serves, the release is deprecated.
+     */
+    async function endedRelease(service: string, port: number, inPod: boolean) {
+      const release = `${service}-v2`;
+      await createService(cluster, service, [{ name: 'http', port }]);
+      await createRelease(cluster, release, { services: [serviceEntry(service, [{ port, weight: 10 }])] });
       const { KUBERNETES_SERVICE_HOST: _, ...env } = process.env;
       const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', release,
-        '--port-base', String(portBase), '--admin-port', '0', '--admin-host', '127.0.0.1', '--hand-back-grace', '1'], {
+        '--port-base', String(PORT_BASE + port - 8900), '--admin-port', '0', '--admin-host', '127.0.0.1', '--hand-back-grace', '1'], {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: inPod ? { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' } : env,
       });
       let stdout = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        await waitForRelease(cluster, release, 'serving', serving);
+        await patchRelease(cluster, release, { spec: { transition: 'Deprecated' } });
+      } catch (err) {
+        child.kill('SIGKILL');
+        throw err;
+      }
       return { child, exited, stdout: () => stdout };
     }
 
     it('run by hand, exits 0 once its release is over, saying so', async () => {
-      await createService(cluster, 'over', [{ name: 'http', port: 8901 }]);
-      await createRelease(cluster, 'over-v2', { services: [serviceEntry('over', [{ port: 8901, weight: 10 }])] });
-      const proxy = startChild('over-v2', PORT_BASE + 10, false);
+      const proxy = await endedRelease('over', 8901, false);
       try {
-        await waitForRelease(cluster, 'over-v2', 'serving', serving);
-        await patchRelease(cluster, 'over-v2', { spec: { transition: 'Deprecated' } });
         const code = await Promise.race([proxy.exited, delay(20_000, 'still running')]);
         assert.equal(code, 0, proxy.stdout());
         assert.equal((await getRelease(cluster, 'over-v2'))?.status?.phase, 'Deprecated', 'it exits only once the phase is written');
@@ -122,12 +131,8 @@ describe('canary-l4 proxy', { timeout: 40_000 }, () => {
     });
 
     it('in a pod, stays once its release is over (a pod that exits is restarted), saying why', async () => {
-      await createService(cluster, 'kept', [{ name: 'http', port: 8902 }]);
-      await createRelease(cluster, 'kept-v2', { services: [serviceEntry('kept', [{ port: 8902, weight: 10 }])] });
-      const proxy = startChild('kept-v2', PORT_BASE + 20, true);
+      const proxy = await endedRelease('kept', 8902, true);
       try {
-        await waitForRelease(cluster, 'kept-v2', 'serving', serving);
-        await patchRelease(cluster, 'kept-v2', { spec: { transition: 'Deprecated' } });
         await waitFor(() => proxy.stdout().includes('"msg":"release kept-v2 is Deprecated; nothing left to serve; staying up until this pod\'s Deployment is deleted'), 'the proxy saying it stays', 20_000);
         const code = await Promise.race([proxy.exited, delay(1_500, 'still running')]);
         assert.equal(code, 'still running');

@@ -8,7 +8,7 @@ import { achievedWith, judge, type Evidence } from '../progress/analysis.ts';
 import { achievedAtStep } from '../progress/step-split.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
 import { portKeyId } from '../service/ports.ts';
-import type { StepPlan } from '../progress/steps.ts';
+import { beganInStep, type StepPlan } from '../progress/steps.ts';
 import { affinityListeners, formatWeights } from '../service/l4.ts';
 import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyPortsOf } from '../service/originals.ts';
 import { applyMergePatch, finalizerPatch } from '../service/patches.ts';
@@ -139,13 +139,16 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
   const recordedStep = context.observed.release.status?.currentStep;
   // Without a plan of steps this pass the step in force is the recorded one.
   const stepInForce = steps?.currentStep ?? recordedStep;
+  const { evidence } = context.observed;
+  const stepStartedAt = context.observed.release.status?.stepStartedAt;
+  const countedInStep = judged.countedAt !== undefined && evidence !== undefined && stepStartedAt !== undefined && beganInStep(evidence, stepStartedAt);
   const counted = ports.map((port) => {
     const key = portKeyId(port);
     const achieved = judged.achieved.get(key);
     const recorded = context.recorded.find((other) => portKeyId(other) === key);
     const achievedStep = stepInForce === undefined || (context.observed.release.spec?.steps ?? []).length === 0
       ? undefined
-      : achievedAtStep({ recordedStep: recorded?.achievedStep, before: recorded?.achieved, after: achieved }, recordedStep, stepInForce);
+      : achievedAtStep({ recordedStep: recorded?.achievedStep, before: recorded?.achieved, after: achieved }, recordedStep, stepInForce, countedInStep);
     return { ...port, ...(achieved === undefined ? {} : { achieved }), ...(achievedStep === undefined ? {} : { achievedStep }) };
   });
   return {
