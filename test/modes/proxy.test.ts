@@ -18,7 +18,7 @@ import {
 
 const PORT_BASE = 29500;
 
-describe('canary-l4 proxy', { timeout: 40_000 }, () => {
+describe('canary-l4 proxy', { timeout: 90_000 }, () => {
   for (const [args, message] of [
     [['proxy', '--canary-release', 'web-v2'], 'canary-l4: --namespace: required (or set CANARY_RELEASE_NAMESPACE)'],
     [['proxy', '-n', 'shop'], 'canary-l4: --canary-release: required (or set CANARY_RELEASE_NAME)'],
