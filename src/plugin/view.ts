@@ -15,10 +15,12 @@ function since(at: string | undefined, now: Date): string {
 
 const value = (number: number | null | undefined) => (number === null || number === undefined ? '-' : String(number));
 
-/** The canary's share since the step in force began, e.g. `49.6% (251 of 506)`; `-` when status has none for that step. */
+/** The canary's share since the step in force began, e.g. `49.6% (251 of 506)`; `none yet` before
+ * an interval served at its weight throughout is counted; `-` when status has none for that step. */
 function stepShare(split: StepAchievedSplit | undefined, currentStep: number | undefined): string {
   if (split === undefined || split.step !== currentStep) return '-';
-  return `${split.canaryPercent}% (${split.canary} of ${split.stable + split.canary})`;
+  const total = split.stable + split.canary;
+  return total === 0 ? 'none yet' : `${split.canaryPercent}% (${split.canary} of ${total})`;
 }
 
 /** A table per Service port (configured, served, achieved), the step, the last analysis, the conditions. */
