@@ -105,9 +105,15 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: inPod ? { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' } : env,
       });
+      // A proxy in a pod stays up for good: it must not outlive a test run cut short (--test-force-exit).
+      const killChild = () => child.kill('SIGKILL');
+      process.once('exit', killChild);
       let stdout = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+        process.off('exit', killChild);
+        resolve(code);
+      }));
       try {
         await waitForRelease(cluster, release, 'serving', serving);
         await patchRelease(cluster, release, { spec: { transition: 'Deprecated' } });
