@@ -175,6 +175,8 @@ export interface PortStatus {
   readonly served?: number;
   /** New connections (TCP) or flows (UDP) to each side since the release began, every replica counted. */
   readonly achieved?: AchievedSplit;
+  /** With steps: the same, since the step in force began (it starts from zero at each step). */
+  readonly achievedStep?: StepAchievedSplit;
 }
 
 export interface AchievedSplit {
@@ -182,6 +184,11 @@ export interface AchievedSplit {
   readonly canary: number;
   /** canary / (stable + canary), in percent, one decimal. */
   readonly canaryPercent: number;
+}
+
+export interface StepAchievedSplit extends AchievedSplit {
+  /** The step these counts were served at: status.currentStep (0 is the first step). */
+  readonly step: number;
 }
 
 export type Verdict = 'Passed' | 'Failed' | 'Inconclusive';

@@ -46,6 +46,9 @@ export interface ControllerOptions {
   readonly identity?: string;
   /** Told of every config the data plane took (e.g. to keep it in --state-dir). */
   readonly onServed?: (config: L4Config) => void;
+  /** Told after each pass that finds the release over (Adopted or Deprecated, its hand-back grace
+   * past, nothing left to write): the proxy has nothing left to serve. */
+  readonly onOver?: (phase: 'Adopted' | 'Deprecated') => void;
 }
 
 /** How long a pass waits for the caches to show the previous pass's own writes (own-writes.ts). */
@@ -311,6 +314,8 @@ export class Controller {
       if (leading()) this.#recordDecisions(release, desired, done);
     }
     if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
+    const phase = release.status?.phase;
+    if (desired.mode === 'archived' && desired.steps.length === 0 && (phase === 'Adopted' || phase === 'Deprecated')) this.#options.onOver?.(phase);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };
     if (desired.requeueAfterMs !== undefined) return { requeueAfterMs: desired.requeueAfterMs };

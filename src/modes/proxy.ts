@@ -54,6 +54,7 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     isLeader: () => elector?.isLeader ?? true,
     identity,
     onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
+    onOver: (phase) => whenOver(phase),
   });
   elector = startLeadership({
     coordination: clients.coordination, namespace, name: `canary-l4-${release}`, identity, leaseDurationMs: options.leaseDurationMs,
@@ -63,14 +64,30 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     { namespace, release, proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides },
     'proxy started',
   );
-  exitOnSignals(runtime.log, async () => {
+  let stopping: Promise<void> | undefined;
+  const stop = () => (stopping ??= (async () => {
     const stopped = await Promise.race([
       Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
       delay(CONTROLLER_STOP_MS, false, { ref: false }),
     ]);
     if (!stopped) runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
     await runtime.stop(options.drainMs);
-  });
+  })());
+  exitOnSignals(runtime.log, stop);
+  // A release that is over never runs again (a new release is a new CanaryRelease). Run by hand, the
+  // proxy exits; in a pod it stays, since the pod would only be restarted: the manager deletes its
+  // proxy Deployment once the phase is set, and a standalone one is for its owner to delete.
+  let saidOver = false;
+  const whenOver = (phase: 'Adopted' | 'Deprecated') => {
+    if (saidOver) return;
+    saidOver = true;
+    if (process.env.KUBERNETES_SERVICE_HOST !== undefined) {
+      runtime.log.info({ phase }, `release ${release} is ${phase}; nothing left to serve; staying up until this pod's Deployment is deleted (a pod that exits is restarted)`);
+      return;
+    }
+    runtime.log.info({ phase }, `release ${release} is ${phase}; nothing left to serve; exiting`);
+    void stop().catch((err: Error) => runtime.log.error({ err }, 'error while stopping')).then(() => process.exit(0));
+  };
 }
 
 /**

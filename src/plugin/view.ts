@@ -3,7 +3,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { ReleasePlan } from '../control/index.ts';
 import { formatSelector } from '../api/labels.ts';
-import type { CanaryRelease, CanaryReleaseSpec, SignalCounts } from '../api/types.ts';
+import type { CanaryRelease, CanaryReleaseSpec, SignalCounts, StepAchievedSplit } from '../api/types.ts';
 import { formatTable } from '../util/text-table.ts';
 
 function since(at: string | undefined, now: Date): string {
@@ -14,6 +14,14 @@ function since(at: string | undefined, now: Date): string {
 }
 
 const value = (number: number | null | undefined) => (number === null || number === undefined ? '-' : String(number));
+
+/** The canary's share since the step in force began, e.g. `49.6% (251 of 506)`; `none yet` before
+ * an interval served at its weight throughout is counted; `-` when status has none for that step. */
+function stepShare(split: StepAchievedSplit | undefined, currentStep: number | undefined): string {
+  if (split === undefined || split.step !== currentStep) return '-';
+  const total = split.stable + split.canary;
+  return total === 0 ? 'none yet' : `${split.canaryPercent}% (${split.canary} of ${total})`;
+}
 
 /** A table per Service port (configured, served, achieved), the step, the last analysis, the conditions. */
 export function formatStatus(release: CanaryRelease, now: Date): string {
@@ -29,12 +37,15 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   if (status.pause != null) lines.push(`Pause: ${status.pause.reason}, since ${since(status.pause.since, now)}`);
   lines.push('');
   const ports = status.ports ?? [];
+  // With steps, the split since the step in force began beside the release's (which counts from its start).
+  const stepColumn = steps.length > 0;
   if (ports.length === 0) lines.push('Ports: none through the proxy (not taken over yet, or handed back)');
-  else lines.push(formatTable(['SERVICE', 'PORT', 'PROXY PORT', 'CONFIGURED', 'SERVED', 'ACHIEVED STABLE', 'ACHIEVED CANARY', 'CANARY %'],
+  else lines.push(formatTable(['SERVICE', 'PORT', 'PROXY PORT', 'CONFIGURED', 'SERVED', 'ACHIEVED STABLE', 'ACHIEVED CANARY', 'CANARY %', ...(stepColumn ? ['THIS STEP'] : [])],
     ports.map((port) => [
       port.service, `${port.port}/${port.protocol}`, String(port.proxyPort),
       `${port.weight}%${port.override === null ? '' : ` (--weight ${port.override}%)`}`, port.served === undefined ? '-' : `${port.served}%`,
       value(port.achieved?.stable), value(port.achieved?.canary), port.achieved === undefined ? '-' : `${port.achieved.canaryPercent}%`,
+      ...(stepColumn ? [stepShare(port.achievedStep, status.currentStep)] : []),
     ])));
   const analysis = status.analysis;
   if (analysis !== undefined) {

@@ -37,7 +37,7 @@ before(async () => {
   for (const body of [
     event('c1.weight', c1),
     event('c1.refused', c1, { reason: 'TakeoverRefused', type: 'Warning', source: {}, reportingComponent: 'canary-l4-proxy' }),
-    event('web.changed', web, { reason: 'SelectorChanged' }),
+    event('web.changed', web, { reason: 'SelectorChanged', firstTimestamp: new Date(Date.now() - 60_000), lastTimestamp: new Date(Date.now() - 60_000) }),
   ])
     await core.createNamespacedEvent({ namespace: ns, body });
 });
@@ -81,6 +81,20 @@ describe('Events through kubectl', { skip: (await hasKubectl()) ? false : 'kubec
   it('kubectl get events --field-selector involvedObject.name=…', async () => {
     const out = await k('get', 'events', '--field-selector', 'involvedObject.name=c1', '-o', 'name');
     assert.deepEqual(out.trim().split('\n').sort(), ['event/c1.refused', 'event/c1.weight']);
+  });
+
+  it('kubectl get events --sort-by=.lastTimestamp lists them oldest first (client-node sends milliseconds; stored in whole seconds)', async () => {
+    const out = await k('get', 'events', '--sort-by=.lastTimestamp', '-o', 'name');
+    const listed = out.trim().split('\n');
+    assert.equal(listed[0], 'event/web.changed', out);
+    assert.deepEqual([...listed].sort(), ['event/c1.refused', 'event/c1.weight', 'event/web.changed']);
+    const stored = await k('get', 'event', 'c1.weight', '-o', 'jsonpath={.lastTimestamp}');
+    assert.match(stored, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    // Printed (a Table whose rows carry the whole objects, includeObject=Object, to sort on).
+    const printed = (await k('get', 'events', '--sort-by=.lastTimestamp')).trim().split('\n');
+    assert.match(printed[0]!, /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
+    assert.equal(printed.length, 4, printed.join('\n'));
+    assert.match(printed[1]!, /^\S+\s+Normal\s+SelectorChanged\s+service\/web\s/, 'the oldest first');
   });
 
   it('kubectl describe <custom kind> shows the events about it', async () => {

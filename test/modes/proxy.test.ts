@@ -1,6 +1,6 @@
 // `canary-l4 proxy` as a user runs it: one-line errors for bad flags, the environment fallbacks,
-// readiness and metrics on the admin port, and a SIGTERM that exits 0 promptly even while an API
-// call hangs.
+// readiness and metrics on the admin port, a SIGTERM that exits 0 promptly even while an API call
+// hangs, and what it does once its release is over (on a host, exit; in a pod, stay).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -8,19 +8,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { freePort, sleep, waitFor } from '../support/backends.ts';
 import { validateConfig } from '../../src/config/load.ts';
 import { saveServedConfig } from '../../src/runtime/state-dir.ts';
 import { MAIN, runCli } from '../support/serve-child.ts';
 import {
-  createRelease, createService, NAMESPACE, PROXY_USER, serviceEntry, serving, setWeight, startCluster, waitForRelease,
-  writeProxyKubeconfig, type Cluster,
+  createRelease, createService, getRelease, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, setWeight, startCluster,
+  waitForRelease, writeProxyKubeconfig, type Cluster,
 } from '../control/controller/cluster.ts';
 
 const PORT_BASE = 29500;
 
-describe('canary-l4 proxy', { timeout: 60_000 }, () => {
+describe('canary-l4 proxy', { timeout: 90_000 }, () => {
   for (const [args, message] of [
     [['proxy', '--canary-release', 'web-v2'], 'canary-l4: --namespace: required (or set CANARY_RELEASE_NAMESPACE)'],
     [['proxy', '-n', 'shop'], 'canary-l4: --canary-release: required (or set CANARY_RELEASE_NAME)'],
@@ -113,6 +114,64 @@ describe('canary-l4 proxy', { timeout: 60_000 }, () => {
         assert.ok(refused, 'the other release\'s listener is not served');
       } finally {
         child.kill('SIGKILL');
+        }
+      });
+
+    /**
+     * A release of Service `service` (port `port`) served by `canary-l4 proxy` run as a child, its env
+     * without KUBERNETES_SERVICE_HOST unless `inPod`; once it serves, the release is deprecated.
+     */
+    async function endedRelease(service: string, port: number, inPod: boolean) {
+      const release = `${service}-v2`;
+      await createService(cluster, service, [{ name: 'http', port }]);
+      await createRelease(cluster, release, { services: [serviceEntry(service, [{ port, weight: 10 }])] });
+      const { KUBERNETES_SERVICE_HOST: _, ...env } = process.env;
+      const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', release,
+        '--port-base', String(PORT_BASE + port - 8900), '--admin-port', '0', '--admin-host', '127.0.0.1', '--hand-back-grace', '1'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: inPod ? { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' } : env,
+      });
+      // A proxy in a pod stays up for good: it must not outlive a test run cut short (--test-force-exit).
+      const killChild = () => child.kill('SIGKILL');
+      process.once('exit', killChild);
+      let stdout = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+        process.off('exit', killChild);
+        resolve(code);
+      }));
+      try {
+        await waitForRelease(cluster, release, 'serving', serving);
+        await patchRelease(cluster, release, { spec: { transition: 'Deprecated' } });
+      } catch (err) {
+        child.kill('SIGKILL');
+        throw err;
+      }
+      return { child, exited, stdout: () => stdout };
+    }
+
+    it('run by hand, exits 0 once its release is over, saying so', async () => {
+      const proxy = await endedRelease('over', 8901, false);
+      try {
+        const code = await Promise.race([proxy.exited, delay(20_000, 'still running')]);
+        assert.equal(code, 0, proxy.stdout());
+        assert.equal((await getRelease(cluster, 'over-v2'))?.status?.phase, 'Deprecated', 'it exits only once the phase is written');
+        assert.match(proxy.stdout(), /"msg":"release over-v2 is Deprecated; nothing left to serve; exiting"/);
+      } finally {
+        proxy.child.kill('SIGKILL');
+      }
+    });
+
+    it('in a pod, stays once its release is over (a pod that exits is restarted), saying why', async () => {
+      const proxy = await endedRelease('kept', 8902, true);
+      try {
+        await waitFor(() => proxy.stdout().includes('"msg":"release kept-v2 is Deprecated; nothing left to serve; staying up until this pod\'s Deployment is deleted'), 'the proxy saying it stays', 20_000);
+        const code = await Promise.race([proxy.exited, delay(1_500, 'still running')]);
+        assert.equal(code, 'still running');
+        proxy.child.kill('SIGTERM');
+        assert.equal(await proxy.exited, 0);
+      } finally {
+        proxy.child.kill('SIGKILL');
       }
     });
   });

@@ -1,5 +1,5 @@
-// `kubectl canary-l4` as a user runs it: kubectl finds `kubectl-canary_l4` on PATH (here a link to
-// src/plugin/main.ts in a temporary bin directory) and runs it with the user's KUBECONFIG.
+// `kubectl canary-l4` as a user runs it: kubectl finds `kubectl-canary_l4` on PATH (here a link to the
+// package bin in a temporary bin directory) and runs it with the user's KUBECONFIG.
 
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, symlink } from 'node:fs/promises';
@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const PLUGIN = fileURLToPath(new URL('../../src/plugin/main.ts', import.meta.url));
+/** The package's bin (package.json), as npm installs it: its launcher checks the Node version, then runs src/plugin/main.ts. */
+export const PLUGIN = fileURLToPath(new URL('../../bin/kubectl-canary_l4', import.meta.url));
 
 export interface PluginRun {
   readonly code: number;

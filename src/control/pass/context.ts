@@ -5,9 +5,10 @@ import { sameJson } from '../../kube/canonical.ts';
 import { buildConditions, condition, type ConditionDraft, type ConditionDrafts } from '../../api/conditions.ts';
 import { copySource, isCopyOf } from '../service/copies.ts';
 import { achievedWith, judge, type Evidence } from '../progress/analysis.ts';
+import { achievedAtStep } from '../progress/step-split.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
 import { portKeyId } from '../service/ports.ts';
-import type { StepPlan } from '../progress/steps.ts';
+import { beganInStep, type StepPlan } from '../progress/steps.ts';
 import { affinityListeners, formatWeights } from '../service/l4.ts';
 import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyPortsOf } from '../service/originals.ts';
 import { applyMergePatch, finalizerPatch } from '../service/patches.ts';
@@ -149,11 +150,22 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
   const all = { ...own, Failure: failure, Ready: readiness(phase, { ...own, Failure: failure }) };
   const conditions = buildConditions(context.observed.release.status?.conditions, all, context.generation, context.options.now);
   const { judged } = context;
-  const counted = ports.map((port) => {
-    const achieved = judged.achieved.get(portKeyId(port));
-    return achieved === undefined ? port : { ...port, achieved };
-  });
   const steps = extra.steps;
+  const recordedStep = context.observed.release.status?.currentStep;
+  // Without a plan of steps this pass the step in force is the recorded one.
+  const stepInForce = steps?.currentStep ?? recordedStep;
+  const { evidence } = context.observed;
+  const stepStartedAt = context.observed.release.status?.stepStartedAt;
+  const countedInStep = judged.countedAt !== undefined && evidence !== undefined && stepStartedAt !== undefined && beganInStep(evidence, stepStartedAt);
+  const counted = ports.map((port) => {
+    const key = portKeyId(port);
+    const achieved = judged.achieved.get(key);
+    const recorded = context.recorded.find((other) => portKeyId(other) === key);
+    const achievedStep = stepInForce === undefined || (context.observed.release.spec?.steps ?? []).length === 0
+      ? undefined
+      : achievedAtStep({ recordedStep: recorded?.achievedStep, before: recorded?.achieved, after: achieved }, recordedStep, stepInForce, countedInStep);
+    return { ...port, ...(achieved === undefined ? {} : { achieved }), ...(achievedStep === undefined ? {} : { achievedStep }) };
+  });
   return {
     phase, observedGeneration: context.generation, transition, conditions, ports: counted, weights: formatWeights(ports),
     ...(workloads === undefined ? {} : { workloads }),

@@ -18,6 +18,12 @@ export function analysisIntervalMs(spec: CanaryReleaseSpec | undefined): number 
  * just after it was counted) is still taken as judged at the step's weight. */
 const GATE_SLACK_MS = 1_000;
 
+/** Whether an interval (when it ended, how long it was) began once the step had: it was served at
+ * the step's weight throughout, not partly at the previous step's. */
+export function beganInStep(interval: { readonly at: string; readonly intervalMs: number }, stepStartedAt: string): boolean {
+  return Date.parse(interval.at) - interval.intervalMs >= Date.parse(stepStartedAt) - GATE_SLACK_MS;
+}
+
 /** What status holds of the steps. */
 export interface RecordedSteps {
   readonly currentStep?: number;
@@ -85,7 +91,7 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
     const remaining = Date.parse(startedAt) + (parseDuration(duration ?? '0s') ?? 0) - now.getTime();
     if (remaining > 0) return held(`step ${current + 1} holds until ${new Date(now.getTime() + remaining).toISOString()}`, startedAt, remaining);
     // An interval judged at this step's weight: one that began once the step had.
-    const judged = analysis !== undefined && Date.parse(analysis.at) - analysis.intervalMs >= Date.parse(startedAt) - GATE_SLACK_MS ? analysis : undefined;
+    const judged = analysis !== undefined && beganInStep(analysis, startedAt) ? analysis : undefined;
     if (spec.analysis !== undefined && judged?.verdict !== 'Passed') {
       // The verdict, not its message: the reason (and so pause.since, and the Event) stays put from one interval to the next.
       const last = judged === undefined ? 'none yet' : `${judged.verdict}; see status.analysis`;

@@ -159,6 +159,10 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     const achieved = paused?.status?.ports?.[0]?.achieved;
     t.diagnostic(`achieved since the release began: ${JSON.stringify(achieved)}`);
     assert.ok((achieved?.canary ?? 0) > 0 && (achieved?.stable ?? 0) > 0, 'the achieved split counts both sides, both replicas');
+    const atStep = paused?.status?.ports?.[0]?.achievedStep;
+    t.diagnostic(`achieved since step 4 began: ${JSON.stringify(atStep)}`);
+    assert.equal(atStep?.step, 3, 'the split at the step in force is step 4\'s');
+    assert.ok((atStep?.stable ?? 0) + (atStep?.canary ?? 0) < (achieved?.stable ?? 0) + (achieved?.canary ?? 0), 'it counts from the step\'s start, not the release\'s');
     const survivor = replicas.find((replica) => replica !== leader)!;
     const scraped = await (await fetch(`http://127.0.0.1:${survivor.adminPort()}/metrics`)).text();
     for (const sample of ['canary_l4_release_step 4', 'canary_l4_release_steps 4', 'canary_l4_release_step_held 1', 'canary_l4_analysis_verdict{verdict="Passed"} 1', 'canary_l4_analysis_failures 0']) {
@@ -169,7 +173,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     assert.equal(status.code, 0, status.stderr);
     t.diagnostic(status.stdout);
     assert.match(status.stdout, /Step: 4\/4, started .*, paused \(spec.paused\)/);
-    assert.match(status.stdout, /db\s+9000\/TCP\s+\d+\s+80%\s+80%\s+\d+\s+\d+\s+[\d.]+%/, 'the port: configured, served, achieved');
+    assert.match(status.stdout, /db\s+9000\/TCP\s+\d+\s+80%\s+80%\s+\d+\s+\d+\s+[\d.]+%\s+([\d.]+% \(\d+ of \d+\)|none yet)\n/, 'the port: configured, served, achieved, and this step\'s split');
     assert.match(status.stdout, /Analysis: Passed at .*, 1 replica\(s\)/, 'the survivor alone counts now');
     assert.match(status.stdout, /resetRate\s+0 of \d+ \(0\)\s+0 of \d+ \(0\)\s+max 0.05 \(99 % confidence\)\s+Passed/, 'each side\'s counts');
 

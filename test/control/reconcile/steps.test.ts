@@ -281,6 +281,30 @@ describe('steps gated by analysis, and the rollback', () => {
     assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 18000, canary: 2000, canaryPercent: 10 });
   });
 
+  it('the split at the step in force counts the intervals served at its weight, from zero at each step; the release\'s keeps counting', () => {
+    const interval = (atMs: number, stable: number, canary: number) =>
+      evidence(atMs, { connections: stable, connectLatency: [stable, 0, 0, 0, 0] }, { connections: canary, connectLatency: [canary, 0, 0, 0, 0] });
+    const atStep = (world: World) => world.release?.status?.ports?.[0]?.achievedStep;
+    let { world } = settle(analysed(), 0);
+    world.evidence = interval(31_000, 450, 40);
+    ({ world } = settle(world, 31_000));
+    assert.equal(world.release?.status?.currentStep, 0, 'too few samples: step 1 holds');
+    assert.deepEqual(atStep(world), { step: 0, stable: 450, canary: 40, canaryPercent: 8.2 });
+    // This interval passes step 1: it counts into step 1's split, which then gives way to step 2's.
+    world.evidence = healthy(61_000);
+    ({ world } = settle(world, 61_000));
+    assert.equal(world.release?.status?.currentStep, 1);
+    assert.deepEqual(atStep(world), { step: 1, stable: 0, canary: 0, canaryPercent: 0 });
+    world.evidence = interval(80_000, 700, 300);
+    ({ world } = settle(world, 80_000));
+    assert.deepEqual(atStep(world), { step: 1, stable: 0, canary: 0, canaryPercent: 0 }, 'an interval that began before the step is not the step\'s');
+    world.evidence = interval(110_000, 500, 500);
+    ({ world } = settle(world, 110_000));
+    ({ world } = settle(world, 111_000));
+    assert.deepEqual(atStep(world), { step: 1, stable: 500, canary: 500, canaryPercent: 50 }, 'counted once');
+    assert.deepEqual(world.release?.status?.ports?.[0]?.achieved, { stable: 2550, canary: 940, canaryPercent: 26.9 }, 'the release\'s split counts every interval');
+  });
+
   it('failureLimit failed intervals in a row roll the release back, with the reason in a Failure condition', () => {
     let { world } = settle(analysed(), 0);
     world.evidence = resetting(30_000);

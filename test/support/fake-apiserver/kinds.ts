@@ -1,8 +1,8 @@
 /**
  * Per-kind behaviour that kube-apiserver's registries add on top of generic storage: defaulting
- * (Services, Pods, Deployments, Namespaces, CRDs), Service IP/port allocation, and the status a
- * create starts with. Defaulting runs on every write, as the real decoder does; allocation runs
- * on create and is preserved on update.
+ * (Services, Pods, Deployments, Namespaces, CRDs; Events' times in whole seconds), Service IP/port
+ * allocation, and the status a create starts with. Defaulting runs on every write, as the real
+ * decoder does; allocation runs on create and is preserved on update.
  */
 import { ApiError, errors } from './errors.ts';
 import { IpAllocator, PortAllocator } from './ip-allocator.ts';
@@ -70,6 +70,14 @@ export class KindHooks {
         }
         if (spec.revisionHistoryLimit === undefined) delete spec.revisionHistoryLimit;
         for (const c of (spec.template?.spec?.containers ?? []) as KObject[]) defaultContainer(c);
+        break;
+      }
+      case '/events': {
+        // metav1.Time is encoded in whole seconds: kube-apiserver drops the fraction a client sends
+        // (client-node sends milliseconds), and kubectl --sort-by=.lastTimestamp lists nothing with one.
+        for (const field of ['firstTimestamp', 'lastTimestamp'] as const) {
+          if (typeof obj[field] === 'string') obj[field] = wholeSeconds(obj[field]);
+        }
         break;
       }
       case '/namespaces': {
@@ -188,6 +196,12 @@ export class KindHooks {
     for (const ip of (obj.spec?.clusterIPs ?? [obj.spec?.clusterIP]) as string[]) if (ip && ip !== 'None') this.ips.release(ip);
     for (const p of (obj.spec?.ports ?? []) as KObject[]) if (p.nodePort) this.nodePorts.release(p.nodePort);
   }
+}
+
+/** An RFC 3339 time as metav1.Time encodes it: whole seconds, UTC (unchanged if it does not parse). */
+function wholeSeconds(time: string): string {
+  const ms = Date.parse(time);
+  return Number.isNaN(ms) ? time : new Date(ms - (((ms % 1000) + 1000) % 1000)).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 function defaultContainer(c: KObject): void {

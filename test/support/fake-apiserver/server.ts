@@ -16,7 +16,7 @@ import { type FakeFaults, FaultState } from './faults.ts';
 import { Controllers } from './gc.ts';
 import { isObject, type KObject } from './json.ts';
 import { parseRequestInfo, type RequestInfo } from './request-info.ts';
-import { toTable, wantsTable } from './table.ts';
+import { includeObjectOf, toTable, wantsTable } from './table.ts';
 import { WatchHub, type WatchSettings } from './watch.ts';
 import { parse as parseYaml } from 'yaml';
 
@@ -236,11 +236,12 @@ export class FakeServer {
     const answer = (code: number, body: unknown) => send(res, code, body, warnings.length ? { Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`) } : {});
     // kubectl get asks for a Table (server-side printing); everyone else gets the objects.
     const table = wantsTable(req.headers.accept) && !info.subresource;
+    const includeObject = includeObjectOf(q.get('includeObject'));
     switch (info.verb) {
       case 'get': {
         if (scale) return send(res, 200, this.api.getScale(t, info.name));
         const found = this.api.get(t, info.name);
-        return send(res, 200, table ? toTable(rt, [found], { resourceVersion: found.metadata.resourceVersion }) : found);
+        return send(res, 200, table ? toTable(rt, [found], { resourceVersion: found.metadata.resourceVersion }, { includeObject }) : found);
       }
       case 'list': {
         const found = this.api.list(t, {
@@ -249,7 +250,7 @@ export class FakeServer {
           limit: q.has('limit') ? Number(q.get('limit')) : undefined,
           continue: q.get('continue') ?? undefined,
         });
-        return send(res, 200, table ? toTable(rt, found.items, found.metadata) : found);
+        return send(res, 200, table ? toTable(rt, found.items, found.metadata, { includeObject }) : found);
       }
       case 'watch': {
         let fieldSelector = q.get('fieldSelector') ?? undefined;
@@ -266,7 +267,7 @@ export class FakeServer {
           req,
           res,
           // kubectl get -w: each event's object is a one-row Table, column definitions in the first only.
-          table ? (object, first) => toTable(rt, [object], object.metadata, { noHeaders: !first }) : undefined,
+          table ? (object, first) => toTable(rt, [object], object.metadata, { noHeaders: !first, includeObject }) : undefined,
         );
         return 200;
       }

@@ -3,10 +3,11 @@
  * application/json;as=Table;v=v1;g=meta.k8s.io`, what `kubectl get` sends), so kubectl prints the
  * usual columns: kube-apiserver's printers for the built-in kinds we serve (pods, services,
  * deployments, …), a CRD's `additionalPrinterColumns` for its custom resources, and NAME/AGE for
- * the rest. Rows carry the object as PartialObjectMetadata (kubectl's default `includeObject`).
+ * the rest. Rows carry the object as `?includeObject=` asks: PartialObjectMetadata by default, the
+ * whole object for `Object` (what `kubectl get --sort-by` asks, to sort on its fields), none for `None`.
  */
 import type { KObject } from './json.ts';
-import type { ResourceType } from './registry.ts';
+import { apiVersionOf, type ResourceType } from './registry.ts';
 import { formatLabelSelector } from './selectors.ts';
 
 export interface ColumnDefinition {
@@ -39,8 +40,17 @@ export function wantsTable(accept: string | undefined): boolean {
   return (accept ?? '').split(',').some((type) => /;\s*as=Table\b/.test(type) && /;\s*g=meta\.k8s\.io\b/.test(type));
 }
 
+/** What a row carries of its object: the `includeObject` query parameter. */
+export type IncludeObject = 'None' | 'Metadata' | 'Object';
+
+/** The `includeObject` query parameter; Metadata when absent or unknown, as kube-apiserver defaults it. */
+export function includeObjectOf(value: string | null): IncludeObject {
+  return value === 'None' || value === 'Object' ? value : 'Metadata';
+}
+
 /** A list (or one object, for a get or a watch event) as a Table. */
-export function toTable(rt: ResourceType, objects: KObject[], meta: { resourceVersion?: string; continue?: string }, options: { noHeaders?: boolean; now?: Date } = {}): KObject {
+export function toTable(rt: ResourceType, objects: KObject[], meta: { resourceVersion?: string; continue?: string },
+  options: { noHeaders?: boolean; now?: Date; includeObject?: IncludeObject } = {}): KObject {
   const printer = printerFor(rt);
   const now = options.now ?? new Date();
   return {
@@ -50,9 +60,16 @@ export function toTable(rt: ResourceType, objects: KObject[], meta: { resourceVe
     ...(options.noHeaders ? {} : { columnDefinitions: printer.columns }),
     rows: objects.map((o) => ({
       cells: printer.cells(o, now),
-      object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata ?? {} },
+      ...rowObject(rt, o, options.includeObject ?? 'Metadata'),
     })),
   };
+}
+
+function rowObject(rt: ResourceType, o: KObject, include: IncludeObject): { object?: KObject } {
+  if (include === 'None') return {};
+  // A whole object is typed, as a get answers it (a typed list's items are not).
+  if (include === 'Object') return { object: { apiVersion: apiVersionOf(rt.group, rt.versions[0]!), kind: rt.kind, ...o } };
+  return { object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata ?? {} } };
 }
 
 const column = (name: string, type: ColumnDefinition['type'], description: string, priority = 0, format = ''): ColumnDefinition =>

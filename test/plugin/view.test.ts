@@ -1,0 +1,50 @@
+// What `kubectl canary-l4 status` prints of the split at the step in force (pure: objects in, text out).
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { formatStatus } from '../../src/plugin/view.ts';
+import type { CanaryRelease, PortStatus, StepAchievedSplit } from '../../src/api/types.ts';
+
+const NOW = new Date('2026-12-01T12:00:00Z');
+
+function release(achievedStep: StepAchievedSplit | undefined, withSteps = true): CanaryRelease {
+  const port: PortStatus = {
+    service: 'web', port: 9000, protocol: 'TCP', proxyPort: 18080, weight: 50, override: null, served: 50,
+    achieved: { stable: 3000, canary: 1000, canaryPercent: 25 }, ...(achievedStep === undefined ? {} : { achievedStep }),
+  };
+  return {
+    apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'web-v3', namespace: 'default', uid: 'u1' },
+    spec: { services: [{ service: 'web', ports: [{ port: 9000, protocol: 'TCP' }] }],
+      ...(withSteps ? { steps: [{ weight: 10, pause: { duration: '30s' } }, { weight: 50, pause: {} }] } : {}) },
+    status: { phase: 'Running', observedGeneration: 1, transition: null, conditions: [], ports: [port], weights: 'web:9000=50%',
+      ...(withSteps ? { currentStep: 1, step: '2/2', stepStartedAt: '2026-12-01T11:59:00Z' } : {}) },
+  };
+}
+
+/** The THIS STEP cell of the port's row, or undefined without that column. */
+function thisStep(text: string): string | undefined {
+  const lines = text.split('\n');
+  const header = lines.find((line) => line.startsWith('SERVICE'))!;
+  const at = header.indexOf('THIS STEP');
+  return at < 0 ? undefined : lines.find((line) => line.startsWith('web '))!.slice(at).trim();
+}
+
+describe('kubectl canary-l4 status: the split at the step in force', () => {
+  it('beside the release\'s: the canary\'s share and its counts since the step began', () => {
+    const text = formatStatus(release({ step: 1, stable: 498, canary: 502, canaryPercent: 50.2 }), NOW);
+    assert.match(text, /CANARY %\s+THIS STEP\n/);
+    assert.match(text, /\s25%\s+50\.2% \(502 of 1000\)\n/);
+  });
+
+  for (const [what, split, shown] of [
+    ['nothing counted at the step yet', { step: 1, stable: 0, canary: 0, canaryPercent: 0 }, 'none yet'],
+    ['counts of another step (a status written before the step changed)', { step: 0, stable: 90, canary: 10, canaryPercent: 10 }, '-'],
+    ['no counts in status', undefined, '-'],
+  ] as const) {
+    it(`${what}: ${shown}`, () => assert.equal(thisStep(formatStatus(release(split), NOW)), shown));
+  }
+
+  it('without steps there is no such column', () => {
+    assert.equal(thisStep(formatStatus(release(undefined, false), NOW)), undefined);
+  });
+});
