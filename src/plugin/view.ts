@@ -38,7 +38,7 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   lines.push('');
   const ports = status.ports ?? [];
   // With steps, the split since the step in force began beside the release's (which counts from its start).
-  const stepColumn = steps.length > 0;
+  const stepColumn = (spec.steps ?? []).length > 0;
   if (ports.length === 0) lines.push('Ports: none through the proxy (not taken over yet, or handed back)');
   else lines.push(formatTable(['SERVICE', 'PORT', 'PROXY PORT', 'CONFIGURED', 'SERVED', 'ACHIEVED STABLE', 'ACHIEVED CANARY', 'CANARY %', ...(stepColumn ? ['THIS STEP'] : [])],
     ports.map((port) => [
