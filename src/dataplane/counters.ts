@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { L4Config } from '../config/types.ts';
-import { DURATION_BUCKETS, type StatsRegistry } from './stats.ts';
+import { DURATION_BUCKETS, type MirrorCounts, type StatsRegistry } from './stats.ts';
 
 export interface BackendCounters {
   /** TCP: established connections; UDP: sessions opened. */
@@ -19,6 +19,8 @@ export interface BackendCounters {
   readonly sessionsReplied: number;
   /** Times passive health took the backend out of rotation. */
   readonly markedDown: number;
+  /** Mirroring to this backend (a listener's `mirror.to`); absent: none counted. */
+  readonly mirror?: Readonly<MirrorCounts>;
 }
 
 export interface CounterSnapshot {
@@ -47,6 +49,7 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config): Counte
         connectLatency: [...backend.connectDuration.counts],
         sessionsReplied: backend.sessionsReplied,
         markedDown: backend.markedDown,
+        mirror: { ...backend.mirror },
       };
     }
     listeners[listener] = byName;

@@ -7,6 +7,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { BackendCounters, CounterSnapshot } from '../../dataplane/counters.ts';
+import { MIRROR_OUTCOMES, type MirrorCounts } from '../../dataplane/stats.ts';
 import type { Evidence } from './analysis.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import type { Labels } from '../../api/types.ts';
@@ -50,7 +51,14 @@ function minus(now: BackendCounters, before: BackendCounters | undefined): Backe
     connectLatency: now.connectLatency.map((count, index) => count - (before.connectLatency[index] ?? 0)),
     sessionsReplied: now.sessionsReplied - before.sessionsReplied,
     markedDown: now.markedDown - before.markedDown,
+    ...mirrorCounts(now.mirror, before.mirror, -1),
   };
+}
+
+/** `a + sign × b`, outcome by outcome, as the `mirror` field of counters (left out when neither has one). */
+function mirrorCounts(a: Readonly<MirrorCounts> | undefined, b: Readonly<MirrorCounts> | undefined, sign: 1 | -1): { mirror?: MirrorCounts } {
+  if (a === undefined && b === undefined) return {};
+  return { mirror: Object.fromEntries(MIRROR_OUTCOMES.map((outcome) => [outcome, (a?.[outcome] ?? 0) + sign * (b?.[outcome] ?? 0)])) as MirrorCounts };
 }
 
 function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounters {
@@ -62,6 +70,7 @@ function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounte
     connectLatency: b.connectLatency.map((count, index) => count + (a.connectLatency[index] ?? 0)),
     sessionsReplied: a.sessionsReplied + b.sessionsReplied,
     markedDown: a.markedDown + b.markedDown,
+    ...mirrorCounts(a.mirror, b.mirror, 1),
   };
 }
 
@@ -129,6 +138,7 @@ export function parseSnapshot(value: unknown, latencyBucketsMs: readonly number[
       const latency = counters.connectLatency;
       if (!(['connections', 'connectErrors', 'resets', 'sessionsReplied', 'markedDown'] as const).every((field) => isCount(counters[field]))) return undefined;
       if (!Array.isArray(latency) || latency.length !== latencyBucketsMs.length || !latency.every(isCount)) return undefined;
+      if (counters.mirror !== undefined && !(isObject(counters.mirror) && MIRROR_OUTCOMES.every((outcome) => isCount((counters.mirror as Record<string, unknown>)[outcome])))) return undefined;
     }
   }
   for (const weights of Object.values(value.weights)) {
