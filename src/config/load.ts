@@ -238,22 +238,25 @@ function readListenerMirror(raw: unknown, path: string, backends: readonly (Back
 export type MirrorPolicy = Omit<MirrorConfig, 'to'>;
 
 /**
- * The mirror policy among `fields` (percent required; compare default none; maxBytes default
- * 64 KiB), each problem at `at(key)`.
+ * The mirror policy among `fields` (compare default none; maxBytes default 64 KiB; percent required
+ * unless `percentDefault`), each problem at `at(key)`.
  */
-export function readMirrorPolicy(fields: Readonly<Record<string, unknown>>, at: (key: string) => string, problems: string[]): MirrorPolicy {
+function readMirrorPolicy(fields: Readonly<Record<string, unknown>>, at: (key: string) => string, problems: string[], percentDefault?: number): MirrorPolicy {
   return {
-    percent: readInteger(fields.percent, at('percent'), PERCENT, problems),
+    percent: readInteger(fields.percent, at('percent'), PERCENT, problems, percentDefault),
     compare: readChoice(fields.compare, at('compare'), MIRROR_COMPARES, 'none', problems),
     maxBytes: readInteger(fields.maxBytes, at('maxBytes'), MIRROR_BYTES, problems, DEFAULT_MIRROR_MAX_BYTES),
   };
 }
 
-/** A CanaryRelease port's `config.mirror` (no `to`: the canary is the mirror); undefined when absent. */
+/**
+ * A CanaryRelease port's `config.mirror` (no `to`: the canary is the mirror; percent missing = 0,
+ * for steps to set); undefined when absent.
+ */
 export function readPortMirror(raw: unknown, path: string, problems: string[]): MirrorPolicy | undefined {
   if (raw === undefined) return undefined;
   const fields = readMapping(raw, path, MIRROR_POLICY_KEYS, problems);
-  return fields === undefined ? undefined : readMirrorPolicy(fields, (key) => `${path}.${key}`, problems);
+  return fields === undefined ? undefined : readMirrorPolicy(fields, (key) => `${path}.${key}`, problems, 0);
 }
 
 /** What a listener does with its live connections (lifetimes.ts, affinity.ts); every one opt-in. */

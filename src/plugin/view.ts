@@ -3,7 +3,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { ReleasePlan } from '../control/index.ts';
 import { formatSelector } from '../api/labels.ts';
-import type { CanaryRelease } from '../api/types.ts';
+import type { CanaryRelease, StepSpec } from '../api/types.ts';
 import { formatTable } from '../util/text-table.ts';
 
 function since(at: string | undefined, now: Date): string {
@@ -12,6 +12,9 @@ function since(at: string | undefined, now: Date): string {
   const text = seconds < 120 ? `${seconds}s` : seconds < 7200 ? `${Math.floor(seconds / 60)}m${seconds % 60}s` : `${Math.floor(seconds / 3600)}h${Math.floor((seconds % 3600) / 60)}m`;
   return `${at} (${text} ago)`;
 }
+
+/** `10%`, `0% mirror 50%`. */
+const stepLabel = (step: StepSpec) => `${step.weight ?? 0}%${step.mirror === undefined ? '' : ` mirror ${step.mirror}%`}`;
 
 const value = (number: number | null | undefined) => (number === null || number === undefined ? '-' : String(number));
 
@@ -24,7 +27,7 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   if (transition != null) lines.push(`Transition: ${transition.type} (${transition.reason}): ${transition.message}`);
   const steps = spec.steps ?? [];
   if (steps.length > 0) {
-    const plan = steps.map((step, index) => `${index === status.currentStep ? '[' : ''}${step.weight}%${step.pause === undefined ? '' : ` ${step.pause.duration ?? 'until promoted'}`}${index === status.currentStep ? ']' : ''}`).join(' → ');
+    const plan = steps.map((step, index) => `${index === status.currentStep ? '[' : ''}${stepLabel(step)}${step.pause === undefined ? '' : ` ${step.pause.duration ?? 'until promoted'}`}${index === status.currentStep ? ']' : ''}`).join(' → ');
     lines.push(`Step: ${status.step ?? '-'}, started ${since(status.stepStartedAt, now) || '-'}${spec.paused === true ? ', paused (spec.paused)' : ''}`);
     lines.push(`Steps: ${plan}${spec.autoAdopt === false ? ' (then holds: autoAdopt false)' : ' → adopted'}`);
   }
@@ -38,6 +41,13 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
       `${port.weight}%${port.override === null ? '' : ` (--weight ${port.override}%)`}`, port.served === undefined ? '-' : `${port.served}%`,
       value(port.achieved?.stable), value(port.achieved?.canary), port.achieved === undefined ? '-' : `${port.achieved.canaryPercent}%`,
     ])));
+  const mirrored = ports.filter((port) => port.mirror !== undefined);
+  if (mirrored.length > 0) {
+    lines.push('', 'Mirrored to the canary (its replies reach no client), since the release began:');
+    lines.push(formatTable(['SERVICE', 'PORT', 'MIRRORED', 'COMPARED', 'EQUAL', 'DIFFERENT', 'MISSING', 'DROPPED'],
+      mirrored.map(({ service, port, protocol, mirror }) => [service, `${port}/${protocol}`,
+        ...[mirror!.mirrored, mirror!.compared, mirror!.equal, mirror!.different, mirror!.missing, mirror!.dropped].map(String)])));
+  }
   const analysis = status.analysis;
   if (analysis !== undefined) {
     lines.push('');

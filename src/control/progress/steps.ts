@@ -29,6 +29,15 @@ export function analysisIntervalMs(spec: CanaryReleaseSpec | undefined): number 
  * just after it was counted) is still taken as judged at the step's weight. */
 const GATE_SLACK_MS = 1_000;
 
+/**
+ * The mirror percent the step in force sets (spec.steps[].mirror), or undefined when it sets none
+ * (then each port's own config.mirror.percent holds). Past the last step, the last step's.
+ */
+export function stepMirror(spec: CanaryReleaseSpec | undefined, currentStep: number | undefined): number | undefined {
+  const steps = spec?.steps ?? [];
+  return steps.length === 0 ? undefined : steps[Math.min(currentStep ?? 0, steps.length - 1)]!.mirror;
+}
+
 /** What status holds of the steps. */
 export interface RecordedSteps {
   readonly currentStep?: number;
@@ -66,7 +75,11 @@ export interface StepPlan {
 export function stepProblems(spec: CanaryReleaseSpec | undefined): string[] {
   const problems: string[] = [];
   (spec?.steps ?? []).forEach((step, index) => {
-    if (!Number.isInteger(step.weight) || step.weight < 0 || step.weight > 100) problems.push(`spec.steps[${index}].weight: must be an integer 0–100, got ${JSON.stringify(step.weight)}`);
+    for (const field of ['weight', 'mirror'] as const) {
+      const value = step[field];
+      if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= 100)) problems.push(`spec.steps[${index}].${field}: must be an integer 0–100, got ${JSON.stringify(value)}`);
+    }
+    if (step.weight === undefined && step.mirror === undefined) problems.push(`spec.steps[${index}]: sets neither weight nor mirror; give it one or both`);
     const duration = step.pause?.duration;
     if (duration !== undefined && parseDuration(duration) === undefined) problems.push(`spec.steps[${index}].pause.duration: "${duration}" is not a duration like 30s, 2m or 1h`);
   });
@@ -91,7 +104,7 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
   const cut = (recorded.currentStep ?? 0) >= steps.length && !stepsComplete(spec, recorded);
   const current = cut ? steps.length - 1 : Math.min(recorded.currentStep ?? 0, steps.length);
   if (cut) recorded = { ...recorded, stepStartedAt: undefined };
-  const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight;
+  const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight ?? 0;
   const shown = (index: number) => `${Math.min(index + 1, steps.length)}/${steps.length}`;
   const held = (reason: string, startedAt: string | undefined, requeueAfterMs?: number): StepPlan => ({
     currentStep: current, stepStartedAt: startedAt, weight: weightOf(current), step: shown(current),
