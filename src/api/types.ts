@@ -215,7 +215,7 @@ export interface AchievedSplit {
 export type Verdict = 'Passed' | 'Failed' | 'Inconclusive';
 
 export interface SignalResult {
-  /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, canaryDown, canaryShare. */
+  /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, mirrorMismatchRate, mirrorErrorRate, canaryDown, canaryShare. */
   readonly name: string;
   /** null: no sample on that side. */
   readonly canary: number | null;

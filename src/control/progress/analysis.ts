@@ -3,6 +3,7 @@
 // summed over the release's ports and judged, canary against stable. Pure.
 
 import type { BackendCounters } from '../../dataplane/counters.ts';
+import { MIRROR_OUTCOMES, noMirrorCounts, type MirrorCounts } from '../../dataplane/stats.ts';
 import { listenerName, servedWeight } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
 import type { AchievedSplit, AnalysisSpec, AnalysisStatus, PortStatus, SignalResult, Verdict } from '../../api/types.ts';
@@ -25,7 +26,7 @@ export interface Evidence {
 /** Whether any proxy counted anything during the interval. */
 export function hasCounts(evidence: Evidence): boolean {
   return Object.values(evidence.listeners).some((backends) => Object.values(backends).some((counters) =>
-    counters.connections + counters.connectErrors + counters.resets + counters.sessionsReplied + counters.markedDown > 0));
+    counters.connections + counters.connectErrors + counters.resets + counters.sessionsReplied + counters.markedDown + (counters.mirror?.mirrored ?? 0) > 0));
 }
 
 export const DEFAULT_INTERVAL_MS = 30_000;
@@ -48,9 +49,11 @@ interface Side {
   udpSessions: number;
   udpReplied: number;
   markedDown: number;
+  /** Mirroring to this side (the canary: a listener's mirror.to), TCP and UDP alike. */
+  mirror: MirrorCounts;
 }
 
-const emptySide = (buckets: number): Side => ({ attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0 });
+const emptySide = (buckets: number): Side => ({ attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0, mirror: noMirrorCounts() });
 
 /** New connections (TCP) and flows (UDP) a side got. */
 const newFlows = (side: Side) => side.established + side.udpSessions;
@@ -58,6 +61,7 @@ const newFlows = (side: Side) => side.established + side.udpSessions;
 function add(side: Side, counters: BackendCounters | undefined, udp: boolean): void {
   if (counters === undefined) return;
   side.markedDown += counters.markedDown;
+  for (const outcome of MIRROR_OUTCOMES) side.mirror[outcome] += counters.mirror?.[outcome] ?? 0;
   if (udp) {
     side.udpSessions += counters.connections;
     side.udpReplied += counters.sessionsReplied;
@@ -171,6 +175,20 @@ function thresholdSignals(spec: AnalysisSpec, stable: Side, canary: Side, bounds
     results.push(signal('udpReplyRate', rate(canary.udpReplied, canary.udpSessions), rate(stable.udpReplied, stable.udpSessions), { ...udp },
       (c, s) => (udp.min !== undefined && c < udp.min) || (udp.maxBelowStable !== undefined && s !== null && c < s - udp.maxBelowStable)));
   }
+  results.push(...mirrorSignals(t, canary.mirror));
+  return results;
+}
+
+/** The mirror's signals (only the canary is mirrored to: no stable side); none until something was mirrored. */
+function mirrorSignals(t: NonNullable<AnalysisSpec['thresholds']>, mirror: MirrorCounts): SignalResult[] {
+  const results: SignalResult[] = [];
+  const above = (max: number | undefined) => (c: number) => max !== undefined && c > max;
+  if (t.mirrorMismatchRate !== undefined && mirror.mirrored > 0) {
+    results.push(signal('mirrorMismatchRate', rate(mirror.different, mirror.compared), null, { ...t.mirrorMismatchRate }, above(t.mirrorMismatchRate.max)));
+  }
+  if (t.mirrorErrorRate !== undefined && mirror.mirrored > 0) {
+    results.push(signal('mirrorErrorRate', rate(mirror.missing + mirror.dropped, mirror.mirrored), null, { ...t.mirrorErrorRate }, above(t.mirrorErrorRate.max)));
+  }
   return results;
 }
 
@@ -216,7 +234,8 @@ function failureMessage(failed: readonly SignalResult[]): string {
  */
 export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly PortStatus[], previous: AnalysisStatus | undefined, affinity: ReadonlySet<string> = new Set()): AnalysisStatus {
   const { stable, canary } = sides(evidence, ports);
-  const samples = newFlows(canary);
+  // A dark canary (weight 0, mirrored to) is judged on the flows mirrored to it.
+  const samples = newFlows(canary) + canary.mirror.mirrored;
   const minSamples = Math.max(1, spec.minSamples ?? DEFAULT_MIN_SAMPLES);
   const hard = hardSignals(evidence, ports, canary, affinity);
   const signals = [...hard, ...thresholdSignals(spec, stable, canary, evidence.latencyBucketsMs)];

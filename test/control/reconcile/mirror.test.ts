@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Evidence } from '../../../src/control/progress/analysis.ts';
+import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/types.ts';
 import type { BackendCounters } from '../../../src/dataplane/counters.ts';
 import { formatStatus } from '../../../src/plugin/view.ts';
@@ -33,6 +33,37 @@ function evidence(atMs: number, mirror: BackendCounters['mirror']): Evidence {
     listeners: { 'web-80-tcp': { forked: counters({ mirrored: 0, compared: 0, equal: 0, different: 0, missing: 0, dropped: 0 }), canary: counters(mirror) } }, weightsMoved: [],
   };
 }
+
+describe('judging a dark canary (mirrorMismatchRate, mirrorErrorRate)', () => {
+  const ports = settle(webWorld(webPort({ weight: 0, mirror: { percent: 100, compare: 'replies' } })), 0).world.release!.status!.ports!;
+  const thresholds = { mirrorMismatchRate: { max: 0.1 }, mirrorErrorRate: { max: 0.2 } };
+  const verdictOf = (mirror: BackendCounters['mirror']) => {
+    const interval = evidence(30_000, mirror);
+    // The canary served no client: only its mirrored flows are samples.
+    const dark = { ...interval, listeners: { 'web-80-tcp': { forked: interval.listeners['web-80-tcp']!.forked!, canary: { ...counters(mirror), connections: 0, connectLatency: [0, 0, 0, 0, 0] } } } };
+    return judge(dark, { minSamples: 50, thresholds }, ports, undefined);
+  };
+
+  it('passes a canary that answers as the stable, on its mirrored flows alone', () => {
+    const result = verdictOf({ mirrored: 100, compared: 95, equal: 94, different: 1, missing: 5, dropped: 0 });
+    assert.equal(result.verdict, 'Passed', result.message);
+    assert.equal(result.samples, 100);
+    assert.deepEqual(result.signals.map((signal) => [signal.name, signal.canary, signal.stable, signal.verdict]),
+      [['mirrorMismatchRate', 0.0105, null, 'Passed'], ['mirrorErrorRate', 0.05, null, 'Passed']]);
+  });
+
+  it('fails one that answers 30 % differently, and one whose mirror legs fail or go unanswered', () => {
+    const mismatched = verdictOf({ mirrored: 100, compared: 100, equal: 70, different: 30, missing: 0, dropped: 0 });
+    assert.equal(mismatched.verdict, 'Failed');
+    assert.match(mismatched.message, /^mirrorMismatchRate: canary 0\.3, stable -, threshold max 0\.1$/);
+    const failing = verdictOf({ mirrored: 100, compared: 60, equal: 60, different: 0, missing: 15, dropped: 25 });
+    assert.match(failing.message, /^mirrorErrorRate: canary 0\.4, stable -, threshold max 0\.2$/);
+  });
+
+  it('too few mirrored flows are inconclusive, never passed', () => {
+    assert.equal(verdictOf({ mirrored: 20, compared: 20, equal: 20, different: 0, missing: 0, dropped: 0 }).verdict, 'Inconclusive');
+  });
+});
 
 describe('mirroring a release\'s ports to the canary', () => {
   it('a port\'s config.mirror reaches its listener as a mirror to the canary backend, at weight 0', () => {
