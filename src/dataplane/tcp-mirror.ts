@@ -50,7 +50,8 @@ export class TcpMirrorLeg {
 
   /** Client bytes that went to the stable (the leg copies them: `buffer` is reused). */
   copy(buffer: Buffer, bytes: number): void {
-    if (this.#closed || this.#copied >= this.#maxBytes) return;
+    // A mirror that ended its side (its FIN ends ours) takes no more: that is its answer, not a failure.
+    if (this.#closed || this.#copied >= this.#maxBytes || this.#socket.writableEnded) return;
     const length = Math.min(bytes, this.#maxBytes - this.#copied);
     this.#copied += length;
     // Written while still connecting, too: the socket queues it, and the bound below holds it.
@@ -74,6 +75,8 @@ export class TcpMirrorLeg {
   realClosed(): void {
     if (this.#closed) return;
     this.#realClosed = true;
+    // The mirror closed first: what it sent is all it will send.
+    if (this.#socket.destroyed) return this.#settle();
     this.#socket.end();
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.#settle(), MIRROR_LINGER_MS).unref();
