@@ -1,7 +1,8 @@
 // Mirroring (a dark canary): which new connections and flows are also sent to the mirror backend,
-// and how its replies are judged against the stable's. Pure: the legs that carry the bytes are
+// and how its replies are judged against the stable's. No I/O: the legs that carry the bytes are
 // tcp-mirror.ts and udp-mirror.ts.
 import type { MirrorConfig } from '../config/types.ts';
+import { MIRROR_LEG_DESCRIPTORS, type DescriptorAccount } from './descriptor-budget.ts';
 import type { BackendRuntime } from './routing.ts';
 import type { MirrorCounts } from './stats.ts';
 
@@ -32,6 +33,19 @@ export class MirrorRoute {
     this.#credit -= 100;
     return true;
   }
+}
+
+/**
+ * Opens a mirror leg (counted mirrored) with the descriptor it takes, released when the leg calls
+ * `release`; undefined, counted dropped, when the listener's budget has none left for it.
+ */
+export function openMirrorLeg<Leg>(route: MirrorRoute, descriptors: DescriptorAccount, open: (release: () => void) => Leg): Leg | undefined {
+  route.counts.mirrored++;
+  if (!descriptors.tryAcquire(MIRROR_LEG_DESCRIPTORS)) {
+    route.counts.dropped++;
+    return undefined;
+  }
+  return open(() => descriptors.release(MIRROR_LEG_DESCRIPTORS));
 }
 
 export type ReplyVerdict = 'equal' | 'different' | 'missing';

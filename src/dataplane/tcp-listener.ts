@@ -10,8 +10,8 @@ import { TcpMirrorLeg } from './tcp-mirror.ts';
 import { clientAddressHash } from './affinity.ts';
 import { FlowLifetimes } from './lifetimes.ts';
 import { noDelayOnListener } from './listener-options.ts';
-import { MIRROR_LEG_DESCRIPTORS, TCP_CONNECTION_DESCRIPTORS } from './descriptor-budget.ts';
-import type { MirrorRoute } from './mirror.ts';
+import { TCP_CONNECTION_DESCRIPTORS } from './descriptor-budget.ts';
+import { openMirrorLeg } from './mirror.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from './listener.ts';
 
 export class TcpListener implements Listener {
@@ -148,7 +148,7 @@ export class TcpListener implements Listener {
       joined();
       const { idleReadBuffers } = this.#context;
       const lifetimes = this.#lifetimes;
-      if (mirrorRoute !== null) mirror = this.#mirrorLeg(mirrorRoute, config.connectTimeoutMs);
+      if (mirrorRoute !== null) mirror = openMirrorLeg(mirrorRoute, this.#context.descriptors, (release) => new TcpMirrorLeg(mirrorRoute, config.connectTimeoutMs, release));
       const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, () => {
         idleReadBuffers.delete(connection);
         lifetimes.delete(connection);
@@ -159,17 +159,6 @@ export class TcpListener implements Listener {
       idleReadBuffers.add(connection);
       lifetimes.add(connection);
     });
-  }
-
-  /** A mirror leg for a new connection, or undefined (counted dropped) when no descriptor is left for it. */
-  #mirrorLeg(route: MirrorRoute, connectTimeoutMs: number): TcpMirrorLeg | undefined {
-    const { descriptors } = this.#context;
-    route.counts.mirrored++;
-    if (!descriptors.tryAcquire(MIRROR_LEG_DESCRIPTORS)) {
-      route.counts.dropped++;
-      return undefined;
-    }
-    return new TcpMirrorLeg(route, connectTimeoutMs, () => descriptors.release(MIRROR_LEG_DESCRIPTORS));
   }
 
   #refuseLocally(client: net.Socket, snapshot: ListenerSnapshot, reason: LocalRefusal, err?: NodeJS.ErrnoException): void {

@@ -9,7 +9,8 @@ import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { formatListenAddress } from '../config/load.ts';
 import { Drain, bindListener, type Listener, type ListenerContext } from './listener.ts';
-import { MIRROR_LEG_DESCRIPTORS, UDP_SESSION_DESCRIPTORS } from './descriptor-budget.ts';
+import { UDP_SESSION_DESCRIPTORS } from './descriptor-budget.ts';
+import { openMirrorLeg } from './mirror.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
 import { clientAddressHash } from './affinity.ts';
 import { FlowLifetimes, LiveFlow } from './lifetimes.ts';
@@ -228,7 +229,10 @@ export class UdpListener implements Listener {
     }
     listenerStats.accepted++;
     const backend = snapshot.backends[index]!;
-    const mirror = snapshot.mirror !== null && snapshot.mirror.take(backend) ? this.#mirrorLeg(snapshot) : undefined;
+    const route = snapshot.mirror;
+    const mirror = route !== null && route.take(backend)
+      ? openMirrorLeg(route, this.#context.descriptors, (release) => new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), release))
+      : undefined;
     const session = mirror === undefined
       ? new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession)
       : new MirroredUdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession, mirror);
@@ -249,7 +253,7 @@ export class UdpListener implements Listener {
       if (++session.replies === 1) backend.stats.sessionsReplied++;
       if (responses > 0 && session.replies >= responses) this.#end(session);
     };
-    const compared = mirror !== undefined && snapshot.mirror?.config.compare === 'replies';
+    const compared = mirror !== undefined && route?.config.compare === 'replies';
     upstream.on('message', compared ? (reply: Buffer) => {
       mirror.stableReply(reply);
       relay(reply);
@@ -290,17 +294,6 @@ export class UdpListener implements Listener {
     return session;
   }
 
-  /** A mirror leg for a new flow, or undefined (counted dropped) when no descriptor is left for it. */
-  #mirrorLeg(snapshot: ListenerSnapshot): UdpMirrorLeg | undefined {
-    const route = snapshot.mirror!;
-    const { descriptors } = this.#context;
-    route.counts.mirrored++;
-    if (!descriptors.tryAcquire(MIRROR_LEG_DESCRIPTORS)) {
-      route.counts.dropped++;
-      return undefined;
-    }
-    return new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), () => descriptors.release(MIRROR_LEG_DESCRIPTORS));
-  }
 
   /**
    * The client's next datagram opens a new session (placed by the current weights); this one only
