@@ -41,12 +41,11 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
       `${port.weight}%${port.override === null ? '' : ` (--weight ${port.override}%)`}`, port.served === undefined ? '-' : `${port.served}%`,
       value(port.achieved?.stable), value(port.achieved?.canary), port.achieved === undefined ? '-' : `${port.achieved.canaryPercent}%`,
     ])));
-  const mirrored = ports.filter((port) => port.mirror !== undefined);
+  const mirrored = ports.flatMap(({ service, port, protocol, mirror }) => (mirror === undefined ? [] : [[service, `${port}/${protocol}`,
+    ...[mirror.mirrored, mirror.compared, mirror.equal, mirror.different, mirror.missing, mirror.dropped].map(String)]]));
   if (mirrored.length > 0) {
     lines.push('', 'Mirrored to the canary (its replies reach no client), since the release began:');
-    lines.push(formatTable(['SERVICE', 'PORT', 'MIRRORED', 'COMPARED', 'EQUAL', 'DIFFERENT', 'MISSING', 'DROPPED'],
-      mirrored.map(({ service, port, protocol, mirror }) => [service, `${port}/${protocol}`,
-        ...[mirror!.mirrored, mirror!.compared, mirror!.equal, mirror!.different, mirror!.missing, mirror!.dropped].map(String)])));
+    lines.push(formatTable(['SERVICE', 'PORT', 'MIRRORED', 'COMPARED', 'EQUAL', 'DIFFERENT', 'MISSING', 'DROPPED'], mirrored));
   }
   const analysis = status.analysis;
   if (analysis !== undefined) {
