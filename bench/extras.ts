@@ -1,11 +1,11 @@
 // The extra measurements: memory with many idle connections, memory under a slow reader, and what
-// canary-l4's metrics cost. Each is a workload of its own, selectable with --only.
+// canary-l4's metrics and UDP mirroring cost. Each is a workload of its own, selectable with --only.
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CANARY_METRICS_URL, CANARY_NO_METRICS, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { CANARY_METRICS_URL, CANARY_MIRROR, CANARY_NO_METRICS, type CanaryVariant, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { CHILD_FD_LIMIT } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
-import { httpKeepalive, tcpBulk8, tcpShort, udpRoundTrips, type Workload, type WorkloadContext } from './workloads.ts';
+import { dnsQueries, httpKeepalive, tcpBulk8, tcpShort, udpRoundTrips, type Workload, type WorkloadContext } from './workloads.ts';
 import { bigConfigStalls } from './stalls.ts';
 
 /** 10 000, unless a single proxy process cannot hold two fds per connection under the fd limit. */
@@ -150,37 +150,52 @@ async function whileScraped<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Which of the pair has the feature whose cost is measured: the plain canary-l4, or the variant. */
+type FeatureIn = 'canary-l4' | 'variant';
+
 /**
- * Measured with metrics on (and scraped) and off back to back, alternating which goes first per
- * repetition. Off means no endpoint and no process-metrics sampling; the data plane's counters are
- * plain additions in both.
+ * With the feature ÷ without, on each of `workloads`: canary-l4 and its `other` variant measured
+ * back to back, alternating which goes first per repetition. `around` wraps the runs of the one
+ * with the feature (a scrape while it runs).
  */
-const METERED_WORKLOADS: readonly Workload[] = [tcpBulk8, tcpShort, httpKeepalive, udpRoundTrips];
-
-export const metricsCost: Workload = {
-  name: 'metrics-cost',
-  title: 'canary-l4 metrics on ÷ --no-metrics (1 = free)',
-  metrics: METERED_WORKLOADS.map((workload) => ({ key: workload.name, label: `${workload.title}: ${workload.metrics[0]?.label ?? ''}`, unit: '×' })),
-  recordsUsage: false,
-  appliesTo: (proxy) => proxy === 'canary-l4',
-  run: async (withMetrics, context: WorkloadContext) => {
-    const withoutMetrics = context.proxies.get(CANARY_NO_METRICS);
-    if (withoutMetrics === undefined) throw new Error(`${CANARY_NO_METRICS} was not started`);
-    if (withoutMetrics instanceof Error) throw new Error(`${CANARY_NO_METRICS} failed to start: ${withoutMetrics.message}`);
-    const ratios: Record<string, number> = {};
-    for (const workload of METERED_WORKLOADS) {
-      const key = workload.metrics[0]?.key ?? '';
-      const pair = context.repetition % 2 === 0 ? [withMetrics, withoutMetrics] : [withoutMetrics, withMetrics];
-      const values = new Map<RunningProxy, number>();
-      for (const proxy of pair) {
-        const run = () => workload.run(proxy, context);
-        const result = proxy === withMetrics ? await whileScraped(run) : await run();
-        values.set(proxy, result[key] ?? Number.NaN);
+function pairedRatios(name: string, title: string, other: CanaryVariant, featureIn: FeatureIn, workloads: readonly Workload[],
+  around: <T>(work: () => Promise<T>) => Promise<T> = (work) => work()): Workload {
+  return {
+    name,
+    title,
+    metrics: workloads.map((workload) => ({ key: workload.name, label: `${workload.title}: ${workload.metrics[0]?.label ?? ''}`, unit: '×' })),
+    recordsUsage: false,
+    appliesTo: (proxy) => proxy === 'canary-l4',
+    run: async (canary, context: WorkloadContext) => {
+      const variant = context.proxies.get(other);
+      if (variant === undefined) throw new Error(`${other} was not started`);
+      if (variant instanceof Error) throw new Error(`${other} failed to start: ${variant.message}`);
+      const [numerator, denominator] = featureIn === 'variant' ? [variant, canary] : [canary, variant];
+      const ratios: Record<string, number> = {};
+      for (const workload of workloads) {
+        const key = workload.metrics[0]?.key ?? '';
+        const pair = context.repetition % 2 === 0 ? [numerator, denominator] : [denominator, numerator];
+        const values = new Map<RunningProxy, number>();
+        for (const proxy of pair) {
+          const run = () => workload.run(proxy, context);
+          const result = proxy === numerator ? await around(run) : await run();
+          values.set(proxy, result[key] ?? Number.NaN);
+        }
+        ratios[workload.name] = (values.get(numerator) ?? Number.NaN) / (values.get(denominator) ?? Number.NaN);
       }
-      ratios[workload.name] = (values.get(withMetrics) ?? Number.NaN) / (values.get(withoutMetrics) ?? Number.NaN);
-    }
-    return ratios;
-  },
-};
+      return ratios;
+    },
+  };
+}
 
-export const EXTRA_WORKLOADS: readonly Workload[] = [idleConnections, slowReaders, metricsCost, bigConfigStalls];
+/**
+ * Metrics on (and scraped) ÷ off. Off means no endpoint and no process-metrics sampling; the data
+ * plane's counters are plain additions in both.
+ */
+export const metricsCost = pairedRatios('metrics-cost', 'canary-l4 metrics on ÷ --no-metrics (1 = free)', CANARY_NO_METRICS, 'canary-l4',
+  [tcpBulk8, tcpShort, httpKeepalive, udpRoundTrips], whileScraped);
+
+/** Every UDP flow mirrored (a second upstream socket, every datagram sent twice, replies compared) ÷ no mirror. */
+export const mirrorCost = pairedRatios('mirror-cost', 'canary-l4 with 100 % UDP mirroring ÷ without (1 = free)', CANARY_MIRROR, 'variant', [udpRoundTrips, dnsQueries]);
+
+export const EXTRA_WORKLOADS: readonly Workload[] = [idleConnections, slowReaders, metricsCost, mirrorCost, bigConfigStalls];

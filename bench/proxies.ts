@@ -25,7 +25,10 @@ export interface CanaryRuns {
 export const DEFAULT_CANARY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
 /** canary-l4 started with `--no-metrics`: only for the metrics-cost workload. */
 export const CANARY_NO_METRICS = 'canary-l4-no-metrics';
-export type ProxyVariant = ProxyName | typeof CANARY_NO_METRICS;
+/** canary-l4 mirroring every UDP flow (udp, dns) to a weight-0 backend, compare: replies: only for the mirror-cost workload. */
+export const CANARY_MIRROR = 'canary-l4-mirror';
+export type CanaryVariant = typeof CANARY_NO_METRICS | typeof CANARY_MIRROR;
+export type ProxyVariant = ProxyName | CanaryVariant;
 
 export interface ListenPorts {
   readonly bulk: number;
@@ -123,14 +126,18 @@ defaults
 ${sections.join('')}`;
 }
 
-/** The L4 config of design §3 (JSON is valid YAML). */
-export function canaryConfig(ports: ListenPorts): string {
-  const listeners = splits(ports).map((split) => ({
-    name: split.name,
-    protocol: split.protocol,
-    listen: `127.0.0.1:${split.port}`,
-    backends: split.backends.map((backend) => ({ name: backend.name, host: '127.0.0.1', port: backend.port, weight: backend.weight })),
-  }));
+/**
+ * The L4 config of design §3 (JSON is valid YAML). `mirrorUdp`: every UDP flow is also sent to a
+ * weight-0 backend on backend b's port (the 90/10 split unchanged), its replies compared.
+ */
+export function canaryConfig(ports: ListenPorts, mirrorUdp = false): string {
+  const listeners = splits(ports).map((split) => {
+    const backends = split.backends.map((backend) => ({ name: backend.name, host: '127.0.0.1', port: backend.port, weight: backend.weight }));
+    const listener = { name: split.name, protocol: split.protocol, listen: `127.0.0.1:${split.port}`, backends };
+    if (!mirrorUdp || split.protocol !== 'udp') return listener;
+    const mirrorPort = split.backends.at(-1)!.port;
+    return { ...listener, backends: [...backends, { name: 'mirror', host: '127.0.0.1', port: mirrorPort, weight: 0 }], mirror: { to: 'mirror', percent: 100, compare: 'replies' } };
+  });
   return `${JSON.stringify({ listeners }, null, 2)}\n`;
 }
 
@@ -139,8 +146,8 @@ export function canaryConfig(ports: ListenPorts): string {
 const READY_TIMEOUT_MS = 15_000;
 
 /** Waits until the proxy is ready; a proxy that never gets there is stopped, not left behind. */
-const canaryPortBase = (name: 'canary-l4' | 'baseline' | typeof CANARY_NO_METRICS): number =>
-  name === 'canary-l4' ? 18_000 : name === 'baseline' ? 19_500 : 19_000;
+const canaryPortBase = (name: 'canary-l4' | 'baseline' | CanaryVariant): number =>
+  name === 'canary-l4' ? 18_000 : name === 'baseline' ? 19_500 : name === CANARY_MIRROR ? 19_200 : 19_000;
 
 /** canary-l4's (metrics on) Prometheus endpoint. */
 export const CANARY_METRICS_URL = `http://127.0.0.1:${canaryPortBase('canary-l4') + 90}/metrics`;
@@ -193,14 +200,15 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
     }
     case 'canary-l4':
     case 'baseline':
-    case CANARY_NO_METRICS: {
+    case CANARY_NO_METRICS:
+    case CANARY_MIRROR: {
       const baseline = name === 'baseline';
       if (baseline && runs.baselineRoot === undefined) throw new Error('--baseline DIR names the checkout to compare with');
       const base = canaryPortBase(name);
       const ports = portsFrom(base, true);
       const adminPort = base + 90;
       const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');
-      writeFileSync(configFile, canaryConfig(ports));
+      writeFileSync(configFile, canaryConfig(ports, name === CANARY_MIRROR));
       const args = [
         ...(baseline ? runs.baselineNodeFlags : runs.nodeFlags),
         'src/cli/main.ts',

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureInstalled, type Tool } from './install.ts';
 import { startBackends } from './backends.ts';
-import { CANARY_NO_METRICS, DEFAULT_CANARY_NODE_FLAGS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { CANARY_MIRROR, CANARY_NO_METRICS, DEFAULT_CANARY_NODE_FLAGS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { killAllChildren, type Child } from './processes.ts';
 import { measureWhile } from './proc-usage.ts';
 import { isStandalone, MAIN_WORKLOADS, perCpuSecondKey, type AnyWorkload, type StandaloneWorkload, type Workload, type WorkloadContext } from './workloads.ts';
@@ -177,7 +177,9 @@ async function main(): Promise<void> {
   const backends = needsProxies ? await startBackends(scratch) : [];
   const dnsQueryFile = writeQueryFile(scratch);
   const variants: ProxyVariant[] = needsProxies ? [...options.proxies] : [];
-  if (options.proxies.includes('canary-l4') && options.workloads.some((workload) => workload.name === 'metrics-cost')) variants.push(CANARY_NO_METRICS);
+  const wanted = (workload: string) => options.proxies.includes('canary-l4') && options.workloads.some((item) => item.name === workload);
+  if (wanted('metrics-cost')) variants.push(CANARY_NO_METRICS);
+  if (wanted('mirror-cost')) variants.push(CANARY_MIRROR);
   const proxies = new Map<ProxyVariant, RunningProxy | Error>();
   const start = async (name: ProxyVariant): Promise<void> => {
     const proxy = await startProxy(name, options.workers, scratch, options.canary).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));

@@ -140,6 +140,12 @@ const FAMILIES: readonly Family[] = [
     lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'reason', s.ended)),
   },
   {
+    name: 'mirror_total',
+    help: 'Mirroring to a backend (a dark canary), by outcome (mirrored: connections or flows also sent to it; compared: replies judged, equal or different; missing: a stable reply it never matched; dropped: mirror legs given up, failed or fallen behind).',
+    type: 'counter',
+    lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'outcome', s.mirror)),
+  },
+  {
     name: 'client_affinity',
     help: '1 when the listener places clients by their address (affinity: clientIP), else 0.',
     type: 'gauge',

@@ -2,7 +2,7 @@
 // and the one-line problem (naming the field and the fix) when it holds something else. Checks that
 // need the cluster (does the Service exist, has it that port) are the controller's, not these.
 
-import { readConnectionPolicies } from '../config/load.ts';
+import { readConnectionPolicies, readPortMirror } from '../config/load.ts';
 import type { CanaryPortSpec, PortProtocol, SpecProtocol } from './types.ts';
 
 /** The protocols a spec port may name. */
@@ -25,5 +25,6 @@ export function checkPortSpec(port: CanaryPortSpec, where: string, problems: str
   const weight = port.config?.weight ?? 0;
   if (!Number.isInteger(weight) || weight < 0 || weight > 100) problems.push(`${where}.config.weight: must be an integer 0–100, got ${weight}`);
   readConnectionPolicies(port.config ?? {}, (key) => `${where}.config.${key}`, problems);
+  readPortMirror(port.config?.mirror, `${where}.config.mirror`, problems);
   return normalizeProtocol(port.protocol);
 }

@@ -76,7 +76,19 @@ export interface CanaryPortSpec {
     readonly rebalanceWindowMs?: number;
     readonly drainTimeoutMs?: number;
     readonly affinity?: 'none' | 'clientIP';
+    /** A dark canary: this share of new connections/flows also goes to the canary, its replies judged, never seen by a client. */
+    readonly mirror?: PortMirrorSpec;
   };
+}
+
+/** A port's mirror to the canary (config/types.ts MirrorConfig without `to`). */
+export interface PortMirrorSpec {
+  /** 0–100; a step's `mirror` replaces it while the step is in force. Missing = 0. */
+  readonly percent?: number;
+  /** replies (compare the canary's replies with the stable's) or none (default). */
+  readonly compare?: 'replies' | 'none';
+  /** TCP: client bytes copied per mirrored connection, at most (default 65536). */
+  readonly maxBytes?: number;
 }
 
 export interface CanaryServiceSpec {
@@ -97,9 +109,12 @@ export interface WorkloadSpec {
   readonly patch?: unknown;
 }
 
-/** A weight every listed port takes in turn, and how long it holds before the next. */
+/** A weight (and a mirror share) every listed port takes in turn, and how long it holds before the next. */
 export interface StepSpec {
-  readonly weight: number;
+  /** Missing = 0 (a step with only `mirror` runs the canary dark). */
+  readonly weight?: number;
+  /** Percent of new connections/flows mirrored to the canary while the step is in force; missing = the port's config.mirror.percent. */
+  readonly mirror?: number;
   /** No duration: hold until promoted (spec.promotedStep reaches this step). */
   readonly pause?: { readonly duration?: string };
 }
@@ -114,6 +129,10 @@ export interface AnalysisThresholds {
   readonly resetRate?: RateThreshold;
   readonly connectLatencyP99?: { readonly maxMs?: number; readonly maxRatioToStable?: number };
   readonly udpReplyRate?: { readonly min?: number; readonly maxBelowStable?: number };
+  /** Mirrored replies that differed from the stable's, of those compared (different / compared). */
+  readonly mirrorMismatchRate?: { readonly max?: number };
+  /** Mirror legs that failed or never answered, of those mirrored ((missing + dropped) / mirrored). */
+  readonly mirrorErrorRate?: { readonly max?: number };
 }
 
 export interface AnalysisSpec {
@@ -177,6 +196,18 @@ export interface PortStatus {
   readonly achieved?: AchievedSplit;
   /** With steps: the same, since the step in force began (it starts from zero at each step). */
   readonly achievedStep?: StepAchievedSplit;
+  /** What mirroring to the canary did since the release began, every replica counted; absent until it mirrored. */
+  readonly mirror?: MirrorCounts;
+}
+
+/** Mirroring counts (dataplane/stats.ts MirrorCounts). */
+export interface MirrorCounts {
+  readonly mirrored: number;
+  readonly compared: number;
+  readonly equal: number;
+  readonly different: number;
+  readonly missing: number;
+  readonly dropped: number;
 }
 
 export interface AchievedSplit {
@@ -200,7 +231,7 @@ export interface SignalCounts {
 }
 
 export interface SignalResult {
-  /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, canaryShare. */
+  /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, mirrorMismatchRate, mirrorErrorRate, canaryShare. */
   readonly name: string;
   /** null: no sample on that side. */
   readonly canary: number | null;
@@ -224,6 +255,12 @@ export interface PooledSide {
   readonly udpSessions: number;
   readonly udpReplied: number;
   readonly markedDown: number;
+  /** Flows mirrored to this side (the canary of a mirroring port), of them compared, of those
+   * answered differently; mirrored flows whose reply was missing or whose leg was dropped. */
+  readonly mirrored: number;
+  readonly mirrorCompared: number;
+  readonly mirrorDifferent: number;
+  readonly mirrorFailed: number;
 }
 
 /** The evidence of the intervals since the last decisive verdict (Passed or Failed), judged together. */

@@ -43,6 +43,8 @@ export const SIGNAL_THRESHOLDS = {
   resetRate: { max: 'rate', maxAboveStable: 'rate' },
   connectLatencyP99: { maxMs: 'milliseconds', maxRatioToStable: 'ratio' },
   udpReplyRate: { min: 'rate', maxBelowStable: 'rate' },
+  mirrorMismatchRate: { max: 'rate' },
+  mirrorErrorRate: { max: 'rate' },
 } as const satisfies Record<keyof AnalysisThresholds, Readonly<Record<string, ThresholdKind>>>;
 
 /** The signal names spec.analysis.thresholds knows. */
@@ -108,7 +110,11 @@ function stepsProblems(spec: CanaryReleaseSpec | undefined, problems: string[]):
     problems.push('spec.steps: is empty, so no step would set a weight; list at least one step, or leave spec.steps out and set spec.services[].ports[].config.weight');
   }
   (steps ?? []).forEach((step, index) => {
-    if (!isInteger(step.weight) || step.weight < 0 || step.weight > 100) problems.push(`spec.steps[${index}].weight: must be an integer 0–100, got ${show(step.weight)}`);
+    for (const field of ['weight', 'mirror'] as const) {
+      const value = step[field];
+      if (value !== undefined && !(isInteger(value) && value >= 0 && value <= 100)) problems.push(`spec.steps[${index}].${field}: must be an integer 0–100, got ${show(value)}`);
+    }
+    if (step.weight === undefined && step.mirror === undefined) problems.push(`spec.steps[${index}]: sets neither weight nor mirror; give it one or both`);
     const duration = step.pause?.duration;
     if (duration === undefined) return;
     const ms = parseDuration(duration);

@@ -33,6 +33,8 @@ import type {
   L4Config,
   ListenAddress,
   ListenerConfig,
+  MirrorCompare,
+  MirrorConfig,
   Protocol,
   UdpOptions,
 } from './types.ts';
@@ -153,15 +155,19 @@ const LISTENER_KEYS = [
   'rebalanceWindowMs',
   'drainTimeoutMs',
   'affinity',
+  'mirror',
   'udp',
 ] as const satisfies readonly (keyof ListenerConfig)[];
 // `overriddenFrom` is set by `--weight` only, never by a document.
 const BACKEND_KEYS = ['name', 'host', 'port', 'weight'] as const satisfies readonly (keyof BackendConfig)[];
 const UDP_KEYS = ['responses', 'maxSessions'] as const satisfies readonly (keyof UdpOptions)[];
+const MIRROR_KEYS = ['to', 'percent', 'compare', 'maxBytes'] as const satisfies readonly (keyof MirrorConfig)[];
+const MIRROR_POLICY_KEYS = MIRROR_KEYS.filter((key) => key !== 'to');
 
 const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
 const BALANCE_STRATEGIES: readonly BalanceStrategy[] = ['wrr', 'random'];
 const AFFINITIES: readonly Affinity[] = ['none', 'clientIP'];
+const MIRROR_COMPARES: readonly MirrorCompare[] = ['replies', 'none'];
 
 const WEIGHT: IntegerRule = { min: 0, max: MAX_WEIGHT, expected: `an integer 0-${MAX_WEIGHT}` };
 const BACKEND_PORT: IntegerRule = { min: 1, max: 65_535, expected: 'an integer 1-65535' };
@@ -170,6 +176,10 @@ const MILLISECONDS: IntegerRule = { min: 1, max: 2_147_483_647, expected: 'an in
 const POSITIVE: IntegerRule = { min: 1, max: Number.MAX_SAFE_INTEGER, expected: 'a positive integer' };
 const TIMEOUT_OR_OFF: IntegerRule = { min: 0, max: MILLISECONDS.max, expected: 'an integer 0-2147483647 (milliseconds; 0 = off)' };
 const NON_NEGATIVE: IntegerRule = { min: 0, max: Number.MAX_SAFE_INTEGER, expected: 'an integer >= 0' };
+const PERCENT: IntegerRule = { min: 0, max: 100, expected: 'an integer 0-100 (percent)' };
+/** 1 GiB: a mirrored connection copies this much at most; the copy is bounded by its buffer anyway. */
+const MIRROR_BYTES: IntegerRule = { min: 1, max: 1024 * 1024 * 1024, expected: 'an integer 1-1073741824 (bytes)' };
+const DEFAULT_MIRROR_MAX_BYTES = 65_536;
 
 function readConfig(raw: unknown, problems: string[]): L4Config {
   // An empty file reads as null: report the missing list rather than a puzzling "got null".
@@ -213,8 +223,47 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
     failOnReset: readBoolean(fields.failOnReset, at('failOnReset'), problems, false),
     firstByteTimeoutMs: readInteger(fields.firstByteTimeoutMs, at('firstByteTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
     ...readConnectionPolicies(fields, at, problems),
+    ...readListenerMirror(fields.mirror, at('mirror'), backends, problems),
     udp: readUdpOptions(fields.udp, at('udp'), problems),
   });
+}
+
+/** `mirror` of a listener: the policy, and `to` naming one of its backends (weight 0 allowed). */
+function readListenerMirror(raw: unknown, path: string, backends: readonly (BackendConfig | undefined)[], problems: string[]): { mirror?: MirrorConfig } {
+  if (raw === undefined) return {};
+  const fields = readMapping(raw, path, MIRROR_KEYS, problems);
+  if (fields === undefined) return {};
+  const names = backends.flatMap((backend) => (backend === undefined || backend.name === '' ? [] : [backend.name]));
+  const expected = `the name of one of this listener's backends (${names.join(', ')})`;
+  if (fields.to === undefined) problems.push(`${path}.to: is required (${expected})`);
+  else if (typeof fields.to !== 'string' || !names.includes(fields.to)) problems.push(`${path}.to: must be ${expected}, got ${describe(fields.to)}`);
+  const to = typeof fields.to === 'string' ? fields.to : '';
+  return { mirror: Object.freeze({ to, ...readMirrorPolicy(fields, (key) => `${path}.${key}`, problems) }) };
+}
+
+/** What a mirror does, without the backend it goes to: a listener's `mirror`, a CanaryRelease port's `config.mirror`. */
+export type MirrorPolicy = Omit<MirrorConfig, 'to'>;
+
+/**
+ * The mirror policy among `fields` (compare default none; maxBytes default 64 KiB; percent required
+ * unless `percentDefault`), each problem at `at(key)`.
+ */
+function readMirrorPolicy(fields: Readonly<Record<string, unknown>>, at: (key: string) => string, problems: string[], percentDefault?: number): MirrorPolicy {
+  return {
+    percent: readInteger(fields.percent, at('percent'), PERCENT, problems, percentDefault),
+    compare: readChoice(fields.compare, at('compare'), MIRROR_COMPARES, 'none', problems),
+    maxBytes: readInteger(fields.maxBytes, at('maxBytes'), MIRROR_BYTES, problems, DEFAULT_MIRROR_MAX_BYTES),
+  };
+}
+
+/**
+ * A CanaryRelease port's `config.mirror` (no `to`: the canary is the mirror; percent missing = 0,
+ * for steps to set); undefined when absent.
+ */
+export function readPortMirror(raw: unknown, path: string, problems: string[]): MirrorPolicy | undefined {
+  if (raw === undefined) return undefined;
+  const fields = readMapping(raw, path, MIRROR_POLICY_KEYS, problems);
+  return fields === undefined ? undefined : readMirrorPolicy(fields, (key) => `${path}.${key}`, problems, 0);
 }
 
 /** What a listener does with its live connections (lifetimes.ts, affinity.ts); every one opt-in. */

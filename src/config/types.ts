@@ -29,6 +29,23 @@ export interface UdpOptions {
   readonly maxSessions: number;
 }
 
+/** replies: the canary's replies are compared with the stable's; none: only sent, read and dropped. */
+export type MirrorCompare = 'replies' | 'none';
+
+/**
+ * A dark canary: a share of new connections (TCP) or flows (UDP) is also sent to one backend, whose
+ * replies are read, judged and never reach the client.
+ */
+export interface MirrorConfig {
+  /** A backend of the listener (weight 0 allowed: it then serves no client). */
+  readonly to: string;
+  /** Integer 0–100: the share of new connections or flows mirrored. */
+  readonly percent: number;
+  readonly compare: MirrorCompare;
+  /** tcp: client bytes copied per mirrored connection, at most. */
+  readonly maxBytes: number;
+}
+
 export interface ListenerConfig {
   /** Unique; used in metric labels. */
   readonly name: string;
@@ -71,6 +88,8 @@ export interface ListenerConfig {
   readonly drainTimeoutMs?: number;
   /** Absent = 'none': each new connection or session is placed by `balance`. */
   readonly affinity?: Affinity;
+  /** Opt-in (absent = off): mirror a share of the traffic to one backend (a dark canary). */
+  readonly mirror?: MirrorConfig;
   readonly udp: UdpOptions;
 }
 

@@ -8,13 +8,14 @@ import { finalizerStep, ignoredTransition, makeStatus, observe, pointsAtProxy, s
 import { copySource } from './service/copies.ts';
 import type { Desired, Observed, ReconcileOptions } from './pass/desired.ts';
 import { buildL4Config, withPortPolicies } from './service/l4.ts';
+import { withMirrors } from './service/mirror.ts';
 import { servicePorts, portProtocol } from './service/originals.ts';
 import { allocatePorts, followRenumbered, type Allocation, type LivePort } from './service/ports.ts';
 import { planRunning } from './release/running.ts';
 import { planServices, type ServicePlan } from './release/plan.ts';
 import { planWorkloads, stableChanged, type WorkloadPlan } from './workload/workloads.ts';
 import { DEFAULT_FAILURE_LIMIT } from './progress/analysis.ts';
-import { planSteps, stepsComplete, type StepPlan } from './progress/steps.ts';
+import { planSteps, stepMirror, stepsComplete, type StepPlan } from './progress/steps.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './release/transition.ts';
 import { releaseProblems } from '../api/validate.ts';
 import type { TransitionRecord } from '../api/types.ts';
@@ -23,7 +24,10 @@ export type { Desired, Mode, Observed, ReconcileOptions, ServicePatchReason, Ste
 
 export function reconcile(observed: Observed, options: ReconcileOptions): Desired {
   const desired = plan(observed, options);
-  return { ...desired, l4Config: withPortPolicies(desired.l4Config, observed.release.spec) };
+  const { spec } = observed.release;
+  const l4Config = withPortPolicies(desired.l4Config, spec);
+  // Only a running release mirrors: a transition under way sends the canary nothing it did not ask for.
+  return { ...desired, l4Config: desired.mode === 'running' ? withMirrors(l4Config, spec, stepMirror(spec, desired.status.currentStep)) : l4Config };
 }
 
 function plan(observed: Observed, options: ReconcileOptions): Desired {

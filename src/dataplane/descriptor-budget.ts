@@ -9,6 +9,8 @@
 export const TCP_CONNECTION_DESCRIPTORS = 2;
 /** A UDP session's own upstream socket (replies leave from the listening socket). */
 export const UDP_SESSION_DESCRIPTORS = 1;
+/** A mirror leg: its one upstream socket (TCP or UDP). */
+export const MIRROR_LEG_DESCRIPTORS = 1;
 
 export interface DescriptorBudgetOptions {
   /** Descriptors for listeners, connections and sessions (the limit less what the process keeps). */

@@ -6,6 +6,7 @@ import { ClientAffinity } from './affinity.ts';
 import { carryOverPicker, createPicker, type Picker } from './balancer.ts';
 import type { Steering } from './rebalance.ts';
 import type { BackendHealth } from './passive-health.ts';
+import { MirrorRoute } from './mirror.ts';
 import type { BackendStats, ListenerStats } from './stats.ts';
 
 export interface BackendRuntime {
@@ -19,6 +20,8 @@ export interface ListenerSnapshot {
   readonly backends: readonly BackendRuntime[];
   readonly stats: ListenerStats;
   readonly picker: Picker;
+  /** null: the listener mirrors nothing (its config has no `mirror`, or at 0 %). */
+  readonly mirror: MirrorRoute | null;
 }
 
 /** `previous`: the listener's snapshot so far, whose balancing state the new one continues. */
@@ -28,12 +31,14 @@ export function buildSnapshot(
   runtimeOf: (backend: BackendConfig) => Omit<BackendRuntime, 'config'>,
   previous?: ListenerSnapshot,
 ): ListenerSnapshot {
-  return {
-    config,
-    stats,
-    backends: config.backends.map((backend) => ({ config: backend, ...runtimeOf(backend) })),
-    picker: nextPicker(config, previous),
-  };
+  const backends = config.backends.map((backend) => ({ config: backend, ...runtimeOf(backend) }));
+  return { config, stats, backends, picker: nextPicker(config, previous), mirror: mirrorRoute(config, backends) };
+}
+
+function mirrorRoute(config: ListenerConfig, backends: readonly BackendRuntime[]): MirrorRoute | null {
+  const { mirror } = config;
+  const backend = mirror === undefined || mirror.percent === 0 ? undefined : backends.find((candidate) => candidate.config.name === mirror.to);
+  return mirror === undefined || backend === undefined ? null : new MirrorRoute(mirror, backend);
 }
 
 /** The same picker while the strategy and the backends' names and weights stay; else one carried over. */

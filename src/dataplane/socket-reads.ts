@@ -71,6 +71,18 @@ export function createReadForwarder(to: net.Socket, count: (bytes: number) => vo
   };
 }
 
+/** `forwarder`, with every read also shown to `alsoTo` first (which must copy what it keeps: the buffer is reused). */
+export function teeReads(forwarder: ReadForwarder, alsoTo: (buffer: Buffer, bytes: number) => void): ReadForwarder {
+  const forward = forwarder.callback;
+  return {
+    ...forwarder,
+    callback: (bytes, buffer) => {
+      alsoTo(buffer, bytes);
+      return forward(bytes, buffer);
+    },
+  };
+}
+
 interface OnreadSymbols {
   readonly buffer: symbol;
   readonly callback: symbol;

@@ -73,6 +73,17 @@ export type LocalRefusal = 'fd_limit' | 'local_error';
 export type RefusalReason = 'no_backend' | 'max_connections' | 'draining' | LocalRefusal;
 export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full' | LocalRefusal;
 
+/**
+ * What mirroring to a backend did (kept on the backend the mirror goes to). mirrored: connections or
+ * flows also sent to it; compared: those whose replies were judged, equal or different; missing: a
+ * reply of the stable's the mirror never matched in time; dropped: mirror legs given up (it failed,
+ * fell behind, or no descriptor was left for it).
+ */
+export type MirrorOutcome = 'mirrored' | 'compared' | 'equal' | 'different' | 'missing' | 'dropped';
+export const MIRROR_OUTCOMES: readonly MirrorOutcome[] = ['mirrored', 'compared', 'equal', 'different', 'missing', 'dropped'];
+export type MirrorCounts = Record<MirrorOutcome, number>;
+export const noMirrorCounts = (): MirrorCounts => ({ mirrored: 0, compared: 0, equal: 0, different: 0, missing: 0, dropped: 0 });
+
 export class BackendStats {
   /** TCP connections established to this backend, or UDP sessions opened to it. */
   connections = 0;
@@ -112,6 +123,8 @@ export class BackendStats {
   outMs(now: number): number {
     return this.#outMsBefore + Math.max(0, Math.min(now, this.#outUntil) - this.#outSince);
   }
+  /** Mirroring to this backend (a listener's `mirror.to`). */
+  readonly mirror: MirrorCounts = noMirrorCounts();
 }
 
 export class ListenerStats {

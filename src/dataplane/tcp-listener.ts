@@ -5,10 +5,13 @@ import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './routing.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
 import { joinSockets, upstreamReads } from './tcp-pipe.ts';
+import { teeReads } from './socket-reads.ts';
+import { TcpMirrorLeg } from './tcp-mirror.ts';
 import { clientAddressHash } from './affinity.ts';
 import { FlowLifetimes } from './lifetimes.ts';
 import { noDelayOnListener } from './listener-options.ts';
 import { TCP_CONNECTION_DESCRIPTORS } from './descriptor-budget.ts';
+import { openMirrorLeg } from './mirror.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from './listener.ts';
 
 export class TcpListener implements Listener {
@@ -100,7 +103,11 @@ export class TcpListener implements Listener {
     const backend = snapshot.backends[index]!;
     const { config } = snapshot;
     const started = performance.now();
-    const upstreamForwarder = upstreamReads(client, backend.stats);
+    const mirrorRoute = snapshot.mirror !== null && snapshot.mirror.take(backend) ? snapshot.mirror : null;
+    // The leg opens once the stable is connected, before the stable's first byte can arrive.
+    let mirror: TcpMirrorLeg | undefined;
+    const plainForwarder = upstreamReads(client, backend.stats);
+    const upstreamForwarder = mirrorRoute?.config.compare === 'replies' ? teeReads(plainForwarder, (buffer, bytes) => mirror?.stableReply(buffer, bytes)) : plainForwarder;
     const upstream = net.connect({
       host: backend.config.host,
       port: backend.config.port,
@@ -141,12 +148,14 @@ export class TcpListener implements Listener {
       joined();
       const { idleReadBuffers } = this.#context;
       const lifetimes = this.#lifetimes;
+      if (mirrorRoute !== null) mirror = openMirrorLeg(mirrorRoute, this.#context.descriptors, (release) => new TcpMirrorLeg(mirrorRoute, config.connectTimeoutMs, release));
       const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, () => {
         idleReadBuffers.delete(connection);
         lifetimes.delete(connection);
         stats.active--;
         stats.sessionDuration.observe((performance.now() - started) / 1000);
-      });
+        mirror?.realClosed();
+      }, mirror);
       idleReadBuffers.add(connection);
       lifetimes.add(connection);
     });

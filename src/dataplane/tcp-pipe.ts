@@ -7,7 +7,8 @@ import { clientAddressHash } from './affinity.ts';
 import type { ReadingPair } from './idle-read-buffers.ts';
 import { LiveFlow } from './lifetimes.ts';
 import type { BackendRuntime } from './routing.ts';
-import { createReadForwarder, discardReads, readAcceptedSocketInto, type ReadForwarder } from './socket-reads.ts';
+import { createReadForwarder, discardReads, readAcceptedSocketInto, teeReads, type ReadForwarder } from './socket-reads.ts';
+import type { TcpMirrorLeg } from './tcp-mirror.ts';
 
 export interface PipeCounters {
   bytesToBackend: number;
@@ -113,15 +114,21 @@ export function joinSockets(
   startedAt: number,
   clientHash: number,
   onClosed: () => void,
+  mirror?: TcpMirrorLeg,
 ): TcpConnection {
   const counters = backend.stats;
   const countToBackend = (n: number) => (counters.bytesToBackend += n);
-  let clientReads: ReadForwarder | undefined = createReadForwarder(upstream, countToBackend);
+  const forwarder = createReadForwarder(upstream, countToBackend);
+  let clientReads: ReadForwarder | undefined = mirror === undefined ? forwarder : teeReads(forwarder, (buffer, bytes) => mirror.copy(buffer, bytes));
   if (!readAcceptedSocketInto(client, clientReads)) {
     clientReads = undefined;
-    client.on('data', (chunk: Buffer) => {
+    const toUpstream = (chunk: Buffer) => {
       countToBackend(chunk.length);
       if (!upstream.write(chunk)) client.pause();
+    };
+    client.on('data', mirror === undefined ? toUpstream : (chunk: Buffer) => {
+      mirror.copy(chunk, chunk.length);
+      toUpstream(chunk);
     });
   }
   const connection = new TcpConnection(backend, startedAt, { client, clientReads, upstream, upstreamReads: upstreamForwarder }, clientHash);
@@ -131,7 +138,10 @@ export function joinSockets(
   });
   client.on('drain', () => upstream.resume());
   // Half-close: the peer's FIN becomes our FIN on the other side once the bytes before it are out.
-  client.on('end', () => upstream.end());
+  client.on('end', () => {
+    upstream.end();
+    mirror?.clientEnded();
+  });
   upstream.on('end', () => client.end());
 
   const abortBoth = (err?: Error) => {

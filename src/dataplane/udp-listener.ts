@@ -10,9 +10,11 @@ import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from './rou
 import { formatListenAddress } from '../config/load.ts';
 import { Drain, bindListener, type Listener, type ListenerContext } from './listener.ts';
 import { UDP_SESSION_DESCRIPTORS } from './descriptor-budget.ts';
+import { openMirrorLeg } from './mirror.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from './stats.ts';
 import { clientAddressHash } from './affinity.ts';
 import { FlowLifetimes, LiveFlow } from './lifetimes.ts';
+import { UdpMirrorLeg } from './udp-mirror.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
@@ -53,13 +55,17 @@ class UdpSession extends LiveFlow {
     this.lastTick = tick;
     this.#clientHash = clientHash;
     this.#detach = detach;
-    this.upstream = dgram.createSocket({
-      type: net.isIPv6(backend.config.host) ? 'udp6' : 'udp4',
-      lookup: immediateLookup,
-      // Replies queue here while the event loop is busy (a GC pause, a burst from other flows):
-      // the default ~200 KiB holds a few milliseconds at 40 000 replies/s, then drops them.
-      recvBufferSize: RECEIVE_BUFFER_BYTES,
-    });
+    this.upstream = upstreamSocket(backend.config.host);
+  }
+
+  /** A client datagram to the backend, once the upstream socket is connected. */
+  forward(datagram: Buffer): void {
+    this.upstream.send(datagram);
+  }
+
+  /** The session is over: its sockets close. */
+  close(): void {
+    this.upstream.close();
   }
 
   clientHash(): number {
@@ -70,6 +76,36 @@ class UdpSession extends LiveFlow {
   protected endGracefully(): void {
     this.#detach(this);
   }
+}
+
+/** A session whose datagrams also go to the mirror backend: a class of its own, so that a listener without a mirror pays nothing per datagram. */
+class MirroredUdpSession extends UdpSession {
+  readonly mirror: UdpMirrorLeg;
+
+  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number, clientHash: number, detach: (session: UdpSession) => void, mirror: UdpMirrorLeg) {
+    super(backend, clientAddress, clientPort, tick, clientHash, detach);
+    this.mirror = mirror;
+  }
+
+  override forward(datagram: Buffer): void {
+    this.upstream.send(datagram);
+    this.mirror.send(datagram);
+  }
+
+  override close(): void {
+    this.upstream.close();
+    this.mirror.finish(REPLY_LINGER_MS);
+  }
+}
+
+function upstreamSocket(host: string): dgram.Socket {
+  return dgram.createSocket({
+    type: net.isIPv6(host) ? 'udp6' : 'udp4',
+    lookup: immediateLookup,
+    // Replies queue here while the event loop is busy (a GC pause, a burst from other flows):
+    // the default ~200 KiB holds a few milliseconds at 40 000 replies/s, then drops them.
+    recvBufferSize: RECEIVE_BUFFER_BYTES,
+  });
 }
 
 export class UdpListener implements Listener {
@@ -163,7 +199,7 @@ export class UdpListener implements Listener {
       }
       session.pending.push(msg);
     } else {
-      session.upstream.send(msg);
+      session.forward(msg);
     }
     stats.datagramsToBackend++;
     stats.bytesToBackend += msg.length;
@@ -193,7 +229,13 @@ export class UdpListener implements Listener {
     }
     listenerStats.accepted++;
     const backend = snapshot.backends[index]!;
-    const session = new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession);
+    const route = snapshot.mirror;
+    const mirror = route !== null && route.take(backend)
+      ? openMirrorLeg(route, this.#context.descriptors, (release) => new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), release))
+      : undefined;
+    const session = mirror === undefined
+      ? new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession)
+      : new MirroredUdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession, mirror);
     const responses = snapshot.config.udp.responses;
     let byPort = this.#sessions.get(address);
     if (byPort === undefined) this.#sessions.set(address, (byPort = new Map()));
@@ -203,14 +245,19 @@ export class UdpListener implements Listener {
     backend.stats.active++;
 
     const { upstream } = session;
-    upstream.on('message', (reply) => {
+    const relay = (reply: Buffer) => {
       session.lastTick = this.#tick;
       backend.stats.datagramsToClient++;
       backend.stats.bytesToClient += reply.length;
       this.#socket.send(reply, session.clientPort, session.clientAddress);
       if (++session.replies === 1) backend.stats.sessionsReplied++;
       if (responses > 0 && session.replies >= responses) this.#end(session);
-    });
+    };
+    const compared = mirror !== undefined && route?.config.compare === 'replies';
+    upstream.on('message', compared ? (reply: Buffer) => {
+      mirror.stableReply(reply);
+      relay(reply);
+    } : relay);
     upstream.on('error', (err: NodeJS.ErrnoException) => {
       if (isLocalResourceError(err)) {
         this.#dropLocally('local_error', err);
@@ -244,10 +291,11 @@ export class UdpListener implements Listener {
       backend.stats.connections++;
       const pending = session.pending;
       session.pending = null;
-      if (pending !== null) for (const datagram of pending) upstream.send(datagram);
+      if (pending !== null) for (const datagram of pending) session.forward(datagram);
     });
     return session;
   }
+
 
   /**
    * The client's next datagram opens a new session (placed by the current weights); this one only
@@ -273,7 +321,7 @@ export class UdpListener implements Listener {
     const { stats } = session.backend;
     stats.active--;
     stats.sessionDuration.observe((performance.now() - session.startedAt) / 1000);
-    session.upstream.close();
+    session.close();
     this.#context.descriptors.release(UDP_SESSION_DESCRIPTORS);
   }
 

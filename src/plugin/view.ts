@@ -3,7 +3,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { ReleasePlan } from '../control/index.ts';
 import { formatSelector } from '../api/labels.ts';
-import type { CanaryRelease, CanaryReleaseSpec, SignalCounts, StepAchievedSplit } from '../api/types.ts';
+import type { CanaryRelease, CanaryReleaseSpec, SignalCounts, StepAchievedSplit, StepSpec } from '../api/types.ts';
 import { formatTable } from '../util/text-table.ts';
 
 function since(at: string | undefined, now: Date): string {
@@ -12,6 +12,9 @@ function since(at: string | undefined, now: Date): string {
   const text = seconds < 120 ? `${seconds}s` : seconds < 7200 ? `${Math.floor(seconds / 60)}m${seconds % 60}s` : `${Math.floor(seconds / 3600)}h${Math.floor((seconds % 3600) / 60)}m`;
   return `${at} (${text} ago)`;
 }
+
+/** `10%`, `0% mirror 50%`. */
+const stepLabel = (step: StepSpec) => `${step.weight ?? 0}%${step.mirror === undefined ? '' : ` mirror ${step.mirror}%`}`;
 
 const value = (number: number | null | undefined) => (number === null || number === undefined ? '-' : String(number));
 
@@ -47,6 +50,12 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
       value(port.achieved?.stable), value(port.achieved?.canary), port.achieved === undefined ? '-' : `${port.achieved.canaryPercent}%`,
       ...(stepColumn ? [stepShare(port.achievedStep, status.currentStep)] : []),
     ])));
+  const mirrored = ports.flatMap(({ service, port, protocol, mirror }) => (mirror === undefined ? [] : [[service, `${port}/${protocol}`,
+    ...[mirror.mirrored, mirror.compared, mirror.equal, mirror.different, mirror.missing, mirror.dropped].map(String)]]));
+  if (mirrored.length > 0) {
+    lines.push('', 'Mirrored to the canary (its replies reach no client), since the release began:');
+    lines.push(formatTable(['SERVICE', 'PORT', 'MIRRORED', 'COMPARED', 'EQUAL', 'DIFFERENT', 'MISSING', 'DROPPED'], mirrored));
+  }
   const analysis = status.analysis;
   if (analysis !== undefined) {
     lines.push('');
@@ -67,7 +76,7 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
 
 /** `5% 2m → [50% until promoted] → adopted`: each step's weight and pause, the current one in brackets. */
 function stepsLine(spec: CanaryReleaseSpec, current: number | undefined): string {
-  const steps = (spec.steps ?? []).map((step, index) => `${index === current ? '[' : ''}${step.weight}%${step.pause === undefined ? '' : ` ${step.pause.duration ?? 'until promoted'}`}${index === current ? ']' : ''}`);
+  const steps = (spec.steps ?? []).map((step, index) => `${index === current ? '[' : ''}${stepLabel(step)}${step.pause === undefined ? '' : ` ${step.pause.duration ?? 'until promoted'}`}${index === current ? ']' : ''}`);
   return `${steps.join(' → ')}${spec.autoAdopt === false ? ' (then holds: autoAdopt false)' : ' → adopted'}`;
 }
 

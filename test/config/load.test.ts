@@ -272,7 +272,14 @@ describe('one problem per bad field, with its exact line', () => {
     ['typo in a udp key', { udp: { maxSession: 5 } }, 'listeners[0].udp.maxSession: unknown key, did you mean "maxSessions"?'],
     ['unknown key far from any', { backends: [rawBackend({ address: 'x' })] }, 'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight'],
     ['overriddenFrom is not a file key', { backends: [rawBackend({ overriddenFrom: 5 })] }, 'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight'],
-    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity, udp'],
+    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity, mirror, udp'],
+    ['mirror to a backend the listener lacks', { mirror: { to: 'canary', percent: 10 } }, 'listeners[0].mirror.to: must be the name of one of this listener\'s backends (forked), got "canary"'],
+    ['mirror without to', { mirror: { percent: 10 } }, 'listeners[0].mirror.to: is required (the name of one of this listener\'s backends (forked))'],
+    ['mirror without percent', { mirror: { to: 'forked' } }, 'listeners[0].mirror.percent: is required (an integer 0-100 (percent))'],
+    ['mirror percent over 100', { mirror: { to: 'forked', percent: 150 } }, 'listeners[0].mirror.percent: must be an integer 0-100 (percent), got 150'],
+    ['mirror compare unknown', { mirror: { to: 'forked', percent: 5, compare: 'bytes' } }, 'listeners[0].mirror.compare: must be "replies" or "none", got "bytes"'],
+    ['mirror maxBytes 0', { mirror: { to: 'forked', percent: 5, maxBytes: 0 } }, 'listeners[0].mirror.maxBytes: must be an integer 1-1073741824 (bytes), got 0'],
+    ['typo in a mirror key', { mirror: { to: 'forked', percent: 5, compar: 'none' } }, 'listeners[0].mirror.compar: unknown key, did you mean "compare"?'],
     ['duplicate backend name', { backends: [rawBackend(), rawBackend({ host: '10.0.0.13' })] }, 'listeners[0].backends[1].name: must be unique, listeners[0].backends[0] has it too, got "forked"'],
   ];
   for (const [title, fields, problem] of cases) {

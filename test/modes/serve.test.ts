@@ -284,6 +284,28 @@ describe('serve: --weight', { timeout: 30_000 }, () => {
   });
 });
 
+describe('serve: a listener with a mirror', { timeout: 30_000 }, () => {
+  test('clients are served by the stable only; the weight-0 canary gets every connection too, counted in /metrics and /stats', async () => {
+    const stable = await startNamedBackend('stable');
+    const canary = await startNamedBackend('canary');
+    const port = await freePort();
+    const serve = await startServe({ listeners: [{ ...web(port, stable.port, canary.port, 100, 0), mirror: { to: 'canary', percent: 100, compare: 'replies' } }] }, ['--no-watch']);
+    try {
+      assert.deepEqual(await names(port, 20), { stable: 20 });
+      await waitFor(() => canary.accepted === 20, 'the mirror to get every connection');
+      const metrics = async () => (await serve.get('/metrics')).body;
+      const outcome = async (name: string) => metricValue(await metrics(), 'canary_l4_mirror_total', { listener: 'web', backend: 'canary', outcome: name });
+      await waitFor(async () => (await outcome('compared')) === 20, 'every connection judged', 10_000);
+      assert.equal(await outcome('different'), 20, '"canary" is not "stable"');
+      const stats = JSON.parse((await serve.get('/stats')).body) as { listeners: Record<string, Record<string, { mirror: Record<string, number> }>> };
+      assert.deepEqual(stats.listeners.web!.canary!.mirror, { mirrored: 20, compared: 20, equal: 0, different: 20, missing: 0, dropped: 0 });
+    } finally {
+      await serve.stop();
+      await Promise.all([stable.close(), canary.close()]);
+    }
+  });
+});
+
 describe('serve: SIGTERM', { timeout: 30_000 }, () => {
   test('drains: not ready, new connections refused, a live transfer finishes byte-exact, then exit 0', async () => {
     // Sends 8 MiB in 16 slices, 100 ms apart: a transfer of about 1.6 s.

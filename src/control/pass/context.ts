@@ -6,6 +6,7 @@ import { buildConditions, condition, type ConditionDraft, type ConditionDrafts }
 import { copySource, isCopyOf } from '../service/copies.ts';
 import { achievedWith, judge, type Evidence } from '../progress/analysis.ts';
 import { achievedAtStep } from '../progress/step-split.ts';
+import { mirrorCountsWith } from '../progress/mirror-counts.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
 import { portKeyId } from '../service/ports.ts';
 import { beganInStep, type StepPlan } from '../progress/steps.ts';
@@ -16,7 +17,7 @@ import { disagreeingReplicas } from './replicas.ts';
 import { readyPods, selectorContains, selectorMatches } from '../service/selectors.ts';
 import {
   ANNOTATION_ORIGINAL, FINALIZER, type AchievedSplit, type AnalysisStatus, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase,
-  type PortStatus, type TransitionRecord, type WorkloadStatus,
+  type MirrorCounts, type PortStatus, type TransitionRecord, type WorkloadStatus,
 } from '../../api/types.ts';
 
 export interface Context {
@@ -46,6 +47,8 @@ export interface Judged {
   readonly countedAt: string | undefined;
   /** ports[].achieved, by port key: brought up to date with new evidence, else as recorded. */
   readonly achieved: ReadonlyMap<string, AchievedSplit>;
+  /** ports[].mirror, by port key, likewise. */
+  readonly mirror: ReadonlyMap<string, MirrorCounts>;
 }
 
 /** New evidence (an interval not counted yet) is counted into the achieved split and, with spec.analysis, judged. */
@@ -53,7 +56,7 @@ function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], 
   const recordedAchieved = new Map(recorded.flatMap((port) => (port.achieved === undefined ? [] : [[portKeyId(port), port.achieved] as const])));
   const countedAt = release.status?.countedAt;
   if (evidence === undefined || (countedAt !== undefined && Date.parse(evidence.at) <= Date.parse(countedAt))) {
-    return { analysis: release.status?.analysis, countedAt: undefined, achieved: recordedAchieved };
+    return { analysis: release.status?.analysis, countedAt: undefined, achieved: recordedAchieved, mirror: mirrorCountsWith(undefined, recorded) };
   }
   // Once a transition is recorded the verdict that decided it (or the last before it) stands.
   const spec = release.status?.transition == null ? release.spec?.analysis : undefined;
@@ -61,6 +64,7 @@ function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], 
     analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis, affinityListeners(release.spec)),
     countedAt: evidence.at,
     achieved: achievedWith(evidence, recorded),
+    mirror: mirrorCountsWith(evidence, recorded),
   };
 }
 

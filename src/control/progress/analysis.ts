@@ -28,7 +28,7 @@ export interface Evidence {
 /** Whether any proxy counted anything during the interval. */
 export function hasCounts(evidence: Evidence): boolean {
   return Object.values(evidence.listeners).some((backends) => Object.values(backends).some((counters) =>
-    counters.connections + counters.connectErrors + counters.resets + counters.sessionsReplied + counters.markedDown > 0));
+    counters.connections + counters.connectErrors + counters.resets + counters.sessionsReplied + counters.markedDown + (counters.mirror?.mirrored ?? 0) > 0));
 }
 
 export const DEFAULT_INTERVAL_MS = 30_000;
@@ -42,16 +42,28 @@ const SLOW_SHARE = 0.01;
 
 type Side = { -readonly [Key in keyof PooledSide]: PooledSide[Key] extends readonly number[] ? number[] : number };
 
-const emptySide = (buckets: number): Side => ({ attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0 });
+const emptySide = (buckets: number): Side => ({
+  attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0,
+  mirrored: 0, mirrorCompared: 0, mirrorDifferent: 0, mirrorFailed: 0,
+});
 
 /** New connections (TCP) and flows (UDP) a side got. */
 const newFlows = (side: PooledSide) => side.established + side.udpSessions;
 /** What a side was asked: connection attempts (TCP) and flows (UDP). */
 const asked = (side: PooledSide) => side.attempts + side.udpSessions;
+/** The canary's samples: what it was asked, and (a dark canary at weight 0) the flows mirrored to it. */
+const samplesOf = (side: PooledSide) => asked(side) + side.mirrored;
 
 function add(side: Side, counters: BackendCounters | undefined, udp: boolean): void {
   if (counters === undefined) return;
   side.markedDown += counters.markedDown;
+  const mirror = counters.mirror;
+  if (mirror !== undefined) {
+    side.mirrored += mirror.mirrored;
+    side.mirrorCompared += mirror.compared;
+    side.mirrorDifferent += mirror.different;
+    side.mirrorFailed += mirror.missing + mirror.dropped;
+  }
   if (udp) {
     side.udpSessions += counters.connections;
     side.udpReplied += counters.sessionsReplied;
@@ -65,7 +77,8 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
 }
 
 function addSides(into: Side, from: PooledSide): void {
-  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown'] as const) into[key] += from[key];
+  // A pool written before mirroring was counted has no mirror fields: 0.
+  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown', 'mirrored', 'mirrorCompared', 'mirrorDifferent', 'mirrorFailed'] as const) into[key] += from[key] ?? 0;
   from.latency.forEach((count, index) => (into.latency[index] = (into.latency[index] ?? 0) + count));
 }
 
@@ -247,7 +260,7 @@ export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly Po
   addSides(pool.stable, interval.stable);
   addSides(pool.canary, interval.canary);
   const pooled: PooledEvidence = { ...pool, intervals: pool.intervals + 1 };
-  const samples = asked(interval.canary);
+  const samples = samplesOf(interval.canary);
   const minSamples = Math.max(1, spec.minSamples ?? DEFAULT_MIN_SAMPLES);
   // The pool, and the interval alone: a canary that turns bad after a long undecided stretch is not
   // hidden by the good counts before it. A second look, so at a tenth of the error rate.
@@ -258,15 +271,15 @@ export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly Po
   const failed = signals.filter((result) => result.verdict === 'Failed');
   const open = judged.filter((item) => item.result.verdict === 'Inconclusive');
   const stillDead = failed.length === 0 && samples === 0 && previous?.verdict === 'Failed';
-  const enough = asked(pooled.canary) >= minSamples;
+  const enough = samplesOf(pooled.canary) >= minSamples;
   const verdict: Verdict = failed.length > 0 || stillDead ? 'Failed' : open.length === 0 && enough ? 'Passed' : 'Inconclusive';
   const failures = verdict === 'Failed' ? (previous?.failures ?? 0) + 1 : verdict === 'Passed' ? 0 : previous?.failures ?? 0;
   const over = `${pooled.intervals} interval(s) judged together`;
   const takenOut = pooled.canary.markedDown > 0 ? `; passive health took the canary out ${pooled.canary.markedDown} time(s), its failed attempts counted as connect errors` : '';
   const message = stillDead ? `no canary sample since it failed (passive health holds it out): ${previous.message}`
     : verdict === 'Failed' ? failed.map((result) => signalText(result, confidence)).join('; ') + takenOut
-    : verdict === 'Passed' ? `${grouped(asked(pooled.canary))} canary connections/flows judged (${over}), every threshold within at ${percentOf(confidence)}`
-    : [...(enough ? [] : [`too few samples: ${grouped(asked(pooled.canary))} canary connections/flows over ${over.replace(' judged together', '')}, minSamples ${minSamples}`]),
+    : verdict === 'Passed' ? `${grouped(samplesOf(pooled.canary))} canary connections/flows judged (${over}), every threshold within at ${percentOf(confidence)}`
+    : [...(enough ? [] : [`too few samples: ${grouped(samplesOf(pooled.canary))} canary connections/flows over ${over.replace(' judged together', '')}, minSamples ${minSamples}`]),
       ...open.map((item) => `${signalText(item.result, confidence)}: ${lacksText(item.lacks)}`)].join('; ') + takenOut;
   return {
     at: evidence.at, intervalMs: evidence.intervalMs, replicas: evidence.replicas, samples, verdict, confidence, signals, failures, message,

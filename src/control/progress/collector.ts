@@ -7,6 +7,7 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { BackendCounters, CounterSnapshot } from '../../dataplane/counters.ts';
+import { MIRROR_OUTCOMES, type MirrorCounts } from '../../dataplane/stats.ts';
 import type { Evidence } from './analysis.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import type { Labels } from '../../api/types.ts';
@@ -51,7 +52,14 @@ function minus(now: BackendCounters, before: BackendCounters | undefined): Backe
     sessionsReplied: now.sessionsReplied - before.sessionsReplied,
     markedDown: now.markedDown - before.markedDown,
     outMs: (now.outMs ?? 0) - (before.outMs ?? 0),
+    ...mirrorCounts(now.mirror, before.mirror, -1),
   };
+}
+
+/** `a + sign × b`, outcome by outcome, as the `mirror` field of counters (left out when neither has one). */
+function mirrorCounts(a: Readonly<MirrorCounts> | undefined, b: Readonly<MirrorCounts> | undefined, sign: 1 | -1): { mirror?: MirrorCounts } {
+  if (a === undefined && b === undefined) return {};
+  return { mirror: Object.fromEntries(MIRROR_OUTCOMES.map((outcome) => [outcome, (a?.[outcome] ?? 0) + sign * (b?.[outcome] ?? 0)])) as MirrorCounts };
 }
 
 function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounters {
@@ -64,6 +72,7 @@ function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounte
     sessionsReplied: a.sessionsReplied + b.sessionsReplied,
     markedDown: a.markedDown + b.markedDown,
     outMs: (a.outMs ?? 0) + (b.outMs ?? 0),
+    ...mirrorCounts(a.mirror, b.mirror, 1),
   };
 }
 
@@ -132,6 +141,7 @@ export function parseSnapshot(value: unknown, latencyBucketsMs: readonly number[
       if (!(['connections', 'connectErrors', 'resets', 'sessionsReplied', 'markedDown'] as const).every((field) => isCount(counters[field]))) return undefined;
       if (counters.outMs !== undefined && !isCount(counters.outMs)) return undefined;
       if (!Array.isArray(latency) || latency.length !== latencyBucketsMs.length || !latency.every(isCount)) return undefined;
+      if (counters.mirror !== undefined && !(isObject(counters.mirror) && MIRROR_OUTCOMES.every((outcome) => isCount((counters.mirror as Record<string, unknown>)[outcome])))) return undefined;
     }
   }
   for (const weights of Object.values(value.weights)) {

@@ -19,6 +19,9 @@ export const RATE_SIGNALS: readonly RateSignal[] = [
   { name: 'connectErrorRate', counts: (side) => ({ count: side.errors, of: side.attempts }) },
   { name: 'resetRate', counts: (side) => ({ count: side.resets, of: side.established }) },
   { name: 'udpReplyRate', counts: (side) => ({ count: side.udpReplied, of: side.udpSessions }), higherIsBetter: true },
+  // Only the canary is mirrored to: its stable side counts 0 of 0 (no stable to compare with).
+  { name: 'mirrorMismatchRate', counts: (side) => ({ count: side.mirrorDifferent, of: side.mirrorCompared }) },
+  { name: 'mirrorErrorRate', counts: (side) => ({ count: side.mirrorFailed, of: side.mirrored }) },
 ];
 
 /** A threshold on a rate of bad events: the most it may be, and the most it may exceed the stable's by. */

@@ -24,6 +24,15 @@ export function beganInStep(interval: { readonly at: string; readonly intervalMs
   return Date.parse(interval.at) - interval.intervalMs >= Date.parse(stepStartedAt) - GATE_SLACK_MS;
 }
 
+/**
+ * The mirror percent the step in force sets (spec.steps[].mirror), or undefined when it sets none
+ * (then each port's own config.mirror.percent holds). Past the last step, the last step's.
+ */
+export function stepMirror(spec: CanaryReleaseSpec | undefined, currentStep: number | undefined): number | undefined {
+  const steps = spec?.steps ?? [];
+  return steps.length === 0 ? undefined : steps[Math.min(currentStep ?? 0, steps.length - 1)]!.mirror;
+}
+
 /** What status holds of the steps. */
 export interface RecordedSteps {
   readonly currentStep?: number;
@@ -69,7 +78,7 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
   const cut = (recorded.currentStep ?? 0) >= steps.length && !stepsComplete(spec, recorded);
   const current = cut ? steps.length - 1 : Math.min(recorded.currentStep ?? 0, steps.length);
   if (cut) recorded = { ...recorded, stepStartedAt: undefined };
-  const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight;
+  const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight ?? 0;
   const shown = (index: number) => `${Math.min(index + 1, steps.length)}/${steps.length}`;
   const held = (reason: string, startedAt: string | undefined, requeueAfterMs?: number): StepPlan => ({
     currentStep: current, stepStartedAt: startedAt, weight: weightOf(current), step: shown(current),
