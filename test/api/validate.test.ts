@@ -76,7 +76,7 @@ describe('releaseProblems: the one validation of a CanaryRelease', () => {
   }
 
   it('knows exactly the signals of the thresholds type, for the analysis to share', () => {
-    assert.deepEqual(SIGNAL_NAMES, ['connectErrorRate', 'resetRate', 'connectLatencyP99', 'udpReplyRate']);
+    assert.deepEqual(SIGNAL_NAMES, ['connectErrorRate', 'resetRate', 'connectLatencyP99', 'udpReplyRate', 'mirrorMismatchRate', 'mirrorErrorRate']);
     assert.deepEqual(Object.keys(schema.properties!.spec!.properties!.analysis!.properties!.thresholds!.properties!), SIGNAL_NAMES, 'the CRD lists the same signals');
   });
 

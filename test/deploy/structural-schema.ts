@@ -16,6 +16,7 @@ export interface StructuralSchema {
   readonly pattern?: string;
   readonly minItems?: number;
   readonly maxItems?: number;
+  readonly minProperties?: number;
   readonly nullable?: boolean;
   readonly 'x-kubernetes-preserve-unknown-fields'?: boolean;
   /** An integer or a string (a resource quantity: 2, "500m"). */
@@ -24,7 +25,7 @@ export interface StructuralSchema {
 
 const ENFORCED = new Set([
   'type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'minimum', 'maximum',
-  'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'nullable', 'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
+  'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'minProperties', 'nullable', 'x-kubernetes-preserve-unknown-fields', 'x-kubernetes-int-or-string',
 ]);
 /** Keywords that say nothing about validity (or only about list merging, which one object cannot break). */
 const NOT_VALIDATING = new Set(['description', 'default', 'format', 'x-kubernetes-list-type', 'x-kubernetes-list-map-keys']);
@@ -83,6 +84,8 @@ function checkType(value: unknown, type: StructuralSchema['type']): string | und
 
 function validateObject(value: Record<string, unknown>, schema: StructuralSchema, path: string): string[] {
   const problems: string[] = [];
+  const fields = Object.keys(value).length;
+  if (schema.minProperties !== undefined && fields < schema.minProperties) problems.push(`${path}: must have at least ${schema.minProperties} fields, got ${fields}`);
   for (const key of schema.required ?? []) if (!(key in value)) problems.push(`${path}: ${key} is required`);
   for (const [key, field] of Object.entries(value)) {
     const fieldPath = path === '<root>' ? key : `${path}.${key}`;

@@ -168,7 +168,8 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
     const achievedStep = stepInForce === undefined || (context.observed.release.spec?.steps ?? []).length === 0
       ? undefined
       : achievedAtStep({ recordedStep: recorded?.achievedStep, before: recorded?.achieved, after: achieved }, recordedStep, stepInForce, countedInStep);
-    return { ...port, ...(achieved === undefined ? {} : { achieved }), ...(achievedStep === undefined ? {} : { achievedStep }) };
+    const mirror = judged.mirror.get(key);
+    return { ...port, ...(achieved === undefined ? {} : { achieved }), ...(achievedStep === undefined ? {} : { achievedStep }), ...(mirror === undefined ? {} : { mirror }) };
   });
   return {
     phase, observedGeneration: context.generation, transition, conditions, ports: counted, weights: formatWeights(ports),

@@ -55,9 +55,9 @@ describe('judging a dark canary (mirrorMismatchRate, mirrorErrorRate)', () => {
   it('fails one that answers 30 % differently, and one whose mirror legs fail or go unanswered', () => {
     const mismatched = verdictOf({ mirrored: 100, compared: 100, equal: 70, different: 30, missing: 0, dropped: 0 });
     assert.equal(mismatched.verdict, 'Failed');
-    assert.match(mismatched.message, /^mirrorMismatchRate: canary 0\.3, stable -, threshold max 0\.1$/);
+    assert.match(mismatched.message, /^mirrorMismatchRate: canary 30 of 100, stable -, threshold max 0\.1, 99 % confidence$/);
     const failing = verdictOf({ mirrored: 100, compared: 60, equal: 60, different: 0, missing: 15, dropped: 25 });
-    assert.match(failing.message, /^mirrorErrorRate: canary 0\.4, stable -, threshold max 0\.2$/);
+    assert.match(failing.message, /^mirrorErrorRate: canary 40 of 100, stable -, threshold max 0\.2, 99 % confidence$/);
   });
 
   it('too few mirrored flows are inconclusive, never passed', () => {
