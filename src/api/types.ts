@@ -246,6 +246,27 @@ export interface CanaryReleaseStatus {
   readonly analysis?: AnalysisStatus;
   /** The end of the last interval counted into ports[].achieved (each interval counts once). */
   readonly countedAt?: string;
+  /** While the release runs: the takeover's labels and ports (absent in statuses written before 0.3). */
+  readonly takeover?: TakeoverStatus;
+}
+
+/** The proxy container's own port (its admin server): a name no Service's targetPort can have on it. */
+export const PROXY_ADMIN_PORT_NAME = 'admin';
+
+/** A named targetPort the proxy container declares, so the taken-over Service keeps its name. */
+export interface NamedProxyPort {
+  readonly name: string;
+  readonly containerPort: number;
+  readonly protocol: PortProtocol;
+}
+
+/** status.takeover: what the proxy pods need to be selected by the taken-over Services (the manager renders it). */
+export interface TakeoverStatus {
+  /** Each selector key of the release's Services, with the release's takeover value. */
+  readonly labels: Labels;
+  readonly namedPorts: readonly NamedProxyPort[];
+  /** `web:80/TCP: targetPort 8000 → 8081 (why)`: ports the takeover cannot leave on their own targetPort. */
+  readonly movedPorts: readonly string[];
 }
 
 export interface WorkloadStatus {

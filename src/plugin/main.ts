@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { DEFAULT_PORT_BASE } from '../defaults.ts';
+import { DEFAULT_ADMIN_PORT, DEFAULT_PORT_BASE } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { dryRun } from '../control/index.ts';
 import { checkPortBase, parseSelector } from '../api/proxy-flags.ts';
@@ -90,14 +90,18 @@ try {
     .command('plan', 'Dry run: what the release in FILE would create and change in the cluster as it is now, and every problem it would hit; changes nothing',
       (y) => y.option('filename', { alias: 'f', type: 'string', demandOption: true, describe: 'A manifest with the CanaryRelease' })
         .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'The proxy\'s --port-base' })
-        .option('proxy-selector', { type: 'string', describe: 'The proxy\'s --proxy-selector [default: canary-l4.io/release=NAME]' }),
+        .option('proxy-selector', { type: 'string', describe: 'The proxy\'s --proxy-selector [default: canary-l4.io/release=NAME]' })
+        .option('proxy-on-host', { type: 'boolean', default: false, describe: 'Plan for a proxy run outside a pod: every proxy port from --port-base, every targetPort moved to it' }),
       async (argv) => {
         const fromFile = releaseFromFile(argv.filename);
         const cluster = connect({ ...argv, namespace: argv.namespace ?? fromFile.metadata.namespace });
         const name = fromFile.metadata.name;
         const observed = await cluster.observe(fromFile);
         const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
-        const plan = dryRun(observed, { proxySelector, portBase: checkPortBase(argv.portBase), weightOverrides: [], handBackGraceMs: 0, now: new Date() });
+        const plan = dryRun(observed, {
+          proxySelector, portBase: checkPortBase(argv.portBase), weightOverrides: [], handBackGraceMs: 0, now: new Date(),
+          inPod: !argv.proxyOnHost, reservedPorts: new Set([DEFAULT_ADMIN_PORT]),
+        });
         process.stdout.write(formatPlan(name, cluster.namespace, plan));
         if (plan.problems.length > 0) process.exitCode = 1;
       })

@@ -9,7 +9,8 @@ import type { V1Deployment, V1Pod, V1ReplicaSet, V1Service, V1ServicePort } from
 import { reconcile, type Desired, type ReconcileOptions, type Step } from '../../../src/control/reconcile.ts';
 import { type CanaryRelease, type CanaryReleaseSpec, type CanaryReleaseStatus, defaultProxySelector, LABEL_ROLE, type Labels } from '../../../src/api/types.ts';
 import { applyMergePatch } from '../../../src/control/service/patches.ts';
-import { selectorsEqual } from '../../../src/control/service/selectors.ts';
+import { selectorMatches, selectorsEqual } from '../../../src/control/service/selectors.ts';
+import { selectsProxy } from '../../../src/control/service/takeover.ts';
 import { describeStep as describeApplied } from '../../../src/control/loop/apply.ts';
 import type { Evidence } from '../../../src/control/progress/analysis.ts';
 import { formatWeights } from '../../../src/control/service/l4.ts';
@@ -169,13 +170,27 @@ export function applyStep(world: World, step: Step): void {
   }
 }
 
+/** The manager: the proxy pods carry the labels status.takeover asks for (at once here; a rollout in a cluster). */
+export function relabelProxyPods(world: World): void {
+  const labels = world.release?.status?.takeover?.labels ?? {};
+  world.pods = world.pods.map((item) => (selectorMatches(PROXY, item.metadata?.labels)
+    ? { ...item, metadata: { ...item.metadata, labels: { ...labels, ...PROXY } } } : item));
+}
+
 /** Why an original Service does not serve, or undefined when it does. */
 function notServing(world: World, name: string, item: V1Service): string | undefined {
-  if (Object.keys(item.spec?.selector ?? {}).length === 0) return `Service ${name} selects nothing`;
-  const proxyKeys = Object.keys(PROXY).filter((key) => key in (item.spec?.selector ?? {}));
-  if (proxyKeys.length > 0 && !selectorsEqual(item.spec?.selector, PROXY)) return `Service ${name} has a mixed selector ${JSON.stringify(item.spec?.selector)}`;
-  if (!selectorsEqual(item.spec?.selector, PROXY)) return undefined;
-  const silent = (item.spec?.ports ?? []).find((port) => !world.listening.has(Number(port.targetPort)));
+  const selector = item.spec?.selector ?? {};
+  if (Object.keys(selector).length === 0) return `Service ${name} selects nothing`;
+  const proxyKeys = Object.keys(PROXY).filter((key) => key in selector);
+  if (proxyKeys.length > 0 && !selectorsEqual(selector, PROXY)) return `Service ${name} has a mixed selector ${JSON.stringify(selector)}`;
+  if (!world.pods.some((candidate) => selectorMatches(selector, candidate.metadata?.labels))) return `Service ${name} selects no pod: ${JSON.stringify(selector)}`;
+  if (!selectsProxy(item, RELEASE, PROXY)) return undefined;
+  const named = world.release?.status?.takeover?.namedPorts ?? [];
+  const silent = (item.spec?.ports ?? []).find((port) => {
+    const target = port.targetPort ?? port.port;
+    const number = typeof target === 'number' ? target : named.find((candidate) => candidate.name === target)?.containerPort;
+    return number === undefined || !world.listening.has(number);
+  });
   return silent === undefined ? undefined : `Service ${name} targets ${silent.targetPort}, where nothing listens`;
 }
 
@@ -184,9 +199,9 @@ function originals(world: World): [string, V1Service][] {
 }
 
 /**
- * No original Service selects nothing; each is either taken over (its selector exactly the proxy's)
- * or free of the proxy's labels (never a mix, which selects no pod); one that selects the proxy
- * targets only listening ports. `except`: Services someone else broke and we have not written since.
+ * No original Service selects nothing; each selects some pod of the world (a takeover selector
+ * the proxy pods, a re-applied one the app's); a 0.2 takeover is never mixed with the owner's
+ * keys; one that selects the proxy targets only listening ports. `except`: Services someone else broke and we have not written since.
  */
 export function assertServed(world: World, except: ReadonlySet<string> = new Set()): void {
   for (const [name, item] of originals(world)) {
@@ -242,6 +257,7 @@ export function converge(start: World, opts: ReconcileOptions = options(), crash
         return { world, last: undefined, steps };
       }
       applyStep(world, step);
+      if (step.kind === 'writeStatus') relabelProxyPods(world);
       steps.push(step);
       if (step.kind === 'patchService') brokenByOthers.delete(step.name);
       if (checkServed) assertServed(world, brokenByOthers);
