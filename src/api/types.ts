@@ -172,6 +172,8 @@ export interface PortStatus {
   readonly served?: number;
   /** New connections (TCP) or flows (UDP) to each side since the release began, every replica counted. */
   readonly achieved?: AchievedSplit;
+  /** The proxy listens on the Service port's own targetPort (in a pod): the takeover leaves it as its owner wrote it. */
+  readonly targetPortKept?: true;
 }
 
 export interface AchievedSplit {
@@ -260,10 +262,15 @@ export interface NamedProxyPort {
   readonly protocol: PortProtocol;
 }
 
-/** status.takeover: what the proxy pods need to be selected by the taken-over Services (the manager renders it). */
+/**
+ * status.takeover: what the proxy pods need to be selected by the taken-over Services (the manager
+ * renders it). The pods carry each key with the value; lists, so a status merge patch replaces them.
+ */
 export interface TakeoverStatus {
-  /** Each selector key of the release's Services, with the release's takeover value. */
-  readonly labels: Labels;
+  /** Every selector key of the release's Services, sorted. */
+  readonly keys: readonly string[];
+  /** The release's takeover value, `canary-l4.<release>`. */
+  readonly value: string;
   readonly namedPorts: readonly NamedProxyPort[];
   /** `web:80/TCP: targetPort 8000 → 8081 (why)`: ports the takeover cannot leave on their own targetPort. */
   readonly movedPorts: readonly string[];

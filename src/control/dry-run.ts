@@ -74,7 +74,7 @@ export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePl
     live: observed.services.get(copyName(plan.name, role)),
   })));
   const weights = new Map(planned.plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port.weight] as const)));
-  const takeover = planTakeover(planned.plans, planned.allocations, options.inPod === true, options.reservedPorts ?? new Set());
+  const takeover = planTakeover(context.name, planned.plans, planned.allocations, options.inPod === true, options.reservedPorts ?? new Set());
   return {
     problems: findings.failures,
     waiting: [],

@@ -162,15 +162,15 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
 }
 
 /**
- * The labels the taken-over Services select (status.takeover.labels, written by the proxy), so the
+ * The labels the taken-over Services select (status.takeover, written by the proxy), so the
  * proxy pods carry them; they may take the place of the informational app.kubernetes.io labels,
  * never of the two that find the pods (managed-by, release). Anything not a valid label is left out.
  */
 function takeoverLabels(release: ManagedRelease): Labels {
-  const labels = release.status?.takeover?.labels;
-  if (labels === undefined || labels === null || typeof labels !== 'object') return {};
-  return Object.fromEntries(Object.entries(labels).filter(([key, value]) => key !== LABEL_MANAGED_BY && key !== LABEL_RELEASE
-    && typeof value === 'string' && labelProblems({ [key]: value }).length === 0));
+  const { keys, value } = release.status?.takeover ?? {};
+  if (!Array.isArray(keys) || typeof value !== 'string') return {};
+  return Object.fromEntries(keys.filter((key) => typeof key === 'string' && key !== LABEL_MANAGED_BY && key !== LABEL_RELEASE
+    && labelProblems({ [key]: value }).length === 0).map((key) => [key, value]));
 }
 
 /** The Services' named targetPorts the proxy container declares on its proxy ports (status.takeover.namedPorts). */

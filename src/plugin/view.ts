@@ -72,7 +72,7 @@ export function formatPlan(name: string, namespace: string, plan: ReleasePlan): 
     }),
   ]));
   section('Proxy pods (the manager gives them these; a re-apply of a Service then selects the app\'s own pods until the proxy takes it back):', plan.takeover === undefined || plan.originals.length === 0 ? [] : [
-    `  labels ${formatSelector(plan.takeover.labels)}`,
+    `  labels ${plan.takeover.keys.map((key) => `${key}=${plan.takeover?.value}`).join(',')}`,
     ...plan.takeover.namedPorts.map((port) => `  port ${port.name}: ${port.containerPort}/${port.protocol}`),
     ...plan.takeover.movedPorts.map((moved) => `  targetPort moved: ${moved}`),
   ]);

@@ -81,7 +81,8 @@ export function observe(observed: Observed, options: ReconcileOptions): Context 
   }
   const recorded = release.status?.ports ?? [];
   const proxyPortsOf = (service: string): ProxyPortsOf =>
-    new Map(recorded.filter((port) => port.service === service).map((port) => [port.proxyPort, portIdOf(port.port, port.protocol)]));
+    new Map(recorded.filter((port) => port.service === service)
+      .map((port) => [port.proxyPort, { id: portIdOf(port.port, port.protocol), targetPortKept: port.targetPortKept === true }]));
   const originals = new Map([...names].sort().map((serviceName) =>
     [serviceName, classifyOriginal(services.get(serviceName), name, options.proxySelector, proxyPortsOf(serviceName))] as const));
   return {

@@ -43,10 +43,10 @@ interface RetargetOutcome {
 export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
   workloads: readonly WorkloadPlan[], stepPlan?: StepPlan): Desired {
   const readiness = sidesReady(context, plans);
-  const ports = portStatuses(context, plans, allocations, readiness);
+  const takeover = planTakeover(context.name, plans, allocations, context.options.inPod === true, context.options.reservedPorts ?? new Set());
+  const ports = portStatuses(context, plans, allocations, readiness, takeover);
   const findings = checkSelectors(context, plans, readiness);
   const mixing = findings.failures.length > 0;
-  const takeover = planTakeover(plans, allocations, context.options.inPod === true, context.options.reservedPorts ?? new Set());
   const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing, takeover));
   const planned = new Set(plans.map((plan) => plan.name));
   const dropped = handBackSteps(context, [...context.originals.keys()].filter((name) => !planned.has(name)), 'Deprecated');
@@ -87,20 +87,23 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
 
 /** Spec weights and overrides for planned ports; a dropped Service still served keeps what status says. */
 function portStatuses(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
-  readiness: ReadonlyMap<string, SideReadiness>): PortStatus[] {
+  readiness: ReadonlyMap<string, SideReadiness>, takeover: TakeoverPlan): PortStatus[] {
+  const plansByName = new Map(plans.map((plan) => [plan.name, plan] as const));
   const planned = new Map(plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port] as const)));
   const recorded = new Map(context.recorded.map((port) => [portKeyId(port), port] as const));
   return allocations.map((allocation): PortStatus => {
     const port = planned.get(portKeyId(allocation));
     if (port === undefined) {
       const previous = recorded.get(portKeyId(allocation));
-      const kept = { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null };
+      const kept = { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null, ...(previous?.targetPortKept === true ? { targetPortKept: true as const } : {}) };
       return { ...kept, served: previous === undefined ? askedWeight(kept) : servedWeight(previous) };
     }
+    const plan = plansByName.get(port.service);
+    const targetPortKept = plan !== undefined && takeover.keepsTargetPort(plan, allocation);
     const override = context.options.weightOverrides.findLast((item) => item.service === port.service && item.port === port.port);
     const asked = { ...allocation, weight: port.weight, override: override?.weight ?? null };
     const sides = readiness.get(port.service) ?? { stable: true, canary: true };
-    return { ...asked, served: gatedWeight(askedWeight(asked), sides) };
+    return { ...asked, served: gatedWeight(askedWeight(asked), sides), ...(targetPortKept ? { targetPortKept: true as const } : {}) };
   });
 }
 
@@ -222,7 +225,7 @@ function podWait(context: Context, plan: ServicePlan): string | undefined {
   if (context.options.inPod !== true || plan.takeover.design !== 'values') return undefined;
   const readiness = proxyPodsReady(plan.takeover.selector, context.options.proxySelector, context.observed.pods);
   return readiness.ready ? undefined
-    : `Service ${plan.name}: waiting for a Ready proxy pod labelled ${formatSelector(plan.takeover.selector)} (${readiness.why}; the manager gives them status.takeover.labels)`;
+    : `Service ${plan.name}: waiting for a Ready proxy pod labelled ${formatSelector(plan.takeover.selector)} (${readiness.why}; the manager gives them status.takeover)`;
 }
 
 function listPorts(allocations: readonly Allocation[]): string {

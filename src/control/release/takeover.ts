@@ -6,7 +6,7 @@
 import type { V1ServicePort } from '@kubernetes/client-node';
 import { portIdOf, portProtocol } from '../service/originals.ts';
 import { comparePortKeys, portKeyId, type Allocation } from '../service/ports.ts';
-import { proxyPodLabels } from '../service/takeover.ts';
+import { takeoverKeys, takeoverValue } from '../service/takeover.ts';
 import { PROXY_ADMIN_PORT_NAME, type NamedProxyPort, type TakeoverStatus } from '../../api/types.ts';
 import type { ServicePlan } from './plan.ts';
 
@@ -14,9 +14,12 @@ export interface TakeoverPlan {
   readonly status: TakeoverStatus;
   /** The targetPort a Service port gets once taken over with `proxyPort`. */
   targetPortOf(plan: ServicePlan, port: V1ServicePort, proxyPort: number): number | string;
+  /** Whether the takeover leaves the port's targetPort as its owner wrote it. */
+  keepsTargetPort(plan: ServicePlan, allocation: Allocation): boolean;
 }
 
-export function planTakeover(plans: readonly ServicePlan[], allocations: readonly Allocation[], inPod: boolean, reservedPorts: ReadonlySet<number>): TakeoverPlan {
+export function planTakeover(release: string, plans: readonly ServicePlan[], allocations: readonly Allocation[], inPod: boolean,
+  reservedPorts: ReadonlySet<number>): TakeoverPlan {
   const values = plans.filter((plan) => plan.takeover.design === 'values');
   const savedTarget = (plan: ServicePlan, port: number, protocol: string) =>
     plan.saved.ports.find((saved) => portIdOf(saved.port, saved.protocol) === portIdOf(port, protocol))?.targetPort;
@@ -49,7 +52,8 @@ export function planTakeover(plans: readonly ServicePlan[], allocations: readonl
       return [`${portKeyId(allocation)}: targetPort ${target} → ${allocation.proxyPort} (${why})`];
     }));
   return {
-    status: { labels: proxyPodLabels(values.map((plan) => plan.takeover.selector)), namedPorts, movedPorts },
+    status: { keys: takeoverKeys(values.map((plan) => plan.takeover.selector)), value: takeoverValue(release), namedPorts, movedPorts },
+    keepsTargetPort: (plan, allocation) => plan.takeover.design === 'values' && keeps(plan, allocation.port, allocation.protocol, allocation.proxyPort),
     targetPortOf: (plan, port, proxyPort) => {
       if (plan.takeover.design !== 'values' || !keeps(plan, port.port, portProtocol(port), proxyPort)) return proxyPort;
       return savedTarget(plan, port.port, portProtocol(port)) ?? proxyPort;

@@ -99,8 +99,8 @@ export function parseSaved(text: string): ParsedAnnotation {
   return { ok: true, saved: value.takeover === 'values' ? { ...saved, takeover: 'values' } : saved };
 }
 
-/** Proxy ports recorded for one Service, and the Service port (by id) each was given to. */
-export type ProxyPortsOf = ReadonlyMap<number, string>;
+/** Proxy ports recorded for one Service: the Service port (by id) each was given to, and whether it is that port's own targetPort. */
+export type ProxyPortsOf = ReadonlyMap<number, { readonly id: string; readonly targetPortKept: boolean }>;
 
 /**
  * What state the Service is in for this release. Taken over with values (0.3), any selector is
@@ -139,7 +139,9 @@ export function refreshSaved(saved: SavedOriginal, service: V1Service, proxySele
   const savedById = new Map(saved.ports.map((port) => [portIdOf(port.port, port.protocol), port]));
   const ports = servicePorts(service).map((port): SavedPort => {
     const live = savedPortOf(port);
-    const owner = typeof port.targetPort === 'number' ? proxyPorts.get(port.targetPort) : undefined;
+    const recorded = typeof port.targetPort === 'number' ? proxyPorts.get(port.targetPort) : undefined;
+    // A targetPort kept by the takeover is the owner's, not ours to map back (a re-apply may move it).
+    const owner = recorded === undefined || (saved.takeover === 'values' && recorded.targetPortKept) ? undefined : recorded.id;
     if (owner === undefined) return live;
     // The save may still name the port by its old number (its update waits for the retarget): the
     // port's name, unique in a multi-port Service, outlives a renumbering.

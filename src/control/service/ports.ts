@@ -69,6 +69,8 @@ export function allocatePorts(recorded: readonly Allocation[], wanted: readonly 
   };
   // A Service targets the recorded port of a key without a preferred one: it comes first.
   keepRecorded(sorted.filter((key) => key.preferred === undefined));
+  // A key already on its preferred port keeps it: a Service selects it there now.
+  keepRecorded(sorted.filter((key) => key.preferred !== undefined && recordedById.get(portKeyId(key))?.proxyPort === key.preferred));
   for (const key of sorted) {
     if (key.preferred !== undefined && !taken.has(key.preferred)) place(key, key.preferred);
   }

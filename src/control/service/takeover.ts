@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { livePods, readyPods, selectorContains, selectorMatches } from './selectors.ts';
-import type { Labels } from '../../api/types.ts';
+import type { Labels, TakeoverStatus } from '../../api/types.ts';
 
 const MAX_LABEL_VALUE = 63;
 const PREFIX = 'canary-l4.';
@@ -63,11 +63,14 @@ export function selectsProxy(service: V1Service | undefined, release: string, pr
   return isTakeoverSelector(selector, release) || selectorContains(selector, proxySelector);
 }
 
-/** The labels the proxy pods must carry to be selected by every one of these takeover selectors. */
-export function proxyPodLabels(selectors: readonly Labels[]): Labels {
-  const labels: Record<string, string> = {};
-  for (const selector of selectors) Object.assign(labels, selector);
-  return Object.fromEntries(Object.keys(labels).sort().map((key) => [key, labels[key]!]));
+/** Every key of these selectors, sorted: the proxy pods carry each with the takeover value. */
+export function takeoverKeys(selectors: readonly Labels[]): string[] {
+  return [...new Set(selectors.flatMap((selector) => Object.keys(selector)))].sort();
+}
+
+/** The labels status.takeover asks the proxy pods to carry. */
+export function takeoverLabels(takeover: Pick<TakeoverStatus, 'keys' | 'value'>): Labels {
+  return Object.fromEntries(takeover.keys.map((key) => [key, takeover.value]));
 }
 
 /** Whether the proxy pods can serve a Service taken over with `selector`. */
