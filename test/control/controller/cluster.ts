@@ -65,7 +65,7 @@ export interface InProcessProxy {
 }
 
 export async function startProxy(cluster: Cluster, release: string, portBase: number,
-  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number } = {}): Promise<InProcessProxy> {
+  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number; podIP?: string } = {}): Promise<InProcessProxy> {
   const lines: string[] = [];
   const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
   const log = pino({ level: 'info' }, sink);
@@ -75,7 +75,11 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
     clients: makeClients(proxyKubeConfig(cluster.api)),
     namespace: NAMESPACE,
     release,
-    reconcile: { proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0 },
+    // podIP: the proxy runs "in its pod" there (its listeners on that address only: pods share this host).
+    reconcile: {
+      proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0,
+      ...(options.podIP === undefined ? {} : { inPod: true, listenHost: options.podIP }),
+    },
     resyncMs: 60_000,
     requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
   });
