@@ -15,6 +15,7 @@ import { Controller } from '../../../src/control/controller.ts';
 import type { PortWeightOverride } from '../../../src/api/proxy-flags.ts';
 import { type CanaryRelease, type CanaryReleaseCondition, type CanaryReleaseSpec, type ConditionType, defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/types.ts';
 import { makeClients } from '../../../src/kube/client.ts';
+import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
 import { askName, startTcpBackend, waitFor, type TcpBackend } from '../../support/backends.ts';
 import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
@@ -92,6 +93,11 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
       await runtime.stop(0);
     },
   };
+}
+
+/** What the release makes of a selector by `app` and `version` (createService's): the keys kept, the values its own. */
+export function takenOver(release: string): Record<string, string> {
+  return { app: takeoverValue(release), version: takeoverValue(release) };
 }
 
 export interface ServicePortSpec {
