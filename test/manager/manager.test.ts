@@ -34,6 +34,8 @@ const IMAGE_1 = 'canary-l4:test-1';
 const IMAGE_2 = 'canary-l4:test-2';
 /** Proxy ports per release: each pod would have its own network namespace; here they share the host. */
 const PORT_BASES: Record<string, number> = { 'web-v2': 28100, 'api-v2': 28200 };
+/** The proxies run in pods: they listen on the Service's own targetPort (with SO_REUSEPORT, as the pods share this host). */
+const WEB_TARGET_PORT = 9376;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 interface Manager {
@@ -146,7 +148,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
         CANARY_L4_HAND_BACK_GRACE: '0',
       }),
     });
-    await createService(cluster, 'web', [{ name: 'http', port: 8000, targetPort: 9376 }]);
+    await createService(cluster, 'web', [{ name: 'http', port: 8000, targetPort: WEB_TARGET_PORT }]);
     await createService(cluster, 'api', [{ name: 'http', port: 8100, targetPort: 9377 }]);
   });
 
@@ -196,7 +198,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
 
     backends = await startBackends(cluster, 'web', [{ port: 8000 }]);
     // Two replicas, each with its own smooth WRR: 80/20 of 50, give or take one per replica.
-    const counts = await split(PORT_BASES['web-v2']!, 50);
+    const counts = await split(WEB_TARGET_PORT, 50);
     assert.ok(Math.abs((counts.canary ?? 0) - 10) <= 2 && (counts.stable ?? 0) + (counts.canary ?? 0) === 50, `split ${JSON.stringify(counts)}`);
     // Both managers are ready (caches filled); the one that leads says what it keeps.
     for (const manager of managers) assert.equal((await fetch(`http://127.0.0.1:${manager.adminPort()}/readyz`)).status, 200, `${manager.name} is ready`);
@@ -219,7 +221,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     assert.deepEqual(JSON.parse(JSON.stringify([rolled.nodeSelector, rolled.containers[0]?.resources])), [{ pool: 'edge' }, { requests: { cpu: '50m' } }]);
     await waitFor(() => kubelet.running().filter((name) => name.startsWith('canary-l4-web-v2-')).length === 1, 'the old proxy processes to end');
     assert.deepEqual(kubelet.running().filter((name) => name.startsWith('canary-l4-web-v2-')), [release.status!.proxy!.pods[0]!.name]);
-    const counts = await split(PORT_BASES['web-v2']!, 10);
+    const counts = await split(WEB_TARGET_PORT, 10);
     assert.deepEqual(counts, { stable: 8, canary: 2 });
   });
 
@@ -281,7 +283,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
       const pdb = await policy.readNamespacedPodDisruptionBudget({ name: 'canary-l4-web-v2', namespace: NAMESPACE });
       return labelled.every((object) => object.metadata?.labels?.['app.kubernetes.io/name'] === 'canary-l4') && pdb.spec?.maxUnavailable === 1;
     }, 'the hand edits undone', 10_000);
-    assert.deepEqual(await split(PORT_BASES['web-v2']!, 10), { stable: 8, canary: 2 });
+    assert.deepEqual(await split(WEB_TARGET_PORT, 10), { stable: 8, canary: 2 });
   });
 
   it('a manager with a new image (its own pod\'s) rolls the proxy to it', async () => {
@@ -293,7 +295,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
       return rolled?.spec?.template.spec?.containers[0]?.image === IMAGE_2 && proxy?.ready === '1/1' && proxy.updatedReplicas === 1 && rolled.status?.replicas === 1;
     }, 'the proxy rolled to the new image', 30_000);
     assert.equal((await deployment('canary-l4-api-v2'))?.spec?.template.spec?.containers[0]?.image, IMAGE_2, 'every proxy rolls');
-    assert.deepEqual(await split(PORT_BASES['web-v2']!, 10), { stable: 8, canary: 2 });
+    assert.deepEqual(await split(WEB_TARGET_PORT, 10), { stable: 8, canary: 2 });
   });
 
   it('a deleted release keeps its proxy, made again if it goes, until its Services are handed back; then nothing is left of it', async () => {
