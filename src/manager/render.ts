@@ -10,7 +10,7 @@ import type {
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
 import { API_VERSION, KIND, LABEL_RELEASE, PROXY_ADMIN_PORT_NAME, type Labels } from '../api/types.ts';
-import { labelProblems } from '../api/labels.ts';
+import { labelProblems, takeoverLabels } from '../api/labels.ts';
 import { canonicalDigest } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';
 import {
@@ -121,7 +121,7 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
     strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
     selector: { matchLabels: selector },
     template: {
-      metadata: { labels: { ...managedLabels(name, 'proxy'), ...takeoverLabels(release) } },
+      metadata: { labels: { ...managedLabels(name, 'proxy'), ...proxyTakeoverLabels(release) } },
       spec: {
         serviceAccountName: proxyName(name),
         // Two replicas on one node would fail together.
@@ -166,11 +166,11 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
  * proxy pods carry them; they may take the place of the informational app.kubernetes.io labels,
  * never of the two that find the pods (managed-by, release). Anything not a valid label is left out.
  */
-function takeoverLabels(release: ManagedRelease): Labels {
+function proxyTakeoverLabels(release: ManagedRelease): Labels {
   const { keys, value } = release.status?.takeover ?? {};
   if (!Array.isArray(keys) || typeof value !== 'string') return {};
-  return Object.fromEntries(keys.filter((key) => typeof key === 'string' && key !== LABEL_MANAGED_BY && key !== LABEL_RELEASE
-    && labelProblems({ [key]: value }).length === 0).map((key) => [key, value]));
+  return takeoverLabels({ keys: keys.filter((key) => typeof key === 'string' && key !== LABEL_MANAGED_BY && key !== LABEL_RELEASE
+    && labelProblems({ [key]: value }).length === 0), value });
 }
 
 /** The Services' named targetPorts the proxy container declares on its proxy ports (status.takeover.namedPorts). */

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { livePods, readyPods, selectorContains, selectorMatches } from './selectors.ts';
-import type { Labels, TakeoverStatus } from '../../api/types.ts';
+import type { Labels } from '../../api/types.ts';
 
 const MAX_LABEL_VALUE = 63;
 const PREFIX = 'canary-l4.';
@@ -66,11 +66,6 @@ export function selectsProxy(service: V1Service | undefined, release: string, pr
 /** Every key of these selectors, sorted: the proxy pods carry each with the takeover value. */
 export function takeoverKeys(selectors: readonly Labels[]): string[] {
   return [...new Set(selectors.flatMap((selector) => Object.keys(selector)))].sort();
-}
-
-/** The labels status.takeover asks the proxy pods to carry. */
-export function takeoverLabels(takeover: Pick<TakeoverStatus, 'keys' | 'value'>): Labels {
-  return Object.fromEntries(takeover.keys.map((key) => [key, takeover.value]));
 }
 
 /** Whether the proxy pods can serve a Service taken over with `selector`. */
