@@ -189,7 +189,7 @@ function planRetarget(context: Context, plan: ServicePlan, allocations: readonly
     const allocation = mine.find((item) => item.port === port.port && item.protocol === portProtocol(port));
     return allocation === undefined || unrecorded.includes(allocation) || silent.includes(allocation) ? undefined : takeover.targetPortOf(plan, port, allocation.proxyPort);
   };
-  const pods = podWait(context, plan);
+  const pods = podWait(context, plan, takeover);
   const portWaits = [
     ...(unrecorded.length > 0 ? [`Service ${plan.name}: recording proxy ports ${listPorts(unrecorded)} in status`] : []),
     ...(silent.length > 0 ? [`Service ${plan.name}: waiting for the proxy to listen on ${listPorts(silent)}`] : []),
@@ -221,9 +221,11 @@ function planRetarget(context: Context, plan: ServicePlan, allocations: readonly
  * outside a pod cannot check (it says so in Available), and a Service a 0.2 proxy took over selects
  * the proxy pods by the proxy selector, which they always carry.
  */
-function podWait(context: Context, plan: ServicePlan): string | undefined {
+function podWait(context: Context, plan: ServicePlan, takeover: TakeoverPlan): string | undefined {
   if (context.options.inPod !== true || plan.takeover.design !== 'values') return undefined;
-  const readiness = proxyPodsReady(plan.takeover.selector, context.options.proxySelector, context.observed.pods);
+  const names = new Set(plan.saved.ports.map((port) => port.targetPort));
+  const namedPorts = takeover.status.namedPorts.filter((named) => names.has(named.name));
+  const readiness = proxyPodsReady(plan.takeover.selector, context.options.proxySelector, context.observed.pods, namedPorts);
   return readiness.ready ? undefined
     : `Service ${plan.name}: waiting for a Ready proxy pod labelled ${formatSelector(plan.takeover.selector)} (${readiness.why}; the manager gives them status.takeover)`;
 }

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { livePods, readyPods, selectorContains, selectorMatches } from './selectors.ts';
-import type { Labels } from '../../api/types.ts';
+import type { Labels, NamedProxyPort } from '../../api/types.ts';
 
 const MAX_LABEL_VALUE = 63;
 const PREFIX = 'canary-l4.';
@@ -75,14 +75,16 @@ export type ProxyPodReadiness =
 
 /**
  * A Service is taken over only once a proxy pod it would select is Ready (the same rule as the
- * hand-back's), and only while no live proxy pod lacks its labels: such a pod is of an older
- * rendering (a proxy of the old design during an upgrade, or a rollout that has not finished), and
- * a takeover it cannot see must not begin under it.
+ * hand-back's), and only while no live proxy pod lacks its labels or the named ports it targets:
+ * such a pod is of an older rendering (a proxy of the old design during an upgrade, or a rollout
+ * that has not finished), and a takeover it cannot serve must not begin under it.
  */
-export function proxyPodsReady(selector: Labels, proxySelector: Labels, pods: readonly V1Pod[]): ProxyPodReadiness {
+export function proxyPodsReady(selector: Labels, proxySelector: Labels, pods: readonly V1Pod[], namedPorts: readonly NamedProxyPort[] = []): ProxyPodReadiness {
   const proxies = livePods(pods).filter((pod) => selectorMatches(proxySelector, pod.metadata?.labels));
-  const lacking = proxies.filter((pod) => !selectorMatches(selector, pod.metadata?.labels)).map((pod) => pod.metadata?.name ?? '<unnamed>');
-  if (lacking.length > 0) return { ready: false, why: `proxy pods ${lacking.join(', ')} do not carry its labels yet` };
+  const declares = (pod: V1Pod) => namedPorts.every((named) => pod.spec?.containers.some((container) => container.ports?.some((port) =>
+    port.name === named.name && port.containerPort === named.containerPort && (port.protocol ?? 'TCP') === named.protocol)) === true);
+  const lacking = proxies.filter((pod) => !selectorMatches(selector, pod.metadata?.labels) || !declares(pod)).map((pod) => pod.metadata?.name ?? '<unnamed>');
+  if (lacking.length > 0) return { ready: false, why: `proxy pods ${lacking.join(', ')} do not carry its labels${namedPorts.length === 0 ? '' : ' and named ports'} yet` };
   if (readyPods(proxies).length === 0) return { ready: false, why: 'no proxy pod carrying its labels is Ready yet' };
   return { ready: true };
 }

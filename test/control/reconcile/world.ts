@@ -178,8 +178,9 @@ export function applyStep(world: World, step: Step): void {
 export function relabelProxyPods(world: World): void {
   const takeover = world.release?.status?.takeover;
   const labels = takeover === undefined ? {} : takeoverLabels(takeover);
+  const ports = (takeover?.namedPorts ?? []).map(({ name, containerPort, protocol }) => ({ name, containerPort, protocol }));
   world.pods = world.pods.map((item) => (selectorMatches(PROXY, item.metadata?.labels)
-    ? { ...item, metadata: { ...item.metadata, labels: { ...labels, ...PROXY } } } : item));
+    ? { ...item, metadata: { ...item.metadata, labels: { ...labels, ...PROXY } }, spec: { containers: [{ name: 'proxy', ports }] } } : item));
 }
 
 /** Why an original Service does not serve, or undefined when it does. */

@@ -41,5 +41,9 @@ describe('the takeover selector', () => {
     assert.deepEqual(proxyPodsReady(selector, proxy, [pod('p1', { ...proxy, ...selector }, false)]), { ready: false, why: 'no proxy pod carrying its labels is Ready yet' });
     assert.deepEqual(proxyPodsReady(selector, proxy, [pod('p1', { ...proxy, ...selector }), pod('old', proxy)]), { ready: false, why: 'proxy pods old do not carry its labels yet' });
     assert.deepEqual(proxyPodsReady(selector, proxy, [pod('app', selector)]), { ready: false, why: 'no proxy pod carrying its labels is Ready yet' }, 'only the proxy\'s own pods count');
+    const named = [{ name: 'http', containerPort: 8081, protocol: 'TCP' as const }];
+    const declaring = { ...pod('p1', { ...proxy, ...selector }), spec: { containers: [{ name: 'proxy', ports: [{ name: 'http', containerPort: 8081 }] }] } };
+    assert.deepEqual(proxyPodsReady(selector, proxy, [pod('p1', { ...proxy, ...selector })], named), { ready: false, why: 'proxy pods p1 do not carry its labels and named ports yet' });
+    assert.deepEqual(proxyPodsReady(selector, proxy, [declaring], named), { ready: true });
   });
 });
