@@ -108,8 +108,10 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
   it('a targetPort the owner moves (8000 → 8001) is followed by the copies and kept', async () => {
     await bed.kubectl('patch', 'svc', 'web', '--type=json', '-p', '[{"op":"replace","path":"/spec/ports/0/targetPort","value":8001}]');
     await waitForService(bed.cluster, 'web-canary', 'the copy follows', (found) => found?.spec?.ports?.[0]?.targetPort === 8001);
-    const service = await waitForService(bed.cluster, 'web', 'taken over again', (found) => takenOver(found, 'web-v2'));
+    // The selector stayed taken over: what to wait for is the saved original following the edit.
+    const service = await waitForService(bed.cluster, 'web', 'the edit saved', (found) => takenOver(found, 'web-v2') && savedTargetPorts(found)[0] === 8001);
     assert.deepEqual(savedTargetPorts(service), [8001, 8053, 8100]);
+    assert.deepEqual(service?.spec?.ports?.map((port) => port.targetPort), [8001, 8053, 8100], 'kept: the proxy pod listens on 8001 now');
   });
 
   it('Deprecated hands the Service back exactly as its owner left it: renumbered port, moved targetPort, and it answers', async () => {
