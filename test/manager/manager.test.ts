@@ -46,7 +46,7 @@ interface Manager {
   adminPort(): number;
 }
 
-describe('canary-l4 manager', { timeout: 150_000 }, () => {
+describe('canary-l4 manager', { timeout: 180_000 }, () => {
   let cluster: Cluster;
   let kubelet: Kubelet;
   let kubectl: Kubectl;
@@ -170,8 +170,13 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     await createRelease(cluster, 'api-v2', withProxy);
     // The proxy's status writes can briefly carry an older ProxyAvailable (its cache lags the
     // manager's write by a watch event); the manager puts it right at once.
+    // The first pods know no Service: once the proxy has written status.takeover the manager rolls
+    // them to pods carrying its labels, and only then is the Service taken over.
     const release = await waitForRelease(cluster, 'web-v2', 'two ready proxies, serving', (found) => (found as ManagedRelease | undefined)?.status?.proxy?.readyReplicas === 2
-      && serving(found) && proxyCondition(found)?.status === 'True', 30_000) as ManagedRelease;
+      && serving(found) && proxyCondition(found)?.status === 'True', 60_000) as ManagedRelease;
+    const pod = (await cluster.core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `${LABEL_RELEASE}=web-v2` })).items[0];
+    assert.equal(pod?.metadata?.labels?.app, 'canary-l4.web-v2', 'the proxy pods carry the takeover labels');
+    assert.deepEqual((await getService(cluster, 'web'))?.spec?.selector, { app: 'canary-l4.web-v2', version: 'canary-l4.web-v2' });
     await waitFor(async () => (await Promise.all(managers.map(leads))).filter(Boolean).length === 1, 'exactly one leading manager', 10_000);
 
     assert.deepEqual(await managed(), [
