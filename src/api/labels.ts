@@ -1,7 +1,7 @@
 // Label maps as the CanaryRelease API uses them: the selector operations of spec.services, and the
 // checks the apiserver would make of a label, so a bad one is refused by field before any write.
 
-import type { Labels, SelectorOperations } from './types.ts';
+import type { Labels, SelectorOperations, TakeoverStatus } from './types.ts';
 
 /** The selector with `remove` dropped, then `add` set. Absolute: applying it to the same input twice
  * gives the same result, so a retried step never stacks operations. */
@@ -31,6 +31,11 @@ export function labelProblems(labels: Labels): string[] {
     }
   }
   return problems;
+}
+
+/** The labels status.takeover asks the proxy pods to carry: each key with the release's value. */
+export function takeoverLabels(takeover: Pick<TakeoverStatus, 'keys' | 'value'>): Labels {
+  return Object.fromEntries(takeover.keys.map((key) => [key, takeover.value]));
 }
 
 /** `a=1,b=2`, keys sorted, as kubectl prints selectors. */

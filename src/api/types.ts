@@ -198,6 +198,8 @@ export interface PortStatus {
   readonly achievedStep?: StepAchievedSplit;
   /** What mirroring to the canary did since the release began, every replica counted; absent until it mirrored. */
   readonly mirror?: MirrorCounts;
+  /** The proxy listens on the Service port's own targetPort (in a pod): the takeover leaves it as its owner wrote it. */
+  readonly targetPortKept?: true;
 }
 
 /** Mirroring counts (dataplane/stats.ts MirrorCounts). */
@@ -326,6 +328,32 @@ export interface CanaryReleaseStatus {
   readonly analysis?: AnalysisStatus;
   /** The end of the last interval counted into ports[].achieved (each interval counts once). */
   readonly countedAt?: string;
+  /** While the release runs: the takeover's labels and ports (absent in statuses written before 0.3). */
+  readonly takeover?: TakeoverStatus;
+}
+
+/** The proxy container's own port (its admin server): a name no Service's targetPort can have on it. */
+export const PROXY_ADMIN_PORT_NAME = 'admin';
+
+/** A named targetPort the proxy container declares, so the taken-over Service keeps its name. */
+export interface NamedProxyPort {
+  readonly name: string;
+  readonly containerPort: number;
+  readonly protocol: PortProtocol;
+}
+
+/**
+ * status.takeover: what the proxy pods need to be selected by the taken-over Services (the manager
+ * renders it). The pods carry each key with the value; lists, so a status merge patch replaces them.
+ */
+export interface TakeoverStatus {
+  /** Every selector key of the release's Services, sorted. */
+  readonly keys: readonly string[];
+  /** The release's takeover value, `canary-l4.<release>`. */
+  readonly value: string;
+  readonly namedPorts: readonly NamedProxyPort[];
+  /** `web:80/TCP: targetPort 8000 → 8081 (why)`: ports the takeover cannot leave on their own targetPort. */
+  readonly movedPorts: readonly string[];
 }
 
 export interface WorkloadStatus {

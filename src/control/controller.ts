@@ -269,7 +269,7 @@ export class Controller {
     if (release === undefined) {
       // Closing listeners only: nothing to refuse. A Service may still point here (a finalizer
       // removed by hand): its listeners stay.
-      await this.#serialized(() => this.#serve(listenersStillTargeted(this.#options.runtime.dataplane.config, this.#caches.services(), this.#options.reconcile.proxySelector)));
+      await this.#serialized(() => this.#serve(listenersStillTargeted(this.#options.runtime.dataplane.config, this.#caches.services(), this.#options.release, this.#options.reconcile.proxySelector)));
       this.#reporter.releaseMissing();
       return;
     }

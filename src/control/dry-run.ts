@@ -13,7 +13,8 @@ import { copyPatch } from './service/patches.ts';
 import { portKeyId } from './service/ports.ts';
 import { planSpec } from './reconcile.ts';
 import { checkSelectors, sidesReady } from './release/running.ts';
-import type { Labels } from '../api/types.ts';
+import { planTakeover } from './release/takeover.ts';
+import type { Labels, TakeoverStatus } from '../api/types.ts';
 
 export interface PortChange {
   readonly name?: string;
@@ -49,28 +50,31 @@ export interface ReleasePlan {
   readonly updates: readonly V1Service[];
   readonly originals: readonly OriginalChange[];
   readonly proxyPorts: readonly ProxyPortPlan[];
+  /** The labels the proxy pods need (the manager gives them), named ports they declare, targetPorts moved; undefined when nothing would be taken over. */
+  readonly takeover: TakeoverStatus | undefined;
+  /** Whether the plan was made for a proxy in a pod (listening on the targetPorts) or on a host (--port-base). */
+  readonly inPod: boolean;
   /** Canary Deployments to create (spec.workloads). */
   readonly deployments: readonly V1Deployment[];
 }
 
-const NOTHING: Omit<ReleasePlan, 'problems' | 'waiting' | 'notes'> = { creates: [], updates: [], originals: [], proxyPorts: [], deployments: [] };
+const NOTHING: Omit<ReleasePlan, 'problems' | 'waiting' | 'notes' | 'inPod'> = { creates: [], updates: [], originals: [], proxyPorts: [], takeover: undefined, deployments: [] };
 
 export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePlan {
   const phase = observed.release.status?.phase;
   if (phase === 'Adopted' || phase === 'Deprecated') {
-    return { ...NOTHING, problems: [`CanaryRelease ${observed.release.metadata.name} is ${phase}: a finished release does nothing again; delete it or give the new one another name`], waiting: [], notes: [] };
+    return { ...NOTHING, inPod: options.inPod === true, problems: [`CanaryRelease ${observed.release.metadata.name} is ${phase}: a finished release does nothing again; delete it or give the new one another name`], waiting: [], notes: [] };
   }
   const context = observe(observed, options);
   const planned = planSpec(context);
-  if (!planned.ok) return { ...NOTHING, problems: planned.problems, waiting: planned.waiting.map((item) => item.message), notes: [] };
+  if (!planned.ok) return { ...NOTHING, inPod: options.inPod === true, problems: planned.problems, waiting: planned.waiting.map((item) => item.message), notes: [] };
   const findings = checkSelectors(context, planned.plans, sidesReady(context, planned.plans));
   const copies = planned.plans.flatMap((plan) => COPY_ROLES.map((role) => ({
     desired: desiredCopy(observed.release, plan.name, plan.saved, role, role === 'forked' ? plan.forkedSelector : plan.canarySelector),
     live: observed.services.get(copyName(plan.name, role)),
   })));
   const weights = new Map(planned.plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port.weight] as const)));
-  const proxyPortOf = (service: string, port: number, protocol: string) =>
-    planned.allocations.find((item) => item.service === service && item.port === port && item.protocol === protocol)?.proxyPort;
+  const takeover = planTakeover(context.name, planned.plans, planned.allocations, options.inPod === true, options.reservedPorts ?? new Set());
   return {
     problems: findings.failures,
     waiting: [],
@@ -79,7 +83,10 @@ export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePl
     updates: copies.filter((copy) => copy.live !== undefined && copyPatch(copy.live, copy.desired) !== undefined).map((copy) => copy.desired),
     originals: planned.plans.map((plan): OriginalChange => {
       const live = plan.state.service;
-      const after = retargetFields(live, plan.saved, options.proxySelector, (port, protocol) => proxyPortOf(plan.name, port, protocol));
+      const after = retargetFields(live, plan.saved, plan.takeover, (port) => {
+        const proxyPort = planned.allocations.find((item) => item.service === plan.name && item.port === port.port && item.protocol === portProtocol(port))?.proxyPort;
+        return proxyPort === undefined ? undefined : takeover.targetPortOf(plan, port, proxyPort);
+      });
       return {
         service: plan.name,
         selector: { before: live.spec?.selector ?? {}, after: after.selector },
@@ -92,6 +99,8 @@ export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePl
       };
     }),
     proxyPorts: planned.allocations.map((item) => ({ ...item, weight: weights.get(portKeyId(item)) ?? 0 })),
+    takeover: takeover.status,
+    inPod: options.inPod === true,
     deployments: planned.workloads.filter((workload) => !observed.deployments.has(workload.canary.metadata?.name ?? '')).map((workload) => workload.canary),
   };
 }

@@ -10,7 +10,7 @@ import type { Desired, Observed, ReconcileOptions } from './pass/desired.ts';
 import { buildL4Config, withPortPolicies } from './service/l4.ts';
 import { withMirrors } from './service/mirror.ts';
 import { servicePorts, portProtocol } from './service/originals.ts';
-import { allocatePorts, followRenumbered, type Allocation, type LivePort } from './service/ports.ts';
+import { allocatePorts, followRenumbered, type Allocation, type LivePort, type PortKey, type WantedPort } from './service/ports.ts';
 import { planRunning } from './release/running.ts';
 import { planServices, type ServicePlan } from './release/plan.ts';
 import { planWorkloads, stableChanged, type WorkloadPlan } from './workload/workloads.ts';
@@ -62,7 +62,7 @@ export function planSpec(context: Context): SpecOutcome {
   const workloads = planWorkloads(observed.release, observed.deployments, observed.replicaSets);
   // The steps of an invalid spec are not planned: its pauses may end at no time at all.
   const stepPlan = invalid.length > 0 ? undefined : planSteps(observed.release.spec ?? {}, observed.release.status ?? {}, context.judged.analysis, allTakenOver(context), options.now);
-  const spec = planServices(observed.release.spec, context.name, context.originals, observed.services, workloads.ok ? workloads.plans : [], stepPlan?.weight);
+  const spec = planServices(observed.release.spec, context.name, options.proxySelector, context.originals, observed.services, workloads.ok ? workloads.plans : [], stepPlan?.weight);
   if (!workloads.ok || !spec.ok || invalid.length > 0) {
     const problems = [...invalid, ...(workloads.ok ? [] : workloads.problems), ...(spec.ok ? [] : spec.problems)];
     const waiting = [
@@ -71,15 +71,25 @@ export function planSpec(context: Context): SpecOutcome {
     ];
     return { ok: false, problems, waiting };
   }
-  const wanted = [
-    ...spec.plans.flatMap((plan) => plan.ports),
+  const wanted: WantedPort[] = [
+    ...spec.plans.flatMap((plan) => plan.ports.map((port) => withPreferredPort(plan, port, options))),
     // A Service dropped from the spec but still selecting the proxy keeps its ports until handed back.
     ...context.recorded.filter((port) => !spec.plans.some((plan) => plan.name === port.service) && pointsAtProxy(context, port.service)),
   ];
   const recorded = followRenumbered(context.recorded, livePortsOf(context));
-  const allocation = allocatePorts(recorded, wanted, options.portBase);
+  const allocation = allocatePorts(recorded, wanted, options.portBase, options.reservedPorts);
   if (!allocation.ok) return { ok: false, problems: [allocation.message], waiting: [] };
   return { ok: true, plans: spec.plans, allocations: allocation.allocations, workloads: workloads.plans, stepPlan };
+}
+
+/**
+ * In a pod of its own, the proxy would rather listen on the port's own targetPort (a number), so
+ * that the takeover leaves it alone: a re-apply that sets it back, or omits it, changes nothing.
+ */
+function withPreferredPort(plan: ServicePlan, port: PortKey, options: ReconcileOptions): WantedPort {
+  if (options.inPod !== true || plan.takeover.design !== 'values') return port;
+  const targetPort = plan.saved.ports.find((saved) => saved.port === port.port && saved.protocol === port.protocol)?.targetPort;
+  return typeof targetPort === 'number' ? { ...port, preferred: targetPort } : port;
 }
 
 /** Every Service of the spec selects the proxy: the first step's clock may start. */
@@ -161,7 +171,7 @@ function planHolding(context: Context, problems: readonly string[], waiting: rea
   return {
     mode: 'holding',
     steps: [...finalizerStep(context, true), ...statusStep(context, status)],
-    l4Config: buildL4Config(context.recorded, context.observed.services),
+    l4Config: buildL4Config(context.recorded, context.observed.services, context.options.listenHost),
     status,
   };
 }

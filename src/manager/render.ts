@@ -5,15 +5,16 @@
 // a pod it uses its ServiceAccount), so `kubectl describe` shows exactly what it runs with.
 
 import type {
-  KubernetesObject, V1Deployment, V1EnvVar, V1OwnerReference, V1PodDisruptionBudget, V1ResourceRequirements, V1RoleBinding, V1Service,
+  KubernetesObject, V1ContainerPort, V1Deployment, V1EnvVar, V1OwnerReference, V1PodDisruptionBudget, V1ResourceRequirements, V1RoleBinding, V1Service,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
-import { API_VERSION, KIND, LABEL_RELEASE } from '../api/types.ts';
+import { API_VERSION, KIND, LABEL_RELEASE, PROXY_ADMIN_PORT_NAME, type Labels } from '../api/types.ts';
+import { labelProblems, takeoverLabels } from '../api/labels.ts';
 import { canonicalDigest } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';
 import {
-  ANNOTATION_RENDERED, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName, type ManagedRelease, type ProxySpec,
+  ANNOTATION_RENDERED, LABEL_MANAGED_BY, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName, type ManagedRelease, type ProxySpec,
 } from './types.ts';
 
 export interface RenderSettings {
@@ -104,6 +105,8 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
   const selector = { [LABEL_RELEASE]: name };
   const env: V1EnvVar[] = [
     { name: 'CANARY_RELEASE_NAME', value: name },
+    // In a pod: the proxy listens on the Services' own targetPorts and waits for a Ready pod of its own.
+    { name: 'CANARY_L4_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     { name: 'CANARY_RELEASE_NAMESPACE', value: release.metadata.namespace ?? '' },
     { name: 'CANARY_L4_ADMIN_PORT', value: String(DEFAULT_ADMIN_PORT) },
     { name: 'CANARY_L4_DRAIN_TIMEOUT', value: String(DEFAULT_DRAIN_TIMEOUT_MS / 1000) },
@@ -118,7 +121,7 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
     strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
     selector: { matchLabels: selector },
     template: {
-      metadata: { labels: { ...managedLabels(name, 'proxy') } },
+      metadata: { labels: { ...managedLabels(name, 'proxy'), ...proxyTakeoverLabels(release) } },
       spec: {
         serviceAccountName: proxyName(name),
         // Two replicas on one node would fail together.
@@ -128,7 +131,12 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
           },
         },
         terminationGracePeriodSeconds: GRACE_SECONDS,
-        securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+        // The proxy listens on the Services' own targetPorts, 80 as well, without any capability
+        // (a safe, namespaced sysctl: it opens no port of the node).
+        securityContext: {
+          runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' },
+          sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],
+        },
         ...(spec.nodeSelector === undefined ? {} : { nodeSelector: { ...spec.nodeSelector } }),
         ...(spec.tolerations === undefined ? {} : { tolerations: spec.tolerations.map((toleration) => ({ ...toleration })) }),
         ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
@@ -137,9 +145,9 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
           image: settings.proxyImage,
           args: ['proxy'],
           env,
-          // Proxy ports are allocated from --port-base at run time and reached through the
-          // retargeted Services' targetPorts; only the admin port is named.
-          ports: [{ name: 'admin', containerPort: DEFAULT_ADMIN_PORT, protocol: 'TCP' }],
+          // The proxy listens on the Services' own targetPorts (or ports from --port-base); only the
+          // admin port and the Services' named targetPorts are declared, the latter so the names resolve.
+          ports: [{ name: PROXY_ADMIN_PORT_NAME, containerPort: DEFAULT_ADMIN_PORT, protocol: 'TCP' }, ...namedPorts(release)],
           readinessProbe: { httpGet: { path: '/readyz', port: 'admin' }, periodSeconds: 5, failureThreshold: 2 },
           livenessProbe: { httpGet: { path: '/healthz', port: 'admin' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
           lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
@@ -151,6 +159,27 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
       },
     },
   };
+}
+
+/**
+ * The labels the taken-over Services select (status.takeover, written by the proxy), so the
+ * proxy pods carry them; they may take the place of the informational app.kubernetes.io labels,
+ * never of the two that find the pods (managed-by, release). Anything not a valid label is left out.
+ */
+function proxyTakeoverLabels(release: ManagedRelease): Labels {
+  const { keys, value } = release.status?.takeover ?? {};
+  if (!Array.isArray(keys) || typeof value !== 'string') return {};
+  return takeoverLabels({ keys: keys.filter((key) => typeof key === 'string' && key !== LABEL_MANAGED_BY && key !== LABEL_RELEASE
+    && labelProblems({ [key]: value }).length === 0), value });
+}
+
+/** The Services' named targetPorts the proxy container declares on its proxy ports (status.takeover.namedPorts). */
+function namedPorts(release: ManagedRelease): V1ContainerPort[] {
+  const ports = release.status?.takeover?.namedPorts;
+  if (!Array.isArray(ports)) return [];
+  return ports.filter((port) => typeof port?.name === 'string' && port.name !== PROXY_ADMIN_PORT_NAME && Number.isInteger(port.containerPort)
+    && port.containerPort > 0 && port.containerPort <= 65_535 && (port.protocol === 'TCP' || port.protocol === 'UDP'))
+    .map((port) => ({ name: port.name, containerPort: port.containerPort, protocol: port.protocol }));
 }
 
 /** Each object annotated with a digest of itself, so a field dropped from the rendering is noticed. */

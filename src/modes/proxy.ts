@@ -33,6 +33,10 @@ export interface ProxyOptions {
   readonly leaseDurationMs: number | undefined;
   /** Where the last served L4 config is kept, to serve it at once after a restart; undefined: nowhere. */
   readonly stateDir: string | undefined;
+  /** The proxy runs in a pod of its own (--pod-name). */
+  readonly inPod: boolean;
+  /** --listen-address; undefined: every address. */
+  readonly listenHost: string | undefined;
 }
 
 export async function runProxy(options: ProxyOptions): Promise<void> {
@@ -48,7 +52,11 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     clients,
     namespace,
     release,
-    reconcile: { proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides, handBackGraceMs: options.handBackGraceMs },
+    reconcile: {
+      proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides, handBackGraceMs: options.handBackGraceMs,
+      inPod: options.inPod, reservedPorts: new Set(runtime.adminPort === 0 ? [] : [runtime.adminPort]),
+      ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
+    },
     resyncMs: options.resyncMs,
     requestTimeoutMs: options.requestTimeoutMs,
     isLeader: () => elector?.isLeader ?? true,
@@ -61,7 +69,7 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     log: runtime.log, registry: runtime.registry, onChange: () => controller.trigger(),
   });
   runtime.log.info(
-    { namespace, release, proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides },
+    { namespace, release, proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides, inPod: options.inPod },
     'proxy started',
   );
   let stopping: Promise<void> | undefined;

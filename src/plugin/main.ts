@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { DEFAULT_PORT_BASE } from '../defaults.ts';
+import { DEFAULT_ADMIN_PORT, DEFAULT_PORT_BASE } from '../defaults.ts';
 import { ConfigError } from '../errors.ts';
 import { dryRun } from '../control/index.ts';
 import { checkPortBase, parseSelector } from '../api/proxy-flags.ts';
@@ -72,7 +72,7 @@ function releasesFromFile(file: string): FoundRelease[] {
 }
 
 /** The dry run of each release of the file, in order; exit 1 if any would hold. */
-async function planFile(argv: { filename: string; portBase: number; proxySelector?: string | undefined; namespace?: string | undefined; kubeconfig?: string | undefined; context?: string | undefined }): Promise<void> {
+async function planFile(argv: { filename: string; portBase: number; proxyOnHost: boolean; proxySelector?: string | undefined; namespace?: string | undefined; kubeconfig?: string | undefined; context?: string | undefined }): Promise<void> {
   const found = releasesFromFile(argv.filename);
   const portBase = checkPortBase(argv.portBase);
   const held: string[] = [];
@@ -81,7 +81,9 @@ async function planFile(argv: { filename: string; portBase: number; proxySelecto
     const name = release.metadata.name;
     const observed = await cluster.observe(release);
     const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
-    const plan = dryRun(observed, { proxySelector, portBase, weightOverrides: [], handBackGraceMs: 0, now: new Date() });
+    const plan = dryRun(observed, {
+      proxySelector, portBase, weightOverrides: [], handBackGraceMs: 0, now: new Date(), inPod: !argv.proxyOnHost, reservedPorts: new Set([DEFAULT_ADMIN_PORT]),
+    });
     process.stdout.write(`${index === 0 ? '' : '\n'}${formatPlan(release, cluster.namespace, plan, `${where} of ${argv.filename}`)}`);
     if (plan.problems.length > 0) held.push(`${name} (${where})`);
   }
@@ -124,7 +126,8 @@ try {
     .command('plan', 'Dry run: what each CanaryRelease in FILE would create and change in the cluster as it is now, its steps, and every problem it would hit; changes nothing',
       (y) => y.option('filename', { alias: 'f', type: 'string', demandOption: true, describe: 'A manifest with CanaryReleases (several documents, or a v1 List)' })
         .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'The proxy\'s --port-base' })
-        .option('proxy-selector', { type: 'string', describe: 'The proxy\'s --proxy-selector [default: canary-l4.io/release=NAME]' }),
+        .option('proxy-selector', { type: 'string', describe: 'The proxy\'s --proxy-selector [default: canary-l4.io/release=NAME]' })
+        .option('proxy-on-host', { type: 'boolean', default: false, describe: 'Plan for a proxy run outside a pod: every proxy port from --port-base, every targetPort moved to it' }),
       (argv) => planFile(argv))
     .demandCommand(1, 'name a command: status, promote, pause, resume, abort, set-weight or plan (see --help)')
     .strict()

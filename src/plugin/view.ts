@@ -105,10 +105,19 @@ export function formatPlan(release: CanaryRelease, namespace: string, plan: Rele
     (spec.steps ?? []).length === 0 ? [] : [`  ${stepsLine(spec, release.status?.currentStep)}`, ...(promotion === undefined ? [] : [`  ${promotion}`])]);
   section('Services to create:', plan.creates.map((service) => `  ${service.metadata?.name}: selector ${formatSelector(service.spec?.selector ?? {})}; ports ${portsOf(service)}`));
   section('Services to update (copies that differ from what the release wants):', plan.updates.map((service) => `  ${service.metadata?.name}: selector ${formatSelector(service.spec?.selector ?? {})}; ports ${portsOf(service)}`));
-  section('Services to take over (what changes, once the proxy listens):', plan.originals.flatMap((change) => [
+  section(`Services to take over (what changes, once ${plan.inPod ? 'a proxy pod carrying the labels below is Ready' : 'the proxy listens'}):`, plan.originals.flatMap((change) => [
     `  ${change.service}: selector ${formatSelector(change.selector.before)} → ${formatSelector(change.selector.after)}`,
-    ...change.ports.map((port) => `    port ${port.name === undefined ? '' : `${port.name} `}${port.port}/${port.protocol}: targetPort ${port.targetPort.before ?? port.port} → ${port.targetPort.after ?? port.port}`),
+    ...change.ports.map((port) => {
+      const before = port.targetPort.before ?? port.port;
+      const after = port.targetPort.after ?? port.port;
+      return `    port ${port.name === undefined ? '' : `${port.name} `}${port.port}/${port.protocol}: targetPort ${before === after ? `${before} (kept)` : `${before} → ${after}`}`;
+    }),
   ]));
+  section('Proxy pods (the manager gives them these; a re-apply of a Service then selects the app\'s own pods until the proxy takes it back):', plan.takeover === undefined || plan.originals.length === 0 ? [] : [
+    `  labels ${plan.takeover.keys.map((key) => `${key}=${plan.takeover?.value}`).join(',')}`,
+    ...plan.takeover.namedPorts.map((port) => `  port ${port.name}: ${port.containerPort}/${port.protocol}`),
+    ...plan.takeover.movedPorts.map((moved) => `  targetPort moved: ${moved}`),
+  ]);
   if (plan.proxyPorts.length > 0) {
     lines.push('', 'Proxy ports:', formatTable(['  SERVICE', 'PORT', 'PROXY PORT', 'CANARY WEIGHT'],
       plan.proxyPorts.map((port) => [`  ${port.service}`, `${port.port}/${port.protocol}`, String(port.proxyPort), `${port.weight}%`])));

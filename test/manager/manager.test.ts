@@ -34,6 +34,8 @@ const IMAGE_1 = 'canary-l4:test-1';
 const IMAGE_2 = 'canary-l4:test-2';
 /** Proxy ports per release: each pod would have its own network namespace; here they share the host. */
 const PORT_BASES: Record<string, number> = { 'web-v2': 28100, 'api-v2': 28200 };
+/** The proxies run in pods: they listen on the Service's own targetPort (with SO_REUSEPORT, as the pods share this host). */
+const WEB_TARGET_PORT = 9376;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 interface Manager {
@@ -44,7 +46,7 @@ interface Manager {
   adminPort(): number;
 }
 
-describe('canary-l4 manager', { timeout: 150_000 }, () => {
+describe('canary-l4 manager', { timeout: 180_000 }, () => {
   let cluster: Cluster;
   let kubelet: Kubelet;
   let kubectl: Kubectl;
@@ -146,7 +148,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
         CANARY_L4_HAND_BACK_GRACE: '0',
       }),
     });
-    await createService(cluster, 'web', [{ name: 'http', port: 8000, targetPort: 9376 }]);
+    await createService(cluster, 'web', [{ name: 'http', port: 8000, targetPort: WEB_TARGET_PORT }]);
     await createService(cluster, 'api', [{ name: 'http', port: 8100, targetPort: 9377 }]);
   });
 
@@ -168,8 +170,13 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     await createRelease(cluster, 'api-v2', withProxy);
     // The proxy's status writes can briefly carry an older ProxyAvailable (its cache lags the
     // manager's write by a watch event); the manager puts it right at once.
+    // The first pods know no Service: once the proxy has written status.takeover the manager rolls
+    // them to pods carrying its labels, and only then is the Service taken over.
     const release = await waitForRelease(cluster, 'web-v2', 'two ready proxies, serving', (found) => (found as ManagedRelease | undefined)?.status?.proxy?.readyReplicas === 2
-      && serving(found) && proxyCondition(found)?.status === 'True', 30_000) as ManagedRelease;
+      && serving(found) && proxyCondition(found)?.status === 'True', 60_000) as ManagedRelease;
+    const pod = (await cluster.core.listNamespacedPod({ namespace: NAMESPACE, labelSelector: `${LABEL_RELEASE}=web-v2` })).items[0];
+    assert.equal(pod?.metadata?.labels?.app, 'canary-l4.web-v2', 'the proxy pods carry the takeover labels');
+    assert.deepEqual((await getService(cluster, 'web'))?.spec?.selector, { app: 'canary-l4.web-v2', version: 'canary-l4.web-v2' });
     await waitFor(async () => (await Promise.all(managers.map(leads))).filter(Boolean).length === 1, 'exactly one leading manager', 10_000);
 
     assert.deepEqual(await managed(), [
@@ -196,7 +203,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
 
     backends = await startBackends(cluster, 'web', [{ port: 8000 }]);
     // Two replicas, each with its own smooth WRR: 80/20 of 50, give or take one per replica.
-    const counts = await split(PORT_BASES['web-v2']!, 50);
+    const counts = await split(WEB_TARGET_PORT, 50);
     assert.ok(Math.abs((counts.canary ?? 0) - 10) <= 2 && (counts.stable ?? 0) + (counts.canary ?? 0) === 50, `split ${JSON.stringify(counts)}`);
     // Both managers are ready (caches filled); the one that leads says what it keeps.
     for (const manager of managers) assert.equal((await fetch(`http://127.0.0.1:${manager.adminPort()}/readyz`)).status, 200, `${manager.name} is ready`);
@@ -227,7 +234,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
     assert.deepEqual(JSON.parse(JSON.stringify([rolled.nodeSelector, rolled.containers[0]?.resources])), [{ pool: 'edge' }, { requests: { cpu: '50m' } }]);
     await waitFor(() => kubelet.running().filter((name) => name.startsWith('canary-l4-web-v2-')).length === 1, 'the old proxy processes to end');
     assert.deepEqual(kubelet.running().filter((name) => name.startsWith('canary-l4-web-v2-')), [release.status!.proxy!.pods[0]!.name]);
-    const counts = await split(PORT_BASES['web-v2']!, 10);
+    const counts = await split(WEB_TARGET_PORT, 10);
     assert.deepEqual(counts, { stable: 8, canary: 2 });
   });
 
@@ -293,7 +300,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
       const pdb = await policy.readNamespacedPodDisruptionBudget({ name: 'canary-l4-web-v2', namespace: NAMESPACE });
       return labelled.every((object) => object.metadata?.labels?.['app.kubernetes.io/name'] === 'canary-l4') && pdb.spec?.maxUnavailable === 1;
     }, 'the hand edits undone', 10_000);
-    assert.deepEqual(await split(PORT_BASES['web-v2']!, 10), { stable: 8, canary: 2 });
+    assert.deepEqual(await split(WEB_TARGET_PORT, 10), { stable: 8, canary: 2 });
   });
 
   it('a manager with a new image (its own pod\'s) rolls the proxy to it', async () => {
@@ -305,7 +312,7 @@ describe('canary-l4 manager', { timeout: 150_000 }, () => {
       return rolled?.spec?.template.spec?.containers[0]?.image === IMAGE_2 && proxy?.ready === '1/1' && proxy.updatedReplicas === 1 && rolled.status?.replicas === 1;
     }, 'the proxy rolled to the new image', 30_000);
     assert.equal((await deployment('canary-l4-api-v2'))?.spec?.template.spec?.containers[0]?.image, IMAGE_2, 'every proxy rolls');
-    assert.deepEqual(await split(PORT_BASES['web-v2']!, 10), { stable: 8, canary: 2 });
+    assert.deepEqual(await split(WEB_TARGET_PORT, 10), { stable: 8, canary: 2 });
   });
 
   it('a deleted release keeps its proxy, made again if it goes, until its Services are handed back; then nothing is left of it', async () => {

@@ -8,6 +8,8 @@ import { renderProxy, type RenderedProxy } from '../../src/manager/render.ts';
 import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY, PROXY_CLUSTER_ROLE, type ManagedRelease } from '../../src/manager/types.ts';
 import { theOnly } from '../deploy/manifests.ts';
 
+const canonical = (object: unknown) => JSON.stringify(object);
+
 const IMAGE = 'registry.example/canary-l4:0.2.0';
 
 function release(spec: Record<string, unknown> = {}, metadata: Partial<ManagedRelease['metadata']> = {}): ManagedRelease {
@@ -74,6 +76,24 @@ describe('the proxy the manager renders', () => {
     assert.deepEqual(normalize(objects.deployment), normalize(standalone));
     const labels = objects.deployment.spec!.template.metadata!.labels!;
     for (const [key, value] of Object.entries(standalone.spec!.template.metadata!.labels!)) assert.equal(labels[key], value, `pod label ${key}`);
+  });
+
+  it('gives the proxy pods the labels and named ports status.takeover asks for, never in place of the two that find them', () => {
+    const taken = release({}, {});
+    const withTakeover: ManagedRelease = {
+      ...taken,
+      status: { takeover: { keys: ['app', 'app.kubernetes.io/name', LABEL_MANAGED_BY, LABEL_RELEASE, 'bad key!'], value: 'canary-l4.web-v2', namedPorts: [
+        { name: 'http', containerPort: 8000, protocol: 'TCP' }, { name: 'admin', containerPort: 9999, protocol: 'TCP' },
+      ], movedPorts: [] } },
+    };
+    const template = rendered(withTakeover).deployment.spec!.template;
+    assert.deepEqual(template.metadata?.labels, {
+      'app.kubernetes.io/name': 'canary-l4.web-v2', 'app.kubernetes.io/instance': 'web-v2', 'app.kubernetes.io/component': 'proxy',
+      [LABEL_MANAGED_BY]: MANAGED_BY, [LABEL_RELEASE]: 'web-v2', app: 'canary-l4.web-v2',
+    });
+    assert.deepEqual(template.spec?.containers[0]?.ports, [{ name: 'admin', containerPort: 9090, protocol: 'TCP' }, { name: 'http', containerPort: 8000, protocol: 'TCP' }]);
+    assert.deepEqual(template.spec?.containers[0]?.env?.find((variable) => variable.name === 'CANARY_L4_POD_NAME'), { name: 'CANARY_L4_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, 'in a pod: the proxy knows');
+    assert.notEqual(canonical(rendered(withTakeover).deployment), canonical(rendered(taken).deployment), 'new labels roll the pods');
   });
 
   it('binds the release\'s ServiceAccount to the proxy ClusterRole in the release\'s namespace only', () => {

@@ -47,6 +47,7 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
     }));
     const before = await versions(cluster);
     const run = await plugin('plan', '-f', file, '--port-base', '9100');
+    const onHost = await plugin('plan', '-f', file, '--port-base', '9100', '--proxy-on-host');
     assert.equal(run.code, 0, run.stderr);
     assert.equal(await versions(cluster), before, 'a dry run writes nothing');
     assert.equal(await getRelease(cluster, 'web-v2'), undefined);
@@ -54,13 +55,22 @@ describe('kubectl canary-l4', { timeout: 60_000 }, () => {
       'Services to create:',
       '  web-forked: selector app=web,version=v1; ports 80/TCP→8000, 53/UDP→5353',
       '  web-canary: selector app=web,version=v2; ports 80/TCP→8000, 53/UDP→5353',
-      'Services to take over (what changes, once the proxy listens):',
-      '  web: selector app=web,version=v1 → canary-l4.io/release=web-v2',
-      '    port http 80/TCP: targetPort 8000 → 9101',
-      '    port dns 53/UDP: targetPort 5353 → 9100',
+      'Services to take over (what changes, once a proxy pod carrying the labels below is Ready):',
+      '  web: selector app=web,version=v1 → app=canary-l4.web-v2,version=canary-l4.web-v2',
+      '    port http 80/TCP: targetPort 8000 (kept)',
+      '    port dns 53/UDP: targetPort 5353 (kept)',
+      '  labels app=canary-l4.web-v2,version=canary-l4.web-v2',
     ];
     for (const line of expected) assert.ok(run.stdout.includes(line), `${line}\n---\n${run.stdout}`);
-    assert.match(run.stdout, /web\s+53\/UDP\s+9100\s+5%\n\s+web\s+80\/TCP\s+9101\s+5%/, 'the proxy ports, at the first step\'s weight');
+    assert.match(run.stdout, /web\s+53\/UDP\s+5353\s+5%\n\s+web\s+80\/TCP\s+8000\s+5%/, 'the proxy ports (the targetPorts, in a pod), at the first step\'s weight');
+    const expectedOnHost = [
+      'Services to take over (what changes, once the proxy listens):',
+      '    port http 80/TCP: targetPort 8000 → 9101',
+      '    port dns 53/UDP: targetPort 5353 → 9100',
+      '  targetPort moved: web:53/UDP: targetPort 5353 → 9100 (the proxy runs outside a pod)',
+    ];
+    for (const line of expectedOnHost) assert.ok(onHost.stdout.includes(line), `${line}\n---\n${onHost.stdout}`);
+    assert.match(onHost.stdout, /web\s+53\/UDP\s+9100\s+5%\n\s+web\s+80\/TCP\s+9101\s+5%/, 'on a host: the proxy ports from --port-base');
     assert.match(run.stdout, /the canary selector app=web,version=v2 matches no Ready pod; its ports send the canary no new traffic until one is Ready/);
     assert.match(run.stdout, /No problems: applied as it is, the release would start/);
   });

@@ -12,7 +12,13 @@ function builder(yargs: Argv) {
       .option('canary-release', { type: 'string', describe: 'Name of the CanaryRelease to run [env: CANARY_RELEASE_NAME]' })
       .option('kubeconfig', { type: 'string', describe: 'kubeconfig file [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]' })
       .option('proxy-selector', { type: 'string', describe: 'Labels of the proxy pods, which retargeted Services select [default: canary-l4.io/release=<name>]' })
-      .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'First proxy port; each Service port gets its own, kept for the life of the release' })
+      .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'First proxy port; each Service port gets its own, kept for the life of the release (in a pod: only those whose targetPort the proxy cannot listen on)' })
+      .option('pod-name', {
+        type: 'string',
+        describe: 'The proxy\'s own pod (the Deployment sets it from metadata.name): it listens on the Services\' own targetPorts and takes a Service over '
+          + 'once a proxy pod carrying its labels is Ready; unset, it runs on a host: every proxy port from --port-base, no pod to check',
+      })
+      .option('listen-address', { type: 'string', describe: 'Address the proxy ports listen on [every address]' })
       .option('weight', {
         type: 'string',
         array: true,
@@ -88,6 +94,8 @@ export const proxyCommand = {
       requestTimeoutMs: argv.apiTimeout * 1000,
       drainMs: argv.drainTimeout * 1000,
       leaseDurationMs: argv.leaderElect ? argv.leaseDuration * 1000 : undefined,
+      inPod: argv.podName !== undefined && argv.podName !== '',
+      listenHost: argv.listenAddress,
       stateDir: argv.stateDir,
     });
   },

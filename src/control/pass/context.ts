@@ -14,10 +14,11 @@ import { affinityListeners, formatWeights } from '../service/l4.ts';
 import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyPortsOf } from '../service/originals.ts';
 import { applyMergePatch, finalizerPatch } from '../service/patches.ts';
 import { disagreeingReplicas } from './replicas.ts';
-import { readyPods, selectorContains, selectorMatches } from '../service/selectors.ts';
+import { readyPods, selectorMatches } from '../service/selectors.ts';
+import { selectsProxy } from '../service/takeover.ts';
 import {
   ANNOTATION_ORIGINAL, FINALIZER, type AchievedSplit, type AnalysisStatus, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase,
-  type MirrorCounts, type PortStatus, type TransitionRecord, type WorkloadStatus,
+  type MirrorCounts, type PortStatus, type TakeoverStatus, type TransitionRecord, type WorkloadStatus,
 } from '../../api/types.ts';
 
 export interface Context {
@@ -85,7 +86,8 @@ export function observe(observed: Observed, options: ReconcileOptions): Context 
   }
   const recorded = release.status?.ports ?? [];
   const proxyPortsOf = (service: string): ProxyPortsOf =>
-    new Map(recorded.filter((port) => port.service === service).map((port) => [port.proxyPort, portIdOf(port.port, port.protocol)]));
+    new Map(recorded.filter((port) => port.service === service)
+      .map((port) => [port.proxyPort, { id: portIdOf(port.port, port.protocol), targetPortKept: port.targetPortKept === true }]));
   const originals = new Map([...names].sort().map((serviceName) =>
     [serviceName, classifyOriginal(services.get(serviceName), name, options.proxySelector, proxyPortsOf(serviceName))] as const));
   return {
@@ -109,9 +111,9 @@ function savedBy(service: V1Service): string | undefined {
   return parsed.ok ? parsed.saved.release : undefined;
 }
 
-/** The Service sends its traffic to the proxy (or will again once its drift is repaired). */
+/** The Service sends its traffic to the proxy (or, taken over by a 0.2 proxy, will again once its drift is repaired). */
 export function pointsAtProxy(context: Context, service: string): boolean {
-  return selectorContains(context.observed.services.get(service)?.spec?.selector, context.options.proxySelector);
+  return selectsProxy(context.observed.services.get(service), context.name, context.options.proxySelector);
 }
 
 /**
@@ -138,8 +140,10 @@ export function hasReadyPod(context: Context, selector: Labels): boolean {
  */
 export function makeStatus(context: Context, phase: Phase, transition: TransitionRecord | null,
   drafts: Omit<ConditionDrafts, 'Ready'>, ports: readonly PortStatus[],
-  extra: { workloads?: readonly WorkloadStatus[] | undefined; steps?: StepPlan } = {}): CanaryReleaseStatus {
+  extra: { workloads?: readonly WorkloadStatus[] | undefined; steps?: StepPlan; takeover?: TakeoverStatus } = {}): CanaryReleaseStatus {
   const workloads = 'workloads' in extra ? extra.workloads : context.observed.release.status?.workloads;
+  // Kept as recorded outside Running: the proxy pods keep their labels while they still serve.
+  const takeover = extra.takeover ?? (phase === 'Adopted' || phase === 'Deprecated' ? undefined : context.observed.release.status?.takeover);
   const outside = [
     ...(context.observed.apiError === undefined ? [] : [{ reason: 'APIError', message: `the last API request failed: ${context.observed.apiError}` }]),
     ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides)
@@ -174,6 +178,7 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
   return {
     phase, observedGeneration: context.generation, transition, conditions, ports: counted, weights: formatWeights(ports),
     ...(workloads === undefined ? {} : { workloads }),
+    ...(takeover === undefined ? {} : { takeover }),
     ...(judged.analysis === undefined ? {} : { analysis: judged.analysis }),
     ...(judged.countedAt === undefined ? {} : { countedAt: judged.countedAt }),
     // Without a plan of steps this pass (a hold, a transition) the step stays as recorded, but no pause runs.

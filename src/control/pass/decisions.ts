@@ -5,6 +5,7 @@
 import type { Desired, Step } from './desired.ts';
 import { askedWeight, servedWeight } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
+import { formatSelector } from '../../api/labels.ts';
 import { LABEL_WORKLOAD, type CanaryReleaseCondition, type CanaryReleaseStatus, type ConditionType, type PortStatus } from '../../api/types.ts';
 
 export interface Decision {
@@ -20,8 +21,8 @@ export function stepDecision(step: Step): Decision | undefined {
   switch (step.kind) {
     case 'patchService':
       switch (step.reason) {
-        case 'retarget': return { type: 'Normal', reason: 'Retargeted', message: `Service ${step.name} now selects the proxy; its ports target the proxy ports` };
-        case 'repair': return { type: 'Normal', reason: 'DriftRepaired', message: `Service ${step.name} was changed by someone else; its selector and targetPorts are set back to the proxy (their edits are kept for the hand-back)` };
+        case 'retarget': return { type: 'Normal', reason: 'Retargeted', message: `Service ${step.name} now selects the proxy pods${describeTakeover(step)}` };
+        case 'repair': return { type: 'Normal', reason: 'DriftRepaired', message: `Service ${step.name} was changed by someone else (it selected the app's own pods meanwhile); it selects the proxy pods again${describeTakeover(step)} (their edits are kept for the hand-back)` };
         case 'restore': return { type: 'Normal', reason: 'Restored', message: `Service ${step.name} is handed back as its owner left it` };
         case 'adopt': return { type: 'Normal', reason: 'HandedBack', message: `Service ${step.name} is handed back, selecting the adopted version's pods` };
         default: return undefined;
@@ -68,6 +69,10 @@ export function statusDecisions(before: CanaryReleaseStatus | undefined, after: 
   if (after.analysis !== undefined && after.analysis.at !== before?.analysis?.at && after.analysis.verdict === 'Failed') {
     decisions.push({ type: 'Warning', reason: 'AnalysisIntervalFailed', message: `${after.analysis.failures} in a row: ${after.analysis.message}` });
   }
+  const moved = (after.takeover?.movedPorts ?? []).filter((item) => !(before?.takeover?.movedPorts ?? []).includes(item));
+  if (moved.length > 0) {
+    decisions.push({ type: 'Warning', reason: 'TargetPortMoved', message: `the takeover moves targetPorts to proxy ports (a re-apply that omits them leaves them there): ${moved.join(', ')}` });
+  }
   if (after.phase !== before?.phase && (after.phase === 'Adopted' || after.phase === 'Deprecated')) {
     decisions.push({ type: 'Normal', reason: after.phase, message: `the release is over: ${after.transition?.message ?? after.phase}` });
   }
@@ -77,6 +82,14 @@ export function statusDecisions(before: CanaryReleaseStatus | undefined, after: 
 export function decisions(before: Desired | undefined, after: Desired, done: readonly Step[]): Decision[] {
   const ignored = (after.ignored ?? []).map((item): Decision => ({ type: 'Warning', ...item }));
   return [...done.flatMap((step) => stepDecision(step) ?? []), ...statusDecisions(before?.status, after.status), ...ignored];
+}
+
+/** `: selector app=canary-l4.web-v2; targetPorts 8000, 9100`, as the patch sets them. */
+function describeTakeover(step: Extract<Step, { kind: 'patchService' }>): string {
+  const selector = step.patch.spec?.selector;
+  const set = selector === undefined ? [] : Object.entries(selector).filter((entry): entry is [string, string] => entry[1] !== null);
+  const ports = step.patch.spec?.ports?.map((port) => String(port.targetPort ?? port.port));
+  return [set.length === 0 ? '' : `: selector ${formatSelector(Object.fromEntries(set))}`, ports === undefined ? '' : `; targetPorts ${ports.join(', ')}`].join('');
 }
 
 function describePort(port: PortStatus): string {

@@ -35,6 +35,16 @@ export interface ReconcileOptions {
   readonly proxySelector: Labels;
   /** First proxy port (--port-base). */
   readonly portBase: number;
+  /**
+   * The proxy runs in a pod of its own (--pod-name): it listens on the Services' own targetPorts
+   * where it can, and takes a Service over only once a proxy pod it would select is Ready. Outside
+   * a pod (a host) it allocates every proxy port from portBase and cannot check a pod.
+   */
+  readonly inPod?: boolean;
+  /** Ports the proxy pod keeps for itself (its admin port): never a proxy port. */
+  readonly reservedPorts?: ReadonlySet<number>;
+  /** The address the proxy ports listen on (--listen-address); undefined: every address. */
+  readonly listenHost?: string;
   readonly weightOverrides: readonly PortWeightOverride[];
   /** After a hand-back, how long the copies and listeners stay: kube-proxy on every node takes a
    * moment to follow the Service, and clients it still sends to the proxy must find it working. */
@@ -73,7 +83,7 @@ export type ServicePatchReason =
   /** Annotation with the original selector and ports, before any change to the Service. */
   | 'saveOriginal'
   | 'updateCopy'
-  /** Selector → proxy pods, targetPorts → proxy ports, annotation marked retargeted: one patch. */
+  /** Selector values → the proxy pods' (targetPorts → proxy ports where the proxy cannot listen on them), annotation marked retargeted: one patch. */
   | 'retarget'
   /** The same fields on a Service already retargeted that someone edited, or that gained a port. */
   | 'repair'

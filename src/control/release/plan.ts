@@ -5,9 +5,10 @@
 import type { V1Service } from '@kubernetes/client-node';
 import { normalizeProtocol, SPEC_PROTOCOLS } from '../../api/spec.ts';
 import { copyName, COPY_ROLES, isCopyOf } from '../service/copies.ts';
-import { portProtocol, saveOriginal, servicePorts, type OriginalState, type SavedOriginal } from '../service/originals.ts';
+import { portProtocol, saveOriginal, servicePorts, type OriginalState, type SavedOriginal, type Takeover } from '../service/originals.ts';
 import type { PortKey } from '../service/ports.ts';
 import { selectorMatches } from '../service/selectors.ts';
+import { takeoverSelector } from '../service/takeover.ts';
 import { applyOperations, formatSelector } from '../../api/labels.ts';
 import { canarySideSelector, stableSideSelector, type WorkloadPlan } from '../workload/workloads.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec, Labels } from '../../api/types.ts';
@@ -32,6 +33,8 @@ export interface ServicePlan {
   readonly workload?: WorkloadPlan;
   /** Every port of the Service: the unlisted ones are proxied too, at 100 % stable. */
   readonly ports: readonly PlannedPort[];
+  /** The owner's selector keys with the release's values; a Service a 0.2 proxy took over keeps the proxy selector until handed back. */
+  readonly takeover: Takeover;
 }
 
 /** Not ok: the release holds. `problems` are the spec's to fix; `waiting` clears by itself (another
@@ -43,7 +46,7 @@ export type SpecPlan =
 /** Service names are DNS-1035 labels; the copies' names must be too. */
 const MAX_SERVICE_NAME = 63;
 
-export function planServices(spec: CanaryReleaseSpec | undefined, release: string, states: ReadonlyMap<string, OriginalState>,
+export function planServices(spec: CanaryReleaseSpec | undefined, release: string, proxySelector: Labels, states: ReadonlyMap<string, OriginalState>,
   services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[] = [], stepWeight?: number): SpecPlan {
   const entries = spec?.services ?? [];
   const problems: string[] = [];
@@ -61,13 +64,13 @@ export function planServices(spec: CanaryReleaseSpec | undefined, release: strin
       waiting.push(`Service ${entry.service} is under CanaryRelease ${state.release}; this release starts once that one has ended`);
       return;
     }
-    const plan = planService(entry, at, release, state, services, workloads, stepWeight, problems);
+    const plan = planService(entry, at, release, proxySelector, state, services, workloads, stepWeight, problems);
     if (plan !== undefined) plans.push(plan);
   });
   return problems.length === 0 && waiting.length === 0 ? { ok: true, plans } : { ok: false, problems, waiting };
 }
 
-function planService(entry: CanaryServiceSpec, at: string, release: string, state: Exclude<OriginalState, { kind: 'foreign' }>,
+function planService(entry: CanaryServiceSpec, at: string, release: string, proxySelector: Labels, state: Exclude<OriginalState, { kind: 'foreign' }>,
   services: ReadonlyMap<string, V1Service>, workloads: readonly WorkloadPlan[], stepWeight: number | undefined, problems: string[]): ServicePlan | undefined {
   const name = entry.service;
   const workable = workableState(state, name, at, problems);
@@ -89,6 +92,11 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   if (Object.keys(saved.selector).length === 0) {
     problems.push(`${at}: Service ${name} has no selector; only Services that select pods can be split`);
   }
+  const ownKeys = Object.keys(saved.selector).filter((key) => key in proxySelector);
+  if (ownKeys.length > 0) {
+    problems.push(`${at}: Service ${name} selects by ${ownKeys.join(', ')}, a label of the proxy pods (--proxy-selector); `
+      + 'the takeover gives the proxy pods each selector key with a value of the release\'s, so select the app\'s pods by another label');
+  }
   const workload = workloads.length === 0 ? undefined : workloadOf(saved.selector, workloads, `${at}: Service ${name}`, problems);
   // With workloads the selectors are made apart: the stable side pinned to the stable pods' hash,
   // the canary side on the canary pods' labels and the track label.
@@ -98,7 +106,11 @@ function planService(entry: CanaryServiceSpec, at: string, release: string, stat
   if (Object.keys(forkedSelector).length === 0) problems.push(`${at}.forkedServiceOperations: the forked selector ends up empty`);
   const ports = planPorts(entry, at, service, stepWeight, problems);
   if (problems.length > before) return undefined;
-  return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports, ...(workload === undefined ? {} : { workload }) };
+  // A Service a 0.2 proxy took over stays so until it is handed back: its saved original says how.
+  const takeover: Takeover = workable.kind === 'retargeted' && saved.takeover === undefined
+    ? { selector: proxySelector, design: undefined }
+    : { selector: takeoverSelector(saved.selector, release), design: 'values' };
+  return { name, entry, state: workable, saved, forkedSelector, canarySelector, ports, takeover, ...(workload === undefined ? {} : { workload }) };
 }
 
 /** The one workload whose stable pods the selector picks; with workloads, each Service must pick one. */

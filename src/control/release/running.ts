@@ -1,19 +1,23 @@
 // The release while it runs. Order of the steps: finalizer → save each original (annotation only)
 // → create or update the copies → retarget (gated on what is observed: the annotation saved, the
-// copies' cluster IPs, the proxy ports recorded in status and listened on, no mixing) → hand back
+// copies' cluster IPs, the proxy ports recorded in status and listened on, in a pod a Ready proxy
+// pod carrying the takeover labels, no mixing) → hand back
 // Services the spec dropped → delete their copies → status (records new allocations; a port is
 // retargeted only on a later pass, once status holds it). At most one patch per Service per pass:
 // each carries the observed resourceVersion, so a second would always conflict.
 
+import type { V1ServicePort } from '@kubernetes/client-node';
 import { condition } from '../../api/conditions.ts';
 import { deleteCopyStep, finalizerStep, hasReadyPod, makeStatus, statusStep, type Context } from '../pass/context.ts';
 import { clusterIpOf, copyName, copySource, COPY_ROLES, desiredCopy } from '../service/copies.ts';
 import type { Desired, Step } from '../pass/desired.ts';
 import { askedWeight, buildL4Config, gatedWeight, servedWeight, type SideReadiness } from '../service/l4.ts';
-import { formatSaved, liveFields, retargetFields, saveOriginal } from '../service/originals.ts';
+import { formatSaved, liveFields, portProtocol, retargetFields, saveOriginal } from '../service/originals.ts';
 import { copyPatch, originalPatch } from '../service/patches.ts';
 import { portKeyId, type Allocation } from '../service/ports.ts';
 import { findOverlap, livePods, type SelectorOverlap } from '../service/selectors.ts';
+import { proxyPodsReady } from '../service/takeover.ts';
+import { planTakeover, type TakeoverPlan } from './takeover.ts';
 import { formatSelector } from '../../api/labels.ts';
 import type { ServicePlan } from './plan.ts';
 import type { StepPlan } from '../progress/steps.ts';
@@ -39,10 +43,11 @@ interface RetargetOutcome {
 export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
   workloads: readonly WorkloadPlan[], stepPlan?: StepPlan): Desired {
   const readiness = sidesReady(context, plans);
-  const ports = portStatuses(context, plans, allocations, readiness);
+  const takeover = planTakeover(context.name, plans, allocations, context.options.inPod === true, context.options.reservedPorts ?? new Set());
+  const ports = portStatuses(context, plans, allocations, readiness, takeover);
   const findings = checkSelectors(context, plans, readiness);
   const mixing = findings.failures.length > 0;
-  const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing));
+  const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing, takeover));
   const planned = new Set(plans.map((plan) => plan.name));
   const dropped = handBackSteps(context, [...context.originals.keys()].filter((name) => !planned.has(name)), 'Deprecated');
   const deletions: Step[] = context.copies
@@ -54,7 +59,7 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
   const failures = [...findings.failures, ...dropped.problems];
   const status = makeStatus(context, 'Running', null, {
     Available: allRetargeted
-      ? condition(true, ports.some((port) => port.override !== null) ? 'WeightOverridden' : 'Serving', describeWeights(ports, context))
+      ? condition(true, ports.some((port) => port.override !== null) ? 'WeightOverridden' : 'Serving', describeServing(ports, context, takeover))
       : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy yet'),
     Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForReadyPods', progressing.join('; ')),
     Failure: failures.length === 0 ? condition(false, 'None') : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
@@ -62,6 +67,7 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
   }, ports, {
     workloads: workloads.length === 0 ? undefined : workloadStatuses(workloads, context.observed.deployments, context.observed.release.status?.workloads ?? []),
     ...(stepPlan === undefined ? {} : { steps: stepPlan }),
+    takeover: takeover.status,
   });
   const steps = [
     ...finalizerStep(context, true),
@@ -74,27 +80,30 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
     ...statusStep(context, status),
   ];
   return {
-    mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services),
+    mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services, context.options.listenHost),
     ...(stepPlan?.requeueAfterMs === undefined ? {} : { requeueAfterMs: stepPlan.requeueAfterMs }),
   };
 }
 
 /** Spec weights and overrides for planned ports; a dropped Service still served keeps what status says. */
 function portStatuses(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
-  readiness: ReadonlyMap<string, SideReadiness>): PortStatus[] {
+  readiness: ReadonlyMap<string, SideReadiness>, takeover: TakeoverPlan): PortStatus[] {
+  const plansByName = new Map(plans.map((plan) => [plan.name, plan] as const));
   const planned = new Map(plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port] as const)));
   const recorded = new Map(context.recorded.map((port) => [portKeyId(port), port] as const));
   return allocations.map((allocation): PortStatus => {
     const port = planned.get(portKeyId(allocation));
     if (port === undefined) {
       const previous = recorded.get(portKeyId(allocation));
-      const kept = { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null };
+      const kept = { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null, ...(previous?.targetPortKept === true ? { targetPortKept: true as const } : {}) };
       return { ...kept, served: previous === undefined ? askedWeight(kept) : servedWeight(previous) };
     }
+    const plan = plansByName.get(port.service);
+    const targetPortKept = plan !== undefined && takeover.keepsTargetPort(plan, allocation);
     const override = context.options.weightOverrides.findLast((item) => item.service === port.service && item.port === port.port);
     const asked = { ...allocation, weight: port.weight, override: override?.weight ?? null };
     const sides = readiness.get(port.service) ?? { stable: true, canary: true };
-    return { ...asked, served: gatedWeight(askedWeight(asked), sides) };
+    return { ...asked, served: gatedWeight(askedWeight(asked), sides), ...(targetPortKept ? { targetPortKept: true as const } : {}) };
   });
 }
 
@@ -170,25 +179,29 @@ function copySteps(context: Context, plan: ServicePlan): Step[] {
   });
 }
 
-function planRetarget(context: Context, plan: ServicePlan, allocations: readonly Allocation[], mixing: boolean): RetargetOutcome {
+function planRetarget(context: Context, plan: ServicePlan, allocations: readonly Allocation[], mixing: boolean, takeover: TakeoverPlan): RetargetOutcome {
   const { listening } = context.observed;
   const mine = allocations.filter((allocation) => allocation.service === plan.name);
   const recordedIds = new Set(context.recorded.map((port) => `${portKeyId(port)}@${port.proxyPort}`));
   const unrecorded = mine.filter((allocation) => !recordedIds.has(`${portKeyId(allocation)}@${allocation.proxyPort}`));
   const silent = mine.filter((allocation) => !unrecorded.includes(allocation) && !listening.has(allocation.proxyPort));
-  const ready = (port: number, protocol: string): number | undefined => {
-    const allocation = mine.find((item) => item.port === port && item.protocol === protocol);
-    return allocation === undefined || unrecorded.includes(allocation) || silent.includes(allocation) ? undefined : allocation.proxyPort;
+  const targetPortOf = (port: V1ServicePort): number | string | undefined => {
+    const allocation = mine.find((item) => item.port === port.port && item.protocol === portProtocol(port));
+    return allocation === undefined || unrecorded.includes(allocation) || silent.includes(allocation) ? undefined : takeover.targetPortOf(plan, port, allocation.proxyPort);
   };
+  const pods = podWait(context, plan, takeover);
   const portWaits = [
     ...(unrecorded.length > 0 ? [`Service ${plan.name}: recording proxy ports ${listPorts(unrecorded)} in status`] : []),
     ...(silent.length > 0 ? [`Service ${plan.name}: waiting for the proxy to listen on ${listPorts(silent)}`] : []),
+    ...(pods === undefined ? [] : [pods]),
   ];
   const service = plan.state.service;
-  const fields = retargetFields(service, plan.saved, context.options.proxySelector, ready);
+  const fields = retargetFields(service, plan.saved, plan.takeover, targetPortOf);
   if (plan.state.kind === 'retargeted') {
-    // A repair waits until every port is ready, then takes the whole Service back in one patch:
-    // one made earlier would leave a port on the owner's targetPort, where the proxy pods answer nothing.
+    // A repair waits until every port is ready and a proxy pod can serve the selector, then takes
+    // the whole Service back in one patch: one made earlier would leave a port on the owner's
+    // targetPort where the proxy pods answer nothing, or select pods that are not there yet.
+    // Meanwhile the Service selects the owner's pods (the takeover kept its keys): it answers.
     const patch = portWaits.length > 0 ? undefined : originalPatch(service, fields);
     return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'repair', name: plan.name, patch }], retargeted: true, waiting: portWaits };
   }
@@ -203,8 +216,31 @@ function planRetarget(context: Context, plan: ServicePlan, allocations: readonly
   return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'retarget', name: plan.name, patch }], retargeted: true, waiting };
 }
 
+/**
+ * Why the proxy pods cannot serve the Service taken over yet, or undefined when they can. A proxy
+ * outside a pod cannot check (it says so in Available), and a Service a 0.2 proxy took over selects
+ * the proxy pods by the proxy selector, which they always carry.
+ */
+function podWait(context: Context, plan: ServicePlan, takeover: TakeoverPlan): string | undefined {
+  if (context.options.inPod !== true || plan.takeover.design !== 'values') return undefined;
+  const names = new Set(plan.saved.ports.map((port) => port.targetPort));
+  const namedPorts = takeover.status.namedPorts.filter((named) => names.has(named.name));
+  const readiness = proxyPodsReady(plan.takeover.selector, context.options.proxySelector, context.observed.pods, namedPorts);
+  return readiness.ready ? undefined
+    : `Service ${plan.name}: waiting for a Ready proxy pod labelled ${formatSelector(plan.takeover.selector)} (${readiness.why}; the manager gives them status.takeover)`;
+}
+
 function listPorts(allocations: readonly Allocation[]): string {
   return allocations.map((allocation) => allocation.proxyPort).join(', ');
+}
+
+/** Available's message: the weights, the ports the takeover moves, and a takeover no pod could confirm. */
+function describeServing(ports: readonly PortStatus[], context: Context, takeover: TakeoverPlan): string {
+  return [
+    describeWeights(ports, context),
+    ...(takeover.status.movedPorts.length === 0 ? [] : [`targetPorts moved to proxy ports: ${takeover.status.movedPorts.join(', ')}`]),
+    ...(context.options.inPod === true ? [] : ['the proxy runs outside a pod: it cannot check that a proxy pod the Services select is Ready']),
+  ].join('; ');
 }
 
 function describeWeights(ports: readonly PortStatus[], context: Context): string {

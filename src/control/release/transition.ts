@@ -138,7 +138,7 @@ export function handBackSteps(context: Context, names: readonly string[], type: 
 export function planTransition(context: Context, record: TransitionRecord): Desired {
   const verb = record.type === 'Adopted' ? 'Adopting' : 'Deprecating';
   const ports = servedWhileHandingBack(context, record);
-  const l4Config = buildL4Config(ports.filter((port) => pointsAtProxy(context, port.service)), context.observed.services);
+  const l4Config = buildL4Config(ports.filter((port) => pointsAtProxy(context, port.service)), context.observed.services, context.options.listenHost);
   // Kept until handed back: a hijacked Service's restore needs them to tell our targetPorts.
   const notHandedBack = ports.filter((port) => HANDED_BACK_LATER.has(context.originals.get(port.service)?.kind ?? 'missing'));
   const stage = planWorkloadStage(context, record);
@@ -205,7 +205,7 @@ function planGrace(context: Context, record: TransitionRecord, verb: 'Adopting' 
     Failure: rollbackFailure(record),
     Archived: condition(false, verb),
   }, context.recorded);
-  return { l4Config: buildL4Config(context.recorded, context.observed.services), status, remainingMs };
+  return { l4Config: buildL4Config(context.recorded, context.observed.services, context.options.listenHost), status, remainingMs };
 }
 
 export function archivedStatus(context: Context, record: TransitionRecord): CanaryReleaseStatus {

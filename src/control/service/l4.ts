@@ -10,9 +10,9 @@ import {
   DEFAULT_UDP_IDLE_TIMEOUT_MS, DEFAULT_UDP_MAX_SESSIONS,
 } from '../../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
-import { selectorContains } from './selectors.ts';
+import { selectsProxy } from './takeover.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
-import type { CanaryPortSpec, CanaryReleaseSpec, Labels, PortStatus } from '../../api/types.ts';
+import type { CanaryPortSpec, CanaryReleaseSpec, Labels, NamedProxyPort, PortStatus } from '../../api/types.ts';
 
 export function listenerName(port: Pick<PortStatus, 'service' | 'port' | 'protocol'>): string {
   return `${port.service}-${port.port}-${port.protocol.toLowerCase()}`;
@@ -58,10 +58,10 @@ export function formatWeights(ports: readonly PortStatus[]): string {
  * other keeps its weight, so a port at 100 % canary with no canary refuses, as it should) rather than
  * closing a port the original Service may target; a port with neither copy gets no listener.
  */
-export function buildL4Config(ports: readonly PortStatus[], services: ReadonlyMap<string, V1Service>): L4Config {
+export function buildL4Config(ports: readonly PortStatus[], services: ReadonlyMap<string, V1Service>, listenHost?: string): L4Config {
   const listeners = ports.flatMap((port): ListenerConfig[] => {
     const backends = (['forked', 'canary'] as const).flatMap((role) => backendFor(port, role, services));
-    return backends.length === 0 ? [] : [listenerFor(port, backends)];
+    return backends.length === 0 ? [] : [listenerFor(port, backends, listenHost)];
   });
   return { listeners };
 }
@@ -74,12 +74,12 @@ function backendFor(port: PortStatus, role: CopyRole, services: ReadonlyMap<stri
   return [port.override === null ? backend : { ...backend, overriddenFrom: share(port.weight) }];
 }
 
-function listenerFor(port: PortStatus, backends: readonly BackendConfig[]): ListenerConfig {
+function listenerFor(port: PortStatus, backends: readonly BackendConfig[], listenHost: string | undefined): ListenerConfig {
   const udp = port.protocol === 'UDP';
   return {
     name: listenerName(port),
     protocol: udp ? 'udp' : 'tcp',
-    listen: { host: undefined, port: port.proxyPort },
+    listen: { host: listenHost, port: port.proxyPort },
     balance: 'wrr',
     backends,
     connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS,
@@ -94,13 +94,19 @@ function listenerFor(port: PortStatus, backends: readonly BackendConfig[]): List
 
 /**
  * With the CanaryRelease gone, the listeners some Service still sends traffic to (it selects the
- * proxy and targets the port: a finalizer removed by hand); the others can close.
+ * proxy and targets the port, by number or, in a pod, by a name the proxy container declares: a
+ * finalizer removed by hand); the others can close.
  */
-export function listenersStillTargeted(config: L4Config, services: Iterable<V1Service>, proxySelector: Labels): L4Config {
+export function listenersStillTargeted(config: L4Config, services: Iterable<V1Service>, release: string, proxySelector: Labels,
+  namedPorts: readonly NamedProxyPort[] = []): L4Config {
   const targeted = new Set<number>();
   for (const service of services) {
-    if (!selectorContains(service.spec?.selector, proxySelector)) continue;
-    for (const port of service.spec?.ports ?? []) if (typeof port.targetPort === 'number') targeted.add(port.targetPort);
+    if (!selectsProxy(service, release, proxySelector)) continue;
+    for (const port of service.spec?.ports ?? []) {
+      const target = port.targetPort ?? port.port;
+      if (typeof target === 'number') targeted.add(target);
+      else for (const named of namedPorts) if (named.name === target) targeted.add(named.containerPort);
+    }
   }
   return { listeners: config.listeners.filter((listener) => targeted.has(listener.listen.port)) };
 }

@@ -4,6 +4,7 @@
 
 import type { V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { selectorContains, withoutKeys } from './selectors.ts';
+import { ownerSelectorBehind, selectsProxy } from './takeover.ts';
 import { ANNOTATION_ORIGINAL, type Labels } from '../../api/types.ts';
 
 export interface SavedPort {
@@ -20,6 +21,13 @@ export interface SavedOriginal {
   readonly ports: readonly SavedPort[];
   /** Written in the same patch as the retarget, so a later selector change can be told from "not yet". */
   readonly retargeted: boolean;
+  /**
+   * How the Service was taken over. `values` (0.3): the owner's selector keys with the release's
+   * values, targetPorts kept where the proxy pod listens on them; a selector the owner sets is
+   * followed. Absent: by a proxy of 0.2, selector → the proxy selector, targetPorts → proxy ports;
+   * kept so until the hand-back, and another selector is a hand-over.
+   */
+  readonly takeover?: 'values';
 }
 
 export type OriginalState =
@@ -33,7 +41,7 @@ export type OriginalState =
   /** Saved, traffic not moved yet: the Service is still its owner's. */
   | { readonly kind: 'saved'; readonly service: V1Service; readonly saved: SavedOriginal }
   | { readonly kind: 'retargeted'; readonly service: V1Service; readonly saved: SavedOriginal }
-  /** Was retargeted, then someone else set another selector. */
+  /** Was retargeted (the 0.2 takeover), then someone else set another selector. */
   | { readonly kind: 'hijacked'; readonly service: V1Service; readonly saved: SavedOriginal };
 
 /** The fields of an original Service that canary-l4 owns; `annotation: null` = no saved original. */
@@ -68,7 +76,9 @@ export function saveOriginal(service: V1Service, release: string): SavedOriginal
 /** Deterministic text (fixed key order), so equal saves compare equal as strings. */
 export function formatSaved(saved: SavedOriginal): string {
   const selector = Object.fromEntries(Object.keys(saved.selector).sort().map((key) => [key, saved.selector[key]]));
-  return JSON.stringify({ release: saved.release, retargeted: saved.retargeted, selector, ports: saved.ports });
+  return JSON.stringify({
+    release: saved.release, retargeted: saved.retargeted, ...(saved.takeover === undefined ? {} : { takeover: saved.takeover }), selector, ports: saved.ports,
+  });
 }
 
 type ParsedAnnotation = { readonly ok: true; readonly saved: SavedOriginal } | { readonly ok: false; readonly error: string };
@@ -81,32 +91,37 @@ export function parseSaved(text: string): ParsedAnnotation {
     return { ok: false, error: `not JSON (${(error as Error).message})` };
   }
   if (!isRecord(value) || typeof value.release !== 'string' || typeof value.retargeted !== 'boolean'
-    || !isStringMap(value.selector) || !Array.isArray(value.ports) || !value.ports.every(isSavedPort)) {
-    return { ok: false, error: 'expected {release, retargeted, selector, ports}' };
+    || !isStringMap(value.selector) || !Array.isArray(value.ports) || !value.ports.every(isSavedPort)
+    || (value.takeover !== undefined && value.takeover !== 'values')) {
+    return { ok: false, error: 'expected {release, retargeted, takeover?: "values", selector, ports}' };
   }
-  return { ok: true, saved: { release: value.release, retargeted: value.retargeted, selector: value.selector, ports: value.ports } };
+  const saved = { release: value.release, retargeted: value.retargeted, selector: value.selector, ports: value.ports };
+  return { ok: true, saved: value.takeover === 'values' ? { ...saved, takeover: 'values' } : saved };
 }
 
-/** Proxy ports recorded for one Service, and the Service port (by id) each was given to. */
-export type ProxyPortsOf = ReadonlyMap<number, string>;
+/** Proxy ports recorded for one Service: the Service port (by id) each was given to, and whether it is that port's own targetPort. */
+export type ProxyPortsOf = ReadonlyMap<number, { readonly id: string; readonly targetPortKept: boolean }>;
 
 /**
- * What state the Service is in for this release. A selector that still holds every proxy label
- * counts as selecting the proxy even with other keys beside them: that is what a re-apply of the
- * user's manifest leaves (`kubectl apply` merges the selector map), drift to repair, never a
- * hand-over. The saved original in the state is already brought up to date (refreshSaved).
+ * What state the Service is in for this release. Taken over with values (0.3), any selector is
+ * the owner's wherever it differs from the takeover's: a re-apply of the manifest, drift to repair
+ * and follow, never a hand-over. Taken over by a 0.2 proxy, a selector that still holds every
+ * proxy label counts as selecting the proxy even with other keys beside them (what `kubectl apply`
+ * leaves), and one without them is a hand-over (hijacked). The saved original in the state is
+ * already brought up to date (refreshSaved).
  */
 export function classifyOriginal(service: V1Service | undefined, release: string, proxySelector: Labels, proxyPorts: ProxyPortsOf): OriginalState {
   if (service === undefined) return { kind: 'missing' };
-  const selectsProxy = selectorContains(service.spec?.selector, proxySelector);
+  const selector = service.spec?.selector;
+  const legacySelectsProxy = selectorContains(selector, proxySelector);
   const text = service.metadata?.annotations?.[ANNOTATION_ORIGINAL];
-  if (text === undefined) return selectsProxy ? { kind: 'lost', service } : { kind: 'free', service };
+  if (text === undefined) return selectsProxy(service, release, proxySelector) ? { kind: 'lost', service } : { kind: 'free', service };
   const parsed = parseSaved(text);
   if (!parsed.ok) return { kind: 'unreadable', service, error: parsed.error };
   if (parsed.saved.release !== release) return { kind: 'foreign', service, release: parsed.saved.release };
   const saved = refreshSaved(parsed.saved, service, proxySelector, proxyPorts);
   if (!saved.retargeted) return { kind: 'saved', service, saved };
-  return selectsProxy ? { kind: 'retargeted', service, saved } : { kind: 'hijacked', service, saved };
+  return saved.takeover === 'values' || legacySelectsProxy ? { kind: 'retargeted', service, saved } : { kind: 'hijacked', service, saved };
 }
 
 /**
@@ -124,7 +139,9 @@ export function refreshSaved(saved: SavedOriginal, service: V1Service, proxySele
   const savedById = new Map(saved.ports.map((port) => [portIdOf(port.port, port.protocol), port]));
   const ports = servicePorts(service).map((port): SavedPort => {
     const live = savedPortOf(port);
-    const owner = typeof port.targetPort === 'number' ? proxyPorts.get(port.targetPort) : undefined;
+    const recorded = typeof port.targetPort === 'number' ? proxyPorts.get(port.targetPort) : undefined;
+    // A targetPort kept by the takeover is the owner's, not ours to map back (a re-apply may move it).
+    const owner = recorded === undefined || (saved.takeover === 'values' && recorded.targetPortKept) ? undefined : recorded.id;
     if (owner === undefined) return live;
     // The save may still name the port by its old number (its update waits for the retarget): the
     // port's name, unique in a multi-port Service, outlives a renumbering.
@@ -133,19 +150,36 @@ export function refreshSaved(saved: SavedOriginal, service: V1Service, proxySele
     // A proxy port with nothing saved for it: Kubernetes' own default, the port itself.
     return { ...live, targetPort: before?.targetPort ?? live.port };
   });
-  const ownerKeys = withoutKeys(service.spec?.selector ?? {}, proxySelector);
+  const live = service.spec?.selector ?? {};
+  if (saved.takeover === 'values') {
+    const owner = ownerSelectorBehind(live, saved.selector, saved.release);
+    return { ...saved, selector: Object.keys(owner).length > 0 ? owner : saved.selector, ports };
+  }
+  const ownerKeys = withoutKeys(live, proxySelector);
   const selector = Object.keys(ownerKeys).length > 0 ? ownerKeys : saved.selector;
   return { ...saved, selector, ports };
 }
 
-/** Selector to the proxy pods; each port whose proxy port is ready targets it. nodePorts stay. */
-export function retargetFields(service: V1Service, saved: SavedOriginal, proxySelector: Labels,
-  readyProxyPort: (port: number, protocol: string) => number | undefined): OriginalFields {
+/** How a Service is taken over: the selector it gets, and the design written in its saved original. */
+export interface Takeover {
+  readonly selector: Labels;
+  readonly design: SavedOriginal['takeover'];
+}
+
+/**
+ * The Service taken over: the takeover's selector; each port's targetPort as `targetPortOf` says
+ * (undefined: left as it is). nodePorts stay.
+ */
+export function retargetFields(service: V1Service, saved: SavedOriginal, takeover: Takeover,
+  targetPortOf: (port: V1ServicePort) => number | string | undefined): OriginalFields {
   const ports = servicePorts(service).map((port) => {
-    const proxyPort = readyProxyPort(port.port, portProtocol(port));
-    return proxyPort === undefined ? port : { ...port, targetPort: proxyPort };
+    const targetPort = targetPortOf(port);
+    return targetPort === undefined ? port : { ...port, targetPort };
   });
-  return { selector: proxySelector, ports, annotation: formatSaved({ ...saved, retargeted: true }) };
+  const marked: SavedOriginal = {
+    release: saved.release, retargeted: true, selector: saved.selector, ports: saved.ports, ...(takeover.design === undefined ? {} : { takeover: takeover.design }),
+  };
+  return { selector: takeover.selector, ports, annotation: formatSaved(marked) };
 }
 
 /**

@@ -1,5 +1,7 @@
-// Proxy port allocation. The original Service's targetPorts point at these ports, so a port, once
-// given, must never move while its key stays (the seed numbered them by position: defect D9).
+// Proxy port allocation. A proxy in a pod of its own listens on each Service port's own targetPort
+// where it can, so the takeover leaves the targetPorts alone; otherwise (a proxy on a host, a
+// number two ports need) the Service's targetPort points at an allocated port, which must never
+// move while its key stays (the seed numbered them by position: defect D9).
 
 import type { PortProtocol } from '../../api/types.ts';
 
@@ -32,36 +34,57 @@ export function comparePortKeys(a: PortKey, b: PortKey): number {
   return a.service < b.service ? -1 : a.service > b.service ? 1 : a.port - b.port || (a.protocol < b.protocol ? -1 : a.protocol > b.protocol ? 1 : 0);
 }
 
+/** A port the release serves, and the proxy port it would rather have: the Service's own targetPort. */
+export interface WantedPort extends PortKey {
+  /** Set when the proxy runs in a pod of its own and the port's targetPort is a number: listening on
+   * it lets the takeover leave the targetPort as its owner wrote it. */
+  readonly preferred?: number;
+}
+
 /**
- * One proxy port per wanted key: a key already recorded keeps its port; a new key gets the lowest
- * port ≥ portBase that no kept allocation holds. Recorded keys no longer wanted are dropped and free
- * their port. New keys are served in sorted order so a retry after a lost status write gives the same
- * answer. A recorded port claimed twice (a hand-edited status) stays with the first claimant.
+ * One proxy port per wanted key. A key without a preferred port keeps its recorded one first (a
+ * Service targets it). A key gets its preferred port when no key before it (sorted) took
+ * it and it is not reserved (the admin port); a key that cannot have it — another Service port
+ * of the release needs the same number for another backend — and every key without one keeps its
+ * recorded port, else gets the lowest port ≥ portBase that nothing holds. A recorded port thus
+ * moves only to follow a preferred one (a targetPort the owner moved). Recorded keys no longer
+ * wanted free their port. Keys are served in sorted order so a retry after a lost status write
+ * gives the same answer. A recorded port claimed twice (a hand-edited status) stays with the first.
  */
-export function allocatePorts(recorded: readonly Allocation[], wanted: readonly PortKey[], portBase: number): AllocationResult {
+export function allocatePorts(recorded: readonly Allocation[], wanted: readonly WantedPort[], portBase: number,
+  reserved: ReadonlySet<number> = new Set()): AllocationResult {
   const recordedById = new Map(recorded.map((allocation) => [portKeyId(allocation), allocation]));
-  const taken = new Set<number>();
-  const kept: Allocation[] = [];
-  const fresh: PortKey[] = [];
-  for (const key of [...wanted].sort(comparePortKeys)) {
-    const previous = recordedById.get(portKeyId(key));
-    if (previous !== undefined && !taken.has(previous.proxyPort)) {
-      taken.add(previous.proxyPort);
-      kept.push({ ...key, proxyPort: previous.proxyPort });
-    } else {
-      fresh.push(key);
+  const sorted = [...wanted].sort(comparePortKeys);
+  const taken = new Set<number>(reserved);
+  const placed = new Map<string, Allocation>();
+  const place = (key: WantedPort, proxyPort: number) => {
+    taken.add(proxyPort);
+    placed.set(portKeyId(key), { service: key.service, port: key.port, protocol: key.protocol, proxyPort });
+  };
+  const keepRecorded = (keys: readonly WantedPort[]) => {
+    for (const key of keys) {
+      const previous = recordedById.get(portKeyId(key));
+      if (!placed.has(portKeyId(key)) && previous !== undefined && !taken.has(previous.proxyPort)) place(key, previous.proxyPort);
     }
+  };
+  // A Service targets the recorded port of a key without a preferred one: it comes first.
+  keepRecorded(sorted.filter((key) => key.preferred === undefined));
+  // A key already on its preferred port keeps it: a Service selects it there now.
+  keepRecorded(sorted.filter((key) => key.preferred !== undefined && recordedById.get(portKeyId(key))?.proxyPort === key.preferred));
+  for (const key of sorted) {
+    if (key.preferred !== undefined && !taken.has(key.preferred)) place(key, key.preferred);
   }
+  keepRecorded(sorted);
   let candidate = portBase;
-  for (const key of fresh) {
+  for (const key of sorted) {
+    if (placed.has(portKeyId(key))) continue;
     while (taken.has(candidate)) candidate += 1;
     if (candidate > MAX_PORT) {
       return { ok: false, message: `no free proxy port from ${portBase} to ${MAX_PORT} for ${portKeyId(key)}` };
     }
-    taken.add(candidate);
-    kept.push({ ...key, proxyPort: candidate });
+    place(key, candidate);
   }
-  return { ok: true, allocations: kept.sort(comparePortKeys) };
+  return { ok: true, allocations: [...placed.values()].sort(comparePortKeys) };
 }
 
 /**

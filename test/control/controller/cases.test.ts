@@ -5,11 +5,12 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ANNOTATION_ORIGINAL, LABEL_RELEASE } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
 import { udpAsk, waitFor } from '../../support/backends.ts';
 import {
   conditionOf, createRelease, createService, getService, PROXY_USER, serviceEntry, serving, split, startBackends, startCluster,
   startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
+  takenOver,
 } from './cluster.ts';
 
 // Below the ephemeral range (32768+), where a client socket of this very test could hold the port.
@@ -60,7 +61,7 @@ describe('release shapes', { timeout: 30_000 }, () => {
     // Sorted by Service: dns first.
     assert.deepEqual(release?.status?.ports?.map(({ service, protocol, proxyPort, weight }) => [service, protocol, proxyPort, weight]),
       [['dns', 'UDP', PORT_BASE + 100, 100], ['front', 'TCP', PORT_BASE + 101, 0]]);
-    for (const name of ['front', 'dns']) assert.deepEqual((await getService(cluster, name))?.spec?.selector, { [LABEL_RELEASE]: 'edge-v2' });
+    for (const name of ['front', 'dns']) assert.deepEqual((await getService(cluster, name))?.spec?.selector, takenOver('edge-v2'));
     assert.deepEqual(await split(PORT_BASE + 101, 10), { stable: 10 });
     const replies = await Promise.all(Array.from({ length: 10 }, (_, index) => udpAsk(PORT_BASE + 100, `q${index}`)));
     assert.deepEqual(replies.map((reply) => reply[0]), Array.from({ length: 10 }, (_, index) => `canary:q${index}`));

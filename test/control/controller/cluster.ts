@@ -15,6 +15,7 @@ import { Controller } from '../../../src/control/controller.ts';
 import type { PortWeightOverride } from '../../../src/api/proxy-flags.ts';
 import { type CanaryRelease, type CanaryReleaseCondition, type CanaryReleaseSpec, type ConditionType, defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/types.ts';
 import { makeClients } from '../../../src/kube/client.ts';
+import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
 import { askName, startTcpBackend, waitFor, type TcpBackend } from '../../support/backends.ts';
 import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
@@ -66,7 +67,7 @@ export interface InProcessProxy {
 }
 
 export async function startProxy(cluster: Cluster, release: string, portBase: number,
-  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number } = {}): Promise<InProcessProxy> {
+  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number; podIP?: string } = {}): Promise<InProcessProxy> {
   const lines: string[] = [];
   const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
   const log = pino({ level: 'info' }, sink);
@@ -76,7 +77,11 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
     clients: makeClients(proxyKubeConfig(cluster.api)),
     namespace: NAMESPACE,
     release,
-    reconcile: { proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0 },
+    // podIP: the proxy runs "in its pod" there (its listeners on that address only: pods share this host).
+    reconcile: {
+      proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0,
+      ...(options.podIP === undefined ? {} : { inPod: true, listenHost: options.podIP }),
+    },
     resyncMs: 60_000,
     requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
   });
@@ -89,6 +94,11 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
       await runtime.stop(0);
     },
   };
+}
+
+/** What the release makes of a selector by `app` and `version` (createService's): the keys kept, the values its own. */
+export function takenOver(release: string): Record<string, string> {
+  return { app: takeoverValue(release), version: takeoverValue(release) };
 }
 
 export interface ServicePortSpec {

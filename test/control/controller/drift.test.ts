@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { LABEL_RELEASE } from '../../../src/api/types.ts';
 import { waitFor } from '../../support/backends.ts';
 import {
   createRelease, createService, getService, NAMESPACE, serviceEntry, serving, split, startBackends, startCluster, startProxy,
   waitForRelease, waitForService, type Backends, type Cluster, type InProcessProxy,
+  takenOver,
 } from './cluster.ts';
 
 const PORT_BASE = 30500;
@@ -40,7 +40,7 @@ describe('drift of managed Services is repaired', { timeout: 30_000 }, () => {
   it('an edited targetPort of the retargeted Service is set back to the proxy port', async () => {
     await patchService('cart', { spec: { ports: [{ name: 'http', port: SERVICE_PORT, targetPort: 1234, protocol: 'TCP' }] } });
     const repaired = await waitForService(cluster, 'cart', 'targetPort repaired', (found) => found?.spec?.ports?.[0]?.targetPort === PORT_BASE);
-    assert.deepEqual(repaired?.spec?.selector, { [LABEL_RELEASE]: 'cart-v2' });
+    assert.deepEqual(repaired?.spec?.selector, takenOver('cart-v2'));
     assert.deepEqual(await split(PORT_BASE, 10), { stable: 8, canary: 2 });
   });
 

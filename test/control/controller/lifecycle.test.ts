@@ -6,12 +6,13 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
-import { ANNOTATION_ORIGINAL, LABEL_RELEASE } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
 import { randomPayload, sha256, waitFor } from '../../support/backends.ts';
 import { metricValue } from '../../support/dataplane.ts';
 import {
   conditionOf, createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split,
   startBackends, startCluster, startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
+  takenOver,
 } from './cluster.ts';
 
 const PORT_BASE = 31000;
@@ -62,7 +63,7 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
     assert.deepEqual(release?.metadata.finalizers, ['canary-l4.io/restore-services']);
 
     const web = await getService(cluster, 'web');
-    assert.deepEqual(web?.spec?.selector, { [LABEL_RELEASE]: 'web-v2' });
+    assert.deepEqual(web?.spec?.selector, takenOver('web-v2'));
     assert.equal(web?.spec?.ports?.[0]?.targetPort, PORT_BASE);
     assert.equal(web?.spec?.ports?.[0]?.nodePort, beforeRelease?.spec?.ports?.[0]?.nodePort, 'nodePort kept');
     assert.ok(web?.metadata?.annotations?.[ANNOTATION_ORIGINAL], 'the original is saved on the Service');

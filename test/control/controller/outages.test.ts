@@ -58,7 +58,7 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
   });
 
   it('a proxy restarted while the apiserver is unreachable serves its --state-dir config at once: no connection fails', async (t) => {
-    await bed.startProxyPod('db-v2');
+    await bed.startProxyPod('db-v2', { keys: ['app', 'version'] });
     await createRelease(bed.cluster, 'db-v2', { services: [serviceEntry('db', [{ port: 9000, weight: 20 }])] });
     const adminPort = await freePort();
     const stateDir = join(dir, 'state');
@@ -99,7 +99,7 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
   });
 
   it('a weight change reaches the data plane at once while every status write fails, and status catches up after; an API error that persists is said in status', async (t) => {
-    await bed.startProxyPod('dns-v2');
+    await bed.startProxyPod('dns-v2', { keys: ['app', 'version'] });
     await createRelease(bed.cluster, 'dns-v2', { services: [serviceEntry('dns', [{ port: 9100, weight: 50 }])] });
     let proxy: InProcessProxy | undefined;
     try {

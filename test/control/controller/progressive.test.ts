@@ -14,6 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec, defaultProxySelector } from '../../../src/api/types.ts';
+import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverLabels } from '../../../src/api/labels.ts';
 import { sleep, startTcpBackend, waitFor } from '../../support/backends.ts';
 import { pluginFor, type Plugin } from '../../support/plugin.ts';
 import {
@@ -98,7 +100,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     // The proxy Deployment's pods, as the leader finds the others' /stats: by the admin container port.
     for (const [index, replica] of replicas.entries()) {
       await bed.pods.createReady({
-        name: `canary-l4-db-v2-${index}`, labels: { ...defaultProxySelector('db-v2') }, podIP: '127.0.0.1',
+        name: `canary-l4-db-v2-${index}`, labels: { ...takeoverLabels({ keys: ['app', 'version'], value: takeoverValue('db-v2') }), ...defaultProxySelector('db-v2') }, podIP: '127.0.0.1',
         containers: [{ name: 'proxy', image: 'canary-l4:test', args: ['proxy'], ports: [{ name: 'admin', containerPort: replica.adminPort() }] }],
       });
     }
@@ -202,7 +204,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     }, '127.0.87.100', 8100);
     closers.push(() => canary.close());
     await podAt(bed, 'rst-v2', { app: 'rst', version: 'v2' }, '127.0.87.100', 8100, 'TCP');
-    await bed.startProxyPod('rst-v2');
+    await bed.startProxyPod('rst-v2', { keys: ['app', 'version'] });
     proxies.push(await startProxy(bed.cluster, 'rst-v2', RESETS_BASE));
     await createRelease(bed.cluster, 'rst-v2', {
       services: [entry('rst', 9100)], steps: [{ weight: 50, pause: {} }],
@@ -236,7 +238,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     closers.push(() => new Promise((resolve) => canary.close(() => resolve())));
     await podAt(bed, 'dns-v1', { app: 'dns', version: 'v1' }, '127.0.87.101', 8053, 'UDP');
     await podAt(bed, 'dns-v2', { app: 'dns', version: 'v2' }, '127.0.87.102', 8053, 'UDP');
-    await bed.startProxyPod('dns-v2');
+    await bed.startProxyPod('dns-v2', { keys: ['app', 'version'] });
     proxies.push(await startProxy(bed.cluster, 'dns-v2', UDP_BASE));
     await createRelease(bed.cluster, 'dns-v2', {
       services: [entry('dns', 9053, 'UDP')], steps: [{ weight: 50, pause: {} }],
@@ -257,7 +259,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     const ip = await bed.clusterIp('cnt');
     await bed.startPod('cnt-v1', { app: 'cnt', version: 'v1' }, [{ port: 8200 }], 'stable');
     await bed.startPod('cnt-v2', { app: 'cnt', version: 'v2' }, [{ port: 8200 }], 'canary');
-    await bed.startProxyPod('cnt-v2');
+    await bed.startProxyPod('cnt-v2', { keys: ['app', 'version'] });
     const proxy = await startProxy(bed.cluster, 'cnt-v2', COUNTS_BASE);
     proxies.push(proxy);
     await createRelease(bed.cluster, 'cnt-v2', { services: [entry('cnt', 9200)], steps: [{ weight: 30, pause: {} }], analysis: analysis({}, 1) });

@@ -11,7 +11,9 @@ import { kubectlFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
 import type { FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
 import { startKubeProxy, type KubeProxy } from '../../support/kube-proxy.ts';
 import { Pods } from '../../support/pods.ts';
-import { getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './cluster.ts';
+import { getRelease, getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './cluster.ts';
+import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverLabels } from '../../../src/api/labels.ts';
 
 export type Protocol = 'TCP' | 'UDP';
 
@@ -27,8 +29,13 @@ export interface Testbed {
   readonly kubectl: Kubectl;
   /** A Ready pod at the next pod IP whose backends answer `answer` on each port (TCP: the text; UDP: `answer:<datagram>`). */
   startPod(name: string, labels: Labels, ports: readonly PodPort[], answer?: string, ready?: boolean): Promise<string>;
-  /** The pod of an in-process proxy: podIP 127.0.0.1, where its listeners are, labelled for the release. */
-  startProxyPod(release: string, name?: string): Promise<void>;
+  /**
+   * The pod of a proxy (in-process or a child), labelled for the release, at `podIP` (default
+   * 127.0.0.1, where a proxy on this host listens). It plays the manager's part for the labels: it
+   * starts with `keys` taken over (default none: the manager's first rendering knows no Service)
+   * and then carries whatever status.takeover asks, as the manager's rollout would give it.
+   */
+  startProxyPod(release: string, options?: { name?: string; podIP?: string; keys?: readonly string[] }): Promise<void>;
   /** Stops the backends of a pod (the pod object stays: a crashed container). */
   stopPodBackends(name: string): Promise<void>;
   clusterIp(service: string): Promise<string>;
@@ -42,6 +49,7 @@ export async function startTestbed(serviceCidr: string, podNet: string, fake: Om
   const pods = new Pods(cluster.api.kubeConfig, NAMESPACE);
   const kubectl = await kubectlFor(cluster.api);
   const backends = new Map<string, (() => Promise<void>)[]>();
+  const followers: Follower[] = [];
   let next = 1;
   return {
     cluster,
@@ -63,8 +71,10 @@ export async function startTestbed(serviceCidr: string, podNet: string, fake: Om
       await pods.setStatus(name, { phase: 'Running', podIP, ready });
       return podIP;
     },
-    async startProxyPod(release, name = `canary-l4-${release}`) {
-      await pods.createReady({ name, labels: { ...defaultProxySelector(release) }, podIP: '127.0.0.1' });
+    async startProxyPod(release, { name = `canary-l4-${release}`, podIP = '127.0.0.1', keys = [] } = {}) {
+      const labelsFor = (wanted: readonly string[]) => ({ ...takeoverLabels({ keys: [...wanted], value: takeoverValue(release) }), ...defaultProxySelector(release) });
+      await pods.createReady({ name, labels: labelsFor(keys), podIP });
+      followers.push(followTakeover(cluster, pods, release, name, labelsFor));
     },
     async stopPodBackends(name) {
       await Promise.all((backends.get(name) ?? []).map((close) => close()));
@@ -77,6 +87,8 @@ export async function startTestbed(serviceCidr: string, podNet: string, fake: Om
       return ip;
     },
     async stop() {
+      for (const follower of followers) follower.stop();
+      await Promise.all(followers.map((follower) => follower.done));
       await kubeProxy.stop();
       await Promise.all([...backends.values()].flat().map((close) => close()));
       await kubectl.cleanup();
@@ -89,6 +101,44 @@ export async function startTestbed(serviceCidr: string, podNet: string, fake: Om
 export async function podAt(bed: Testbed, name: string, labels: Labels, podIP: string, port: number, protocol: Protocol): Promise<void> {
   await bed.pods.create({ name, labels, ports: [{ containerPort: port, protocol }] });
   await bed.pods.setStatus(name, { phase: 'Running', podIP, ready: true });
+}
+
+interface Follower {
+  stop(): void;
+  readonly done: Promise<void>;
+}
+
+/**
+ * The manager's part for one proxy pod: its labels and named container ports follow
+ * status.takeover of the release (the manager renders them into the pod template and rolls the
+ * pods; here the pod is relabelled in place, as the rollout's end result).
+ */
+function followTakeover(cluster: Cluster, pods: Pods, release: string, name: string, labelsFor: (keys: readonly string[]) => Labels): Follower {
+  let stopped = false;
+  let applied = '';
+  const done = (async () => {
+    while (!stopped) {
+      try {
+        const takeover = (await getRelease(cluster, release))?.status?.takeover;
+        const wanted = JSON.stringify([takeover?.keys ?? [], takeover?.namedPorts ?? []]);
+        if (takeover !== undefined && wanted !== applied) {
+          const pod = await cluster.core.readNamespacedPod({ name, namespace: NAMESPACE });
+          const labels = labelsFor(takeover.keys);
+          const dropped = Object.keys(pod.metadata?.labels ?? {}).filter((key) => !(key in labels));
+          const ports = takeover.namedPorts.map(({ name: portName, containerPort, protocol }) => ({ name: portName, containerPort, protocol }));
+          await cluster.core.replaceNamespacedPod({ name, namespace: NAMESPACE, body: {
+            ...pod, metadata: { ...pod.metadata, labels: { ...Object.fromEntries(Object.entries(pod.metadata?.labels ?? {}).filter(([key]) => !dropped.includes(key))), ...labels } },
+            spec: { ...pod.spec!, containers: pod.spec!.containers.map((container, index) => (index === 0 ? { ...container, ports } : container)) },
+          } });
+          applied = wanted;
+        }
+      } catch {
+        // The release or the pod not there (yet, or any more), or a conflict: the next round sees.
+      }
+      await sleep(25);
+    }
+  })();
+  return { stop: () => { stopped = true; }, done };
 }
 
 export interface Attempt {

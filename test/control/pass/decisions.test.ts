@@ -65,4 +65,20 @@ describe('decisions worth an Event', () => {
     assert.equal(stepDecision({ kind: 'patchService', reason: 'saveOriginal', name: 'web', patch }), undefined);
     assert.equal(stepDecision({ kind: 'patchRelease', reason: 'addFinalizer', patch: { metadata: { finalizers: [] } } }), undefined);
   });
+
+  it('the takeover as it is: the values set, the targetPorts only when it moves them', () => {
+    const retarget = { metadata: {}, spec: { selector: { app: 'canary-l4.web-v2', version: 'canary-l4.web-v2' } } };
+    assert.equal(stepDecision({ kind: 'patchService', reason: 'retarget', name: 'web', patch: retarget })?.message,
+      'Service web now selects the proxy pods: selector app=canary-l4.web-v2,version=canary-l4.web-v2');
+    const moved = { metadata: {}, spec: { selector: { app: 'canary-l4.web-v2' }, ports: [{ port: 80, targetPort: 8080 }] } };
+    assert.match(stepDecision({ kind: 'patchService', reason: 'repair', name: 'web', patch: moved })?.message ?? '', /selects the proxy pods again: selector app=canary-l4.web-v2; targetPorts 8080/);
+  });
+
+  it('a targetPort the takeover must move, once (a Warning: a re-apply that omits it leaves it there)', () => {
+    const takeover = (movedPorts: string[]) => ({ takeover: { keys: ['app'], value: 'canary-l4.web-v2', namedPorts: [], movedPorts } });
+    const moved = 'api:80/TCP: targetPort 8000 → 8080 (8000 is web:80/TCP\'s on the proxy pods)';
+    assert.deepEqual(statusDecisions(status([], takeover([])), status([], takeover([moved]))),
+      [{ type: 'Warning', reason: 'TargetPortMoved', message: `the takeover moves targetPorts to proxy ports (a re-apply that omits them leaves them there): ${moved}` }]);
+    assert.deepEqual(statusDecisions(status([], takeover([moved])), status([], takeover([moved]))), [], 'said once');
+  });
 });

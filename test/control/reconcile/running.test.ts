@@ -4,7 +4,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import type { Step } from '../../../src/control/reconcile.ts';
 import { ANNOTATION_ORIGINAL, type CanaryReleaseSpec } from '../../../src/api/types.ts';
 import {
-  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World,
+  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, PROXY, reasons, run, service, TAKEN, webWorld, WEB_SPEC, type World,
 } from './world.ts';
 
 function patchOf(steps: readonly Step[], reason: string, name: string) {
@@ -66,9 +66,10 @@ describe('reconcile while the release runs', () => {
     listen(world, second);
     const third = run(world);
     const retarget = patchOf(third.steps, 'retarget', 'web');
-    assert.deepEqual(retarget.spec?.selector, { app: null, version: null, 'canary-l4.io/release': 'rel' });
-    assert.deepEqual(retarget.spec?.ports?.map((port) => port.targetPort), [8080]);
+    assert.deepEqual(retarget.spec?.selector, { app: TAKEN, version: TAKEN }, 'the keys kept, the values the proxy pods\' only');
+    assert.deepEqual(retarget.spec?.ports?.map((port) => port.targetPort), [8080], 'on a host: the targetPort moves to the proxy port');
     assert.equal(JSON.parse(retarget.metadata.annotations?.[ANNOTATION_ORIGINAL] ?? '').retargeted, true);
+    assert.equal(JSON.parse(retarget.metadata.annotations?.[ANNOTATION_ORIGINAL] ?? '').takeover, 'values');
     assert.equal(conditionOf(third, 'Available').status, 'True');
   });
 
@@ -76,8 +77,9 @@ describe('reconcile while the release runs', () => {
     const { world, last } = converge(webWorld());
     assert.ok(last);
     assert.deepEqual(last.steps, []);
-    assert.deepEqual(world.services.get('web')?.spec?.selector, PROXY);
+    assert.deepEqual(world.services.get('web')?.spec?.selector, { app: TAKEN, version: TAKEN });
     assert.deepEqual(world.services.get('web')?.spec?.ports, [{ protocol: 'TCP', targetPort: 8080, name: 'http', port: 80 }]);
+    assert.deepEqual(last.status.takeover, { keys: ['app', 'version'], value: TAKEN, namedPorts: [], movedPorts: ['web:80/TCP: targetPort 8000 → 8080 (the proxy runs outside a pod)'] });
     assert.deepEqual(world.release?.metadata.finalizers, ['canary-l4.io/restore-services']);
     assert.equal(conditionOf(last, 'Progressing').status, 'False');
   });
@@ -224,7 +226,7 @@ describe('reconcile while the release runs', () => {
     world.pods = [...world.pods.filter((item) => item.metadata?.labels?.version !== 'v2'), pod('web-v2-pending', { app: 'web', version: 'v2' }, false)];
     const { world: held, last } = converge(world);
     assert.ok(last);
-    assert.deepEqual(held.services.get('web')?.spec?.selector, PROXY, 'the release still takes the Service over');
+    assert.deepEqual(held.services.get('web')?.spec?.selector, { app: TAKEN, version: TAKEN }, 'the release still takes the Service over');
     const canary = () => last.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
     assert.equal(canary(), 0);
     assert.deepEqual(last.status.ports.map((port) => [port.weight, port.served]), [[10, 0]]);
@@ -297,7 +299,7 @@ describe('reconcile while the release runs', () => {
     assert.deepEqual(end.services.get('api')?.spec, api.spec);
     assert.equal(end.services.get('api')?.metadata?.annotations?.[ANNOTATION_ORIGINAL], undefined);
     assert.equal(end.services.has('api-forked') || end.services.has('api-canary'), false);
-    assert.deepEqual(end.services.get('web')?.spec?.selector, PROXY);
+    assert.deepEqual(end.services.get('web')?.spec?.selector, { app: TAKEN, version: TAKEN });
     assert.deepEqual(last.status.ports.map((port) => port.service), ['web']);
   });
 

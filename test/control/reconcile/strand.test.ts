@@ -10,7 +10,7 @@ import { parseSaved } from '../../../src/control/service/originals.ts';
 import { reconcile } from '../../../src/control/reconcile.ts';
 import { ANNOTATION_ORIGINAL, type CanaryRelease, type Transition } from '../../../src/api/types.ts';
 import {
-  assertCrashSafe, assertServed, clone, conditionOf, converge, NOW, options, pod, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World,
+  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, NOW, options, pod, PROXY, reasons, run, service, TAKEN, takenOverByOldProxy, webWorld, WEB_SPEC, type World,
 } from './world.ts';
 
 const manifest = () => service('web', { app: 'web', version: 'v1' }, [
@@ -58,15 +58,18 @@ const requesting = (transition: Transition) => (world: World): World => {
   return next;
 };
 
+const TAKEN_OVER = { app: TAKEN, version: TAKEN };
+
 describe('a GitOps re-apply of the Service is drift, repaired at once, never a hand-over', () => {
-  it('the mixed selector and original targetPorts are set back to the proxy in one patch; the release runs on', () => {
+  it('a client-side re-apply puts the owner\'s values back: the Service selects the app\'s pods, then is taken back in one patch', () => {
     const world = reapply(running());
+    assert.deepEqual(world.services.get('web')?.spec?.selector, { app: 'web', version: 'v1' }, 'the same keys: no mix, the stable pods answer');
     const first = run(world);
     assert.equal(first.mode, 'running');
     assert.equal(first.status.transition, null, 'no deprecation');
     assert.deepEqual(reasons(first), ['repair web']);
     const end = assertCrashSafe(world).world;
-    assert.deepEqual(end.services.get('web')?.spec?.selector, PROXY);
+    assert.deepEqual(end.services.get('web')?.spec?.selector, TAKEN_OVER);
     assert.deepEqual(targetPorts(end.services.get('web')), [8080, 8081]);
     assert.deepEqual(savedOf(end).selector, { app: 'web', version: 'v1' });
     assert.deepEqual(savedOf(end).ports.map((port) => port.targetPort), [8000, 9100], 'the saved original never holds a proxy port');
@@ -85,15 +88,120 @@ describe('a GitOps re-apply of the Service is drift, repaired at once, never a h
     assert.deepEqual(targetPorts(deprecated.services.get('web')), [8000, 9100]);
   });
 
-  it('Deprecated straight after a re-apply restores the owner\'s selector exactly, not the mix', () => {
+  it('Deprecated straight after a re-apply restores the owner\'s Service exactly', () => {
     const end = assertCrashSafe(requesting('Deprecated')(reapply(running()))).world;
     assert.deepEqual(end.services.get('web')?.spec, manifest().spec);
     assert.equal(end.services.get('web')?.metadata?.annotations?.[ANNOTATION_ORIGINAL], undefined);
   });
 
+  it('a selector the owner replaces with other keys (server-side apply) is followed, and the proxy pods get the new keys', () => {
+    const base = running();
+    base.pods.push(pod('web-front', { app: 'web', tier: 'front' }));
+    const world = edit(base, (web) => { web.spec!.selector = { app: 'web', tier: 'front' }; });
+    assert.equal(run(world).status.transition, null, 'not a hand-over');
+    const end = converge(world, options(), Infinity, false).world;
+    assertServed(end);
+    assert.deepEqual(end.services.get('web')?.spec?.selector, { app: TAKEN, tier: TAKEN });
+    assert.deepEqual(end.release?.status?.takeover?.keys, ['app', 'tier']);
+    assert.deepEqual(end.services.get('web-forked')?.spec?.selector, { app: 'web', tier: 'front' });
+    assert.deepEqual(savedOf(end).selector, { app: 'web', tier: 'front' });
+  });
+
+  it('kubectl replace (the saved original gone with the rest) is taken over again from the owner\'s manifest', () => {
+    const world = edit(running(), (web) => {
+      web.spec = structuredClone(manifest().spec);
+      web.metadata!.annotations = {};
+    });
+    const end = converge(world, options(), Infinity, false).world;
+    assertServed(end);
+    assert.deepEqual(end.services.get('web')?.spec?.selector, TAKEN_OVER);
+    assert.deepEqual(savedOf(end).ports.map((port) => port.targetPort), [8000, 9100]);
+    assert.equal(end.release?.status?.phase, 'Running');
+  });
+});
+
+describe('in a pod of its own the proxy listens on the Services\' own targetPorts', () => {
+  const inPod = options({ inPod: true, reservedPorts: new Set([9090]) });
+
+  it('the takeover changes only selector values; it waits for a Ready proxy pod carrying them', () => {
+    const world = webWorld(WEB_SPEC, [manifest()]);
+    world.pods = world.pods.map((item) => (item.metadata?.name === 'proxy-a' ? pod('proxy-a', item.metadata.labels ?? {}, false) : item));
+    const waiting = converge(world, inPod);
+    assert.deepEqual(waiting.world.services.get('web')?.spec?.selector, { app: 'web', version: 'v1' }, 'not taken over yet');
+    assert.match(waiting.last ? conditionOf(waiting.last, 'Progressing').message : '',
+      new RegExp(`waiting for a Ready proxy pod labelled app=${TAKEN},version=${TAKEN} \\(no proxy pod carrying its labels is Ready yet`));
+    const ready = clone(waiting.world);
+    ready.pods = ready.pods.map((item) => (item.metadata?.name === 'proxy-a' ? pod('proxy-a', item.metadata.labels ?? {}) : item));
+    const end = assertCrashSafe(ready, inPod).world;
+    assert.deepEqual(end.services.get('web')?.spec?.selector, TAKEN_OVER);
+    assert.deepEqual(end.services.get('web')?.spec?.ports, manifest().spec?.ports, 'the ports as the owner wrote them');
+    assert.deepEqual(end.release?.status?.ports?.map((port) => [port.port, port.proxyPort]), [[80, 8000], [9000, 9100]]);
+    assert.deepEqual(end.release?.status?.takeover, { keys: ['app', 'version'], value: TAKEN, namedPorts: [], movedPorts: [] });
+  });
+
+  it('a proxy pod of an older rendering (without the labels) holds the takeover back: a 0.2 proxy never sees a Service it cannot read', () => {
+    const world = webWorld(WEB_SPEC, [manifest()]);
+    world.pods = [...world.pods.filter((item) => item.metadata?.name !== 'proxy-a'), pod('proxy-a', { ...PROXY, ...TAKEN_OVER }), pod('proxy-old', PROXY)];
+    // No manager here: the old pod keeps its labels.
+    let desired = run(world, inPod);
+    for (let pass = 0; pass < 5; pass += 1) {
+      listen(world, desired);
+      for (const step of desired.steps) applyStep(world, step);
+      desired = run(world, inPod);
+    }
+    assert.deepEqual(world.services.get('web')?.spec?.selector, { app: 'web', version: 'v1' }, 'not taken over');
+    assert.match(conditionOf(desired, 'Progressing').message, /proxy pods proxy-old do not carry its labels yet/);
+  });
+
+  it('a re-apply with or without targetPort changes nothing the proxy pods cannot serve', () => {
+    const running = converge(webWorld(WEB_SPEC, [manifest()]), inPod).world;
+    const same = run(reapply(running), inPod);
+    assert.deepEqual(reasons(same), ['repair web'], 'the values taken back; the targetPorts were never moved');
+    const omitted = reapply(running, { app: 'web', version: 'v1' }, { 80: 80, 9000: 9000 });
+    const end = converge(omitted, inPod, Infinity, false).world;
+    assertServed(end);
+    assert.deepEqual(targetPorts(end.services.get('web')), [80, 9000], 'a targetPort defaulted from the port is the owner\'s now');
+    assert.deepEqual(end.release?.status?.ports?.map((port) => port.proxyPort), [80, 9000], 'and the proxy listens on it');
+  });
+
+  it('a number two Services need, the admin port, and a name two need: one keeps it, the other moves to a port from --port-base, said in status', () => {
+    const api = service('api', { app: 'api', version: 'v1' }, [{ name: 'http', port: 80, targetPort: 8000 }, { name: 'metrics', port: 90, targetPort: 9090 }, { name: 'named', port: 91, targetPort: 'web' }]);
+    const web = service('web', { app: 'web', version: 'v1' }, [{ name: 'http', port: 80, targetPort: 8000 }, { name: 'named', port: 81, targetPort: 'web' }]);
+    const spec = { services: [...WEB_SPEC.services!, { service: 'api', canaryServiceOperations: { add: { version: 'v2' } }, ports: [] }] };
+    const world = webWorld(spec, [web, api]);
+    world.pods.push(pod('api-a', { app: 'api', version: 'v1' }), pod('api-b', { app: 'api', version: 'v2' }));
+    const end = converge(world, inPod).world;
+    assert.deepEqual(end.release?.status?.takeover?.movedPorts, [
+      'web:80/TCP: targetPort 8000 → 8082 (8000 is api:80/TCP\'s on the proxy pods)',
+      'web:81/TCP: targetPort web → 8083 (the name web is api:91/TCP\'s on the proxy container)',
+      'api:90/TCP: targetPort 9090 → 8080 (9090 is the proxy\'s own port)',
+    ]);
+    assert.deepEqual(end.release?.status?.takeover?.namedPorts, [{ name: 'web', containerPort: 8081, protocol: 'TCP' }]);
+    assert.deepEqual(targetPorts(end.services.get('api')), [8000, 8080, 'web']);
+    assert.deepEqual(targetPorts(end.services.get('web')), [8082, 8083]);
+  });
+});
+
+describe('a Service a 0.2 proxy took over stays so until it is handed back exactly', () => {
+  const legacy = () => takenOverByOldProxy(running(), 'web');
+
+  it('it keeps running on the proxy selector; a re-apply (the mix) is repaired to it', () => {
+    const world = legacy();
+    assert.deepEqual(reasons(run(world)).filter((reason) => reason.startsWith('repair') || reason.startsWith('retarget')), [], 'nothing to change');
+    const end = assertCrashSafe(reapply(world)).world;
+    assert.deepEqual(end.services.get('web')?.spec?.selector, PROXY);
+    assert.deepEqual(targetPorts(end.services.get('web')), [8080, 8081]);
+    assert.equal(savedOf(end).takeover, undefined);
+  });
+
   it('a selector with the proxy labels removed is a hand-over: automatic deprecation, as before', () => {
-    const world = edit(running(), (web) => { web.spec!.selector = { app: 'web', version: 'v1' }; });
+    const world = edit(legacy(), (web) => { web.spec!.selector = { app: 'web', version: 'v1' }; });
     assert.equal(run(world).status.transition?.reason, 'SelectorChanged');
+  });
+
+  it('Deprecated hands it back exactly, from the saved original', () => {
+    const end = assertCrashSafe(requesting('Deprecated')(legacy())).world;
+    assert.deepEqual(end.services.get('web')?.spec, manifest().spec);
   });
 });
 
@@ -139,7 +247,7 @@ describe('hand-backs wait for a Ready pod on the side they hand the Service to',
     const base = running();
     base.pods = base.pods.map((item) => (item.metadata?.labels?.version === 'v2' ? pod(item.metadata.name!, item.metadata.labels, false) : item));
     const waiting = converge(requesting('Adopted')(base));
-    assert.deepEqual(waiting.world.services.get('web')?.spec?.selector, PROXY, 'the Service stays on the proxy');
+    assert.deepEqual(waiting.world.services.get('web')?.spec?.selector, TAKEN_OVER, 'the Service stays on the proxy');
     assert.equal(waiting.last?.status.phase, 'Adopting');
     assert.equal(waiting.last && conditionOf(waiting.last, 'Progressing').reason, 'WaitingForReadyPods');
     assert.match(waiting.last ? conditionOf(waiting.last, 'Progressing').message : '', /canary selector app=web,version=v2 matches no Ready pod/);
@@ -155,7 +263,7 @@ describe('hand-backs wait for a Ready pod on the side they hand the Service to',
     const base = running();
     base.pods = base.pods.filter((item) => item.metadata?.labels?.version !== 'v1');
     const waiting = converge(requesting('Deprecated')(base));
-    assert.deepEqual(waiting.world.services.get('web')?.spec?.selector, PROXY);
+    assert.deepEqual(waiting.world.services.get('web')?.spec?.selector, TAKEN_OVER);
     assert.equal(waiting.last?.status.phase, 'Deprecating');
   });
 

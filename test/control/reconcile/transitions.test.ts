@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CanaryRelease } from '../../../src/api/types.ts';
 import { ANNOTATION_ORIGINAL, type Transition } from '../../../src/api/types.ts';
-import { applyStep, assertCrashSafe, clone, conditionOf, converge, options, PROXY, reasons, run, service, webWorld, WEB_SPEC, type World } from './world.ts';
+import { applyStep, assertCrashSafe, clone, conditionOf, converge, options, PROXY, reasons, run, service, takenOverByOldProxy, webWorld, WEB_SPEC, type World } from './world.ts';
 
 const original = () => service('web', { app: 'web', version: 'v1' }, [
   { name: 'http', port: 80, targetPort: 8000 }, { name: 'https', port: 443, targetPort: 'https', nodePort: 30443 },
@@ -118,8 +118,8 @@ describe('transitions', () => {
     assert.deepEqual(end.services.get('web')?.spec?.selector, { app: 'web', version: 'v2' });
   });
 
-  it('automatic deprecation: a selector changed by someone else stays theirs; our targetPorts go back', () => {
-    const world = running();
+  it('automatic deprecation (a Service a 0.2 proxy took over): a selector changed by someone else stays theirs; our targetPorts go back', () => {
+    const world = takenOverByOldProxy(running(), 'web');
     const web = structuredClone(world.services.get('web')!);
     web.spec!.selector = { app: 'web', version: 'v3' };
     world.services.set('web', web);

@@ -8,7 +8,7 @@ import type { V1Deployment } from '@kubernetes/client-node';
 import type { Step } from '../../../src/control/pass/desired.ts';
 import { LABEL_TEMPLATE_HASH, LABEL_TRACK, type CanaryReleaseSpec, type Labels, type Transition } from '../../../src/api/types.ts';
 import { deployment, rollOut, templateHash } from '../controller/deployments.ts';
-import { assertCrashSafe, clone, conditionOf, converge, PROXY, reasons, release, run, service, webWorld, type World } from './world.ts';
+import { assertCrashSafe, clone, conditionOf, converge, PROXY, reasons, TAKEN, release, run, service, webWorld, type World } from './world.ts';
 
 const IMAGE_2 = 'example/web:2';
 
@@ -57,7 +57,7 @@ describe('managed canary workloads', () => {
     const { world, last } = converge(start());
     assert.deepEqual(world.services.get('web-forked')?.spec?.selector, { app: 'web', [LABEL_TEMPLATE_HASH]: stableHash(world) });
     assert.deepEqual(world.services.get('web-canary')?.spec?.selector, { app: 'web', [LABEL_TRACK]: 'canary' });
-    assert.deepEqual(world.services.get('web')?.spec?.selector, PROXY);
+    assert.deepEqual(world.services.get('web')?.spec?.selector, { app: TAKEN });
     assert.equal(last && conditionOf(last, 'Failure').status, 'False', 'the selectors select apart');
     assert.equal(last?.status.weights, 'web:80=20%');
     assert.deepEqual(last?.status.workloads?.[0]?.canaryReady, '1/1');
@@ -159,7 +159,7 @@ describe('managed canary workloads', () => {
     const rolling = run(patched);
     assert.equal(rolling.status.phase, 'Adopting');
     assert.match(conditionOf(rolling, 'Progressing').message, /rolling out Deployment web: 1\/2 updated, 1 available/);
-    assert.deepEqual(patched.services.get('web')?.spec?.selector, PROXY, 'still on the proxy');
+    assert.deepEqual(patched.services.get('web')?.spec?.selector, { app: TAKEN }, 'still on the proxy');
   });
 
   it('bad workloads hold the release, naming the field', () => {

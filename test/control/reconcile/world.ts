@@ -7,9 +7,12 @@
 import assert from 'node:assert/strict';
 import type { V1Deployment, V1Pod, V1ReplicaSet, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { reconcile, type Desired, type ReconcileOptions, type Step } from '../../../src/control/reconcile.ts';
-import { type CanaryRelease, type CanaryReleaseSpec, type CanaryReleaseStatus, defaultProxySelector, LABEL_ROLE, type Labels } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL, type CanaryRelease, type CanaryReleaseSpec, type CanaryReleaseStatus, defaultProxySelector, LABEL_ROLE, type Labels } from '../../../src/api/types.ts';
+import { formatSaved, parseSaved } from '../../../src/control/service/originals.ts';
 import { applyMergePatch } from '../../../src/control/service/patches.ts';
-import { selectorsEqual } from '../../../src/control/service/selectors.ts';
+import { selectorMatches, selectorsEqual } from '../../../src/control/service/selectors.ts';
+import { selectsProxy, takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverLabels } from '../../../src/api/labels.ts';
 import { describeStep as describeApplied } from '../../../src/control/loop/apply.ts';
 import type { Evidence } from '../../../src/control/progress/analysis.ts';
 import { formatWeights } from '../../../src/control/service/l4.ts';
@@ -19,6 +22,8 @@ import { removeDeployment, rollOut } from '../controller/deployments.ts';
 export const NOW = new Date('2025-01-01T00:00:00.250Z');
 export const RELEASE = 'rel';
 export const PROXY = defaultProxySelector(RELEASE);
+/** The value every selector key of a Service taken over by the release gets. */
+export const TAKEN = takeoverValue(RELEASE);
 
 export interface World {
   release: CanaryRelease | undefined;
@@ -169,13 +174,29 @@ export function applyStep(world: World, step: Step): void {
   }
 }
 
+/** The manager: the proxy pods carry the labels status.takeover asks for (at once here; a rollout in a cluster). */
+export function relabelProxyPods(world: World): void {
+  const takeover = world.release?.status?.takeover;
+  const labels = takeover === undefined ? {} : takeoverLabels(takeover);
+  const ports = (takeover?.namedPorts ?? []).map(({ name, containerPort, protocol }) => ({ name, containerPort, protocol }));
+  world.pods = world.pods.map((item) => (selectorMatches(PROXY, item.metadata?.labels)
+    ? { ...item, metadata: { ...item.metadata, labels: { ...labels, ...PROXY } }, spec: { containers: [{ name: 'proxy', ports }] } } : item));
+}
+
 /** Why an original Service does not serve, or undefined when it does. */
 function notServing(world: World, name: string, item: V1Service): string | undefined {
-  if (Object.keys(item.spec?.selector ?? {}).length === 0) return `Service ${name} selects nothing`;
-  const proxyKeys = Object.keys(PROXY).filter((key) => key in (item.spec?.selector ?? {}));
-  if (proxyKeys.length > 0 && !selectorsEqual(item.spec?.selector, PROXY)) return `Service ${name} has a mixed selector ${JSON.stringify(item.spec?.selector)}`;
-  if (!selectorsEqual(item.spec?.selector, PROXY)) return undefined;
-  const silent = (item.spec?.ports ?? []).find((port) => !world.listening.has(Number(port.targetPort)));
+  const selector = item.spec?.selector ?? {};
+  if (Object.keys(selector).length === 0) return `Service ${name} selects nothing`;
+  const proxyKeys = Object.keys(PROXY).filter((key) => key in selector);
+  if (proxyKeys.length > 0 && !selectorsEqual(selector, PROXY)) return `Service ${name} has a mixed selector ${JSON.stringify(selector)}`;
+  if (!selectsProxy(item, RELEASE, PROXY)) return undefined;
+  if (!world.pods.some((candidate) => selectorMatches(selector, candidate.metadata?.labels))) return `Service ${name} is taken over but no proxy pod carries ${JSON.stringify(selector)}`;
+  const named = world.release?.status?.takeover?.namedPorts ?? [];
+  const silent = (item.spec?.ports ?? []).find((port) => {
+    const target = port.targetPort ?? port.port;
+    const number = typeof target === 'number' ? target : named.find((candidate) => candidate.name === target)?.containerPort;
+    return number === undefined || !world.listening.has(number);
+  });
   return silent === undefined ? undefined : `Service ${name} targets ${silent.targetPort}, where nothing listens`;
 }
 
@@ -184,9 +205,8 @@ function originals(world: World): [string, V1Service][] {
 }
 
 /**
- * No original Service selects nothing; each is either taken over (its selector exactly the proxy's)
- * or free of the proxy's labels (never a mix, which selects no pod); one that selects the proxy
- * targets only listening ports. `except`: Services someone else broke and we have not written since.
+ * No original Service selects nothing; one taken over selects a proxy pod that carries its labels
+ * and targets only listening ports; a 0.2 takeover is never mixed with the owner's keys. `except`: Services someone else broke and we have not written since.
  */
 export function assertServed(world: World, except: ReadonlySet<string> = new Set()): void {
   for (const [name, item] of originals(world)) {
@@ -242,12 +262,32 @@ export function converge(start: World, opts: ReconcileOptions = options(), crash
         return { world, last: undefined, steps };
       }
       applyStep(world, step);
+      if (step.kind === 'writeStatus') relabelProxyPods(world);
       steps.push(step);
       if (step.kind === 'patchService') brokenByOthers.delete(step.name);
       if (checkServed) assertServed(world, brokenByOthers);
     }
   }
   assert.fail('no convergence in 30 passes');
+}
+
+/**
+ * A running release as a 0.2 proxy left its Service: selector → the proxy selector, targetPorts →
+ * the proxy ports of status, a saved original without `takeover`, no status.takeover.
+ */
+export function takenOverByOldProxy(running: World, name: string): World {
+  const world = clone(running);
+  const live = structuredClone(world.services.get(name)!);
+  const parsed = parseSaved(live.metadata?.annotations?.[ANNOTATION_ORIGINAL] ?? '');
+  assert.ok(parsed.ok, 'a saved original');
+  const { takeover: _values, ...saved } = parsed.saved;
+  const proxyPortOf = (port: V1ServicePort) => world.release?.status?.ports?.find((item) => item.service === name && item.port === port.port)?.proxyPort;
+  live.spec = { ...live.spec, selector: { ...PROXY }, ports: live.spec?.ports?.map((port) => ({ ...port, targetPort: proxyPortOf(port) ?? port.targetPort })) };
+  live.metadata = { ...live.metadata, annotations: { ...live.metadata?.annotations, [ANNOTATION_ORIGINAL]: formatSaved(saved) } };
+  world.services.set(name, live);
+  const { takeover: _status, ...status } = world.release!.status!;
+  world.release = { ...world.release!, status: { ...status, ports: status.ports?.map(({ targetPortKept: _kept, ...port }) => port) } };
+  return world;
 }
 
 /** What a comparison of end states may look at: nothing that depends on when things were created. */

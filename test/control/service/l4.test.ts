@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { listenerName, listenersStillTargeted, withPortPolicies } from '../../../src/control/service/l4.ts';
 import type { L4Config, ListenerConfig } from '../../../src/config/types.ts';
+import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { PROXY, service } from '../reconcile/world.ts';
 
 function listener(port: number): ListenerConfig {
@@ -19,11 +20,20 @@ describe('listeners once the CanaryRelease is gone', () => {
       service('web', PROXY, [{ port: 80, targetPort: 8081 }]),
       service('api', { app: 'api' }, [{ port: 80, targetPort: 8082 }]),
     ];
-    assert.deepEqual(listenersStillTargeted(config, services, PROXY).listeners.map((item) => item.listen.port), [8081]);
+    assert.deepEqual(listenersStillTargeted(config, services, 'web-v2', PROXY).listeners.map((item) => item.listen.port), [8081]);
+  });
+
+  it('keeps those a Service taken over with values targets, by number or by a declared name', () => {
+    const services = [
+      service('web', { app: takeoverValue('web-v2') }, [{ port: 80, targetPort: 8080 }, { port: 81, targetPort: 'http' }]),
+      service('api', { app: 'api' }, [{ port: 80, targetPort: 8081 }]),
+    ];
+    const named = [{ name: 'http', containerPort: 8082, protocol: 'TCP' as const }];
+    assert.deepEqual(listenersStillTargeted(config, services, 'web-v2', PROXY, named).listeners.map((item) => item.listen.port), [8080, 8082]);
   });
 
   it('closes every listener when no Service selects the proxy', () => {
-    assert.deepEqual(listenersStillTargeted(config, [service('web', { app: 'web' }, [{ port: 80, targetPort: 8080 }])], PROXY), { listeners: [] });
+    assert.deepEqual(listenersStillTargeted(config, [service('web', { app: 'web' }, [{ port: 80, targetPort: 8080 }])], 'web-v2', PROXY), { listeners: [] });
   });
 });
 

@@ -48,6 +48,22 @@ describe('allocatePorts', () => {
     it(name, () => assert.deepEqual(allocate(recorded, wanted), expected));
   }
 
+  it('in a pod: each key its preferred port (its targetPort) if free and not reserved; the first (sorted) wins a shared one', () => {
+    const wanted = [{ ...key('web', 80), preferred: 8000 }, { ...key('api', 80), preferred: 8000 }, { ...key('api', 90), preferred: 9090 }, key('web', 81)];
+    const result = allocatePorts([], wanted, 8080, new Set([9090]));
+    assert.ok(result.ok);
+    assert.deepEqual(result.allocations, [at(8000, 'api', 80), at(8080, 'api', 90), at(8081, 'web', 80), at(8082, 'web', 81)]);
+  });
+
+  it('in a pod: a key on its preferred port keeps it against a newcomer, and follows a moved targetPort', () => {
+    const kept = allocatePorts([at(8000, 'web', 80)], [{ ...key('web', 80), preferred: 8000 }, { ...key('api', 80), preferred: 8000 }], 8080);
+    assert.ok(kept.ok);
+    assert.deepEqual(kept.allocations, [at(8080, 'api', 80), at(8000, 'web', 80)]);
+    const moved = allocatePorts([at(8000, 'web', 80)], [{ ...key('web', 80), preferred: 8001 }], 8080);
+    assert.ok(moved.ok);
+    assert.deepEqual(moved.allocations, [at(8001, 'web', 80)]);
+  });
+
   it('says so when the port range is exhausted', () => {
     const result = allocatePorts([at(65535, 'a', 1)], [key('a', 1), key('b', 1)], 65535);
     assert.equal(result.ok, false);
