@@ -1,7 +1,7 @@
 /** CRUD, selectors, patches, status subresource and finalizers through the real client-node over HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AppsV1Api, CoordinationV1Api, KubernetesObjectApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, KubernetesObjectApi, PatchStrategy, setHeaderOptions, Watch, type V1Pod } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { apiError, clients, CR, startFakeWithCrd, svc } from './helpers.ts';
 
@@ -97,6 +97,26 @@ describe('list with selectors', () => {
     assert.deepEqual(names(await core.listNamespacedPod({ namespace: ns, labelSelector: 'track in (canary,stable)' })), ['sel-a', 'sel-b']);
     assert.deepEqual(names(await core.listNamespacedPod({ namespace: ns, labelSelector: 'tier,!track' })), ['sel-c']);
     assert.deepEqual(names(await core.listNamespacedPod({ namespace: ns, labelSelector: 'tier notin (fe)' })), ['sel-c']);
+  });
+
+  it('a watch with a set-based selector (as the proxy watches pods): ADDED for a match, DELETED when relabelled out of it', async () => {
+    const list = await core.listNamespacedPod({ namespace: ns, labelSelector: 'tier in (fe,mid),track in (canary,stable)' });
+    assert.deepEqual(names(list), ['sel-a', 'sel-b']);
+    const events: string[] = [];
+    const abort = await new Watch(api.kubeConfig).watch(`/api/v1/namespaces/${ns}/pods`,
+      { labelSelector: 'tier in (fe,mid),track in (canary,stable)', resourceVersion: list.metadata!.resourceVersion },
+      (type, pod: V1Pod) => events.push(`${type} ${pod.metadata!.name}`), () => {});
+    try {
+      for (const [name, labels] of [['sel-w1', { tier: 'mid', track: 'stable' }], ['sel-w2', { tier: 'be', track: 'stable' }], ['sel-w3', { tier: 'fe' }]] as const)
+        await core.createNamespacedPod({ namespace: ns, body: { metadata: { name, labels }, spec: { containers: [{ name: 'c', image: 'x:1' }] } } });
+      await core.patchNamespacedPod({ name: 'sel-w1', namespace: ns, body: { metadata: { labels: { tier: 'be' } } } }, merge);
+      const deadline = Date.now() + 5_000;
+      while (events.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.deepEqual(events, ['ADDED sel-w1', 'DELETED sel-w1']);
+    } finally {
+      abort.abort();
+      for (const name of ['sel-w1', 'sel-w2', 'sel-w3']) await core.deleteNamespacedPod({ name, namespace: ns, gracePeriodSeconds: 0 });
+    }
   });
 
   it('field selectors on metadata.name / metadata.namespace; others are 400', async () => {
