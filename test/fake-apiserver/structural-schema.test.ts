@@ -15,6 +15,7 @@ const schema = {
         mode: { type: 'string', enum: ['', 'On', 'Off'], default: '' },
         weight: { type: 'integer', minimum: 0, maximum: 100 },
         ratio: { type: 'number', nullable: true },
+        confidence: { type: 'number', minimum: 0.5, exclusiveMinimum: true, maximum: 1, exclusiveMaximum: true },
         quantity: { 'x-kubernetes-int-or-string': true },
         optionalQuantity: { 'x-kubernetes-int-or-string': true, nullable: true },
         steps: { type: 'array', maxItems: 2, items: { type: 'object', properties: { pause: { type: 'string' }, count: { type: 'integer', default: 1 } } } },
@@ -89,5 +90,12 @@ describe('validateObject', () => {
 
   it('a schema that is not one does not compile', () => {
     assert.throws(() => compileSchema({ type: 'object', properties: { a: { type: 'widget' } } }));
+  });
+});
+
+describe('OpenAPI v3.0 bounds', () => {
+  it('reads a boolean exclusiveMinimum/exclusiveMaximum as Kubernetes does: the bound itself is refused, a value inside it admitted', () => {
+    const causes = (confidence: number) => validateObject(object({ name: 'a', confidence }), schema, 'main').map((cause) => cause.field);
+    assert.deepEqual([causes(0.5), causes(1), causes(0.99), causes(0.51)], [['spec.confidence'], ['spec.confidence'], [], []]);
   });
 });
