@@ -40,7 +40,7 @@ describe('ReleaseCaches', () => {
     await core.createNamespacedService({ namespace: NAMESPACE, body: { metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } } });
     await custom.createNamespacedCustomObject({
       group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL,
-      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'CanaryRelease', metadata: { name: RELEASE }, spec: { services: [{ service: 'web', canaryServiceOperations: { add: { track: 'canary' } } }] } },
+      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'CanaryRelease', metadata: { name: RELEASE }, spec: { services: [{ service: 'web', canaryServiceOperations: { add: { track: 'canary' } }, ports: [{ port: 80, config: { weight: 10 } }] }] } },
     });
     await pods.create({ name: 'web-1', labels: { app: 'web' } });
     await pods.create({ name: 'web-canary-1', labels: { app: 'web', track: 'canary' } });
