@@ -87,6 +87,20 @@ describe('validateObject', () => {
     assert.deepEqual(validateObject(object({ name: 'a' }), withMeta, 'main'), []);
   });
 
+  it('OpenAPI v3.0 boolean exclusiveMinimum/exclusiveMaximum make minimum/maximum strict, as in a CRD', () => {
+    const bounded = { type: 'object', properties: { spec: { type: 'object', properties: {
+      open: { type: 'number', minimum: 0.5, exclusiveMinimum: true, maximum: 1, exclusiveMaximum: true },
+      closed: { type: 'number', minimum: 0.5, exclusiveMinimum: false, maximum: 1, exclusiveMaximum: false },
+    } } } };
+    assert.deepEqual(validateObject(object({ open: 0.99, closed: 1 }), bounded, 'main'), []);
+    assert.deepEqual(validateObject(object({ open: 1, closed: 0.5 }), bounded, 'main'), [
+      { field: 'spec.open', reason: 'FieldValueInvalid', message: 'Invalid value: 1: spec.open in body should be less than 1' },
+    ]);
+    assert.deepEqual(validateObject(object({ open: 0.5 }), bounded, 'main'), [
+      { field: 'spec.open', reason: 'FieldValueInvalid', message: 'Invalid value: 0.5: spec.open in body should be greater than 0.5' },
+    ]);
+  });
+
   it('a schema that is not one does not compile', () => {
     assert.throws(() => compileSchema({ type: 'object', properties: { a: { type: 'widget' } } }));
   });

@@ -48,11 +48,20 @@ export function compileSchema(schema: KObject): ValidateFunction {
 
 /**
  * The schema as ajv takes it: `nullable` only beside a `type` (an untyped field, int-or-string or
- * preserved, takes null anyway), through every place a schema nests another.
+ * preserved, takes null anyway); OpenAPI v3.0's boolean `exclusiveMinimum`/`exclusiveMaximum`
+ * (which make `minimum`/`maximum` strict) as the bound itself, as ajv's JSON Schema has them;
+ * through every place a schema nests another.
  */
 function forAjv(schema: KObject): KObject {
   const out: KObject = { ...schema };
   if (out.nullable !== undefined && out.type === undefined) delete out.nullable;
+  for (const [exclusive, bound] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
+    if (typeof out[exclusive] !== 'boolean') continue;
+    if (out[exclusive] && out[bound] !== undefined) {
+      out[exclusive] = out[bound];
+      delete out[bound];
+    } else delete out[exclusive];
+  }
   if (isObject(out.properties)) out.properties = Object.fromEntries(Object.entries(out.properties).map(([k, v]) => [k, isObject(v) ? forAjv(v) : v]));
   for (const key of ['items', 'additionalProperties', 'not'])
     if (isObject(out[key])) out[key] = forAjv(out[key]);
