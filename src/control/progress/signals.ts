@@ -42,14 +42,37 @@ export function asBadRate(signal: RateSignal, counts: SignalCounts, limits: Read
   return { counts: { count: counts.of - counts.count, of: counts.of }, limits: { max: limits.min === undefined ? undefined : 1 - limits.min, maxAboveStable: limits.maxBelowStable } };
 }
 
+/** `counts` as `scale` times as many samples would give them at the same rate. */
+function scaled(counts: Counts, scale: number): Counts {
+  return { count: Math.round(counts.count * scale), of: Math.round(counts.of * scale) };
+}
+
+/** Whether bounds on a rate (or a difference of rates) settle it against `limit`: beyond it, or within it. */
+function settles(lower: number | undefined, upper: number | undefined, limit: number): boolean {
+  return lower !== undefined && upper !== undefined && (lower > limit || upper <= limit);
+}
+
 /**
- * Samples that would bring a bound as close to its estimate as the threshold is: the bound's
- * width shrinks as 1/√n, so n grows by (width / room)².
+ * The fewest more canary samples (`samples` now) after which counts at today's rates would settle
+ * the verdict, by the very bounds that judge it (`settledAt(scale)`: are counts `scale` times as
+ * large decisive?): a bound's width shrinks as 1/n with no event and as 1/√n with many, so no one
+ * formula serves. Infinity when none would (exactly at the threshold).
  */
-function samplesToDecide(samples: number, estimate: number, lower: number, upper: number, limit: number): number {
-  const [width, room] = estimate < limit ? [upper - estimate, limit - estimate] : [estimate - lower, estimate - limit];
-  if (room <= 0 || samples <= 0) return Number.POSITIVE_INFINITY;
-  return Math.max(1, Math.ceil(samples * (width / room) ** 2 - samples));
+function samplesToDecide(samples: number, settledAt: (scale: number) => boolean): number {
+  const MOST_TIMES = 10_000;
+  if (samples <= 0) return Number.POSITIVE_INFINITY;
+  let enough = 1;
+  while (!settledAt((samples + enough) / samples)) {
+    if (enough > samples * MOST_TIMES) return Number.POSITIVE_INFINITY;
+    enough *= 2;
+  }
+  let tooFew = Math.floor(enough / 2);
+  while (enough - tooFew > 1) {
+    const middle = Math.floor((tooFew + enough) / 2);
+    if (settledAt((samples + middle) / samples)) enough = middle;
+    else tooFew = middle;
+  }
+  return enough;
 }
 
 /**
@@ -58,20 +81,23 @@ function samplesToDecide(samples: number, estimate: number, lower: number, upper
  */
 export function judgeBadRate(canary: Counts, stable: Counts | null, limits: BadRateLimits, confidence: number): Judged {
   const outcomes: Judged[] = [];
-  const estimate = canary.of > 0 ? canary.count / canary.of : 0;
-  if (limits.max !== undefined) {
+  const { max, maxAboveStable } = limits;
+  if (max !== undefined) {
     const [lower, upper] = [rateBound(canary, confidence, 'lower'), rateBound(canary, confidence, 'upper')];
-    outcomes.push(lower > limits.max ? { verdict: 'Failed' } : upper <= limits.max ? { verdict: 'Passed' }
-      : { verdict: 'Inconclusive', lacks: samplesToDecide(canary.of, estimate, lower, upper, limits.max) });
+    outcomes.push(lower > max ? { verdict: 'Failed' } : upper <= max ? { verdict: 'Passed' }
+      : { verdict: 'Inconclusive', lacks: samplesToDecide(canary.of, (scale) => settles(rateBound(scaled(canary, scale), confidence, 'lower'), rateBound(scaled(canary, scale), confidence, 'upper'), max)) });
   }
-  if (limits.maxAboveStable !== undefined) {
+  if (maxAboveStable !== undefined) {
     const lower = stable === null ? undefined : differenceBound(canary, stable, confidence, 'lower');
     const upper = stable === null ? undefined : differenceBound(canary, stable, confidence, 'upper');
     if (lower === undefined || upper === undefined || stable === null) outcomes.push({ verdict: 'Inconclusive', lacks: Number.POSITIVE_INFINITY });
     else {
-      const difference = estimate - stable.count / stable.of;
-      outcomes.push(lower > limits.maxAboveStable ? { verdict: 'Failed' } : upper <= limits.maxAboveStable ? { verdict: 'Passed' }
-        : { verdict: 'Inconclusive', lacks: samplesToDecide(canary.of, difference, lower, upper, limits.maxAboveStable) });
+      const settledAt = (scale: number): boolean => {
+        const [canaryThen, stableThen] = [scaled(canary, scale), scaled(stable, scale)];
+        return settles(differenceBound(canaryThen, stableThen, confidence, 'lower'), differenceBound(canaryThen, stableThen, confidence, 'upper'), maxAboveStable);
+      };
+      outcomes.push(lower > maxAboveStable ? { verdict: 'Failed' } : upper <= maxAboveStable ? { verdict: 'Passed' }
+        : { verdict: 'Inconclusive', lacks: samplesToDecide(canary.of, settledAt) });
     }
   }
   if (outcomes.some((outcome) => outcome.verdict === 'Failed')) return { verdict: 'Failed' };
@@ -131,6 +157,7 @@ export function judgeSlowShare(slow: { certain: Counts; possible: Counts }, slow
   if (rateBound(slow.certain, confidence, 'lower') > slowShare) return { verdict: 'Failed' };
   const upper = rateBound(slow.possible, confidence, 'upper');
   if (upper <= slowShare) return { verdict: 'Passed' };
-  const estimate = slow.possible.of > 0 ? slow.possible.count / slow.possible.of : 0;
-  return { verdict: 'Inconclusive', lacks: samplesToDecide(slow.possible.of, estimate, rateBound(slow.certain, confidence, 'lower'), upper, slowShare) };
+  const settledAt = (scale: number): boolean =>
+    settles(rateBound(scaled(slow.certain, scale), confidence, 'lower'), rateBound(scaled(slow.possible, scale), confidence, 'upper'), slowShare);
+  return { verdict: 'Inconclusive', lacks: samplesToDecide(slow.possible.of, settledAt) };
 }
