@@ -3,7 +3,7 @@
 // so these families are rendered here as a stream of chunks, yielding to the event loop between
 // slices (see slicer.ts). Names are [A-Za-z0-9_.-] (config validation), so labels need no escaping.
 import { METRIC_PREFIX } from '../defaults.ts';
-import { DURATION_BUCKETS, type BackendStats, type DurationHistogram, type ListenerStats, type StatsRegistry } from '../dataplane/stats.ts';
+import { DURATION_BUCKETS, type BackendStats, type DurationHistogram, type ListenerStats, type StatsRegistry } from '../dataplane/stats/stats.ts';
 import type { BackendState } from '../dataplane/dataplane.ts';
 import { Slicer } from '../util/slicer.ts';
 

@@ -1,9 +1,9 @@
 // What /metrics serves: the prom-client registry (process metrics, config reloads, and whatever
 // the control loop registers) followed by the data plane's counters, which are plain numbers on
-// the hot path (see dataplane/stats.ts) and rendered at scrape time, in slices (exposition.ts).
+// the hot path (see dataplane/stats/stats.ts) and rendered at scrape time, in slices (exposition.ts).
 import client, { Registry } from 'prom-client';
 import { METRIC_PREFIX } from '../defaults.ts';
-import type { StatsRegistry } from '../dataplane/stats.ts';
+import type { StatsRegistry } from '../dataplane/stats/stats.ts';
 import { renderDataPlane, type DataPlaneView } from './exposition.ts';
 
 export interface MetricsEndpoint {

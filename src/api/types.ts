@@ -202,7 +202,7 @@ export interface PortStatus {
   readonly targetPortKept?: true;
 }
 
-/** Mirroring counts (dataplane/stats.ts MirrorCounts). */
+/** Mirroring counts (dataplane/stats/stats.ts MirrorCounts). */
 export interface MirrorCounts {
   readonly mirrored: number;
   readonly compared: number;

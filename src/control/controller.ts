@@ -12,7 +12,7 @@ import { boundedCall, type KubeClients } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/patch.ts';
 import type { Runtime } from '../runtime/runtime.ts';
-import { snapshotCounters } from '../dataplane/counters.ts';
+import { snapshotCounters } from '../dataplane/stats/counters.ts';
 import { DEFAULT_INTERVAL_MS, hasCounts, type Evidence } from './progress/analysis.ts';
 import { applySteps, StepError, type ApplyTarget } from './loop/apply.ts';
 import { EvidenceCollector, mergeEvidence, replicaStatsUrls } from './progress/collector.ts';

@@ -9,15 +9,15 @@ import { BindError } from '../errors.ts';
 import { configsEqual } from '../config/equal.ts';
 import { Slicer } from '../util/slicer.ts';
 import { ThrottledWarning } from '../log.ts';
-import type { DescriptorBudget } from './descriptor-budget.ts';
-import { budgetForThisProcess } from './open-file-limit.ts';
-import { IdleReadBuffers } from './idle-read-buffers.ts';
-import { BackendHealth } from './passive-health.ts';
-import { buildSnapshot, type ListenerSnapshot } from './routing.ts';
-import type { LocalRefusal, StatsRegistry } from './stats.ts';
-import type { Listener, ListenerContext } from './listener.ts';
-import { TcpListener } from './tcp-listener.ts';
-import { UdpListener } from './udp-listener.ts';
+import type { DescriptorBudget } from './resources/descriptor-budget.ts';
+import { budgetForThisProcess } from './resources/open-file-limit.ts';
+import { IdleReadBuffers } from './resources/idle-read-buffers.ts';
+import { BackendHealth } from './choice/passive-health.ts';
+import { buildSnapshot, type ListenerSnapshot } from './routing/routing.ts';
+import type { LocalRefusal, StatsRegistry } from './stats/stats.ts';
+import type { Listener, ListenerContext } from './routing/listener.ts';
+import { TcpListener } from './tcp/listener.ts';
+import { UdpListener } from './udp/listener.ts';
 
 export interface DataPlaneOptions {
   readonly log: Logger;

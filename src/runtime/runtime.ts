@@ -5,10 +5,10 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
 import { ADMIN_MAX_CONNECTIONS } from '../defaults.ts';
-import { snapshotCounters } from '../dataplane/counters.ts';
+import { snapshotCounters } from '../dataplane/stats/counters.ts';
 import { DataPlane } from '../dataplane/dataplane.ts';
-import { budgetForThisProcess, openFileLimit } from '../dataplane/open-file-limit.ts';
-import { StatsRegistry } from '../dataplane/stats.ts';
+import { budgetForThisProcess, openFileLimit } from '../dataplane/resources/open-file-limit.ts';
+import { StatsRegistry } from '../dataplane/stats/stats.ts';
 import { createRegistry, metricsEndpoint, registerReloadMetrics, type MetricsEndpoint } from '../admin/metrics.ts';
 import { startAdminServer, type AdminServer } from '../admin/server.ts';
 

@@ -4,7 +4,7 @@
 // dies takes its live connections (the gauges) with it, but what it counted stays in the total,
 // so the sums Prometheus sees never go backwards.
 import type { BackendState } from '../dataplane/dataplane.ts';
-import { StatsRegistry, type BackendStats, type ListenerStats } from '../dataplane/stats.ts';
+import { StatsRegistry, type BackendStats, type ListenerStats } from '../dataplane/stats/stats.ts';
 import { Slicer } from '../util/slicer.ts';
 
 /** Entries (listeners, backends, health) per part: a few hundred kilobytes of JSON over IPC. */

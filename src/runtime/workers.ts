@@ -9,7 +9,7 @@ import { Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
 import { configsEqual } from '../config/equal.ts';
 import { BindError } from '../errors.ts';
-import { StatsRegistry } from '../dataplane/stats.ts';
+import { StatsRegistry } from '../dataplane/stats/stats.ts';
 import { registerReloadMetrics } from '../admin/metrics.ts';
 import { startAdminServer, type AdminAddress, type AdminServer } from '../admin/server.ts';
 import { Runtime, exitOnSignals, type ConfigTarget, type RuntimeOptions } from './runtime.ts';

@@ -3,7 +3,7 @@
 import pino from 'pino';
 import { validateConfig } from '../../src/config/load.ts';
 import { DataPlane, type DataPlaneOptions } from '../../src/dataplane/dataplane.ts';
-import { StatsRegistry, type BackendStats, type ListenerStats } from '../../src/dataplane/stats.ts';
+import { StatsRegistry, type BackendStats, type ListenerStats } from '../../src/dataplane/stats/stats.ts';
 import { metricsEndpoint } from '../../src/admin/metrics.ts';
 import { freePort } from './backends.ts';
 

@@ -3,7 +3,7 @@
 // summed over the release's ports, added to those of the intervals still undecided, and judged,
 // canary against stable, with confidence (signals.ts, confidence.ts). Pure.
 
-import type { BackendCounters } from '../../dataplane/counters.ts';
+import type { BackendCounters } from '../../dataplane/stats/counters.ts';
 import { listenerName, servedWeight } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
 import type { AchievedSplit, AnalysisSpec, AnalysisStatus, PooledEvidence, PooledSide, PortStatus, SignalCounts, SignalResult, Verdict } from '../../api/types.ts';

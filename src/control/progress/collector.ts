@@ -6,8 +6,8 @@
 
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { BackendCounters, CounterSnapshot } from '../../dataplane/counters.ts';
-import { MIRROR_OUTCOMES, type MirrorCounts } from '../../dataplane/stats.ts';
+import type { BackendCounters, CounterSnapshot } from '../../dataplane/stats/counters.ts';
+import { MIRROR_OUTCOMES, type MirrorCounts } from '../../dataplane/stats/stats.ts';
 import type { Evidence } from './analysis.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import type { Labels } from '../../api/types.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';
-import type { BackendCounters } from '../../../src/dataplane/counters.ts';
+import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
 
 const BUCKETS_MS = [1, 10];
 const PORT: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 };

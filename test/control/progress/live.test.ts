@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
 import { intervalCounts } from '../../../src/control/progress/collector.ts';
-import { snapshotCounters, type CounterSnapshot } from '../../../src/dataplane/counters.ts';
+import { snapshotCounters, type CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';
 import { askName, freePort, sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
 import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane.ts';

@@ -1,0 +1,82 @@
+// A listener's routing snapshot: its config, its backends with their live health and counters, and
+// the picker. Immutable once built; a reload builds a new one and swaps it in whole, so a
+// connection sees one consistent config from accept to close.
+import type { BackendConfig, ListenerConfig } from '../../config/types.ts';
+import { ClientAffinity } from '../choice/affinity.ts';
+import { carryOverPicker, createPicker, type Picker } from '../choice/balancer.ts';
+import type { Steering } from '../choice/rebalance.ts';
+import type { BackendHealth } from '../choice/passive-health.ts';
+import { MirrorRoute } from './mirror.ts';
+import type { BackendStats, ListenerStats } from '../stats/stats.ts';
+
+export interface BackendRuntime {
+  readonly config: BackendConfig;
+  readonly health: BackendHealth;
+  readonly stats: BackendStats;
+}
+
+export interface ListenerSnapshot {
+  readonly config: ListenerConfig;
+  readonly backends: readonly BackendRuntime[];
+  readonly stats: ListenerStats;
+  readonly picker: Picker;
+  /** null: the listener mirrors nothing (its config has no `mirror`, or at 0 %). */
+  readonly mirror: MirrorRoute | null;
+}
+
+/** `previous`: the listener's snapshot so far, whose balancing state the new one continues. */
+export function buildSnapshot(
+  config: ListenerConfig,
+  stats: ListenerStats,
+  runtimeOf: (backend: BackendConfig) => Omit<BackendRuntime, 'config'>,
+  previous?: ListenerSnapshot,
+): ListenerSnapshot {
+  const backends = config.backends.map((backend) => ({ config: backend, ...runtimeOf(backend) }));
+  return { config, stats, backends, picker: nextPicker(config, previous), mirror: mirrorRoute(config, backends) };
+}
+
+function mirrorRoute(config: ListenerConfig, backends: readonly BackendRuntime[]): MirrorRoute | null {
+  const { mirror } = config;
+  const backend = mirror === undefined || mirror.percent === 0 ? undefined : backends.find((candidate) => candidate.config.name === mirror.to);
+  return mirror === undefined || backend === undefined ? null : new MirrorRoute(mirror, backend);
+}
+
+/** The same picker while the strategy and the backends' names and weights stay; else one carried over. */
+function nextPicker(config: ListenerConfig, previous: ListenerSnapshot | undefined): Picker {
+  const weights = config.backends.map((b) => b.weight);
+  // Stateless: the same answer for a client on every replica, after every restart.
+  if (config.affinity === 'clientIP') return new ClientAffinity(weights, config.backends.map((b) => b.name));
+  if (previous === undefined || previous.config.balance !== config.balance || previous.picker instanceof ClientAffinity) {
+    return createPicker(config.balance, weights);
+  }
+  const before = previous.config.backends;
+  const unchanged =
+    before.length === config.backends.length && before.every((b, i) => b.name === config.backends[i]!.name && b.weight === weights[i]);
+  if (unchanged) return previous.picker;
+  const names = (backends: readonly BackendConfig[]) => backends.map((b) => b.name);
+  return carryOverPicker(previous.picker, names(before), config.balance, weights, names(config.backends));
+}
+
+/**
+ * The backend for a new connection: weighted among the healthy ones not yet tried. When every
+ * weighted backend is marked failed, try them anyway — a certain refusal is worse than a likely
+ * one, and a recovered backend is found at once rather than after fail_timeout. Weight-0
+ * backends are never chosen, not even for failover: weight 0 means "no traffic". `clientHash`
+ * matters with client affinity only; `steering`, after a rebalance (lifetimes.ts).
+ */
+export function chooseBackend(
+  snapshot: ListenerSnapshot,
+  tried: ReadonlySet<number> | null,
+  now: number,
+  clientHash: number,
+  steering: Steering | null,
+): number {
+  const untried = (i: number) => tried === null || !tried.has(i);
+  const healthyUntried = (i: number) => untried(i) && snapshot.backends[i]!.health.isAvailable(now);
+  // After a rebalance ended connections, their replacements go where the new split lacks them.
+  // Steering was worked out for the weights of its rebalance; a backend at weight 0 now takes nothing.
+  const owed = steering === null ? -1 : steering.take((i) => healthyUntried(i) && snapshot.backends[i]!.config.weight > 0);
+  if (owed !== -1) return owed;
+  const healthy = snapshot.picker.pick(healthyUntried, clientHash);
+  return healthy !== -1 ? healthy : snapshot.picker.pick(untried, clientHash);
+}
