@@ -32,12 +32,12 @@ describe('deploy/canaryrelease-example.yaml', () => {
   });
 
   const refused: [string, (copy: Record<string, any>) => void, string][] = [
-    ['a weight over 100', (copy) => (copy.spec.services[0].ports[0].config.weight = 101), 'spec.services[0].ports[0].config.weight: must be <= 100, got 101'],
-    ['a protocol the proxy does not speak', (copy) => (copy.spec.services[0].ports[0].protocol = 'SCTP'), 'spec.services[0].ports[0].protocol: must be one of'],
-    ['a Service without ports', (copy) => delete copy.spec.services[0].ports, 'spec.services[0]: ports is required'],
-    ['a Service name too long for its -forked copy', (copy) => (copy.spec.services[0].service = 'w'.repeat(57)), 'spec.services[0].service: must be at most 56 characters'],
+    ['a weight over 100', (copy) => (copy.spec.services[0].ports[0].config.weight = 101), 'spec.services[0].ports[0].config.weight: Invalid value: 101: spec.services[0].ports[0].config.weight in body should be less than or equal to 100'],
+    ['a protocol the proxy does not speak', (copy) => (copy.spec.services[0].ports[0].protocol = 'SCTP'), 'spec.services[0].ports[0].protocol: Unsupported value: "SCTP"'],
+    ['a Service without ports', (copy) => delete copy.spec.services[0].ports, 'spec.services[0].ports: Required value'],
+    ['a Service name too long for its -forked copy', (copy) => (copy.spec.services[0].service = 'w'.repeat(57)), 'spec.services[0].service: Too long: may not be more than 56 bytes'],
     ['a misspelt field', (copy) => (copy.spec.services[0].canaryServiceOperation = {}), 'spec.services[0].canaryServiceOperation: unknown field'],
-    ['an unknown transition', (copy) => (copy.spec.transition = 'Promoted'), 'spec.transition: must be one of'],
+    ['an unknown transition', (copy) => (copy.spec.transition = 'Promoted'), 'spec.transition: Unsupported value: "Promoted"'],
   ];
   for (const [what, change, expected] of refused) {
     it(`with ${what}, is refused by the schema`, () => {

@@ -11,7 +11,7 @@ describe('spec.proxy', () => {
   it('replicas over 1000 (10000 for 10): refused by the manager, and by the CRD schema at kubectl apply', () => {
     const schema = theOnly<V1CustomResourceDefinition>('CustomResourceDefinition').spec.versions.find((version) => version.name === VERSION)?.schema?.openAPIV3Schema as StructuralSchema;
     const release = (replicas: number) => ({ apiVersion: `canary-l4.io/${VERSION}`, kind: KIND, metadata: { name: 'r' }, spec: { services: [{ service: 'web', ports: [{ port: 80 }] }], proxy: { replicas } } });
-    assert.deepEqual(validate(release(10000), schema), ['spec.proxy.replicas: must be <= 1000, got 10000']);
+    assert.deepEqual(validate(release(10000), schema), ['spec.proxy.replicas: Invalid value: 10000: spec.proxy.replicas in body should be less than or equal to 1000']);
     assert.deepEqual(validate(release(1000), schema), []);
     assert.equal(readProxySpec({ replicas: 1000 }).ok, true);
   });
