@@ -238,8 +238,9 @@ function listPorts(allocations: readonly Allocation[]): string {
 function describeServing(ports: readonly PortStatus[], context: Context, takeover: TakeoverPlan): string {
   return [
     describeWeights(ports, context),
-    ...(takeover.status.movedPorts.length === 0 ? [] : [`targetPorts moved to proxy ports: ${takeover.status.movedPorts.join(', ')}`]),
-    ...(context.options.inPod === true ? [] : ['the proxy runs outside a pod: it cannot check that a proxy pod the Services select is Ready']),
+    // Outside a pod every targetPort moves (status.takeover.movedPorts lists them): said once, with why.
+    ...(context.options.inPod !== true ? ['the proxy runs outside a pod: every targetPort points at a proxy port, and it cannot check that a proxy pod the Services select is Ready']
+      : takeover.status.movedPorts.length === 0 ? [] : [`targetPorts moved to proxy ports: ${takeover.status.movedPorts.join(', ')}`]),
   ].join('; ');
 }
 
