@@ -2,7 +2,7 @@
 // and the one-line problem (naming the field and the fix) when it holds something else. Checks that
 // need the cluster (does the Service exist, has it that port) are the controller's, not these.
 
-import { readConnectionPolicies, readPortMirror } from '../config/load.ts';
+import { readConnectionPolicies, readPortMirror } from '../config/validate.ts';
 import type { CanaryPortSpec, PortProtocol, SpecProtocol } from './types.ts';
 
 /** The protocols a spec port may name. */

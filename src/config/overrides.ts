@@ -3,10 +3,10 @@
 // `overriddenFrom` so /config and the metrics can show that an override is in force.
 
 import { ConfigError } from '../errors.ts';
-import { MAX_WEIGHT } from './load.ts';
+import { MAX_WEIGHT } from './validate.ts';
 import type { BackendConfig, L4Config, ListenerConfig, WeightOverride } from './types.ts';
 
-// Names are [A-Za-z0-9_.-] (load.ts), so neither ":" nor "=" can be part of one.
+// Names are [A-Za-z0-9_.-] (validate.ts), so neither ":" nor "=" can be part of one.
 const OVERRIDE_FORM = /^([A-Za-z0-9_.-]{1,63}):([A-Za-z0-9_.-]{1,63})=(\d{1,3})$/;
 const EXPECTED_FORM = `expected LISTENER:BACKEND=N with N an integer 0-${MAX_WEIGHT}`;
 

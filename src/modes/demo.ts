@@ -3,7 +3,7 @@
 import net from 'node:net';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
-import { validateConfig } from '../config/load.ts';
+import { validateConfig } from '../config/validate.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { formatTable } from '../util/text-table.ts';
 

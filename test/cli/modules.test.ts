@@ -1,5 +1,6 @@
 // What each mode loads: `serve` and `demo` never load @kubernetes/client-node (its index alone is
-// ~80 MiB of RSS, every generated model), so a static import of the client anywhere in their
+// ~80 MiB of RSS, every generated model), and `proxy` never loads the YAML parser of config files
+// (~5 MiB; it reads its release from the API), so a static import of either anywhere in their
 // import graph fails here. The modules are traced by a load hook in the child (loaded-modules.ts).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -9,10 +10,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { freePort } from '../support/backends.ts';
+import { startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { MAIN } from '../support/serve-child.ts';
 
 const HOOK = fileURLToPath(new URL('../support/loaded-modules.ts', import.meta.url));
 const KUBERNETES_CLIENT = '/node_modules/@kubernetes/client-node/';
+const CONFIG_FILE_PARSING = ['/node_modules/yaml/', '/src/config/load.ts'];
 
 /**
  * Runs the CLI with the hook until `done` says so from its stdout (then SIGTERM), or until it
@@ -69,5 +72,18 @@ describe('modules loaded per mode', () => {
     const [tcp, udp] = [await freePort(), await freePort()];
     const modules = await modulesLoadedBy(['demo', '--exit', '--connections', '20', '--sessions', '5', '--tcp-port', String(tcp), '--udp-port', String(udp), '--admin-port', '0']);
     assertNoKubernetesClient(modules);
+  });
+
+  test('proxy loads neither the YAML parser nor the config-file loader', async () => {
+    const api = await startFakeApiServer({ serviceCidr: '127.0.19.0/24' });
+    try {
+      const args = ['proxy', '--kubeconfig', api.kubeconfigPath, '-n', 'default', '--canary-release', 'web-v2', '--port-base', String(await freePort()),
+        '--admin-address', '127.0.0.1', '--admin-port', '0', '--no-leader-elect', '--drain-timeout', '0'];
+      const modules = await modulesLoadedBy(args, (stdout) => stdout.includes('"msg":"proxy started"'));
+      assert.ok(modules.some((url) => url.includes(KUBERNETES_CLIENT)), 'the hook saw the proxy load its Kubernetes client');
+      assert.deepEqual(modules.filter((url) => CONFIG_FILE_PARSING.some((part) => url.includes(part))), []);
+    } finally {
+      await api.stop();
+    }
   });
 });

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { describe, test } from 'node:test';
-import { loadConfigFile, parseConfig, validateConfig } from '../../src/config/load.ts';
+import { loadConfigFile, parseConfig } from '../../src/config/load.ts';
+import { validateConfig } from '../../src/config/validate.ts';
 import type { L4Config } from '../../src/config/types.ts';
 import { ConfigError } from '../../src/errors.ts';
 

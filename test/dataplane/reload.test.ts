@@ -7,7 +7,7 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
-import { validateConfig } from '../../src/config/load.ts';
+import { validateConfig } from '../../src/config/validate.ts';
 import { BindError } from '../../src/errors.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { validateConfig } from '../../src/config/load.ts';
+import { validateConfig } from '../../src/config/validate.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import {
   exchange, startEchoBackend, startUdpEcho, udpAsk, withFreePort, type EchoBackend, type UdpBackend,

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { freePort, sleep, waitFor } from '../support/backends.ts';
-import { validateConfig } from '../../src/config/load.ts';
+import { validateConfig } from '../../src/config/validate.ts';
 import { saveServedConfig } from '../../src/runtime/state-dir.ts';
 import { MAIN, runCli } from '../support/serve-child.ts';
 import {

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { validateConfig } from '../../src/config/load.ts';
+import { validateConfig } from '../../src/config/validate.ts';
 import { loadServedConfig, saveServedConfig } from '../../src/runtime/state-dir.ts';
 
 const config = validateConfig({

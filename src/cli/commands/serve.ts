@@ -1,9 +1,6 @@
 import type { Argv } from 'yargs';
 import { ConfigError } from '../../errors.ts';
 import { parseWeightOverride } from '../../config/overrides.ts';
-import { Runtime, exitOnSignals } from '../../runtime/runtime.ts';
-import { loadServedConfig, serveConfigFile } from '../../modes/serve.ts';
-import { WorkerPool, isWorkerProcess, runWorker } from '../../runtime/workers.ts';
 import { adminHost, runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
@@ -38,6 +35,10 @@ export const serveCommand = {
   describe: 'Balance TCP and UDP by weight from a config file (YAML or JSON); reloads on SIGHUP and file change',
   builder,
   handler: async (argv: Args) => {
+    // Loaded here, not at the top: no other command needs the config-file parser or the worker pool.
+    const { loadServedConfig, serveConfigFile } = await import('../../modes/serve.ts');
+    const { Runtime, exitOnSignals } = await import('../../runtime/runtime.ts');
+    const { WorkerPool, isWorkerProcess, runWorker } = await import('../../runtime/workers.ts');
     const options = runtimeOptions(argv);
     const drainMs = argv.drainTimeout * 1000;
     if (isWorkerProcess()) return runWorker(options, drainMs);

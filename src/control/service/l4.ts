@@ -3,7 +3,7 @@
 // Service port.
 
 import type { V1Service } from '@kubernetes/client-node';
-import { readConnectionPolicies, type ConnectionPolicies } from '../../config/load.ts';
+import { readConnectionPolicies, type ConnectionPolicies } from '../../config/validate.ts';
 import type { BackendConfig, L4Config, ListenerConfig } from '../../config/types.ts';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIL_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_FAILS,

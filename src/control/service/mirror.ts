@@ -1,7 +1,7 @@
 // Mirroring a release's ports to their canary (a dark canary): each port's config.mirror, with the
 // percent the step in force sets, becomes its listener's `mirror` to the canary backend. Pure.
 
-import { readPortMirror } from '../../config/load.ts';
+import { readPortMirror } from '../../config/validate.ts';
 import type { L4Config, ListenerConfig } from '../../config/types.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
 import type { CanaryReleaseSpec } from '../../api/types.ts';

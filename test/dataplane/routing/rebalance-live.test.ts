@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
-import { validateConfig } from '../../../src/config/load.ts';
+import { validateConfig } from '../../../src/config/validate.ts';
 import type { ListenerConfig } from '../../../src/config/types.ts';
 import { FlowLifetimes, LiveFlow } from '../../../src/dataplane/routing/lifetimes.ts';
 import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
