@@ -4,9 +4,12 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
+import { TYPE_STRIPPER_PROBE } from '../support/type-stripper-probe.ts';
 
 const projectDir = fileURLToPath(new URL('../../', import.meta.url));
 const bins = (JSON.parse(readFileSync(new URL('package.json', `file://${projectDir}`), 'utf8')) as { bin: Record<string, string> }).bin;
@@ -15,9 +18,11 @@ const bins = (JSON.parse(readFileSync(new URL('package.json', `file://${projectD
 const pretendNode = (version: string) =>
   `data:text/javascript,Object.defineProperty(process,"versions",{value:{...process.versions,node:"${version}"}})`;
 
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs this Node with `args`; `env` adds to (or, with undefined, removes from) this process's. */
+function run(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const childEnv = Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, value]) => value !== undefined));
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { cwd: projectDir, timeout: 30_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, args, { cwd: projectDir, timeout: 30_000, env: childEnv }, (err, stdout, stderr) => {
       resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr });
     });
   });
@@ -43,4 +48,42 @@ describe('the package bins', { timeout: 60_000 }, () => {
       assert.match(lines[0]!, /^(kubectl )?canary-l4: needs Node\.js 24 or later, but this is Node\.js 20\.11\.1 \(.+\); put Node 24 first on PATH/);
     });
   }
+});
+
+describe('the bins\' compile cache', { timeout: 60_000 }, () => {
+  const home = mkdtempSync(join(tmpdir(), 'canary-l4-cache-home-'));
+  after(() => rmSync(home, { recursive: true, force: true }));
+  const cacheDir = (cacheHome: string) => join(cacheHome, 'canary-l4', 'compile-cache');
+  /** `canary-l4 --version` with no compile cache chosen; says whether it loaded the type stripper. */
+  const start = async (env: NodeJS.ProcessEnv) => {
+    const result = await run(['--import', TYPE_STRIPPER_PROBE, bins['canary-l4']!, '--version'], { NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined, ...env });
+    assert.equal(result.code, 0, result.stderr);
+    return /^type stripper loaded: (true|false)$/m.exec(result.stderr)?.[1];
+  };
+
+  it('from the second start on, the type stripper is never loaded; the cache is private to the user', async () => {
+    const cacheHome = join(home, 'private');
+    assert.equal(await start({ XDG_CACHE_HOME: cacheHome }), 'true', 'the first start compiles');
+    assert.equal(await start({ XDG_CACHE_HOME: cacheHome }), 'false', 'the second reads the cache back');
+    assert.equal(statSync(cacheDir(cacheHome)).mode & 0o777, 0o700);
+  });
+
+  it('a cache directory others may write is not used (Node runs what it reads from there)', async () => {
+    const cacheHome = join(home, 'shared');
+    mkdirSync(cacheDir(cacheHome), { recursive: true });
+    chmodSync(cacheDir(cacheHome), 0o777);
+    await start({ XDG_CACHE_HOME: cacheHome });
+    assert.equal(await start({ XDG_CACHE_HOME: cacheHome }), 'true');
+  });
+
+  it('NODE_DISABLE_COMPILE_CACHE turns it off, and nothing is written', async () => {
+    const cacheHome = join(home, 'disabled');
+    await start({ XDG_CACHE_HOME: cacheHome, NODE_DISABLE_COMPILE_CACHE: '1' });
+    assert.equal(await start({ XDG_CACHE_HOME: cacheHome, NODE_DISABLE_COMPILE_CACHE: '1' }), 'true');
+    assert.equal(existsSync(cacheHome), false);
+  });
+
+  it('where no cache directory can be made, it runs without one', async () => {
+    assert.equal(await start({ XDG_CACHE_HOME: '/dev/null/cache' }), 'true');
+  });
 });

@@ -16,6 +16,8 @@ import { DEFAULT_ADMIN_PORT } from '../../src/defaults.ts';
 import { KIND } from '../../src/api/types.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import type { ManagedRelease } from '../../src/manager/types.ts';
+import { freePort } from '../support/backends.ts';
+import { TYPE_STRIPPER_PROBE } from '../support/type-stripper-probe.ts';
 import { deployDir, theOnly } from './manifests.ts';
 
 const run = promisify(execFile);
@@ -148,6 +150,25 @@ describe('deploy/Dockerfile', () => {
       const installed = await readdir(join(imageDir, 'node_modules'));
       assert.ok(installed.includes('yargs') && installed.includes('prom-client'));
       assert.ok(!installed.includes('node') && !installed.includes('typescript'), `dev dependencies installed: ${installed.join(' ')}`);
+    });
+
+    it('fills Node\'s compile cache at build: the entrypoint then never loads the type stripper', async () => {
+      const cacheSetting = instructions(finalStage, 'ENV').find((setting) => setting.startsWith('NODE_COMPILE_CACHE='));
+      assert.ok(cacheSetting !== undefined, 'the image sets NODE_COMPILE_CACHE');
+      const cacheDir = cacheSetting.slice('NODE_COMPILE_CACHE='.length).replace(/^\/app\b/, imageDir);
+      const [node = '', ...warm] = instructions(finalStage, 'RUN').find((command) => command.includes('warm-compile-cache'))?.split(/\s+/) ?? [];
+      assert.equal(node, 'node');
+      const cached = { ...env, NODE_ENV: 'production', NODE_COMPILE_CACHE: cacheDir };
+      await run(process.execPath, warm, { cwd: imageDir, env: cached, timeout: 60_000 });
+      const demo = async (processEnv: NodeJS.ProcessEnv) => {
+        const [tcp, udp] = [await freePort(), await freePort()];
+        const args = ['demo', '--exit', '--connections', '5', '--sessions', '2', '--tcp-port', String(tcp), '--udp-port', String(udp), '--admin-port', '0'];
+        const { stderr } = await run(process.execPath, ['--import', TYPE_STRIPPER_PROBE, ...nodeCommand.slice(1), ...args], { cwd: imageDir, env: processEnv, timeout: 30_000 });
+        return stderr;
+      };
+      assert.match(await demo(cached), /^type stripper loaded: false$/m);
+      // The probe sees the stripper when there is no cache to read.
+      assert.match(await demo({ ...env, NODE_ENV: 'production' }), /^type stripper loaded: true$/m);
     });
 
     it('`--help` prints the commands', async () => {
