@@ -1,10 +1,10 @@
 // A custom resource checked against its CRD's schema as `kubectl apply` (strict field validation)
 // would find it on a real API server: the fake apiserver's own admission
-// (test/support/fake-apiserver/structural-schema.ts), one line per problem, so a test can say what
+// (test/support/fake-apiserver/resources/structural-schema.ts), one line per problem, so a test can say what
 // the schema refuses without starting a server.
 
-import { clone, type KObject } from '../support/fake-apiserver/json.ts';
-import { pruneAndDefault, validateObject } from '../support/fake-apiserver/structural-schema.ts';
+import { clone, type KObject } from '../support/fake-apiserver/wire/json.ts';
+import { pruneAndDefault, validateObject } from '../support/fake-apiserver/resources/structural-schema.ts';
 
 /** A CRD version's `schema.openAPIV3Schema`. */
 export type StructuralSchema = KObject;

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
-import { applyConfiguration } from '../support/fake-apiserver/apply.ts';
+import { applyConfiguration } from '../support/fake-apiserver/verbs/apply.ts';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { builtinTypes } from '../support/fake-apiserver/registry.ts';
+import { builtinTypes } from '../support/fake-apiserver/resources/registry.ts';
 import { apiError, clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
 
 const serviceMeta = builtinTypes().find((t) => t.plural === 'services')!.patchMeta;

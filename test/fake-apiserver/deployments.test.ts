@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { podTemplateHash } from '../support/fake-apiserver/template-hash.ts';
+import { podTemplateHash } from '../support/fake-apiserver/simulation/template-hash.ts';
 import { hasKubectl, type Kubectl, kubectlFor, waitFor, watchPods } from './helpers.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from '../support/fake-apiserver/patch.ts';
-import { builtinTypes } from '../support/fake-apiserver/registry.ts';
+import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from '../support/fake-apiserver/resources/patch.ts';
+import { builtinTypes } from '../support/fake-apiserver/resources/registry.ts';
 
 const serviceMeta = builtinTypes().find((t) => t.plural === 'services')!.patchMeta;
 const deploymentMeta = builtinTypes().find((t) => t.plural === 'deployments')!.patchMeta;

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { humanDuration, jsonPath } from '../support/fake-apiserver/table.ts';
+import { humanDuration, jsonPath } from '../support/fake-apiserver/resources/table.ts';
 import { canaryCrd, fakeWithKubectl, hasKubectl, type Kubectl } from './helpers.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

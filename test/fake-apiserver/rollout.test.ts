@@ -1,8 +1,8 @@
 /** The Deployment simulation's pure parts: the rollout arithmetic and the pod-template-hash. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { maxUnavailable, newReplicaSetReplicas, oldReplicaSetScaleDowns, resolveFenceposts, scaledValue } from '../support/fake-apiserver/rollout.ts';
-import { podTemplateHash, sameTemplateIgnoringHash } from '../support/fake-apiserver/template-hash.ts';
+import { maxUnavailable, newReplicaSetReplicas, oldReplicaSetScaleDowns, resolveFenceposts, scaledValue } from '../support/fake-apiserver/simulation/rollout.ts';
+import { podTemplateHash, sameTemplateIgnoringHash } from '../support/fake-apiserver/simulation/template-hash.ts';
 
 const rs = (name: string, replicas: number, available: number) => ({ name, replicas, available });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from '../support/fake-apiserver/selectors.ts';
+import { matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from '../support/fake-apiserver/resources/selectors.ts';
 
 const labels = { app: 'web', track: 'canary', tier: 'fe' };
 

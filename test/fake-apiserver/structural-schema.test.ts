@@ -1,7 +1,7 @@
 /** A CRD's structural schema on a custom resource (pure): pruning, nulls, defaults, and the field errors. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileSchema, pruneAndDefault, validateObject } from '../support/fake-apiserver/structural-schema.ts';
+import { compileSchema, pruneAndDefault, validateObject } from '../support/fake-apiserver/resources/structural-schema.ts';
 
 const schema = {
   type: 'object',

@@ -5,7 +5,7 @@
 
 import type { V1Deployment, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { LABEL_TEMPLATE_HASH, type Labels } from '../../../src/api/types.ts';
-import { podTemplateHash } from '../../support/fake-apiserver/template-hash.ts';
+import { podTemplateHash } from '../../support/fake-apiserver/simulation/template-hash.ts';
 
 export interface DeploymentWorld {
   deployments: Map<string, V1Deployment>;

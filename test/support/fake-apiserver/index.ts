@@ -16,11 +16,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { FakeFaults } from './faults.ts';
-import { makeKubeConfig, writeKubeconfigFile } from './kubeconfig.ts';
+import type { FakeFaults } from './faults/faults.ts';
+import { makeKubeConfig, writeKubeconfigFile } from './wire/kubeconfig.ts';
 import { FakeServer, type RequestRecord } from './server.ts';
 
-export type { FailRule, FakeFaults } from './faults.ts';
+export type { FailRule, FakeFaults } from './faults/faults.ts';
 export type { RequestRecord } from './server.ts';
 
 export interface FakeApiServerOptions {

@@ -6,18 +6,18 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakeApi, PATCH_TYPES, type DeleteOptions, type FieldValidation, type Target, type WriteOptions } from './api.ts';
-import { discovery } from './discovery.ts';
-import { openApi } from './openapi.ts';
-import { ApiError, errors } from './errors.ts';
-import { DeploymentSimulation, type DeploymentSimulationOptions } from './deployment-simulation.ts';
-import { CONTROL_PREFIX, handleControl } from './fault-routes.ts';
-import { type FakeFaults, FaultState } from './faults.ts';
-import { Controllers } from './gc.ts';
-import { isObject, type KObject } from './json.ts';
-import { parseRequestInfo, type RequestInfo } from './request-info.ts';
-import { includeObjectOf, toTable, wantsTable } from './table.ts';
-import { WatchHub, type WatchSettings } from './watch.ts';
+import { FakeApi, PATCH_TYPES, type DeleteOptions, type FieldValidation, type Target, type WriteOptions } from './verbs/api.ts';
+import { discovery } from './resources/discovery.ts';
+import { openApi } from './resources/openapi.ts';
+import { ApiError, errors } from './wire/errors.ts';
+import { DeploymentSimulation, type DeploymentSimulationOptions } from './simulation/deployment-simulation.ts';
+import { CONTROL_PREFIX, handleControl } from './faults/fault-routes.ts';
+import { type FakeFaults, FaultState } from './faults/faults.ts';
+import { Controllers } from './verbs/gc.ts';
+import { isObject, type KObject } from './wire/json.ts';
+import { parseRequestInfo, type RequestInfo } from './wire/request-info.ts';
+import { includeObjectOf, toTable, wantsTable } from './resources/table.ts';
+import { WatchHub, type WatchSettings } from './verbs/watch.ts';
 import { parse as parseYaml } from 'yaml';
 
 /** One served request, in RBAC vocabulary (used to derive least-privilege RBAC rules). */

@@ -9,7 +9,7 @@
  * `rollbackTo`, and adopting orphaned ReplicaSets by selector.
  */
 import { type ControllerClient, controllerRef, controllerUid } from './controller-client.ts';
-import { clone, type KObject } from './json.ts';
+import { clone, type KObject } from '../wire/json.ts';
 import { maxUnavailable, newReplicaSetReplicas, oldReplicaSetScaleDowns, type ReplicaSetCounts, resolveFenceposts } from './rollout.ts';
 import { POD_TEMPLATE_HASH, podTemplateHash, sameTemplateIgnoringHash } from './template-hash.ts';
 

@@ -8,7 +8,7 @@
  * half-done round, and a rollout's availability arithmetic never works from stale counts. Pods are
  * deleted gracefully meanwhile (pod-termination.ts).
  */
-import { nowRfc3339, type FakeApi } from './api.ts';
+import { nowRfc3339, type FakeApi } from '../verbs/api.ts';
 import { ControllerClient } from './controller-client.ts';
 import { DeploymentController } from './deployment-controller.ts';
 import { PodLifecycle, type PodLifecycleOptions } from './pod-lifecycle.ts';

@@ -6,9 +6,9 @@
  * dependents are never collected and `foregroundDeletion`/`orphan` finalizers stay put.
  */
 import type { FakeApi, Target } from './api.ts';
-import { ApiError } from './errors.ts';
-import type { KObject } from './json.ts';
-import { splitApiVersion } from './registry.ts';
+import { ApiError } from '../wire/errors.ts';
+import type { KObject } from '../wire/json.ts';
+import { splitApiVersion } from '../resources/registry.ts';
 
 export class Controllers {
   readonly #api: FakeApi;

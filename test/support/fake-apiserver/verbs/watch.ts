@@ -7,9 +7,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FakeApi, Target } from './api.ts';
-import { errors } from './errors.ts';
-import type { KObject } from './json.ts';
-import { apiVersionOf, typeKey } from './registry.ts';
+import { errors } from '../wire/errors.ts';
+import type { KObject } from '../wire/json.ts';
+import { apiVersionOf, typeKey } from '../resources/registry.ts';
 import type { StoreEvent } from './store.ts';
 
 export interface WatchParams {

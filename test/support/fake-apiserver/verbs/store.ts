@@ -4,7 +4,7 @@
  * (a watch from an older RV gets 410 Expired). Stored objects are never mutated after they are
  * committed, so events and list results can share them.
  */
-import type { KObject } from './json.ts';
+import type { KObject } from '../wire/json.ts';
 
 export type EventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 

@@ -4,7 +4,7 @@
  * Pure functions: they never mutate their inputs. Failures throw {@link PatchError}; `kind`
  * says whether the patch itself was malformed (400) or could not be applied (422).
  */
-import { clone, deepEqual, isObject } from './json.ts';
+import { clone, deepEqual, isObject } from '../wire/json.ts';
 
 export class PatchError extends Error {
   readonly kind: 'malformed' | 'failed';

@@ -4,7 +4,7 @@
  * with several served versions is one type served under each version (no conversion: only
  * `apiVersion` is rewritten).
  */
-import { isObject, type KObject } from './json.ts';
+import { isObject, type KObject } from '../wire/json.ts';
 import type { PatchMeta } from './patch.ts';
 import type { PrinterColumn } from './table.ts';
 

@@ -3,8 +3,8 @@
  * patches, as a JSON merge patch): an autoscaling/v1 Scale read from the object, whose
  * `spec.replicas` written back is the object's. Pure; api.ts writes it through the usual pipeline.
  */
-import type { KObject } from './json.ts';
-import { formatLabelSelector } from './selectors.ts';
+import type { KObject } from '../wire/json.ts';
+import { formatLabelSelector } from '../resources/selectors.ts';
 
 /** The Scale of `obj` (metadata trimmed to what kube-apiserver copies). */
 export function toScale(obj: KObject): KObject {

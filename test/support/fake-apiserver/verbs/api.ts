@@ -6,15 +6,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import { applyConfiguration } from './apply.ts';
-import { ApiError, errors } from './errors.ts';
-import { clone, deepEqual, isObject, type KObject } from './json.ts';
-import { KindHooks } from './kinds.ts';
-import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patch.ts';
-import { apiVersionOf, Registry, type ResourceType, typeFromCrd, typeKey } from './registry.ts';
-import { fieldValue, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from './selectors.ts';
+import { ApiError, errors } from '../wire/errors.ts';
+import { clone, deepEqual, isObject, type KObject } from '../wire/json.ts';
+import { KindHooks } from '../resources/kinds.ts';
+import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from '../resources/patch.ts';
+import { apiVersionOf, Registry, type ResourceType, typeFromCrd, typeKey } from '../resources/registry.ts';
+import { fieldValue, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from '../resources/selectors.ts';
 import { toScale } from './scale.ts';
 import { Store } from './store.ts';
-import { compileSchema, pruneAndDefault, validateObject, type WriteScope } from './structural-schema.ts';
+import { compileSchema, pruneAndDefault, validateObject, type WriteScope } from '../resources/structural-schema.ts';
 
 /** A request's target collection: type, requested version and namespace ('' when cluster-wide). */
 export interface Target {

@@ -2,8 +2,8 @@
  * Fault injection state: fail the next N matching requests with a code, add latency. Dropping
  * watches, compaction and connection refusal act on other modules and are wired in server.ts.
  */
-import { type ApiError, errors } from './errors.ts';
-import type { RequestInfo } from './request-info.ts';
+import { type ApiError, errors } from '../wire/errors.ts';
+import type { RequestInfo } from '../wire/request-info.ts';
 
 export interface FailRule {
   /** RBAC verb (get/list/watch/create/update/patch/delete/deletecollection); any when absent. */

@@ -14,11 +14,11 @@
  * the cause), and every pod bound to a node is handled, whoever controls it: the apiserver's rule
  * does not depend on the owner, and a pod left terminating for good would surprise its test.
  */
-import { nowRfc3339 } from './api.ts';
+import { nowRfc3339 } from '../verbs/api.ts';
 import type { ControllerClient } from './controller-client.ts';
-import { clone, type KObject } from './json.ts';
+import { clone, type KObject } from '../wire/json.ts';
 import { readinessCondition } from './pod-lifecycle.ts';
-import type { Store } from './store.ts';
+import type { Store } from '../verbs/store.ts';
 
 /** spec.terminationGracePeriodSeconds's default (the fake's defaulting sets it, as the API's does). */
 const DEFAULT_GRACE_SECONDS = 30;

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { SERVER_VERSION } from './discovery.ts';
-import { clone, isObject, type KObject } from './json.ts';
+import { clone, isObject, type KObject } from '../wire/json.ts';
 import { type Registry, type ResourceType, typesIn } from './registry.ts';
 
 /**

@@ -4,9 +4,9 @@
  * allocation, and the status a create starts with. Defaulting runs on every write, as the real
  * decoder does; allocation runs on create and is preserved on update.
  */
-import { ApiError, errors } from './errors.ts';
+import { ApiError, errors } from '../wire/errors.ts';
 import { IpAllocator, PortAllocator } from './ip-allocator.ts';
-import { clone, isObject, type KObject } from './json.ts';
+import { clone, isObject, type KObject } from '../wire/json.ts';
 import type { ResourceType } from './registry.ts';
 
 export class KindHooks {

@@ -3,7 +3,7 @@
  * /apis/<g>, /apis/<g>/<v> (openapi.ts serves /openapi). Plain (non-aggregated) discovery only;
  * kubectl falls back to it.
  */
-import type { KObject } from './json.ts';
+import type { KObject } from '../wire/json.ts';
 import { apiVersionOf, type Registry, typesIn, VERBS } from './registry.ts';
 
 export const SERVER_VERSION = {

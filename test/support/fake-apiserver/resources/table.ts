@@ -6,7 +6,7 @@
  * the rest. Rows carry the object as `?includeObject=` asks: PartialObjectMetadata by default, the
  * whole object for `Object` (what `kubectl get --sort-by` asks, to sort on its fields), none for `None`.
  */
-import type { KObject } from './json.ts';
+import type { KObject } from '../wire/json.ts';
 import { apiVersionOf, type ResourceType } from './registry.ts';
 import { formatLabelSelector } from './selectors.ts';
 

@@ -5,7 +5,7 @@
  * failure turned into the field error kube-apiserver writes. Pure: no I/O, no registry.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { clone, isObject, type KObject } from './json.ts';
+import { clone, isObject, type KObject } from '../wire/json.ts';
 
 /** One entry of a 422 Status's `details.causes`, as kube-apiserver fills it. */
 export interface FieldCause {

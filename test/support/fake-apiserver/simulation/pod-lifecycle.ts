@@ -10,11 +10,11 @@
  * Writes happen from timers, never inside a store event: a write there would reach watchers
  * before the event that caused it.
  */
-import { nowRfc3339 } from './api.ts';
+import { nowRfc3339 } from '../verbs/api.ts';
 import { type ControllerClient, controllerUid } from './controller-client.ts';
-import { IpAllocator } from './ip-allocator.ts';
-import type { KObject } from './json.ts';
-import type { Store } from './store.ts';
+import { IpAllocator } from '../resources/ip-allocator.ts';
+import type { KObject } from '../wire/json.ts';
+import type { Store } from '../verbs/store.ts';
 
 /** Between creation and Running: what the scheduler and the container runtime take. */
 export const SCHEDULING_DELAY_MS = 20;

@@ -6,8 +6,8 @@
  * server rather than in an annotation. Custom resources have no list metadata, so their lists are
  * replaced. Pure; never mutates its inputs.
  */
-import { clone, isObject, type KObject } from './json.ts';
-import { type ListMeta, PatchError, type PatchMeta } from './patch.ts';
+import { clone, isObject, type KObject } from '../wire/json.ts';
+import { type ListMeta, PatchError, type PatchMeta } from '../resources/patch.ts';
 
 type JsonMap = Record<string, any>;
 

@@ -5,9 +5,9 @@
  * writes never show up in the request log a test derives RBAC from. A write that loses a race with
  * a client (the object is gone, or changed) is dropped: the next pass works from the new state.
  */
-import type { FakeApi, Target } from './api.ts';
-import { ApiError } from './errors.ts';
-import type { KObject } from './json.ts';
+import type { FakeApi, Target } from '../verbs/api.ts';
+import { ApiError } from '../wire/errors.ts';
+import type { KObject } from '../wire/json.ts';
 
 export type TypeKey = '/pods' | 'apps/replicasets' | 'apps/deployments';
 

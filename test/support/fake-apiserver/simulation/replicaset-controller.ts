@@ -8,8 +8,8 @@
  * collector is taking them).
  */
 import { type ControllerClient, controllerRef, controllerUid } from './controller-client.ts';
-import { clone, type KObject } from './json.ts';
-import { labelSelectorMatches } from './selectors.ts';
+import { clone, type KObject } from '../wire/json.ts';
+import { labelSelectorMatches } from '../resources/selectors.ts';
 
 export function isPodReady(pod: KObject): boolean {
   return ((pod.status?.conditions ?? []) as KObject[]).some((c) => c.type === 'Ready' && c.status === 'True');
