@@ -31,6 +31,11 @@ export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: s
       default: true,
       describe: 'Serve /metrics (--no-metrics: no endpoint and no process-metrics sampling)',
     })
+    .option('tcp-fast-path', {
+      type: 'boolean',
+      default: true,
+      describe: 'Plain TCP pipes on the runtime\'s own handles where this Node has them (--no-tcp-fast-path: every TCP listener on net.Socket)',
+    })
     .option('listener-grace', { type: 'number', default: DEFAULT_LISTENER_GRACE_MS / 1000, describe: 'Seconds a listener removed by a reload keeps serving its live connections' })
     .check((argv) => {
       const port = argv['admin-port'];
@@ -59,6 +64,7 @@ export interface CommonArgs {
   drainTimeout: number;
   listenerGrace: number;
   metrics: boolean;
+  tcpFastPath: boolean;
 }
 
 export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
@@ -69,6 +75,7 @@ export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
     configEndpoint: argv.configEndpoint,
     listenerGraceMs: argv.listenerGrace * 1000,
     metrics: argv.metrics,
+    tcpFastPath: argv.tcpFastPath,
   };
 }
 

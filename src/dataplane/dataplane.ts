@@ -26,6 +26,8 @@ export interface DataPlaneOptions {
   readonly listenerGraceMs: number;
   /** Share listening ports with other worker processes (SO_REUSEPORT). */
   readonly reusePort?: boolean;
+  /** Plain TCP pipes on the runtime's own handles where it has them (tcp/raw-handles.ts). Default true. */
+  readonly tcpFastPath?: boolean;
   /** The descriptors listeners may hold; default: the process's open-file limit less what it keeps for itself. */
   readonly descriptors?: DescriptorBudget;
   /** How often idle connections are looked for, to let go of their read buffers. Default 5 s. */
@@ -184,7 +186,7 @@ export class DataPlane {
   }
 
   #listenerContext(config: ListenerConfig): ListenerContext {
-    const { log, reusePort = false } = this.#options;
+    const { log, reusePort = false, tcpFastPath = true } = this.#options;
     const budget = this.descriptors;
     const onLocalRefusal = (reason: LocalRefusal, err?: NodeJS.ErrnoException) =>
       this.#shortOfResources.note(() => ({
@@ -194,7 +196,7 @@ export class DataPlane {
         descriptorsInUse: budget.inUse,
         descriptorBudget: budget.capacity,
       }));
-    return { log, reusePort, descriptors: budget.open(), onLocalRefusal, idleReadBuffers: this.#idleReadBuffers };
+    return { log, reusePort, tcpFastPath, descriptors: budget.open(), onLocalRefusal, idleReadBuffers: this.#idleReadBuffers };
   }
 
   /** `previous`: the listener's snapshot so far, whose balancing state carries over. */

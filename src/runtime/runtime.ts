@@ -22,6 +22,8 @@ export interface RuntimeOptions {
   /** false: no /metrics and no process-metrics sampling (the data plane's counters are plain numbers either way). Default true. */
   readonly metrics?: boolean;
   readonly reusePort?: boolean;
+  /** false: every TCP listener on net.Socket, not the fast path (--no-tcp-fast-path). Default true. */
+  readonly tcpFastPath?: boolean;
   /** false: no /config (it shows every backend's address). Default true. */
   readonly configEndpoint?: boolean;
 }
@@ -66,6 +68,7 @@ export class Runtime implements ConfigTarget {
       stats: this.stats,
       listenerGraceMs: options.listenerGraceMs,
       reusePort: options.reusePort ?? false,
+      tcpFastPath: options.tcpFastPath ?? true,
       descriptors,
     });
     const serveMetrics = options.metrics ?? true;

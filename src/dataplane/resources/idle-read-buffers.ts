@@ -3,16 +3,15 @@
 // plane looks every interval for connections that read nothing since its last look, and lets go of
 // their buffers (their next read lands in the shared one, as a new connection's first read does).
 // Idleness is read off the sockets' own byte counts, so the data path does no extra work.
-import type { Socket } from 'node:net';
-import type { ReadForwarder } from './socket-reads.ts';
 
-/** One proxied connection's two sockets and what they read through. */
+/** One proxied connection's two sockets, as far as their read buffers go. */
 export interface ReadingPair {
-  readonly client: Socket;
-  /** undefined when the client socket reads through 'data' events (no buffer of ours). */
-  readonly clientReads: ReadForwarder | undefined;
-  readonly upstream: Socket;
-  readonly upstreamReads: ReadForwarder;
+  /** Bytes read so far by both sockets. */
+  activity(): number;
+  /** Bytes of read buffers of their own the two sockets hold. */
+  heldReadBytes(): number;
+  /** Lets go of both sockets' own read buffers (their next reads land in the shared one). */
+  releaseReadBuffers(): void;
 }
 
 /** The open connections of a data plane, and the timer that looks for idle ones. */
@@ -37,7 +36,7 @@ export class IdleReadBuffers {
   /** Bytes of read buffers the open connections hold. */
   heldBytes(): number {
     let bytes = 0;
-    for (const pair of this.#pairs.keys()) bytes += (pair.clientReads?.heldBytes() ?? 0) + pair.upstreamReads.heldBytes();
+    for (const pair of this.#pairs.keys()) bytes += pair.heldReadBytes();
     return bytes;
   }
 
@@ -47,11 +46,8 @@ export class IdleReadBuffers {
 
   #sweep(): void {
     for (const [pair, seen] of this.#pairs) {
-      const bytes = pair.client.bytesRead + pair.upstream.bytesRead;
-      if (bytes === seen) {
-        pair.clientReads?.releaseBuffer(pair.client);
-        pair.upstreamReads.releaseBuffer(pair.upstream);
-      }
+      const bytes = pair.activity();
+      if (bytes === seen) pair.releaseReadBuffers();
       this.#pairs.set(pair, bytes);
     }
   }

@@ -8,20 +8,20 @@
 import net from 'node:net';
 
 /** 16 KiB cost 25–38 % of bulk throughput against 64 KiB (notes/performance.md, lever 2). */
-const MAX_READ_BYTES = 64 * 1024;
-const MIN_READ_BYTES = 4 * 1024;
+export const MAX_READ_BYTES = 64 * 1024;
+export const MIN_READ_BYTES = 4 * 1024;
 
 /**
  * Every socket's first read lands in this one buffer and is copied out at once, so an idle
  * connection holds no read buffer of its own (10 000 idle connections must stay cheap). A socket
  * that went idle after carrying data is sent back here (releaseReadBuffer).
  */
-const FIRST_READ = Buffer.allocUnsafe(MAX_READ_BYTES);
+export const FIRST_READ = Buffer.allocUnsafe(MAX_READ_BYTES);
 /**
  * Each release leaves a few dozen bytes of Node's on the socket until it closes (see
  * swapReadBuffer), so a socket is released this many times at most.
  */
-const MAX_RELEASES_PER_SOCKET = 32;
+export const MAX_RELEASES_PER_SOCKET = 32;
 
 export interface ReadForwarder {
   /** Where the next read goes; Node calls it once at start and after every read. */
@@ -60,7 +60,7 @@ export function createReadForwarder(to: net.Socket, count: (bytes: number) => vo
       count(bytes);
       if (buffer === FIRST_READ) {
         const flowing = to.write(Buffer.copyBytesFrom(buffer, 0, bytes));
-        next = Buffer.allocUnsafe(Math.min(MAX_READ_BYTES, Math.max(MIN_READ_BYTES, 2 * bytes)));
+        next = ownReadBuffer(bytes);
         return flowing;
       }
       const flowing = to.write(buffer.subarray(0, bytes));
@@ -69,6 +69,11 @@ export function createReadForwarder(to: net.Socket, count: (bytes: number) => vo
       return flowing;
     },
   };
+}
+
+/** A socket's first buffer of its own, after a first read of `bytes` into FIRST_READ. */
+export function ownReadBuffer(bytes: number) {
+  return Buffer.allocUnsafe(Math.min(MAX_READ_BYTES, Math.max(MIN_READ_BYTES, 2 * bytes)));
 }
 
 /** `forwarder`, with every read also shown to `alsoTo` first (which must copy what it keeps: the buffer is reused). */

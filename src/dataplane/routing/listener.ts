@@ -13,6 +13,8 @@ export interface ListenerContext {
   readonly log: Logger;
   /** Share listening ports with other worker processes (SO_REUSEPORT). */
   readonly reusePort: boolean;
+  /** TCP: plain pipes take the fast path where the runtime allows (tcp/raw-handles.ts). */
+  readonly tcpFastPath: boolean;
   /** The listener's share of the process's file descriptors; its listening socket is counted. */
   readonly descriptors: DescriptorAccount;
   /** A new connection or session was refused for want of local resources (logged, throttled). */

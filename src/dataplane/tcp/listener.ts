@@ -1,5 +1,10 @@
 // One TCP listener: accepts, picks a backend, connects with a timeout and fails over, then joins the
 // two sockets. Reloads swap the routing snapshot; live connections keep the one they started with.
+// Plain pipes take the fast path (raw-handles.ts, fast-pipe.ts): accepts taken on their bare
+// handles, both sides joined without `net.Socket`. The `net.Socket` path (pipe.ts) remains for what
+// the fast path does not do — mirroring, backends named by host name, failOnReset and
+// firstByteTimeoutMs — and for every listener where the runtime lacks the internals it needs, or
+// with --no-tcp-fast-path (CANARY_L4_TCP_FAST_PATH=false).
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
@@ -8,21 +13,42 @@ import { joinSockets, upstreamReads } from './pipe.ts';
 import { teeReads } from '../resources/socket-reads.ts';
 import { TcpMirrorLeg } from './mirror.ts';
 import { clientAddressHash } from '../choice/affinity.ts';
-import { FlowLifetimes } from '../routing/lifetimes.ts';
+import { FlowLifetimes, type LiveFlow } from '../routing/lifetimes.ts';
 import { noDelayOnListener } from '../resources/listener-options.ts';
 import { TCP_CONNECTION_DESCRIPTORS } from '../resources/descriptor-budget.ts';
+import type { ReadingPair } from '../resources/idle-read-buffers.ts';
 import { openMirrorLeg } from '../routing/mirror.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from '../routing/listener.ts';
+import { RAW_TCP_AVAILABLE, RAW_TCP_REQUIREMENTS, connectTo, takeAccepts, type AcceptedHandle } from './raw-handles.ts';
+import { FastLeg, FastTcpConnection } from './fast-pipe.ts';
+
+/** Whether new connections of this snapshot can take the fast path (what it does not do: see the header). */
+export function fitsFastPath(snapshot: ListenerSnapshot): boolean {
+  const { config } = snapshot;
+  return (
+    snapshot.mirror === null &&
+    config.failOnReset !== true &&
+    (config.firstByteTimeoutMs ?? 0) === 0 &&
+    snapshot.backends.every((backend) => net.isIP(backend.config.host) !== 0)
+  );
+}
 
 export class TcpListener implements Listener {
   readonly #server: net.Server;
   readonly #log: Logger;
   readonly #context: ListenerContext;
-  readonly #connections = new Set<net.Socket>();
-  readonly #drain = new Drain(this.#connections, (socket) => socket.destroy());
+  /** Accepted clients (a net.Socket, or a FastLeg on the fast path) until they close. */
+  readonly #connections = new Set<{ destroy(): void }>();
+  readonly #drain = new Drain(this.#connections, (client) => client.destroy());
   /** The established connections, for maxConnectionAgeMs, rebalances and drains of removed backends. */
   readonly #lifetimes: FlowLifetimes;
   #snapshot: ListenerSnapshot;
+  /** Accepts are taken on bare handles (takeAccepts): maxConnections is then checked here. */
+  #takesAccepts = false;
+  /** The current snapshot's new connections take the fast path. */
+  #fast = false;
+  /** Accepted sockets inherit TCP_NODELAY from the listening one (noDelayOnListener). */
+  #noDelayInherited = true;
 
   constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
@@ -37,6 +63,11 @@ export class TcpListener implements Listener {
     this.#applyCap();
   }
 
+  /** Whether new connections take the fast path (raw-handles.ts) rather than `net.Socket`s. */
+  get fastPath(): boolean {
+    return this.#fast;
+  }
+
   get activeConnections(): number {
     return this.#connections.size;
   }
@@ -45,7 +76,10 @@ export class TcpListener implements Listener {
     const { config } = this.#snapshot;
     return bindListener(this.#server, config, this.#log, (onBound) =>
       this.#server.listen(listenOptions(config.listen, this.#context.reusePort), () => {
-        noDelayOnListener(this.#server);
+        this.#noDelayInherited = noDelayOnListener(this.#server);
+        if (this.#context.tcpFastPath && RAW_TCP_AVAILABLE) this.#takesAccepts = takeAccepts(this.#server, (handle) => this.#take(handle));
+        if (this.#context.tcpFastPath && !this.#takesAccepts) warnFastPathUnavailable(this.#log);
+        this.#applyCap();
         onBound();
       }),
     );
@@ -67,7 +101,114 @@ export class TcpListener implements Listener {
 
   #applyCap(): void {
     const cap = this.#snapshot.config.maxConnections;
-    this.#server.maxConnections = cap > 0 ? cap : Infinity;
+    this.#server.maxConnections = cap > 0 && !this.#takesAccepts ? cap : Infinity;
+    this.#fast = this.#takesAccepts && fitsFastPath(this.#snapshot);
+  }
+
+  /** An accepted connection's bare handle: refused at the cap, joined on the fast path, or left to net (false). */
+  #take(handle: AcceptedHandle): boolean {
+    const cap = this.#snapshot.config.maxConnections;
+    if (cap > 0 && this.#connections.size >= cap) {
+      this.#snapshot.stats.refused.max_connections++;
+      new FastLeg(handle).close(false);
+      return true;
+    }
+    if (!this.#fast) return false;
+    this.#acceptFast(new FastLeg(handle));
+    return true;
+  }
+
+  #acceptFast(client: FastLeg): void {
+    const snapshot = this.#snapshot;
+    snapshot.stats.accepted++;
+    const { descriptors } = this.#context;
+    if (!descriptors.tryAcquire(TCP_CONNECTION_DESCRIPTORS)) {
+      this.#refuseLocally(() => client.close(true), snapshot, 'fd_limit');
+      return;
+    }
+    if (!this.#noDelayInherited) client.stream.setNoDelay();
+    this.#connections.add(client);
+    client.onClosed = () => {
+      this.#connections.delete(client);
+      descriptors.release(TCP_CONNECTION_DESCRIPTORS);
+    };
+    const clientHash = snapshot.config.affinity === 'clientIP' ? clientAddressHash(client.stream.peerAddress()) : -1;
+    this.#connectFast(client, snapshot, new Set(), clientHash);
+  }
+
+  /** As #connectUpstream, on bare handles: the connect's timeout, failover and passive health are the same. */
+  #connectFast(client: FastLeg, snapshot: ListenerSnapshot, tried: Set<number>, clientHash: number): void {
+    if (client.closed) return;
+    const backend = this.#pick(snapshot, tried, clientHash);
+    if (backend === undefined) return client.close(true);
+    const { host, port } = backend.config;
+    const timeoutMs = snapshot.config.connectTimeoutMs;
+    const started = performance.now();
+    const failed = (err: NodeJS.ErrnoException) => {
+      client.abandon = undefined;
+      if (this.#connectFailed(err, backend, snapshot, () => client.close(true))) this.#connectFast(client, snapshot, tried, clientHash);
+    };
+    const timer = setTimeout(() => {
+      abandon();
+      failed(connectTimeout(timeoutMs));
+    }, timeoutMs);
+    const abandon = connectTo(host, port, (code, handle) => {
+      clearTimeout(timer);
+      if (code !== null) return failed(Object.assign(new Error(`connect ${code} ${host}:${port}`), { code }));
+      client.abandon = undefined;
+      this.#established(backend, started);
+      backend.health.recordSuccess();
+      const connection: FastTcpConnection = new FastTcpConnection(backend, started, { client, upstream: new FastLeg(handle) }, clientHash, () =>
+        this.#flowClosed(connection, backend, started),
+      );
+      this.#context.idleReadBuffers.add(connection);
+      this.#lifetimes.add(connection);
+    });
+    // The client went (a drain deadline) while connecting: the attempt goes with it.
+    client.abandon = () => {
+      clearTimeout(timer);
+      abandon();
+    };
+  }
+
+  /** Chooses the next backend to try, or undefined (counted) when none is left. */
+  #pick(snapshot: ListenerSnapshot, tried: Set<number>, clientHash: number): BackendRuntime | undefined {
+    const index = chooseBackend(snapshot, tried, Date.now(), clientHash, this.#lifetimes.steering);
+    if (index === -1) {
+      snapshot.stats.refused.no_backend++;
+      return undefined;
+    }
+    tried.add(index);
+    return snapshot.backends[index]!;
+  }
+
+  /**
+   * A connect to `backend` failed: true when the next backend is to be tried. A failure of this
+   * process's own (not the backend's fault, and the next would fail the same way) refuses the client.
+   */
+  #connectFailed(err: NodeJS.ErrnoException, backend: BackendRuntime, snapshot: ListenerSnapshot, refuse: () => void): boolean {
+    if (isLocalResourceError(err)) {
+      this.#refuseLocally(refuse, snapshot, 'local_error', err);
+      return false;
+    }
+    const reason = connectErrorReason(err);
+    backend.stats.connectErrors[reason]++;
+    this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message);
+    return true;
+  }
+
+  #established(backend: BackendRuntime, started: number): void {
+    const { stats } = backend;
+    stats.connectDuration.observe((performance.now() - started) / 1000);
+    stats.connections++;
+    stats.active++;
+  }
+
+  #flowClosed(connection: LiveFlow & ReadingPair, backend: BackendRuntime, started: number): void {
+    this.#context.idleReadBuffers.delete(connection);
+    this.#lifetimes.delete(connection);
+    backend.stats.active--;
+    backend.stats.sessionDuration.observe((performance.now() - started) / 1000);
   }
 
   #accept(client: net.Socket): void {
@@ -75,7 +216,7 @@ export class TcpListener implements Listener {
     snapshot.stats.accepted++;
     const { descriptors } = this.#context;
     if (!descriptors.tryAcquire(TCP_CONNECTION_DESCRIPTORS)) {
-      this.#refuseLocally(client, snapshot, 'fd_limit');
+      this.#refuseLocally(() => client.resetAndDestroy(), snapshot, 'fd_limit');
       return;
     }
     this.#connections.add(client);
@@ -93,14 +234,11 @@ export class TcpListener implements Listener {
 
   #connectUpstream(client: net.Socket, snapshot: ListenerSnapshot, tried: Set<number>, clientHash: number, joined: () => void): void {
     if (client.destroyed) return;
-    const index = chooseBackend(snapshot, tried, Date.now(), clientHash, this.#lifetimes.steering);
-    if (index === -1) {
-      snapshot.stats.refused.no_backend++;
+    const backend = this.#pick(snapshot, tried, clientHash);
+    if (backend === undefined) {
       client.resetAndDestroy();
       return;
     }
-    tried.add(index);
-    const backend = snapshot.backends[index]!;
     const { config } = snapshot;
     const started = performance.now();
     const mirrorRoute = snapshot.mirror !== null && snapshot.mirror.take(backend) ? snapshot.mirror : null;
@@ -128,43 +266,31 @@ export class TcpListener implements Listener {
       clearTimeout(timer);
       client.off('close', abandon);
       if (client.destroyed) return;
-      // Not the backend's fault, and the next backend would fail the same way.
-      if (isLocalResourceError(err)) return this.#refuseLocally(client, snapshot, 'local_error', err);
-      const reason = connectErrorReason(err);
-      backend.stats.connectErrors[reason]++;
-      this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message);
-      this.#connectUpstream(client, snapshot, tried, clientHash, joined);
+      if (this.#connectFailed(err, backend, snapshot, () => client.resetAndDestroy())) this.#connectUpstream(client, snapshot, tried, clientHash, joined);
     });
     upstream.once('connect', () => {
       clearTimeout(timer);
       client.off('close', abandon);
       upstream.removeAllListeners('error');
-      const { stats } = backend;
-      stats.connectDuration.observe((performance.now() - started) / 1000);
-      stats.connections++;
-      stats.active++;
+      this.#established(backend, started);
       if (config.failOnReset || (config.firstByteTimeoutMs ?? 0) > 0) this.#judgeByFirstByte(backend, upstream, snapshot);
       else backend.health.recordSuccess();
       joined();
-      const { idleReadBuffers } = this.#context;
-      const lifetimes = this.#lifetimes;
       if (mirrorRoute !== null) mirror = openMirrorLeg(mirrorRoute, this.#context.descriptors, (release) => new TcpMirrorLeg(mirrorRoute, config.connectTimeoutMs, release));
       const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, () => {
-        idleReadBuffers.delete(connection);
-        lifetimes.delete(connection);
-        stats.active--;
-        stats.sessionDuration.observe((performance.now() - started) / 1000);
+        this.#flowClosed(connection, backend, started);
         mirror?.realClosed();
       }, mirror);
-      idleReadBuffers.add(connection);
-      lifetimes.add(connection);
+      this.#context.idleReadBuffers.add(connection);
+      this.#lifetimes.add(connection);
     });
   }
 
-  #refuseLocally(client: net.Socket, snapshot: ListenerSnapshot, reason: LocalRefusal, err?: NodeJS.ErrnoException): void {
+  /** `reset` resets the client's connection. */
+  #refuseLocally(reset: () => void, snapshot: ListenerSnapshot, reason: LocalRefusal, err?: NodeJS.ErrnoException): void {
     snapshot.stats.refused[reason]++;
     this.#context.onLocalRefusal(reason, err);
-    client.resetAndDestroy();
+    reset();
   }
 
   /**
@@ -208,6 +334,19 @@ export class TcpListener implements Listener {
       );
     }
   }
+}
+
+let warnedUnavailable = false;
+
+/** Once per process, where this runtime lacks what the fast path needs. */
+function warnFastPathUnavailable(log: Logger): void {
+  if (warnedUnavailable) return;
+  warnedUnavailable = true;
+  const missing = RAW_TCP_REQUIREMENTS.filter((requirement) => !requirement.present).map((requirement) => requirement.name);
+  log.warn(
+    { missing: missing.length > 0 ? missing : ["a listening net.Server's _handle.onconnection"] },
+    `TCP fast path unavailable on Node ${process.version}: TCP listeners use net.Socket (slower on short connections; --no-tcp-fast-path silences this)`,
+  );
 }
 
 function connectTimeout(ms: number): NodeJS.ErrnoException {

@@ -22,13 +22,13 @@ export interface PipeCounters {
  * before the socket is closed anyway. Closing while the client's bytes sit unread would send a
  * reset, which can discard replies the client has not read yet (nginx's lingering_close).
  */
-const LINGER_MS = 5_000;
+export const LINGER_MS = 5_000;
 /**
  * The longest a graceful end takes, from its start: a backend that never closes its side after our
  * FIN (heartbeats keep the idle timeout away), or a client that never takes the rest of the
  * replies, would otherwise hold the connection open, the client's writes unread, for good.
  */
-const GRACEFUL_END_MS = 30_000;
+export const GRACEFUL_END_MS = 30_000;
 
 /** The `onread` option for the upstream socket: its reads go straight to the client. */
 export function upstreamReads(client: Socket, counters: PipeCounters): ReadForwarder {
@@ -61,6 +61,15 @@ export class TcpConnection extends LiveFlow implements ReadingPair {
   /** Every byte either way was read by one of the two sockets. */
   override activity(): number {
     return this.client.bytesRead + this.upstream.bytesRead;
+  }
+
+  heldReadBytes(): number {
+    return (this.clientReads?.heldBytes() ?? 0) + this.upstreamReads.heldBytes();
+  }
+
+  releaseReadBuffers(): void {
+    this.clientReads?.releaseBuffer(this.client);
+    this.upstreamReads.releaseBuffer(this.upstream);
   }
 
   override expireIdle(): void {
