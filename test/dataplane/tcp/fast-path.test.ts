@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
 import { afterEach, describe, mock, test } from 'node:test';
-import { validateConfig } from '../../../src/config/load.ts';
+import { validateConfig } from '../../../src/config/validate.ts';
 import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
 import { buildSnapshot, type BackendRuntime } from '../../../src/dataplane/routing/routing.ts';
 import { BackendStats, ListenerStats } from '../../../src/dataplane/stats/stats.ts';
