@@ -30,7 +30,8 @@ const REPLY_LINGER_MS = 1_000;
 
 /**
  * dgram looks up every destination, even an IP literal, and by default answers on a later tick.
- * Answering IP literals at once saves a deferred callback per datagram (notes/performance.md).
+ * Answering IP literals at once saves a deferred callback per connect, and per datagram where
+ * datagram-handle.ts falls back to dgram's own send.
  */
 const immediateLookup = ((hostname: string, options: dns.LookupOptions | number, callback: (err: Error | null, address: string, family: number) => void) => {
   const family = net.isIP(hostname);
