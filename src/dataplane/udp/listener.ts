@@ -15,6 +15,7 @@ import { connectErrorReason, isLocalResourceError, type LocalRefusal } from '../
 import { clientAddressHash } from '../choice/affinity.ts';
 import { FlowLifetimes, LiveFlow } from '../routing/lifetimes.ts';
 import { UdpMirrorLeg } from './mirror.ts';
+import { datagramSender, receiveDatagrams, type DatagramSender } from './datagram-handle.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
@@ -29,7 +30,8 @@ const REPLY_LINGER_MS = 1_000;
 
 /**
  * dgram looks up every destination, even an IP literal, and by default answers on a later tick.
- * Answering IP literals at once saves a deferred callback per datagram (notes/performance.md).
+ * Answering IP literals at once saves a deferred callback per connect, and per datagram where
+ * datagram-handle.ts falls back to dgram's own send.
  */
 const immediateLookup = ((hostname: string, options: dns.LookupOptions | number, callback: (err: Error | null, address: string, family: number) => void) => {
   const family = net.isIP(hostname);
@@ -39,6 +41,7 @@ const immediateLookup = ((hostname: string, options: dns.LookupOptions | number,
 
 class UdpSession extends LiveFlow {
   readonly upstream: dgram.Socket;
+  readonly toBackend: DatagramSender;
   readonly clientAddress: string;
   readonly clientPort: number;
   lastTick: number;
@@ -56,11 +59,12 @@ class UdpSession extends LiveFlow {
     this.#clientHash = clientHash;
     this.#detach = detach;
     this.upstream = upstreamSocket(backend.config.host);
+    this.toBackend = datagramSender(this.upstream);
   }
 
   /** A client datagram to the backend, once the upstream socket is connected. */
   forward(datagram: Buffer): void {
-    this.upstream.send(datagram);
+    this.toBackend.send(datagram);
   }
 
   /** The session is over: its sockets close. */
@@ -88,7 +92,7 @@ class MirroredUdpSession extends UdpSession {
   }
 
   override forward(datagram: Buffer): void {
-    this.upstream.send(datagram);
+    this.toBackend.send(datagram);
     this.mirror.send(datagram);
   }
 
@@ -110,6 +114,8 @@ function upstreamSocket(host: string): dgram.Socket {
 
 export class UdpListener implements Listener {
   readonly #socket: dgram.Socket;
+  /** Replies to clients, from the listening socket. */
+  readonly #toClients: DatagramSender;
   readonly #log: Logger;
   readonly #context: ListenerContext;
   /** Client address → client port → session: two small lookups instead of building a string key per datagram. */
@@ -131,7 +137,8 @@ export class UdpListener implements Listener {
     const type = host === undefined || net.isIPv6(host) ? 'udp6' : 'udp4';
     // With reusePort the kernel hashes each client address to one worker, so a flow stays on one.
     this.#socket = dgram.createSocket({ type, ipv6Only: false, reusePort: context.reusePort, lookup: immediateLookup });
-    this.#socket.on('message', (msg, rinfo) => this.#onClientDatagram(msg, rinfo.address, rinfo.port));
+    this.#toClients = datagramSender(this.#socket);
+    receiveDatagrams(this.#socket, (msg, sender) => this.#onClientDatagram(msg, sender.address, sender.port));
   }
 
   get activeConnections(): number {
@@ -249,12 +256,12 @@ export class UdpListener implements Listener {
       session.lastTick = this.#tick;
       backend.stats.datagramsToClient++;
       backend.stats.bytesToClient += reply.length;
-      this.#socket.send(reply, session.clientPort, session.clientAddress);
+      this.#toClients.sendTo(reply, session.clientPort, session.clientAddress);
       if (++session.replies === 1) backend.stats.sessionsReplied++;
       if (responses > 0 && session.replies >= responses) this.#end(session);
     };
     const compared = mirror !== undefined && route?.config.compare === 'replies';
-    upstream.on('message', compared ? (reply: Buffer) => {
+    receiveDatagrams(upstream, compared ? (reply: Buffer) => {
       mirror.stableReply(reply);
       relay(reply);
     } : relay);

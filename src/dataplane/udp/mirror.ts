@@ -4,12 +4,14 @@
 import type dgram from 'node:dgram';
 import { ReplyPairing, type MirrorRoute } from '../routing/mirror.ts';
 import type { MirrorCounts } from '../stats/stats.ts';
+import { datagramSender, receiveDatagrams, type DatagramSender } from './datagram-handle.ts';
 
 /** Datagrams held while the leg's socket connects; past this the leg is dropped. */
 const MAX_PENDING_DATAGRAMS = 64;
 
 export class UdpMirrorLeg {
   readonly #socket: dgram.Socket;
+  readonly #sender: DatagramSender;
   readonly #counts: MirrorCounts;
   readonly #pairing: ReplyPairing | null;
   readonly #release: () => void;
@@ -21,24 +23,25 @@ export class UdpMirrorLeg {
   /** `socket`: a new unconnected one for the leg; `release`: called once when it is closed. */
   constructor(route: MirrorRoute, socket: dgram.Socket, release: () => void) {
     this.#socket = socket;
+    this.#sender = datagramSender(socket);
     this.#counts = route.counts;
     this.#pairing = route.config.compare === 'replies' ? new ReplyPairing(route.counts) : null;
     this.#release = release;
     const pairing = this.#pairing;
-    socket.on('message', pairing === null ? () => {} : (reply) => pairing.mirrorReply(reply));
+    receiveDatagrams(socket, pairing === null ? () => {} : (reply) => pairing.mirrorReply(reply));
     socket.on('error', () => this.#drop());
     const { host, port } = route.backend.config;
     socket.connect(port, host, (err?: Error) => {
       if (err) return this.#drop();
       const pending = this.#pending;
       this.#pending = null;
-      if (pending !== null && this.#open) for (const datagram of pending) socket.send(datagram);
+      if (pending !== null && this.#open) for (const datagram of pending) this.#sender.send(datagram);
     });
   }
 
   send(datagram: Buffer): void {
     if (!this.#open || this.#finishing) return;
-    if (this.#pending === null) this.#socket.send(datagram);
+    if (this.#pending === null) this.#sender.send(datagram);
     else if (this.#pending.length < MAX_PENDING_DATAGRAMS) this.#pending.push(datagram);
     else this.#drop();
   }
