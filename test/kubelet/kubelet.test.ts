@@ -21,6 +21,7 @@ server.listen(Number(process.env.ADMIN_PORT), '127.0.0.1', () => console.log(JSO
   env: { POD: process.env.POD, NS: process.env.NS, IP: process.env.IP, STATE: process.env.STATE, KUBECONFIG: process.env.KUBECONFIG, EXTRA: process.env.EXTRA },
 })));
 if (process.env.EXIT_AFTER_MS) setTimeout(() => process.exit(3), Number(process.env.EXIT_AFTER_MS));
+if (process.env.DRAIN_MS) process.on('SIGTERM', () => setTimeout(() => process.exit(0), Number(process.env.DRAIN_MS)));
 `;
 
 describe('the kubelet simulation', { timeout: 60_000 }, () => {
@@ -125,6 +126,18 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
     await waitFor(async () => (await pods()).some((pod) => pod.metadata?.name?.startsWith('missing-') && pod.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff'), 'ImagePullBackOff', 10_000);
     assert.ok(!(await pods()).some((pod) => pod.metadata?.name?.startsWith('missing-') && ready(pod)));
     await apps.deleteNamespacedDeployment({ name: 'missing', namespace: 'default' });
+  });
+
+  it('lists a deleted pod\'s process as running until it has exited (a proxy drains after SIGTERM)', async () => {
+    const single = deployment('drainy', 'tiny:1', { DRAIN_MS: '1500' });
+    await apps.createNamespacedDeployment({ namespace: 'default', body: { ...single, spec: { ...single.spec!, replicas: 1 } } });
+    await waitFor(async () => (await pods()).some((pod) => pod.metadata?.name?.startsWith('drainy-') && ready(pod)), 'a Ready pod', 10_000);
+    const [name] = kubelet.running().filter((pod) => pod.startsWith('drainy-'));
+    await core.deleteNamespacedPod({ name: name!, namespace: 'default' });
+    await waitFor(async () => !(await pods()).some((pod) => pod.metadata?.name === name), 'the pod gone from the API', 5_000);
+    assert.ok(kubelet.running().includes(name!), 'still running: its process drains');
+    await waitFor(() => !kubelet.running().includes(name!), 'its process to exit', 5_000);
+    await apps.deleteNamespacedDeployment({ name: 'drainy', namespace: 'default' });
   });
 
   it('leaves Deployments without the label alone, and ends every process of a deleted Deployment', async () => {

@@ -313,8 +313,8 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
     }, 'the proxy rolled to the new image', 30_000);
     assert.equal((await deployment('canary-l4-api-v2'))?.spec?.template.spec?.containers[0]?.image, IMAGE_2, 'every proxy rolls');
     // The pods share this host's port (SO_REUSEPORT), unlike pods in a cluster: an old proxy still
-    // draining would reset what the kernel had queued on its listener as it closes it. Seen once
-    // under load; the split is the new proxy's, once the old one is gone.
+    // draining would reset what the kernel had queued on its listener as it closes it. The split is
+    // the new proxy's, once the old one's process has exited.
     await waitFor(() => kubelet.running().filter((name) => name.startsWith('canary-l4-web-v2-')).length === 1, 'the old proxy process ended', 15_000);
     assert.deepEqual(await split(WEB_TARGET_PORT, 10), { stable: 8, canary: 2 });
   });

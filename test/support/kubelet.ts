@@ -19,7 +19,8 @@
  * The pod is Running with a `podIP` from `podNet` once its process starts, and Ready (condition
  * and containerStatuses) while its readiness probe (httpGet) answers 2xx. A process that exits is
  * restarted (restartCount, CrashLoopBackOff meanwhile); an image `images` does not know is
- * `ImagePullBackOff`. A deleted Pod's process gets SIGTERM (SIGKILL after 5 s).
+ * `ImagePullBackOff`. A deleted Pod's process gets SIGTERM (SIGKILL after 5 s) and counts as running
+ * until it has exited, as a draining proxy still holds its ports.
  *
  * It is independent of the code under test: client-node informers and node:child_process only.
  */
@@ -69,7 +70,7 @@ interface Running {
 }
 
 export interface Kubelet {
-  /** Names of the pods whose processes run now. */
+  /** Names of the pods whose processes run now, a deleted pod's until its process has exited. */
   running(): string[];
   /** What a pod's process printed (stdout and stderr, the last 64 KiB). */
   output(pod: string): string;
@@ -91,6 +92,8 @@ class KubeletSimulation implements Kubelet {
   readonly #watched: { readonly deployments: ListWatch<V1Deployment>; readonly pods: ListWatch<V1Pod> };
   readonly #synced: Promise<void>[] = [];
   readonly #running = new Map<string, Running>();
+  /** Deleted pods whose processes are still ending (SIGTERM: a proxy drains), until they exit. */
+  readonly #terminating = new Map<string, Running>();
   readonly #dir = mkdtempSync(join(tmpdir(), 'kubelet-'));
   #nextIp = 1;
   #nextPod = 0;
@@ -100,7 +103,7 @@ class KubeletSimulation implements Kubelet {
 
   /** A test that dies before stop() must not leave its pods' processes running (holding ports). */
   readonly #killAllOnExit = () => {
-    for (const run of this.#running.values()) run.child?.kill('SIGKILL');
+    for (const run of [...this.#running.values(), ...this.#terminating.values()]) run.child?.kill('SIGKILL');
   };
 
   constructor(options: KubeletOptions) {
@@ -122,7 +125,7 @@ class KubeletSimulation implements Kubelet {
   }
 
   running(): string[] {
-    return [...this.#running.entries()].filter(([, run]) => run.child !== undefined).map(([key]) => key.split('/')[1]!).sort();
+    return [...this.#running.entries(), ...this.#terminating.entries()].filter(([, run]) => run.child !== undefined).map(([key]) => key.split('/')[1]!).sort();
   }
 
   output(pod: string): string {
@@ -134,7 +137,7 @@ class KubeletSimulation implements Kubelet {
     this.#stopped = true;
     await Promise.all([this.#watched.deployments.stop(), this.#watched.pods.stop()]);
     await this.#sync.idle;
-    await Promise.all([...this.#running.values()].map((run) => this.#kill(run)));
+    await Promise.all([...this.#running.values(), ...this.#terminating.values()].map((run) => this.#kill(run)));
     process.off('exit', this.#killAllOnExit);
     rmSync(this.#dir, { recursive: true, force: true });
   }
@@ -152,7 +155,8 @@ class KubeletSimulation implements Kubelet {
     for (const [key, run] of this.#running) {
       if (live.has(key)) continue;
       this.#running.delete(key);
-      void this.#kill(run);
+      this.#terminating.set(key, run);
+      void this.#kill(run).finally(() => this.#terminating.delete(key));
     }
     for (const deployment of this.#watched.deployments.list()) {
       if (this.#stopped || deployment.metadata?.deletionTimestamp != null) continue;
