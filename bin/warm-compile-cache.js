@@ -6,6 +6,7 @@
 
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
 const SOURCES = new URL('../src/', import.meta.url);
@@ -25,7 +26,7 @@ const modules = readdirSync(SOURCES, { recursive: true, encoding: 'utf8' })
 for (const path of modules) await import(new URL(path, SOURCES).href);
 
 for (const [entry, args] of [[CLI, ['--help']], [PLUGIN, ['--help']]]) {
-  execFileSync(process.execPath, [...process.execArgv, new URL(entry, SOURCES).pathname, ...args], { stdio: 'ignore' });
+  execFileSync(process.execPath, [...process.execArgv, fileURLToPath(new URL(entry, SOURCES)), ...args], { stdio: 'ignore' });
 }
 await new Promise((resolve, reject) => {
   const thread = new Worker(new URL(PARSE_THREAD, SOURCES), { workerData: { text: 'listeners: []', source: 'warm-compile-cache' } });

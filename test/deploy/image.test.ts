@@ -135,7 +135,7 @@ describe('deploy/Dockerfile', () => {
       run(process.execPath, [...nodeCommand.slice(1), ...args], { cwd: imageDir, env: { ...env, NODE_ENV: 'production' }, timeout: 30_000 });
 
     before(async () => {
-      imageDir = await mkdtemp(join(tmpdir(), 'canary-l4-image-'));
+      imageDir = await mkdtemp(join(tmpdir(), 'canary-l4 image-'));
       for (const source of stages.flatMap(contextSources)) await cp(join(projectDir, source), join(imageDir, source), { recursive: true });
       const [install = ''] = instructions(dependencyStage, 'RUN');
       const [npm = '', ...npmArgs] = install.split(/\s+/);
