@@ -187,8 +187,11 @@ export interface PortStatus {
   readonly proxyPort: number;
   /** The canary weight the spec asks for; a port of the Service the spec does not list: 0 (100 % stable). */
   readonly weight: number;
-  /** The canary weight a `--weight` flag of the proxy imposes instead, or null. */
-  readonly override: number | null;
+  /**
+   * The canary weight a `--weight` flag of the proxy imposes instead, or null. Written as null, it
+   * reads back absent: kube-apiserver's merge patch keeps no null keys in the objects of a list.
+   */
+  readonly override?: number | null;
   /** The canary weight the data plane applies: override ?? weight, unless a side has no Ready pod
    * (then that side gets no new traffic). Absent in statuses written before 0.2. */
   readonly served?: number;
@@ -235,16 +238,16 @@ export interface SignalCounts {
 export interface SignalResult {
   /** connectErrorRate, resetRate, connectLatencyP99, udpReplyRate, mirrorMismatchRate, mirrorErrorRate, canaryShare. */
   readonly name: string;
-  /** null: no sample on that side. */
-  readonly canary: number | null;
-  readonly stable: number | null;
+  /** null: no sample on that side (written as null, it reads back absent, as override does). */
+  readonly canary?: number | null;
+  readonly stable?: number | null;
   /** The threshold as written, e.g. `max 0.01, maxAboveStable 0.005`. */
   readonly threshold: string;
   readonly verdict: Verdict;
   /** The counts judged (every interval since the last decisive one): connect errors of attempts,
    * resets of connections, flows replied of flows, connects slower than the line of connects, the
    * canary's new connections/flows of both sides'. */
-  readonly counts?: { readonly canary: SignalCounts; readonly stable: SignalCounts | null };
+  readonly counts?: { readonly canary: SignalCounts; readonly stable?: SignalCounts | null };
 }
 
 /** One side's counts summed over the intervals judged together. */

@@ -46,7 +46,7 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   else lines.push(formatTable(['SERVICE', 'PORT', 'PROXY PORT', 'CONFIGURED', 'SERVED', 'ACHIEVED STABLE', 'ACHIEVED CANARY', 'CANARY %', ...(stepColumn ? ['THIS STEP'] : [])],
     ports.map((port) => [
       port.service, `${port.port}/${port.protocol}`, String(port.proxyPort),
-      `${port.weight}%${port.override === null ? '' : ` (--weight ${port.override}%)`}`, port.served === undefined ? '-' : `${port.served}%`,
+      `${port.weight}%${port.override == null ? '' : ` (--weight ${port.override}%)`}`, port.served === undefined ? '-' : `${port.served}%`,
       value(port.achieved?.stable), value(port.achieved?.canary), port.achieved === undefined ? '-' : `${port.achieved.canaryPercent}%`,
       ...(stepColumn ? [stepShare(port.achievedStep, status.currentStep)] : []),
     ])));
@@ -62,7 +62,7 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
     lines.push(`Analysis: ${analysis.verdict} at ${analysis.at}, ${analysis.samples} canary samples, ${analysis.replicas} replica(s), ${analysis.failures} failed in a row${spec.analysis?.failureLimit === undefined ? '' : ` (limit ${spec.analysis.failureLimit})`}: ${analysis.message}`);
     if (analysis.signals.length > 0) {
       // The counts judged (every interval since the last decisive one), then the rate they make.
-      const side = (counts: SignalCounts | null | undefined, rate: number | null) => (counts == null ? value(rate) : `${counts.count} of ${counts.of} (${value(rate)})`);
+      const side = (counts: SignalCounts | null | undefined, rate: number | null | undefined) => (counts == null ? value(rate) : `${counts.count} of ${counts.of} (${value(rate)})`);
       const confidence = analysis.confidence === undefined ? '' : ` (${Math.round(analysis.confidence * 1000) / 10} % confidence)`;
       lines.push(formatTable(['SIGNAL', 'CANARY', 'STABLE', 'THRESHOLD', 'VERDICT'],
         analysis.signals.map((signal) => [signal.name, side(signal.counts?.canary, signal.canary), side(signal.counts?.stable, signal.stable), `${signal.threshold}${confidence}`, signal.verdict])));

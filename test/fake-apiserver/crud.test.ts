@@ -1,7 +1,7 @@
 /** CRUD, selectors, patches, status subresource and finalizers through the real client-node over HTTP. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AppsV1Api, CoordinationV1Api, KubernetesObjectApi, PatchStrategy, setHeaderOptions, Watch, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, KubernetesObjectApi, PatchStrategy, setHeaderOptions, V1MicroTime, Watch, type V1Pod } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { apiError, clients, CR, startFakeWithCrd, svc } from './helpers.ts';
 
@@ -152,6 +152,28 @@ describe('update', () => {
     assert.equal(e.body.message, 'Operation cannot be fulfilled on configmaps "upd": the object has been modified; please apply your changes to the latest version and try again');
   });
 
+  // The three below are what a real control plane answered where this fake once did otherwise.
+  it('a pod\'s spec cannot change but for images (and a few fields); its labels can (422 Forbidden, as kube-apiserver)', async () => {
+    const pod = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'fixed' }, spec: { containers: [{ name: 'app', image: 'app:1', ports: [{ containerPort: 80 }] }] } } });
+    const e = await apiError(core.replaceNamespacedPod({ name: 'fixed', namespace: ns, body: { ...pod, spec: { ...pod.spec!, containers: [{ ...pod.spec!.containers[0]!, ports: [{ name: 'http', containerPort: 80 }] }] } } }));
+    assert.equal(e.code, 422);
+    assert.match(e.body.message, /^Pod "fixed" is invalid: spec: Forbidden: pod updates may not change fields other than `spec.containers\[\*\].image`/);
+    const relabelled = await core.patchNamespacedPod({ name: 'fixed', namespace: ns, body: { metadata: { labels: { app: 'x' } }, spec: { containers: [{ name: 'app', image: 'app:2' }] } } }, strategic);
+    assert.equal(relabelled.spec?.containers[0]?.image, 'app:2');
+    const bound = await core.patchNamespacedPod({ name: 'fixed', namespace: ns, body: { spec: { nodeName: 'node-a' } } }, merge);
+    assert.equal(bound.spec?.nodeName, 'node-a', 'an unbound pod may be bound');
+    assert.equal((await apiError(core.patchNamespacedPod({ name: 'fixed', namespace: ns, body: { spec: { nodeName: 'node-b' } } }, merge))).code, 422, 'but not moved');
+  });
+
+  it('a Lease\'s times are MicroTimes: six fractional digits, or 400 as kube-apiserver cannot decode it', async () => {
+    const leases = api.kubeConfig.makeApiClient(CoordinationV1Api);
+    const e = await apiError(leases.createNamespacedLease({ namespace: ns, body: { metadata: { name: 'ms' }, spec: { holderIdentity: 'a', renewTime: '2026-12-01T23:00:29.094Z' as unknown as V1MicroTime } } }));
+    assert.equal(e.code, 400);
+    assert.equal(e.body.message, 'Lease in version "v1" cannot be handled as a Lease: parsing time "2026-12-01T23:00:29.094Z" as "2006-01-02T15:04:05.000000Z07:00": cannot parse ".094Z" as ".000000"');
+    const made = await leases.createNamespacedLease({ namespace: ns, body: { metadata: { name: 'us' }, spec: { holderIdentity: 'a', renewTime: new V1MicroTime('2026-12-01T23:00:29.094Z') } } });
+    assert.equal(made.spec?.holderIdentity, 'a');
+  });
+
   it('custom resources need a resourceVersion on update (422); built-ins do not', async () => {
     const cr = await custom.createNamespacedCustomObject({ ...CR, namespace: ns, body: { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'upd' }, spec: { weight: 1 } } });
     const body = { ...cr, metadata: { name: 'upd', namespace: ns } };
@@ -165,7 +187,7 @@ describe('update', () => {
   it('leases: get, create, update (leader election path)', async () => {
     const coord = api.kubeConfig.makeApiClient(CoordinationV1Api);
     assert.equal((await apiError(coord.readNamespacedLease({ name: 'leader', namespace: ns }))).code, 404);
-    const now = new Date();
+    const now = new V1MicroTime();
     const l = await coord.createNamespacedLease({ namespace: ns, body: { metadata: { name: 'leader' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, acquireTime: now, renewTime: now, leaseTransitions: 0 } } });
     const got = await coord.readNamespacedLease({ name: 'leader', namespace: ns });
     assert.equal(got.spec!.holderIdentity, 'a');
@@ -329,6 +351,11 @@ describe('delete and finalizers', () => {
     const dry = await core.createNamespacedConfigMap({ namespace: ns, dryRun: 'All', body: { metadata: { name: 'dry' } } });
     assert.equal(dry.metadata!.name, 'dry');
     assert.equal((await apiError(core.readNamespacedConfigMap({ name: 'dry', namespace: ns }))).code, 404);
+    // With a body, kube-apiserver reads DeleteOptions from the body alone (a real control plane ignored
+    // a query gracePeriodSeconds=0 beside one): here the query's dryRun does not count.
+    const other = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'pre-body' } } });
+    await core.deleteNamespacedConfigMap({ name: 'pre-body', namespace: ns, dryRun: 'All', body: { preconditions: { uid: other.metadata!.uid! } } });
+    assert.equal((await apiError(core.readNamespacedConfigMap({ name: 'pre-body', namespace: ns }))).code, 404);
   });
 
   it('namespaces: create content, delete → Terminating → gone with its content', async () => {

@@ -163,8 +163,8 @@ export interface Kubectl {
   cleanup(): Promise<void>;
 }
 
-/** kubectl bound to `api`, with its own HOME and discovery cache so runs never share state. */
-export async function kubectlFor(api: FakeApiServer): Promise<Kubectl> {
+/** kubectl bound to an API server (its admin kubeconfig), with its own HOME and discovery cache so runs never share state. */
+export async function kubectlFor(api: { readonly kubeconfigPath: string }): Promise<Kubectl> {
   const home = await mkdtemp(join(tmpdir(), 'kubectl-home-'));
   const run = (...args: string[]) =>
     execFileAsync('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', join(home, 'cache'), ...args], {

@@ -23,6 +23,10 @@ describe('JSON merge patch (RFC 7386)', () => {
     [{ e: null }, { a: 1 }, { e: null, a: 1 }],
     [[1, 2], { a: 'b', c: null }, { a: 'b' }],
     [{}, { a: { bb: { ccc: null } } }, { a: { bb: {} } }],
+    // kube-apiserver's merge patch (evanphx/json-patch) beyond the RFC, as a real control plane
+    // answered it: the objects of a list put in place keep no null keys; null items stay.
+    [{ ports: [] }, { ports: [{ port: 80, override: null, mirror: { percent: null } }] }, { ports: [{ port: 80, mirror: {} }] }],
+    [{}, { items: [null, { a: null }] }, { items: [null, {}] }],
   ];
   for (const [target, patch, want] of cases) {
     it(`${JSON.stringify(target)} + ${JSON.stringify(patch)}`, () => assert.deepEqual(mergePatch(target, patch), want));

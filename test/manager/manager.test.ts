@@ -352,7 +352,7 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
 
   it('the managers and the proxies asked the API for exactly what deploy/ grants them', async () => {
     for (const manager of managers.filter(alive)) await stopManager(manager);
-    const used = (user: (name: string) => boolean, namespace?: (value: string) => boolean) => [...new Set(cluster.api.requests
+    const used = (user: (name: string) => boolean, namespace?: (value: string) => boolean) => [...new Set(cluster.fake.requests
       .filter((request) => user(request.user) && request.resource !== '' && (namespace === undefined || namespace(request.namespace)))
       .map((request) => `${request.verb} ${request.group || 'core'}/${request.resource}${request.subresource ? `/${request.subresource}` : ''}`))].sort();
 

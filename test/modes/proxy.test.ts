@@ -48,7 +48,7 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
       cluster = await startCluster('127.0.16.0/24');
       dir = mkdtempSync(join(tmpdir(), 'canary-l4-proxy-cli-'));
       kubeconfig = join(dir, 'kubeconfig');
-      writeProxyKubeconfig(cluster.api, kubeconfig);
+      writeProxyKubeconfig(cluster, kubeconfig);
     });
 
     after(async () => {
@@ -77,19 +77,19 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
         assert.match(metrics, /canary_l4_canary_weight\{service="web",port="8900",protocol="TCP"\} 10/);
 
         // Every request from here on hangs for a minute: the proxy's status write for this change among them.
-        const hang = cluster.api.onRequest((request) => {
-          if (request.user !== PROXY_USER && request.verb === 'patch') cluster.api.faults.setLatency(60_000);
+        const hang = cluster.fake.onRequest((request) => {
+          if (request.user !== PROXY_USER && request.verb === 'patch') cluster.fake.faults.setLatency(60_000);
         });
         await setWeight(cluster, 'web-v2', 0, 0, 20);
         hang();
-        await waitFor(() => cluster.api.requests.some((request) => request.user === PROXY_USER && request.verb === 'patch' && request.code === 0), 'a hanging write of the proxy');
+        await waitFor(() => cluster.fake.requests.some((request) => request.user === PROXY_USER && request.verb === 'patch' && request.code === 0), 'a hanging write of the proxy');
         const signalled = Date.now();
         child.kill('SIGTERM');
         assert.equal(await exited, 0);
         assert.ok(Date.now() - signalled < 5_000, `exited ${Date.now() - signalled} ms after SIGTERM`);
         assert.match(stdout, /"msg":"drained; exiting"/);
       } finally {
-        cluster.api.faults.reset();
+        cluster.fake.faults.reset();
         child.kill('SIGKILL');
       }
     });

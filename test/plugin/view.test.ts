@@ -7,9 +7,9 @@ import type { CanaryRelease, PortStatus, StepAchievedSplit } from '../../src/api
 
 const NOW = new Date('2026-12-01T12:00:00Z');
 
-function release(achievedStep: StepAchievedSplit | undefined, withSteps = true): CanaryRelease {
+function release(achievedStep: StepAchievedSplit | undefined, withSteps = true, override: { override?: number | null } = { override: null }): CanaryRelease {
   const port: PortStatus = {
-    service: 'web', port: 9000, protocol: 'TCP', proxyPort: 18080, weight: 50, override: null, served: 50,
+    service: 'web', port: 9000, protocol: 'TCP', proxyPort: 18080, weight: 50, ...override, served: 50,
     achieved: { stable: 3000, canary: 1000, canaryPercent: 25 }, ...(achievedStep === undefined ? {} : { achievedStep }),
   };
   return {
@@ -42,6 +42,15 @@ describe('kubectl canary-l4 status: the split at the step in force', () => {
     ['no counts in status', undefined, '-'],
   ] as const) {
     it(`${what}: ${shown}`, () => assert.equal(thisStep(formatStatus(release(split), NOW)), shown));
+  }
+
+  // The proxy writes override: null; the API stores it as absent (a null key in a list's object).
+  for (const [what, override, shown] of [
+    ['no override, as the API holds it (absent)', {}, /^web\s+9000\/TCP\s+18080\s+50%\s+50%/m],
+    ['no override, as written (null)', { override: null }, /^web\s+9000\/TCP\s+18080\s+50%\s+50%/m],
+    ['an override', { override: 0 }, /^web\s+9000\/TCP\s+18080\s+50% \(--weight 0%\)\s+50%/m],
+  ] as const) {
+    it(`the CONFIGURED column with ${what}`, () => assert.match(formatStatus(release(undefined, true, override), NOW), shown));
   }
 
   it('without steps there is no such column', () => {

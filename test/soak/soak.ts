@@ -96,7 +96,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const bed = await startTestbed('127.0.54.0/24', '127.0.55');
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-soak-'));
   const kubeconfig = join(dir, 'kubeconfig');
-  writeProxyKubeconfig(bed.cluster.api, kubeconfig);
+  writeProxyKubeconfig(bed.cluster, kubeconfig);
   const adminPort = await freePort();
   const faults = `${bed.cluster.api.url}/_fake/faults`;
   const fault = (route: string, body: unknown) => fetch(`${faults}/${route}`, { method: 'POST', body: JSON.stringify(body) }).then((response) => response.body?.cancel());

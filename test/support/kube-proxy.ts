@@ -1,12 +1,18 @@
 /**
- * A kube-proxy for end-to-end tests without a cluster. It watches the Services and Pods of one
- * namespace and, for every Service whose `spec.clusterIP` is a loopback address, listens on
- * `clusterIP:port` for each of its TCP and UDP ports, opening and closing listeners as Services and
- * ports come and go. Endpoints are resolved per new connection (per new session for UDP) from the
- * watch caches, as iptables rules would be: pods matching the selector (equality; an empty selector
- * matches nothing), not terminating, with a podIP and Ready=True; round robin among them. No
- * endpoint, or an upstream that refuses, resets the client (kube-proxy's REJECT). Established
- * connections keep their endpoint whatever the Service does next (conntrack).
+ * A kube-proxy for end-to-end tests. It watches the Services of one namespace (or every namespace)
+ * and, for every Service whose `spec.clusterIP` is a loopback address, listens on `clusterIP:port`
+ * for each of its TCP and UDP ports, opening and closing listeners as Services and ports come and
+ * go. Endpoints are resolved per new connection (per new session for UDP) from the watch caches,
+ * as iptables rules would be, from one of two sources:
+ *   - `endpoints: 'endpointslices'` (a real control plane): the EndpointSlices labelled with the
+ *     Service's name that the EndpointSlice controller writes, as kube-proxy reads them: the slice
+ *     port of the Service port's name and protocol, the endpoints whose `ready` is not false, or,
+ *     when none is, the `serving` terminating ones (kube-proxy's terminating fallback);
+ *   - `endpoints: 'pods'` (the default; the fake apiserver has no EndpointSlice controller): pods
+ *     matching the selector (equality; an empty selector matches nothing), not terminating, with a
+ *     podIP and Ready=True, the targetPort resolved per pod.
+ * Round robin among them. No endpoint, or an upstream that refuses, resets the client (kube-proxy's
+ * REJECT). Established connections keep their endpoint whatever the Service does next (conntrack).
  *
  * It is independent of the code under test: client-node informers, node:net and node:dgram only.
  *
@@ -21,10 +27,12 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import {
   CoreV1Api,
+  DiscoveryV1Api,
   type KubeConfig,
   type KubernetesListObject,
   type KubernetesObject,
   type ListWatch,
+  type V1EndpointSlice,
   type V1Pod,
   type V1Service,
   type V1ServicePort,
@@ -34,7 +42,10 @@ import { keepWatching, OnePassAtATime } from './watching.ts';
 
 export interface KubeProxyOptions {
   kubeConfig: KubeConfig;
-  namespace: string;
+  /** The namespace whose Services it serves; every namespace when absent. */
+  namespace?: string;
+  /** Where endpoints come from (above). Default `pods`. */
+  endpoints?: 'pods' | 'endpointslices';
   /** A UDP session ends after this long without a datagram either way. Default 30 000. */
   udpIdleTimeoutMs?: number;
 }
@@ -98,10 +109,11 @@ const INFORMER_RETRY_MS = 500;
 
 class KubeProxySimulation implements KubeProxy {
   readonly bindErrors = new Map<string, Error>();
-  readonly #namespace: string;
+  readonly #namespace: string | undefined;
   readonly #udpIdleTimeoutMs: number;
   readonly #services: ListWatch<V1Service>;
-  readonly #pods: ListWatch<V1Pod>;
+  /** Endpoints are read when a connection comes, so changes of these need no work now. */
+  readonly #endpointSource: { readonly informer: ListWatch<V1Pod> | ListWatch<V1EndpointSlice>; endpoints(svc: V1Service, port: V1ServicePort, protocol: L4Protocol): Endpoint[] };
   readonly #synced: Promise<void>[] = [];
   readonly #listeners = new Map<string, Listener>();
   readonly #counters = new Map<string, PortCounters>();
@@ -116,9 +128,19 @@ class KubeProxySimulation implements KubeProxy {
     this.#udpIdleTimeoutMs = options.udpIdleTimeoutMs ?? 30_000;
     const core = options.kubeConfig.makeApiClient(CoreV1Api);
     const ns = options.namespace;
-    this.#services = this.#informer(options.kubeConfig, `/api/v1/namespaces/${ns}/services`, () => core.listNamespacedService({ namespace: ns }), () => this.#resync());
-    // Endpoints are read when a connection comes, so pod changes need no work now.
-    this.#pods = this.#informer(options.kubeConfig, `/api/v1/namespaces/${ns}/pods`, () => core.listNamespacedPod({ namespace: ns }), () => {});
+    const path = (group: string, resource: string) => `${group}${ns === undefined ? '' : `/namespaces/${ns}`}/${resource}`;
+    this.#services = this.#informer(options.kubeConfig, path('/api/v1', 'services'),
+      () => (ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns })), () => this.#resync());
+    if (options.endpoints === 'endpointslices') {
+      const discovery = options.kubeConfig.makeApiClient(DiscoveryV1Api);
+      const slices = this.#informer(options.kubeConfig, path('/apis/discovery.k8s.io/v1', 'endpointslices'),
+        () => (ns === undefined ? discovery.listEndpointSliceForAllNamespaces() : discovery.listNamespacedEndpointSlice({ namespace: ns })), () => {});
+      this.#endpointSource = { informer: slices, endpoints: (svc, port, protocol) => sliceEndpoints(slices.list(svc.metadata!.namespace), svc, port, protocol) };
+    } else {
+      const pods = this.#informer(options.kubeConfig, path('/api/v1', 'pods'),
+        () => (ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns })), () => {});
+      this.#endpointSource = { informer: pods, endpoints: (svc, port, protocol) => podEndpoints(pods.list(svc.metadata!.namespace), svc, port, protocol) };
+    }
   }
 
   async started(): Promise<void> {
@@ -138,7 +160,7 @@ class KubeProxySimulation implements KubeProxy {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    await Promise.all([this.#services.stop(), this.#pods.stop()]);
+    await Promise.all([this.#services.stop(), this.#endpointSource.informer.stop()]);
     await this.#sync.idle;
     for (const listener of this.#listeners.values()) listener.close();
     this.#listeners.clear();
@@ -261,21 +283,8 @@ class KubeProxySimulation implements KubeProxy {
       && this.#endpoints(svc, servicePort, frontend.protocol).some((item) => item.host === endpoint.host && item.port === endpoint.port);
   }
 
-  /** Ready, non-terminating pods the selector matches, by pod name, with the port the Service targets. */
   #endpoints(svc: V1Service, servicePort: V1ServicePort, protocol: L4Protocol): Endpoint[] {
-    const selector = Object.entries(svc.spec?.selector ?? {});
-    if (selector.length === 0) return [];
-    const endpoints: Array<Endpoint & { pod: string }> = [];
-    for (const pod of this.#pods.list(this.#namespace)) {
-      const labels = pod.metadata?.labels ?? {};
-      const host = pod.status?.podIP;
-      // A terminating pod goes at once, even while still Ready: the endpoints controller drops it as
-      // soon as deletionTimestamp is set, though its containers may still answer for a while.
-      if (!selector.every(([k, v]) => labels[k] === v) || pod.metadata?.deletionTimestamp || !host || !isPodReady(pod)) continue;
-      const port = targetPortOf(pod, servicePort, protocol);
-      if (port !== undefined) endpoints.push({ host, port, pod: pod.metadata!.name! });
-    }
-    return endpoints.sort((a, b) => a.pod.localeCompare(b.pod));
+    return this.#endpointSource.endpoints(svc, servicePort, protocol);
   }
 
   // ----------------------------------------------------------------------------- data
@@ -348,6 +357,45 @@ class KubeProxySimulation implements KubeProxy {
     this.#sockets.add(socket);
     socket.once('close', () => this.#sockets.delete(socket));
   }
+}
+
+/** Ready, non-terminating pods the selector matches, by pod name, with the port the Service targets. */
+function podEndpoints(pods: readonly V1Pod[], svc: V1Service, servicePort: V1ServicePort, protocol: L4Protocol): Endpoint[] {
+  const selector = Object.entries(svc.spec?.selector ?? {});
+  if (selector.length === 0) return [];
+  const endpoints: Array<Endpoint & { pod: string }> = [];
+  for (const pod of pods) {
+    const labels = pod.metadata?.labels ?? {};
+    const host = pod.status?.podIP;
+    // A terminating pod goes at once, even while still Ready: the endpoints controller drops it as
+    // soon as deletionTimestamp is set, though its containers may still answer for a while.
+    if (!selector.every(([k, v]) => labels[k] === v) || pod.metadata?.deletionTimestamp || !host || !isPodReady(pod)) continue;
+    const port = targetPortOf(pod, servicePort, protocol);
+    if (port !== undefined) endpoints.push({ host, port, pod: pod.metadata!.name! });
+  }
+  return endpoints.sort((a, b) => a.pod.localeCompare(b.pod));
+}
+
+/**
+ * The Service port's endpoints as kube-proxy reads the EndpointSlices: ready ones, or, when none is
+ * ready, the serving ones that are terminating; sorted by address.
+ */
+function sliceEndpoints(slices: readonly V1EndpointSlice[], svc: V1Service, servicePort: V1ServicePort, protocol: L4Protocol): Endpoint[] {
+  const ready: Endpoint[] = [];
+  const terminating: Endpoint[] = [];
+  for (const slice of slices) {
+    if (slice.metadata?.labels?.['kubernetes.io/service-name'] !== svc.metadata?.name || slice.addressType !== 'IPv4') continue;
+    const port = slice.ports?.find((p) => (p.name ?? '') === (servicePort.name ?? '') && (p.protocol ?? 'TCP') === protocol)?.port;
+    if (port === undefined || port === null) continue;
+    for (const endpoint of slice.endpoints ?? []) {
+      const host = endpoint.addresses[0];
+      if (host === undefined) continue;
+      if (endpoint.conditions?.ready !== false) ready.push({ host, port });
+      else if (endpoint.conditions?.serving === true && endpoint.conditions.terminating === true) terminating.push({ host, port });
+    }
+  }
+  const chosen = ready.length > 0 ? ready : terminating;
+  return chosen.sort((a, b) => a.host.localeCompare(b.host, 'en', { numeric: true }));
 }
 
 /** A numeric targetPort as is; a named one is the pod's container port of that name and protocol. */

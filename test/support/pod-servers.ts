@@ -48,7 +48,7 @@ export interface PodServers {
 }
 
 /** One server as it should be: where, and for which pod with which answer. */
-interface Wanted {
+export interface Wanted {
   readonly ip: string;
   readonly port: number;
   readonly protocol: 'TCP' | 'UDP';
@@ -59,7 +59,7 @@ interface Wanted {
 }
 
 /** What a pod's FAKE_POD_FAULT asks of its servers. */
-interface Fault {
+export interface Fault {
   /** Percentage of TCP connections reset rather than answered. */
   readonly resetPercent: number;
   readonly udpSilent: boolean;
@@ -68,12 +68,16 @@ interface Fault {
 export const FAULT_ENV = 'FAKE_POD_FAULT';
 
 function faultOf(pod: V1Pod): Fault {
-  const value = pod.spec?.containers[0]?.env?.find((variable) => variable.name === FAULT_ENV)?.value ?? '';
+  return parseFault(pod.spec?.containers[0]?.env?.find((variable) => variable.name === FAULT_ENV)?.value ?? '');
+}
+
+/** `reset=<percent>`, `udp-silent`, or anything else: no fault. */
+export function parseFault(value: string): Fault {
   const reset = /^reset=(\d{1,3})$/.exec(value);
   return { resetPercent: reset ? Math.min(100, Number(reset[1])) : 0, udpSilent: value === 'udp-silent' };
 }
 
-interface Serving {
+export interface Serving {
   readonly owner: string;
   close(): Promise<void>;
 }
@@ -155,7 +159,7 @@ class PodServerSet implements PodServers {
   }
 }
 
-async function serveTcp(w: Wanted): Promise<Serving> {
+export async function serveTcp(w: Wanted): Promise<Serving> {
   const sockets = new Set<Socket>();
   let accepted = 0;
   const server: Server = createServer((socket) => {
@@ -180,7 +184,7 @@ async function serveTcp(w: Wanted): Promise<Serving> {
   };
 }
 
-async function serveUdp(w: Wanted): Promise<Serving> {
+export async function serveUdp(w: Wanted): Promise<Serving> {
   const socket: UdpSocket = createSocket('udp4');
   socket.on('message', (datagram, peer) => {
     if (!w.fault.udpSilent) socket.send(`${w.answer}:${datagram.toString('utf8')}`, peer.port, peer.address);

@@ -1,6 +1,8 @@
 /**
- * Pods for tests against the fake apiserver, which has no kubelet: create a Pod, then play the
- * kubelet by writing its status (phase, IP, Ready condition) through the `/status` subresource.
+ * Pods a test plays the kubelet for: create a Pod, then write its status (phase, IP, Ready
+ * condition) through the `/status` subresource. On a real API the pods are bound to a node of
+ * their own (`nodeName`, which no kubelet runs), so the scheduler leaves them be, the EndpointSlice
+ * controller finds their node, and a delete removes them at once (grace 0: no kubelet would confirm it).
  *
  * ```ts
  * const pods = new Pods(api.kubeConfig, 'default');
@@ -47,16 +49,24 @@ export function isPodReady(pod: V1Pod): boolean {
 export class Pods {
   readonly #core: CoreV1Api;
   readonly #namespace: string;
+  readonly #nodeName: string | undefined;
 
-  constructor(kubeConfig: KubeConfig, namespace = 'default') {
+  constructor(kubeConfig: KubeConfig, namespace = 'default', nodeName?: string) {
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#namespace = namespace;
+    this.#nodeName = nodeName;
   }
 
-  /** Creates a Pending pod (the fake schedules nothing). */
+  /** Creates a Pending pod (bound to the test's node, if any; the fake schedules nothing). */
   create(opts: PodOptions): Promise<V1Pod> {
     const containers = opts.containers ?? [{ name: 'app', image: 'registry.example/app:1', ...(opts.ports ? { ports: opts.ports } : {}) }];
-    return this.#core.createNamespacedPod({ namespace: this.#namespace, body: { metadata: { name: opts.name, labels: opts.labels ?? {} }, spec: { containers } } });
+    const spec = { containers, ...(this.#nodeName === undefined ? {} : { nodeName: this.#nodeName }) };
+    return this.#core.createNamespacedPod({ namespace: this.#namespace, body: { metadata: { name: opts.name, labels: opts.labels ?? {} }, spec } });
+  }
+
+  /** Sets labels (a null removes one), as a merge patch. */
+  relabel(name: string, labels: Record<string, string | null>): Promise<V1Pod> {
+    return this.#core.patchNamespacedPod({ name, namespace: this.#namespace, body: { metadata: { labels } } }, mergePatch);
   }
 
   /** Creates a pod and marks it Running and Ready at `podIP`. */
@@ -102,6 +112,6 @@ export class Pods {
   }
 
   async delete(name: string): Promise<void> {
-    await this.#core.deleteNamespacedPod({ name, namespace: this.#namespace });
+    await this.#core.deleteNamespacedPod({ name, namespace: this.#namespace, ...(this.#nodeName === undefined ? {} : { gracePeriodSeconds: 0 }) });
   }
 }

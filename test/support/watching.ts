@@ -14,7 +14,7 @@ export interface KeptWatch<T extends KubernetesObject> {
 
 /** A ListWatch that restarts after errors (client-node's stops for good) and re-watches within 1 s. */
 export function keepWatching<T extends KubernetesObject>(kubeConfig: KubeConfig, path: string, list: () => Promise<KubernetesListObject<T>>,
-  onChange: () => void, options: { readonly labelSelector?: string; readonly retryMs: number; readonly stopped: () => boolean }): KeptWatch<T> {
+  onChange: () => void, options: { readonly labelSelector?: string; readonly fieldSelector?: string; readonly retryMs: number; readonly stopped: () => boolean }): KeptWatch<T> {
   let listed!: () => void;
   const synced = new Promise<void>((resolve) => (listed = resolve));
   const listAndMark = async () => {
@@ -22,7 +22,7 @@ export function keepWatching<T extends KubernetesObject>(kubeConfig: KubeConfig,
     listed();
     return result;
   };
-  const informer = new ListWatch<T>(path, new Watch(kubeConfig), listAndMark, false, options.labelSelector, undefined, { delayFn: (ms) => sleep(Math.min(ms, 1000)) });
+  const informer = new ListWatch<T>(path, new Watch(kubeConfig), listAndMark, false, options.labelSelector, options.fieldSelector, { delayFn: (ms) => sleep(Math.min(ms, 1000)) });
   for (const event of ['add', 'update', 'delete'] as const) informer.on(event, onChange);
   informer.on('error', () => {
     void sleep(options.retryMs).then(() => {

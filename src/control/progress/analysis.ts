@@ -225,7 +225,7 @@ function shareSignals(evidence: Evidence, ports: readonly PortStatus[], affinity
 }
 
 function signalText(result: SignalResult, confidence: number): string {
-  const counts = result.counts === undefined ? `canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}` : `canary ${countsText(result.counts.canary)}, stable ${countsText(result.counts.stable)}`;
+  const counts = result.counts === undefined ? `canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}` : `canary ${countsText(result.counts.canary)}, stable ${countsText(result.counts.stable ?? null)}`;
   return `${result.name}: ${counts}, threshold ${result.threshold}, ${percentOf(confidence)}`;
 }
 

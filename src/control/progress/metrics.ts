@@ -52,8 +52,8 @@ export class ProgressMetrics {
       for (const verdict of VERDICTS) this.#verdict.set({ verdict }, analysis.verdict === verdict ? 1 : 0);
       this.#failures.set(analysis.failures);
       for (const signal of analysis.signals) {
-        if (signal.canary !== null) this.#signal.set({ signal: signal.name, side: 'canary' }, signal.canary);
-        if (signal.stable !== null) this.#signal.set({ signal: signal.name, side: 'stable' }, signal.stable);
+        if (signal.canary != null) this.#signal.set({ signal: signal.name, side: 'canary' }, signal.canary);
+        if (signal.stable != null) this.#signal.set({ signal: signal.name, side: 'stable' }, signal.stable);
       }
     }
     for (const port of status.ports) {

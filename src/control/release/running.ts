@@ -59,7 +59,7 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
   const failures = [...findings.failures, ...dropped.problems];
   const status = makeStatus(context, 'Running', null, {
     Available: allRetargeted
-      ? condition(true, ports.some((port) => port.override !== null) ? 'WeightOverridden' : 'Serving', describeServing(ports, context, takeover))
+      ? condition(true, ports.some((port) => port.override != null) ? 'WeightOverridden' : 'Serving', describeServing(ports, context, takeover))
       : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy yet'),
     Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForReadyPods', progressing.join('; ')),
     Failure: failures.length === 0 ? condition(false, 'None') : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
@@ -246,7 +246,7 @@ function describeServing(ports: readonly PortStatus[], context: Context, takeove
 
 function describeWeights(ports: readonly PortStatus[], context: Context): string {
   const weights = ports.map((port) => `${port.service}:${port.port}/${port.protocol}=${servedWeight(port)}%`
-    + (port.override === null ? '' : ` (--weight; spec ${port.weight}%)`)
+    + (port.override == null ? '' : ` (--weight; spec ${port.weight}%)`)
     + (servedWeight(port) === askedWeight(port) ? '' : ` (held: asks ${askedWeight(port)}%)`));
   const unmatched = context.options.weightOverrides
     .filter((item) => !ports.some((port) => port.service === item.service && port.port === item.port))

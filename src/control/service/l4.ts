@@ -71,7 +71,7 @@ function backendFor(port: PortStatus, role: CopyRole, services: ReadonlyMap<stri
   if (host === undefined) return [];
   const share = (weight: number): number => (role === 'canary' ? weight : 100 - weight);
   const backend = { name: role, host, port: port.port, weight: share(servedWeight(port)) };
-  return [port.override === null ? backend : { ...backend, overriddenFrom: share(port.weight) }];
+  return [port.override == null ? backend : { ...backend, overriddenFrom: share(port.weight) }];
 }
 
 function listenerFor(port: PortStatus, backends: readonly BackendConfig[], listenHost: string | undefined): ListenerConfig {

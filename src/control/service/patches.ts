@@ -82,8 +82,13 @@ function resourceVersionOf(service: V1Service): { resourceVersion?: string } {
   return resourceVersion === undefined ? {} : { resourceVersion };
 }
 
-/** RFC 7386: what the apiserver makes of `patch` applied to `target` (a null deletes its key; lists are replaced). */
+/**
+ * RFC 7386 as kube-apiserver applies it (evanphx/json-patch): a null deletes its key; a list is
+ * replaced, and the objects in it keep no null-valued keys (`ports: [{override: null}]` is stored
+ * as `ports: [{}]`).
+ */
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (Array.isArray(patch)) return patch.map(withoutNullKeys);
   if (!isPlainObject(patch)) return patch;
   const result: Record<string, unknown> = isPlainObject(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
@@ -91,6 +96,13 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
     else result[key] = applyMergePatch(result[key], value);
   }
   return result;
+}
+
+/** A value a merge patch puts in place whole: its objects' null-valued keys dropped, at any depth (null list items stay). */
+function withoutNullKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNullKeys);
+  if (!isPlainObject(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== null).map(([key, item]) => [key, withoutNullKeys(item)]));
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

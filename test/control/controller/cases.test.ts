@@ -82,7 +82,7 @@ describe('release shapes', { timeout: 30_000 }, () => {
       assert.equal(conditionOf(release, 'Failure')?.reason, 'InvalidRelease');
       assert.match(conditionOf(release, 'Failure')?.message ?? '', problem);
       assert.equal(conditionOf(release, 'Available')?.status, 'False');
-      const writes = cluster.api.requests.filter((request) => request.user === PROXY_USER && request.name === releaseName && request.verb === 'patch');
+      const writes = cluster.fake.requests.filter((request) => request.user === PROXY_USER && request.name === releaseName && request.verb === 'patch');
       assert.ok(writes.length > 0);
       assert.deepEqual(await getService(cluster, 'bad'), badBefore, 'the Service is untouched');
       assert.equal(proxy.runtime.dataplane.config.listeners.length, 0);

@@ -1,14 +1,19 @@
-// The proxy against the fake kube-apiserver, with real traffic: a fake cluster with the CRD from
-// deploy/, the proxy in this process (or as a child process, see crash.test.ts), and backends that
-// answer with their name, started on the forked and canary Services' cluster IPs (loopback
-// addresses from the fake's service CIDR: the fake runs no pods, so the test plays kube-proxy).
-// Each test file gets its own CIDR and port base so files can run in parallel.
+// The proxy against the API under test (the fake kube-apiserver, or a real control plane with
+// CANARY_L4_TEST_API=real: test/support/api-under-test.ts), with real traffic: the CRD and the proxy
+// ClusterRole from deploy/, the proxy in this process (or as a child process, see crash.test.ts)
+// with the identity a proxy has (on the real API the ServiceAccount canary-l4-proxy, bound to that
+// ClusterRole as the manager binds it), and backends that answer with their name, started on the
+// forked and canary Services' cluster IPs (loopback addresses from the Service CIDR: here the test
+// plays kube-proxy). Each test file gets its own CIDR and port base so files can run in parallel.
 
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
-import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadYaml, PatchStrategy, setHeaderOptions, type V1CustomResourceDefinition, type V1Role, type V1Service } from '@kubernetes/client-node';
+import {
+  ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadYaml, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions,
+  type V1ClusterRole, type V1CustomResourceDefinition, type V1Role, type V1Service,
+} from '@kubernetes/client-node';
 import pino from 'pino';
 import { parseAllDocuments } from 'yaml';
 import { Controller } from '../../../src/control/controller.ts';
@@ -18,14 +23,21 @@ import { makeClients } from '../../../src/kube/client.ts';
 import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
 import { askName, startTcpBackend, waitFor, type TcpBackend } from '../../support/backends.ts';
-import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
+import type { FakeApiServer, FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
+import { startApiUnderTest, type ApiUnderTest } from '../../support/api-under-test.ts';
 
 export const NAMESPACE = 'default';
-/** The proxy's bearer token: the fake records it as the user, which tells its requests from the test's. */
+/** The proxy's ServiceAccount (real API), and its bearer token on the fake, which records it as the user: it tells the proxy's requests from the test's. */
 export const PROXY_USER = 'canary-l4-proxy';
 
 export interface Cluster {
-  readonly api: FakeApiServer;
+  readonly api: ApiUnderTest;
+  /** The fake's hooks (faults, request log); throws on a real control plane (such tests skip there: onlyOnFake). */
+  readonly fake: FakeApiServer;
+  /** What a release's proxy runs with: on the real API a token of its ServiceAccount, which RBAC judges. */
+  readonly proxyKubeConfig: KubeConfig;
+  /** Who the proxy is in the API's request log. */
+  readonly proxyUser: string;
   readonly core: CoreV1Api;
   readonly apps: AppsV1Api;
   readonly custom: CustomObjectsApi;
@@ -33,20 +45,31 @@ export interface Cluster {
 }
 
 export async function startCluster(serviceCidr: string, options: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Cluster> {
-  const api = await startFakeApiServer({ serviceCidr, bookmarkIntervalMs: 1000, ...options });
-  // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys and defaults.
-  const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'));
-  await api.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
-  return {
-    api, core: api.kubeConfig.makeApiClient(CoreV1Api), apps: api.kubeConfig.makeApiClient(AppsV1Api), custom: api.kubeConfig.makeApiClient(CustomObjectsApi), stop: () => api.stop(),
-  };
+  const api = await startApiUnderTest(serviceCidr, { bookmarkIntervalMs: 1000, ...options });
+  try {
+    // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys and defaults.
+    const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'));
+    await api.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
+    const proxy = api.real === undefined ? fakeProxyKubeConfig(api.url) : await realProxyKubeConfig(api);
+    return {
+      api, proxyKubeConfig: proxy, proxyUser: api.real === undefined ? PROXY_USER : `system:serviceaccount:${NAMESPACE}:${PROXY_USER}`,
+      get fake(): FakeApiServer {
+        if (api.fake === undefined) throw new Error('this test needs the fake apiserver (its faults or request log): mark it onlyOnFake');
+        return api.fake;
+      },
+      core: api.kubeConfig.makeApiClient(CoreV1Api), apps: api.kubeConfig.makeApiClient(AppsV1Api), custom: api.kubeConfig.makeApiClient(CustomObjectsApi), stop: () => api.stop(),
+    };
+  } catch (err) {
+    await api.stop();
+    throw err;
+  }
 }
 
-/** A kubeconfig for the proxy: the fake's server, the proxy's own token. */
-export function proxyKubeConfig(api: FakeApiServer): KubeConfig {
+/** On the fake: its server, the proxy's own token (any token is accepted, and names the user). */
+function fakeProxyKubeConfig(url: string): KubeConfig {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
-    clusters: [{ name: 'fake', server: api.url, skipTLSVerify: true }],
+    clusters: [{ name: 'fake', server: url, skipTLSVerify: true }],
     users: [{ name: PROXY_USER, token: PROXY_USER }],
     contexts: [{ name: 'fake', cluster: 'fake', user: PROXY_USER, namespace: NAMESPACE }],
     currentContext: 'fake',
@@ -54,8 +77,25 @@ export function proxyKubeConfig(api: FakeApiServer): KubeConfig {
   return kubeConfig;
 }
 
-export function writeProxyKubeconfig(api: FakeApiServer, path: string): void {
-  writeFileSync(path, proxyKubeConfig(api).exportConfig());
+/** On the real API: the ClusterRole from deploy/, bound in the namespace to a ServiceAccount as the manager binds it; its token. */
+async function realProxyKubeConfig(api: ApiUnderTest): Promise<KubeConfig> {
+  const documents = parseAllDocuments(readFileSync(new URL('../../../deploy/proxy-rbac.yaml', import.meta.url), 'utf8')).map((doc) => doc.toJS() as V1ClusterRole);
+  const rbac = api.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  for (const role of documents.filter((doc) => doc?.kind === 'ClusterRole')) await rbac.createClusterRole({ body: role });
+  await api.kubeConfig.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace: NAMESPACE, body: { metadata: { name: PROXY_USER } } });
+  await rbac.createNamespacedRoleBinding({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: PROXY_USER },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'canary-l4-proxy' },
+      subjects: [{ kind: 'ServiceAccount', name: PROXY_USER, namespace: NAMESPACE }],
+    },
+  });
+  return api.real!.serviceAccountKubeConfig(NAMESPACE, PROXY_USER);
+}
+
+export function writeProxyKubeconfig(cluster: Cluster, path: string): void {
+  writeFileSync(path, cluster.proxyKubeConfig.exportConfig());
 }
 
 export interface InProcessProxy {
@@ -74,7 +114,7 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
   const runtime = await Runtime.start({ log, adminHost: '127.0.0.1', adminPort: null, listenerGraceMs: 2000 });
   const controller = new Controller({
     runtime,
-    clients: makeClients(proxyKubeConfig(cluster.api)),
+    clients: makeClients(cluster.proxyKubeConfig),
     namespace: NAMESPACE,
     release,
     // podIP: the proxy runs "in its pod" there (its listeners on that address only: pods share this host).
@@ -249,9 +289,9 @@ export async function split(port: number, connections: number): Promise<Record<s
   return counts;
 }
 
-/** The proxy's API requests as RBAC rules: `verb group/resource[/subresource]`, sorted, unique. */
-export function rbacUsed(api: FakeApiServer): string[] {
-  return [...new Set(api.requests.filter((request) => request.user === PROXY_USER && request.resource !== '')
+/** The proxy's API requests as RBAC rules: `verb group/resource[/subresource]`, sorted, unique (on the real API, from its audit log). */
+export function rbacUsed(cluster: Cluster): string[] {
+  return [...new Set(cluster.api.requests().filter((request) => request.user === cluster.proxyUser && request.resource !== '')
     .map((request) => `${request.verb} ${request.group || 'core'}/${request.resource}${request.subresource ? `/${request.subresource}` : ''}`))].sort();
 }
 

@@ -32,7 +32,7 @@ function owned(service: V1Service | undefined): unknown {
   return { metadata, spec: service?.spec };
 }
 
-describe('crash at every step', { timeout: 150_000 }, () => {
+describe('crash at every step', { timeout: 240_000 }, () => {
   let cluster: Cluster;
   let dir: string;
   let kubeconfig: string;
@@ -42,7 +42,7 @@ describe('crash at every step', { timeout: 150_000 }, () => {
     cluster = await startCluster('127.0.15.0/24', { simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.59.0/24' } });
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-crash-'));
     kubeconfig = join(dir, 'kubeconfig');
-    writeProxyKubeconfig(cluster.api, kubeconfig);
+    writeProxyKubeconfig(cluster, kubeconfig);
     await createService(cluster, 'crash', [{ name: 'http', port: SERVICE_PORT, targetPort: 9800 }], { type: 'NodePort' });
   });
 
@@ -75,7 +75,7 @@ describe('crash at every step', { timeout: 150_000 }, () => {
         '--no-leader-elect', '--hand-back-grace', '1'], { stdio: 'ignore' });
       child = proxy;
       const exited = new Promise((resolve) => proxy.once('exit', resolve));
-      const unsubscribe = cluster.api.onRequest((request) => {
+      const unsubscribe = cluster.fake.onRequest((request) => {
         // Events are reports, not state: a kill after one tests nothing and would never let a phase end.
         if (killed || request.user !== PROXY_USER || !MUTATING.has(request.verb) || request.code >= 300 || request.resource === 'events') return;
         killed = true;

@@ -68,7 +68,7 @@ describe('drift of managed Services is repaired', { timeout: 30_000 }, () => {
       { name: 'metrics', port: SERVICE_PORT + 1, targetPort: 9100, protocol: 'TCP' },
     ] } });
     const release = await waitForRelease(cluster, 'cart-v2', 'the new port served', (found) => found?.status?.ports?.length === 2 && serving(found));
-    assert.deepEqual(release?.status?.ports?.[1], { service: 'cart', port: SERVICE_PORT + 1, protocol: 'TCP', proxyPort: PORT_BASE + 1, weight: 0, override: null, served: 0 });
+    assert.deepEqual(release?.status?.ports?.[1], { service: 'cart', port: SERVICE_PORT + 1, protocol: 'TCP', proxyPort: PORT_BASE + 1, weight: 0, served: 0 });
     const cart = await waitForService(cluster, 'cart', 'the new port retargeted', (found) => found?.spec?.ports?.[1]?.targetPort === PORT_BASE + 1);
     assert.equal(cart?.spec?.ports?.[0]?.targetPort, PORT_BASE, 'the first port did not move');
     const forked = await waitForService(cluster, 'cart-forked', 'the copy has the port', (found) => found?.spec?.ports?.length === 2);

@@ -36,14 +36,14 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
   };
 
   it('409 storms and 500s during the rollout: retried with backoff until it converges', async () => {
-    cluster.api.faults.failNext({ verb: 'patch', resource: 'services', code: 409, count: 3 });
-    cluster.api.faults.failNext({ verb: 'create', resource: 'services', code: 500, count: 1 });
-    cluster.api.faults.failNext({ verb: 'patch', resource: 'canaryreleases/status', code: 500, count: 1 });
+    cluster.fake.faults.failNext({ verb: 'patch', resource: 'services', code: 409, count: 3 });
+    cluster.fake.faults.failNext({ verb: 'create', resource: 'services', code: 500, count: 1 });
+    cluster.fake.faults.failNext({ verb: 'patch', resource: 'canaryreleases/status', code: 500, count: 1 });
     await createRelease(cluster, 'api-v2', { services: [serviceEntry('api', [{ port: SERVICE_PORT, weight: 20 }])] });
     proxy = await startProxy(cluster, 'api-v2', PORT_BASE);
     backends = await startBackends(cluster, 'api', [{ port: SERVICE_PORT }]);
     await waitForRelease(cluster, 'api-v2', 'serving', serving, 20_000);
-    const failed = cluster.api.requests.filter((request) => request.user === PROXY_USER && request.code >= 409);
+    const failed = cluster.fake.requests.filter((request) => request.user === PROXY_USER && request.code >= 409);
     assert.deepEqual(failed.map((request) => request.code).sort(), [409, 409, 409, 500, 500], 'every injected fault was met');
     assert.equal(metricValue(await proxy.metrics(), 'canary_l4_reconcile_total', { result: 'error' }), 5);
     assert.deepEqual(await split(PORT_BASE, 100), { stable: 80, canary: 20 });
@@ -52,16 +52,16 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
   });
 
   it('dropped watches and a compacted history (410, relist): later changes still arrive', async () => {
-    cluster.api.faults.dropWatches({ abrupt: true });
-    cluster.api.faults.compact();
+    cluster.fake.faults.dropWatches({ abrupt: true });
+    cluster.fake.faults.compact();
     await setWeight(cluster, 'api-v2', 0, 0, 50);
     await weightServed(50);
     assert.deepEqual(await split(PORT_BASE, 100), { stable: 50, canary: 50 });
   });
 
   it('failing watches (500) are restarted with backoff', async () => {
-    cluster.api.faults.failNext({ verb: 'watch', code: 500, count: 6 });
-    cluster.api.faults.dropWatches();
+    cluster.fake.faults.failNext({ verb: 'watch', code: 500, count: 6 });
+    cluster.fake.faults.dropWatches();
     await sleep(200);
     await setWeight(cluster, 'api-v2', 0, 0, 30);
     await weightServed(30);
@@ -69,7 +69,7 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
   });
 
   it(`an API outage of ${OUTAGE_MS / 1000} s: traffic flows on the last config; changes made after it are applied`, async () => {
-    const outage = cluster.api.faults.refuseConnections(OUTAGE_MS);
+    const outage = cluster.fake.faults.refuseConnections(OUTAGE_MS);
     const deadline = Date.now() + OUTAGE_MS - 2_000;
     let checks = 0;
     while (Date.now() < deadline) {

@@ -43,7 +43,7 @@ describe('two replicas, one leader', { timeout: 90_000 }, () => {
 
   it('both replicas serve the split; the follower finishes the release when the leader dies', async () => {
     const kubeconfig = join(dir, 'kubeconfig');
-    writeProxyKubeconfig(cluster.api, kubeconfig);
+    writeProxyKubeconfig(cluster, kubeconfig);
     await createService(cluster, 'web-ha-svc', [{ name: 'http', port: SERVICE_PORT, targetPort: 9600 }], { selector: { app: 'web', version: 'v1' } });
     await createRelease(cluster, 'web-ha', {
       services: [{ ...serviceEntry('web-ha-svc', [{ port: SERVICE_PORT, weight: 20 }]), canaryServiceOperations: { add: { version: 'v2' } } }],
@@ -90,6 +90,6 @@ describe('two replicas, one leader', { timeout: 90_000 }, () => {
     assert.equal(await follower.exited, 0);
     await sleep(100);
 
-    assert.deepEqual(rbacUsed(cluster.api), proxyGrantsWithoutWorkloads(), 'the ClusterRole in deploy/proxy-rbac.yaml, but for what only spec.workloads uses, is exactly what the proxy used');
+    assert.deepEqual(rbacUsed(cluster), proxyGrantsWithoutWorkloads(), 'the ClusterRole in deploy/proxy-rbac.yaml, but for what only spec.workloads uses, is exactly what the proxy used');
   });
 });

@@ -1,5 +1,8 @@
-// The whole life of two canary releases of one NodePort Service, through the proxy and the fake
-// kube-apiserver, with real traffic: run at 20 %, 50 %, Adopted; then a second release, Deprecated.
+// The whole life of two canary releases of one NodePort Service, through the proxy and the API under
+// test (the fake, or a real control plane: npm run test:cluster), with real traffic: run at 20 %,
+// 50 %, Adopted; then a second release, Deprecated. The proxy runs with a proxy's identity: on the
+// real API a ServiceAccount bound to deploy/'s ClusterRole, which RBAC holds it to; what it asked
+// (the fake's request log, the real server's audit log) is that ClusterRole.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -9,6 +12,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
 import { randomPayload, sha256, waitFor } from '../../support/backends.ts';
 import { metricValue } from '../../support/dataplane.ts';
+import { suiteTimeout } from '../../support/api-under-test.ts';
 import {
   conditionOf, createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split,
   startBackends, startCluster, startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
@@ -36,7 +40,7 @@ async function openLive(port: number): Promise<{ name: string; socket: net.Socke
   return { name: text.slice(0, text.indexOf('\n')), socket, received };
 }
 
-describe('lifecycle: run, weight change, Adopted; a second release, Deprecated', { timeout: 30_000 }, () => {
+describe('lifecycle: run, weight change, Adopted; a second release, Deprecated', { timeout: suiteTimeout(30_000) }, () => {
   let cluster: Cluster;
   let proxy: InProcessProxy | undefined;
   let backends: Backends | undefined;
@@ -59,7 +63,7 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
     proxy = await startProxy(cluster, 'web-v2', PORT_BASE);
     backends = await startBackends(cluster, 'web', [{ port: SERVICE_PORT }]);
     const release = await waitForRelease(cluster, 'web-v2', 'serving', serving);
-    assert.deepEqual(release?.status?.ports, [{ service: 'web', port: SERVICE_PORT, protocol: 'TCP', proxyPort: PORT_BASE, weight: 20, override: null, served: 20 }]);
+    assert.deepEqual(release?.status?.ports, [{ service: 'web', port: SERVICE_PORT, protocol: 'TCP', proxyPort: PORT_BASE, weight: 20, served: 20 }], 'override: null is stored as absent (a list in a merge patch keeps no null keys)');
     assert.deepEqual(release?.metadata.finalizers, ['canary-l4.io/restore-services']);
 
     const web = await getService(cluster, 'web');
@@ -133,7 +137,7 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
   });
 
   it('asked the API for what the proxy ClusterRole grants, but for leader election (one replica here) and what only spec.workloads uses', (t) => {
-    const used = rbacUsed(cluster.api);
+    const used = rbacUsed(cluster);
     t.diagnostic(`RBAC used by the proxy: ${used.join('; ')}`);
     assert.deepEqual(used, proxyGrantsWithoutWorkloads().filter((grant) => !grant.includes('coordination.k8s.io/leases')));
   });

@@ -44,7 +44,7 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
     bed = await startTestbed('127.0.52.0/24', '127.0.53');
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-outages-'));
     kubeconfig = join(dir, 'kubeconfig');
-    writeProxyKubeconfig(bed.cluster.api, kubeconfig);
+    writeProxyKubeconfig(bed.cluster, kubeconfig);
     await bed.kubectl('apply', '-f', await bed.kubectl.manifest('services.yaml', service('db', 9000), service('dns', 9100)));
     for (const app of ['db', 'dns']) {
       await bed.startPod(`${app}-v1`, { app, version: 'v1' }, [{ port: 8000 }], 'stable');
@@ -79,10 +79,10 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       const killed = child!;
       killed.kill('SIGKILL');
       await once(killed, 'exit');
-      const apiBack = bed.cluster.api.faults.refuseConnections(OUTAGE_MS);
+      const apiBack = bed.cluster.fake.faults.refuseConnections(OUTAGE_MS);
       const restartedAt = traffic.now();
       start();
-      await waitFor(async () => (await readyz(adminPort)) === 200, 'ready before the API answers', OUTAGE_MS / 2);
+      await waitFor(async () => (await readyz(adminPort)) === 200, 'ready before the API answers', OUTAGE_MS - 500);
       const readyAt = traffic.now();
       await apiBack;
       await waitForRelease(bed.cluster, 'db-v2', 'serving again', serving, 15_000);
@@ -106,7 +106,7 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       proxy = await startProxy(bed.cluster, 'dns-v2', IN_PROCESS_BASE);
       await waitForRelease(bed.cluster, 'dns-v2', 'serving', serving, 15_000);
       const canaryWeight = () => proxy!.runtime.dataplane.config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
-      bed.cluster.api.faults.failNext({ verb: 'patch', resource: 'canaryreleases', subresource: 'status', code: 500, count: 100_000 });
+      bed.cluster.fake.faults.failNext({ verb: 'patch', resource: 'canaryreleases', subresource: 'status', code: 500, count: 100_000 });
       for (const weight of [10, 0]) {
         await sleep(1_500); // the work loop is backing off from the failing status writes
         const asked = Date.now();
@@ -123,21 +123,21 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       await traffic.stop();
       assert.deepEqual(traffic.counts(), { stable: 20 }, 'the rollback to 0 % holds for every new connection');
       assert.ok((metricValue(await proxy.metrics(), 'canary_l4_reconcile_total', { result: 'error' }) ?? 0) > 0, 'the failing writes are counted');
-      bed.cluster.api.faults.reset();
+      bed.cluster.fake.faults.reset();
       const release = await waitForRelease(bed.cluster, 'dns-v2', 'status shows 0 %', (found) => found?.status?.ports?.[0]?.weight === 0, 15_000);
       assert.equal(release?.status?.weights, 'dns:9100=0%');
 
       // A write that keeps failing before the status write (the drift repair, refused): said in status.
-      bed.cluster.api.faults.failNext({ user: PROXY_USER, verb: 'patch', resource: 'services', code: 403, count: 100_000, message: 'services "dns" is forbidden: no patch for you' });
+      bed.cluster.fake.faults.failNext({ user: PROXY_USER, verb: 'patch', resource: 'services', code: 403, count: 100_000, message: 'services "dns" is forbidden: no patch for you' });
       await bed.kubectl('apply', '-f', join(bed.kubectl.home, 'services.yaml'));
       const failing = await waitForRelease(bed.cluster, 'dns-v2', 'the API error in status', (found) => conditionOf(found, 'Failure')?.reason === 'APIError', 15_000);
       assert.match(conditionOf(failing, 'Failure')?.message ?? '', /repair dns: 403 Forbidden: services "dns" is forbidden: no patch for you/);
       assert.equal(conditionOf(failing, 'Ready')?.status, 'False');
-      bed.cluster.api.faults.reset();
+      bed.cluster.fake.faults.reset();
       const repaired = await waitForRelease(bed.cluster, 'dns-v2', 'repaired, the failure cleared', (found) => conditionOf(found, 'Failure')?.status === 'False', 15_000);
       assert.equal(conditionOf(repaired, 'Ready')?.status, 'True');
     } finally {
-      bed.cluster.api.faults.reset();
+      bed.cluster.fake.faults.reset();
       await proxy?.stop();
     }
   });
@@ -148,7 +148,7 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       proxy = await startProxy(bed.cluster, 'dns-v2', IN_PROCESS_BASE);
       await waitForRelease(bed.cluster, 'dns-v2', 'serving', serving, 15_000);
       const canaryWeight = () => proxy!.runtime.dataplane.config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
-      await bed.cluster.api.faults.refuseConnections(20_000);
+      await bed.cluster.fake.faults.refuseConnections(20_000);
       const back = Date.now();
       await setWeight(bed.cluster, 'dns-v2', 0, 0, 40);
       await waitFor(() => canaryWeight() === 40, 'weight 40 served', 15_000);

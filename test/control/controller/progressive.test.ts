@@ -94,7 +94,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     await bed.startPod('db-v1', { app: 'db', version: 'v1' }, [{ port: 8000 }], 'stable');
     await bed.startPod('db-v2', { app: 'db', version: 'v2' }, [{ port: 8000 }], 'canary');
     const kubeconfig = join(dir, 'kubeconfig');
-    writeProxyKubeconfig(bed.cluster.api, kubeconfig);
+    writeProxyKubeconfig(bed.cluster, kubeconfig);
     replicas.push(...[0, 1].map(() => startReplica(kubeconfig, { release: 'db-v2', portBase: REPLICAS_BASE, leaseSeconds: LEASE_SECONDS, extraArgs: ['--hand-back-grace', '0'] })));
     await waitFor(() => replicas.every((replica) => Number.isFinite(replica.adminPort())), 'both admin servers listening', 15_000);
     // The proxy Deployment's pods, as the leader finds the others' /stats: by the admin container port.
@@ -269,9 +269,9 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     traffic.push(clients);
     await sleep(1500);
     // For 3.5 s no status write goes through: the passes back off, the intervals queue up.
-    bed.cluster.api.faults.failNext({ verb: 'patch', resource: 'canaryreleases', subresource: 'status', code: 500, count: 100_000 });
+    bed.cluster.fake.faults.failNext({ verb: 'patch', resource: 'canaryreleases', subresource: 'status', code: 500, count: 100_000 });
     await sleep(3500);
-    bed.cluster.api.faults.reset();
+    bed.cluster.fake.faults.reset();
     await sleep(1000);
     await clients.stop();
     const stoppedAt = Date.now();

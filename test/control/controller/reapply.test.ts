@@ -1,6 +1,7 @@
-// A GitOps sync during a release fails no connection (issue 22), end to end: clients connect
-// through a kube-proxy simulation (each Service's cluster IP → the Ready pods its selector
-// matches) the whole time, the proxy runs in a pod of its own (its listeners on the pod's IP, the
+// A GitOps sync during a release fails no connection (issue 22), end to end, on the fake or a real
+// control plane (npm run test:cluster): clients connect through a kube-proxy simulation (each
+// Service's cluster IP → its endpoints: on the real API the EndpointSlices the EndpointSlice
+// controller writes) the whole time, the proxy runs in a pod of its own (its listeners on the pod's IP, the
 // pod labelled as the manager labels it from status.takeover), and the owner's manifest is
 // re-applied every way a GitOps tool does — kubectl apply, apply --server-side --force-conflicts,
 // replace — while the release runs, while a step is paused, and while it is Adopting. The manifest
@@ -11,13 +12,13 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
+import { suiteTimeout } from '../../support/api-under-test.ts';
 import { sleep } from '../../support/backends.ts';
 import { conditionOf, createRelease, getService, patchRelease, startProxy, waitForRelease, waitForService, type InProcessProxy } from './cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
 
 const RELEASE = 'web-v2';
 const PORT_BASE = 27600;
-const PROXY_POD_IP = '127.0.91.250';
 
 const manifest = {
   apiVersion: 'v1',
@@ -36,7 +37,7 @@ const POD_PORTS = [{ port: 8000 }, { port: 9100 }];
 
 const takenOver = (service: V1Service | undefined) => isTakeoverSelector(service?.spec?.selector, RELEASE);
 
-describe('a GitOps sync during a release fails no connection', { timeout: 180_000 }, () => {
+describe('a GitOps sync during a release fails no connection', { timeout: suiteTimeout(180_000) }, () => {
   let bed: Testbed;
   let proxy: InProcessProxy | undefined;
   let path = '';
@@ -86,12 +87,13 @@ describe('a GitOps sync during a release fails no connection', { timeout: 180_00
   }
 
   it('the takeover (once a proxy pod carrying the takeover labels is Ready) fails no connection and keeps the targetPorts', async () => {
-    await bed.startProxyPod(RELEASE, { podIP: PROXY_POD_IP });
+    const podIP = `${bed.podNet}.250`;
+    await bed.startProxyPod(RELEASE, { podIP });
     await createRelease(bed.cluster, RELEASE, {
       services: [{ service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 9000, protocol: 'TCP' }, { port: 9100, protocol: 'TCP' }] }],
       steps: [{ weight: 30, pause: { duration: '6s' } }, { weight: 50, pause: {} }],
     });
-    proxy = await startProxy(bed.cluster, RELEASE, PORT_BASE, { podIP: PROXY_POD_IP });
+    proxy = await startProxy(bed.cluster, RELEASE, PORT_BASE, { podIP });
     const service = await waitForService(bed.cluster, 'web', 'taken over', takenOver, 15_000);
     assert.deepEqual(service?.spec?.selector, { app: 'canary-l4.web-v2', version: 'canary-l4.web-v2' });
     assert.deepEqual(service?.spec?.ports?.map((port) => port.targetPort), [8000, 9100]);

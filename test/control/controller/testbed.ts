@@ -1,8 +1,10 @@
-// A small cluster for end-to-end tests of a release with real traffic as clients see it: the fake
-// kube-apiserver, a kube-proxy simulation that routes every Service's cluster IP to the Ready pods
-// its selector matches (test/support/kube-proxy.ts), pods played by named backends on their own
-// loopback addresses, the proxy's own pod, kubectl, and clients that keep connecting to a Service
-// and count what answered. Used by the never-strand tests and the soak.
+// A small cluster for end-to-end tests of a release with real traffic as clients see it: the API
+// under test (the fake, or a real control plane: test/support/api-under-test.ts), a kube-proxy
+// simulation that routes every Service's cluster IP to its endpoints (the Ready pods its selector
+// matches on the fake; the real EndpointSlices on a real API: test/support/kube-proxy.ts), pods
+// played by named backends on their own addresses in the test's pod network, the proxy's own pod,
+// kubectl, and clients that keep connecting to a Service and count what answered. Used by the
+// never-strand tests and the soak.
 
 import type { V1Service } from '@kubernetes/client-node';
 import { defaultProxySelector, type Labels } from '../../../src/api/types.ts';
@@ -27,11 +29,15 @@ export interface Testbed {
   readonly kubeProxy: KubeProxy;
   readonly pods: Pods;
   readonly kubectl: Kubectl;
+  /** The test's pod network as the API publishes it (three octets). */
+  readonly podNet: string;
   /** A Ready pod at the next pod IP whose backends answer `answer` on each port (TCP: the text; UDP: `answer:<datagram>`). */
   startPod(name: string, labels: Labels, ports: readonly PodPort[], answer?: string, ready?: boolean): Promise<string>;
   /**
    * The pod of a proxy (in-process or a child), labelled for the release, at `podIP` (default
-   * 127.0.0.1, where a proxy on this host listens). It plays the manager's part for the labels: it
+   * 127.0.0.1 on the fake, where a proxy on this host listens; `<podNet>.250` on a real API, whose
+   * EndpointSlices refuse loopback addresses: a proxy listening on every address answers TCP there,
+   * but answers UDP from the address the kernel picks, so a UDP test gives the proxy that podIP). It plays the manager's part for the labels: it
    * starts with `keys` taken over (default none: the manager's first rendering knows no Service)
    * and then carries whatever status.takeover asks, as the manager's rollout would give it.
    */
@@ -43,10 +49,11 @@ export interface Testbed {
 }
 
 /** `podNet` is three octets, e.g. `127.0.31`: pods get `.1`, `.2`, … */
-export async function startTestbed(serviceCidr: string, podNet: string, fake: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Testbed> {
+export async function startTestbed(serviceCidr: string, fakePodNet: string, fake: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Testbed> {
   const cluster = await startCluster(serviceCidr, fake);
-  const kubeProxy = await startKubeProxy({ kubeConfig: cluster.api.kubeConfig, namespace: NAMESPACE });
-  const pods = new Pods(cluster.api.kubeConfig, NAMESPACE);
+  const podNet = cluster.api.podNet(fakePodNet);
+  const kubeProxy = await startKubeProxy({ kubeConfig: cluster.api.kubeConfig, namespace: NAMESPACE, endpoints: cluster.api.real === undefined ? 'pods' : 'endpointslices' });
+  const pods = new Pods(cluster.api.kubeConfig, NAMESPACE, cluster.api.handNode);
   const kubectl = await kubectlFor(cluster.api);
   const backends = new Map<string, (() => Promise<void>)[]>();
   const followers: Follower[] = [];
@@ -56,6 +63,7 @@ export async function startTestbed(serviceCidr: string, podNet: string, fake: Om
     kubeProxy,
     pods,
     kubectl,
+    podNet,
     async startPod(name, labels, ports, answer = name, ready = true) {
       const podIP = `${podNet}.${next++}`;
       const closers: (() => Promise<void>)[] = [];
@@ -71,10 +79,10 @@ export async function startTestbed(serviceCidr: string, podNet: string, fake: Om
       await pods.setStatus(name, { phase: 'Running', podIP, ready });
       return podIP;
     },
-    async startProxyPod(release, { name = `canary-l4-${release}`, podIP = '127.0.0.1', keys = [] } = {}) {
+    async startProxyPod(release, { name = `canary-l4-${release}`, podIP = cluster.api.real === undefined ? '127.0.0.1' : `${podNet}.250`, keys = [] } = {}) {
       const labelsFor = (wanted: readonly string[]) => ({ ...takeoverLabels({ keys: [...wanted], value: takeoverValue(release) }), ...defaultProxySelector(release) });
       await pods.createReady({ name, labels: labelsFor(keys), podIP });
-      followers.push(followTakeover(cluster, pods, release, name, labelsFor));
+      followers.push(followTakeover(cluster, pods, release, { name, podIP }, labelsFor));
     },
     async stopPodBackends(name) {
       await Promise.all((backends.get(name) ?? []).map((close) => close()));
@@ -111,25 +119,33 @@ interface Follower {
 /**
  * The manager's part for one proxy pod: its labels and named container ports follow
  * status.takeover of the release (the manager renders them into the pod template and rolls the
- * pods; here the pod is relabelled in place, as the rollout's end result).
+ * pods). New labels are put on the pod in place; new ports, which a pod cannot change, come with a
+ * new pod at the same address, Ready before the old one goes (the rollout's surge), as its end result.
  */
-function followTakeover(cluster: Cluster, pods: Pods, release: string, name: string, labelsFor: (keys: readonly string[]) => Labels): Follower {
+function followTakeover(cluster: Cluster, pods: Pods, release: string, pod: { name: string; podIP: string }, labelsFor: (keys: readonly string[]) => Labels): Follower {
   let stopped = false;
   let applied = '';
+  let current = pod.name;
+  let generation = 0;
   const done = (async () => {
     while (!stopped) {
       try {
         const takeover = (await getRelease(cluster, release))?.status?.takeover;
         const wanted = JSON.stringify([takeover?.keys ?? [], takeover?.namedPorts ?? []]);
         if (takeover !== undefined && wanted !== applied) {
-          const pod = await cluster.core.readNamespacedPod({ name, namespace: NAMESPACE });
+          const found = await cluster.core.readNamespacedPod({ name: current, namespace: NAMESPACE });
           const labels = labelsFor(takeover.keys);
-          const dropped = Object.keys(pod.metadata?.labels ?? {}).filter((key) => !(key in labels));
           const ports = takeover.namedPorts.map(({ name: portName, containerPort, protocol }) => ({ name: portName, containerPort, protocol }));
-          await cluster.core.replaceNamespacedPod({ name, namespace: NAMESPACE, body: {
-            ...pod, metadata: { ...pod.metadata, labels: { ...Object.fromEntries(Object.entries(pod.metadata?.labels ?? {}).filter(([key]) => !dropped.includes(key))), ...labels } },
-            spec: { ...pod.spec!, containers: pod.spec!.containers.map((container, index) => (index === 0 ? { ...container, ports } : container)) },
-          } });
+          const samePorts = JSON.stringify(found.spec?.containers[0]?.ports ?? []) === JSON.stringify(ports);
+          if (samePorts) {
+            const dropped = Object.keys(found.metadata?.labels ?? {}).filter((key) => !(key in labels));
+            await pods.relabel(current, { ...Object.fromEntries(dropped.map((key) => [key, null])), ...labels });
+          } else {
+            const next = `${pod.name}-${++generation}`;
+            await pods.createReady({ name: next, labels, containers: [{ ...found.spec!.containers[0]!, ports }], podIP: pod.podIP });
+            await pods.delete(current);
+            current = next;
+          }
           applied = wanted;
         }
       } catch {

@@ -151,7 +151,7 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
   });
 
   it('used the grants of the proxy ClusterRole that only spec.workloads needs, and nothing it does not grant', () => {
-    const used = rbacUsed(bed.cluster.api);
+    const used = rbacUsed(bed.cluster);
     for (const grant of WORKLOAD_ONLY_GRANTS) assert.ok(used.includes(grant), `${grant} used`);
     const granted = roleGrants('proxy-rbac.yaml', 'ClusterRole', 'canary-l4-proxy');
     assert.deepEqual(used.filter((grant) => !granted.includes(grant)), [], 'nothing beyond the ClusterRole');

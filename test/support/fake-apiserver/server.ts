@@ -315,8 +315,12 @@ export class FakeServer {
   }
 }
 
-function deleteOptions(q: URLSearchParams, body: unknown, dryRun: boolean): DeleteOptions {
-  const b: KObject = isObject(body) ? body : {};
+function deleteOptions(query: URLSearchParams, body: unknown, dryRun: boolean): DeleteOptions {
+  // kube-apiserver reads DeleteOptions from the body when there is one and from the query string
+  // only when there is none: gracePeriodSeconds=0 in the query beside a body of preconditions is lost.
+  const fromBody = isObject(body);
+  const b: KObject = fromBody ? body : {};
+  const q = fromBody ? new URLSearchParams() : query;
   let policy = q.get('propagationPolicy') ?? b.propagationPolicy;
   const orphan = q.get('orphanDependents') ?? b.orphanDependents;
   if (policy === undefined && (orphan === true || orphan === 'true')) policy = 'Orphan';
@@ -325,7 +329,7 @@ function deleteOptions(q: URLSearchParams, body: unknown, dryRun: boolean): Dele
   const grace = q.get('gracePeriodSeconds') ?? b.gracePeriodSeconds ?? undefined;
   const gracePeriodSeconds = grace === undefined ? undefined : Number(grace);
   if (gracePeriodSeconds !== undefined && !Number.isSafeInteger(gracePeriodSeconds)) throw errors.badRequest(`invalid gracePeriodSeconds: ${JSON.stringify(grace)}`);
-  return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: dryRun || bodyDry, gracePeriodSeconds };
+  return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: (!fromBody && dryRun) || bodyDry, gracePeriodSeconds };
 }
 
 /** The `fieldValidation` query parameter (absent: Warn, the server's default); anything else is a 400. */

@@ -6,7 +6,7 @@
  */
 import { ApiError, errors } from '../wire/errors.ts';
 import { IpAllocator, PortAllocator } from './ip-allocator.ts';
-import { clone, isObject, type KObject } from '../wire/json.ts';
+import { clone, deepEqual, isObject, type KObject } from '../wire/json.ts';
 import type { ResourceType } from './registry.ts';
 
 export class KindHooks {
@@ -187,6 +187,48 @@ export class KindHooks {
       if (p.nodePort) continue;
       const old = ((o.ports ?? []) as KObject[]).find((q) => q.port === p.port && (q.protocol ?? 'TCP') === (p.protocol ?? 'TCP'));
       if (old?.nodePort && (s.type === 'NodePort' || s.type === 'LoadBalancer')) p.nodePort = old.nodePort;
+    }
+  }
+
+  /**
+   * What an update may not change, as kube-apiserver refuses it: a Pod's spec but for its
+   * containers' images, activeDeadlineSeconds, tolerations, terminationGracePeriodSeconds, and
+   * nodeName while unset (the scheduler's binding). A real control plane answered a test that
+   * replaced a pod's container ports with this 422.
+   */
+  refuseImmutableChanges(rt: ResourceType, next: KObject, prev: KObject): void {
+    if (rt.group !== '' || rt.plural !== 'pods') return;
+    const fixed = (spec: KObject | undefined, bound: boolean): KObject => {
+      const { activeDeadlineSeconds: _deadline, tolerations: _tolerations, terminationGracePeriodSeconds: _grace, nodeName, ...rest } = clone(spec ?? {});
+      for (const list of ['containers', 'initContainers', 'ephemeralContainers'] as const) {
+        if (Array.isArray(rest[list])) rest[list] = (rest[list] as KObject[]).map(({ image: _image, ...container }) => container);
+      }
+      return bound ? { ...rest, nodeName } : rest;
+    };
+    const wasBound = Boolean(prev.spec?.nodeName);
+    if (deepEqual(fixed(next.spec, wasBound), fixed(prev.spec, wasBound))) return;
+    throw errors.invalid('', 'Pod', next.metadata.name, [{
+      field: 'spec',
+      message: 'Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,'
+        + '`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+      reason: 'FieldValueForbidden',
+    }]);
+  }
+
+  /**
+   * A Lease's acquireTime and renewTime are MicroTimes: RFC 3339 with exactly six fractional
+   * digits, or kube-apiserver cannot decode the object (400). A real control plane refused a
+   * renewTime with milliseconds (`new Date()`); client-node's V1MicroTime writes six.
+   */
+  refuseMalformedMicroTimes(rt: ResourceType, obj: KObject): void {
+    if (rt.group !== 'coordination.k8s.io' || rt.plural !== 'leases') return;
+    for (const field of ['acquireTime', 'renewTime'] as const) {
+      const value: unknown = obj.spec?.[field];
+      if (value === undefined || value === null) continue;
+      const text = String(value);
+      if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/.test(text)) continue;
+      throw errors.badRequest(`Lease in version "v1" cannot be handled as a Lease: parsing time ${JSON.stringify(text)} as "2006-01-02T15:04:05.000000Z07:00": `
+        + `cannot parse ${JSON.stringify(text.slice(19))} as ".000000"`);
     }
   }
 

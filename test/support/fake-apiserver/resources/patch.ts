@@ -17,6 +17,7 @@ export class PatchError extends Error {
 // ---------------------------------------------------------------- RFC 7386 JSON merge patch
 
 export function mergePatch(target: unknown, patch: unknown): unknown {
+  if (Array.isArray(patch)) return pruneNulls(patch);
   if (!isObject(patch)) return clone(patch);
   const out: Record<string, unknown> = isObject(target) ? clone(target) : {};
   for (const [k, v] of Object.entries(patch)) {
@@ -24,6 +25,17 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
     else out[k] = mergePatch(out[k], v);
   }
   return out;
+}
+
+/**
+ * A value a merge patch puts in place as it is (an array), as kube-apiserver's merge patch
+ * (evanphx/json-patch) puts it: without the keys its objects set to null, at any depth (null
+ * elements of an array stay). So `{"ports":[{"port":80,"override":null}]}` stores `[{"port":80}]`.
+ */
+function pruneNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map((item) => (item === null ? null : pruneNulls(item)));
+  if (!isObject(value)) return clone(value);
+  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== null).map(([key, item]) => [key, pruneNulls(item)]));
 }
 
 // ---------------------------------------------------------------- RFC 6902 JSON patch

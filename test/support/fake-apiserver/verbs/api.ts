@@ -256,6 +256,7 @@ export class FakeApi {
       else obj.status = status;
     }
     this.hooks.applyDefaults(rt, obj);
+    this.hooks.refuseMalformedMicroTimes(rt, obj);
     this.#admitCustom(t, obj, 'main', opts, arrival);
     if (rt.crdName === undefined && key === 'apiextensions.k8s.io/customresourcedefinitions') this.#validateCrd(obj);
     this.hooks.allocate(rt, obj);
@@ -523,6 +524,8 @@ export class FakeApi {
       this.hooks.applyDefaults(rt, next);
       this.#admitCustom(t, next, 'main', opts, opts.arrival ?? 'patch');
       this.hooks.preserveAllocations(rt, next, cur);
+      this.hooks.refuseImmutableChanges(rt, next, cur);
+      this.hooks.refuseMalformedMicroTimes(rt, next);
       if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#validateCrd(next);
       if (cur.metadata.deletionTimestamp) {
         const before = new Set<string>(cur.metadata.finalizers ?? []);

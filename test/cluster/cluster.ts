@@ -1,0 +1,85 @@
+/**
+ * A whole real cluster on this host: the control plane (control-plane.ts), the pod network
+ * (pod-network.ts), one node whose kubelet simulation runs the pods bound to it (node/kubelet.ts,
+ * with node/images.ts), and, if asked, a kube-proxy simulation that routes every namespace's cluster
+ * IPs by the real EndpointSlices. Identities are real: `serviceAccountKubeConfig` asks the
+ * TokenRequest API for a ServiceAccount's token, so RBAC judges what a client may do.
+ */
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { startKubeProxy, type KubeProxy } from '../support/kube-proxy.ts';
+import { kubeconfigYaml, startControlPlane, type ControlPlane } from './control-plane.ts';
+import { images } from './node/images.ts';
+import { startNodeKubelet, type NodeKubelet } from './node/kubelet.ts';
+import { holdPodNetwork, POD_NETWORK_PREFIX } from './pod-network.ts';
+
+export const NODE_NAME = 'canary-l4-node';
+
+export interface RealClusterOptions {
+  readonly dir: string;
+  /** Loopback, e.g. `127.0.90.0/24`. */
+  readonly serviceCidr: string;
+  /** The third octet of the node's pod network: pods at `198.18.<n>.2` onwards. */
+  readonly podSubnet: number;
+  /** Route every namespace's cluster IPs here (the tests that route one namespace start their own). */
+  readonly kubeProxy?: boolean;
+  /** Delete `dir` on stop. */
+  readonly removeDir?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface RealCluster {
+  readonly plane: ControlPlane;
+  /** Cluster-admin. */
+  readonly kubeConfig: KubeConfig;
+  readonly kubelet: NodeKubelet;
+  readonly kubeProxy: KubeProxy | undefined;
+  /** `198.18.<n>`: the node's pod network (the node is `.1`). */
+  readonly podNet: string;
+  /** A kubeconfig whose user is the ServiceAccount, with a token the API issued (one hour). */
+  serviceAccountKubeConfig(namespace: string, name: string): Promise<KubeConfig>;
+  stop(): Promise<void>;
+}
+
+export function kubeConfigFromYaml(yaml: string): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(yaml);
+  return kubeConfig;
+}
+
+export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
+  mkdirSync(options.dir, { recursive: true });
+  const network = await holdPodNetwork();
+  let plane: ControlPlane | undefined;
+  let kubelet: NodeKubelet | undefined;
+  try {
+    plane = await startControlPlane({ dir: options.dir, serviceCidr: options.serviceCidr, ...(options.log === undefined ? {} : { log: options.log }) });
+    const admin = kubeConfigFromYaml(kubeconfigYaml(plane.url, plane.caPem, 'canary-l4-admin', plane.adminToken));
+    const podNet = `${POD_NETWORK_PREFIX}.${options.podSubnet}`;
+    kubelet = await startNodeKubelet({ kubeConfig: admin, server: { url: plane.url, caPem: plane.caPem }, nodeName: NODE_NAME, podNet, images, logDir: join(options.dir, 'logs', 'pods') });
+    const kubeProxy = options.kubeProxy === true ? await startKubeProxy({ kubeConfig: admin, endpoints: 'endpointslices' }) : undefined;
+    const core = admin.makeApiClient(CoreV1Api);
+    const started = { plane, kubelet };
+    return {
+      plane, kubeConfig: admin, kubelet, kubeProxy, podNet,
+      async serviceAccountKubeConfig(namespace, name) {
+        const request = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
+        return kubeConfigFromYaml(kubeconfigYaml(started.plane.url, started.plane.caPem, `system:serviceaccount:${namespace}:${name}`, request.status?.token ?? '', namespace));
+      },
+      async stop() {
+        await kubeProxy?.stop();
+        await started.kubelet.stop();
+        await started.plane.stop();
+        await network.release();
+        if (options.removeDir === true) rmSync(options.dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await kubelet?.stop();
+    await plane?.stop();
+    await network.release();
+    throw err;
+  }
+}
+

@@ -1,0 +1,239 @@
+// A release as a platform team runs one, on a real control plane (npm run test:cluster; skipped by
+// npm test, which has only the fake): `kubectl apply --server-side -k deploy/` installs the CRD and
+// the manager, whose two pods run `canary-l4 manager` as the ServiceAccount deploy/ makes, bound by
+// exactly deploy/'s RBAC. An app Deployment (2 pods) behind a Service gets a CanaryRelease with a
+// managed canary workload; the manager makes its proxy Deployment; the real Deployment controller
+// and scheduler make every pod; the simulated node runs them; clients reach the Service through the
+// kube-proxy simulation, which routes by the EndpointSlices the real EndpointSlice controller writes.
+// Then: the split, `kubectl canary-l4 status`, a leader proxy deleted mid-release, proxies restarted
+// while the API is frozen (their --state-dir config), Adopted (the stable Deployment rolled by the
+// real controller), a release rolled back by its analysis on its own, and one deleted mid-release
+// (its finalizer, owner references and the real garbage collector). No client connection fails.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Service } from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION, type CanaryRelease } from '../../src/api/types.ts';
+import { REAL_API } from '../support/api-under-test.ts';
+import { sleep, waitFor } from '../support/backends.ts';
+import { pluginFor, type Plugin } from '../support/plugin.ts';
+import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
+import { startTraffic, type Traffic } from '../control/controller/testbed.ts';
+import { startRealCluster, type RealCluster } from './cluster.ts';
+import { APP_IMAGE_REGISTRY } from './node/images.ts';
+
+const NS = 'shop';
+const IMAGE = (version: string) => `${APP_IMAGE_REGISTRY}/web:${version}`;
+
+const app = {
+  apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: NS },
+  spec: {
+    replicas: 2, selector: { matchLabels: { app: 'web' } },
+    template: {
+      metadata: { labels: { app: 'web' } },
+      spec: {
+        terminationGracePeriodSeconds: 5,
+        containers: [{ name: 'web', image: IMAGE('1.0'), ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 } }],
+      },
+    },
+  },
+};
+const service = {
+  apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: NS },
+  spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
+};
+
+function release(name: string, version: string, extra: Record<string, unknown> = {}, env: { name: string; value: string }[] = []) {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`, kind: 'CanaryRelease', metadata: { name, namespace: NS },
+    spec: {
+      workloads: [{ kind: 'Deployment', name: 'web', patch: { spec: { containers: [{ name: 'web', image: IMAGE(version), ...(env.length > 0 ? { env } : {}) }] } } }],
+      services: [{ service: 'web', ports: [{ port: 80, protocol: 'TCP', config: { weight: 20 } }] }],
+      ...extra,
+    },
+  };
+}
+
+describe('a release on a real control plane, installed with kubectl apply -k deploy/', { skip: REAL_API ? false : 'needs a real control plane: npm run test:cluster', timeout: 600_000 }, () => {
+  let cluster: RealCluster;
+  let dir: string;
+  let kubectl: Kubectl;
+  let plugin: Plugin;
+  let core: CoreV1Api;
+  let apps: AppsV1Api;
+  let custom: CustomObjectsApi;
+  let clients: Traffic;
+  let serviceIp = '';
+  let original: V1Service | undefined;
+
+  const getRelease = (name: string) => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name })
+    .then((found) => found as CanaryRelease, (err: { code?: number }) => (err.code === 404 ? undefined : Promise.reject(err)));
+  const waitForRelease = async (name: string, what: string, check: (found: CanaryRelease | undefined) => boolean, timeoutMs = 90_000) => {
+    let last: CanaryRelease | undefined;
+    await waitFor(async () => check(last = await getRelease(name)), `${name}: ${what} (status ${JSON.stringify(last?.status)})`, timeoutMs).catch((err: Error) => {
+      throw new Error(`${err.message}; last status ${JSON.stringify(last?.status)}`);
+    });
+    return last;
+  };
+  const images = async () => (await apps.readNamespacedDeployment({ name: 'web', namespace: NS })).spec?.template.spec?.containers.map((c) => c.image);
+  const owned = (svc: V1Service | undefined) => {
+    const { resourceVersion: _rv, managedFields: _managed, ...metadata } = svc?.metadata ?? {};
+    return { metadata, spec: svc?.spec };
+  };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'canary-l4-release-'));
+    cluster = await startRealCluster({ dir, serviceCidr: '127.0.150.0/24', podSubnet: 150, kubeProxy: true });
+    core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+    custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
+    kubectl = await kubectlFor(cluster.plane);
+    plugin = await pluginFor(cluster.plane.kubeconfigPath);
+  });
+
+  after(async () => {
+    await clients?.stop();
+    await plugin?.cleanup();
+    await kubectl?.cleanup();
+    await cluster?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('kubectl apply --server-side -k deploy/ installs the CRD and the manager; both manager pods run as its ServiceAccount and one leads', async () => {
+    const applied = await kubectl('apply', '--server-side', '-k', join(import.meta.dirname, '../../deploy'));
+    assert.match(applied, /customresourcedefinition.apiextensions.k8s.io\/canaryreleases.canary-l4.io serverside-applied/);
+    await kubectl('rollout', 'status', '-n', 'canary-l4-system', 'deployment/canary-l4-manager', '--timeout=120s');
+    const managers = await core.listNamespacedPod({ namespace: 'canary-l4-system', labelSelector: 'app.kubernetes.io/component=manager' });
+    assert.equal(managers.items.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length, 2);
+    const lease = await cluster.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'canary-l4-manager', namespace: 'canary-l4-system' });
+    assert.ok(managers.items.some((pod) => pod.metadata?.name === lease.spec?.holderIdentity), `a manager pod holds the Lease (${lease.spec?.holderIdentity})`);
+  });
+
+  it('an app Deployment behind a Service answers through the kube-proxy simulation, by its EndpointSlices', async () => {
+    await kubectl('create', 'namespace', NS);
+    await kubectl('apply', '-f', await kubectl.manifest('web.yaml', app, service));
+    await kubectl('rollout', 'status', '-n', NS, 'deployment/web', '--timeout=60s');
+    original = await core.readNamespacedService({ name: 'web', namespace: NS });
+    serviceIp = original.spec!.clusterIP!;
+    await waitFor(async () => (await core.listNamespacedEndpoints({ namespace: NS })).items.length > 0, 'endpoints');
+    clients = startTraffic(() => serviceIp, 80, 'TCP', { pauseMs: 10, maxMs: 540_000 });
+    await waitFor(() => (clients.counts()[IMAGE('1.0')] ?? 0) >= 20, 'the app to answer through its Service', 20_000);
+    assert.deepEqual(clients.failures(), []);
+  });
+
+  it('a CanaryRelease gets its proxy from the manager, and the Service splits 80/20 between the stable and the canary Deployment', async (t) => {
+    await kubectl('apply', '-f', await kubectl.manifest('web-v2.yaml', release('web-v2', '2.0')));
+    const running = await waitForRelease('web-v2', 'serving with two Ready proxies', (found) =>
+      found?.status?.conditions?.find((c) => c.type === 'Available')?.status === 'True' && (found.status as { proxy?: { readyReplicas?: number } }).proxy?.readyReplicas === 2);
+    t.diagnostic(`proxy: ${JSON.stringify((running?.status as { proxy?: unknown }).proxy)}`);
+    assert.equal((await apps.readNamespacedDeployment({ name: 'web-canary', namespace: NS })).spec?.template.spec?.containers[0]?.image, IMAGE('2.0'));
+    const from = clients.now();
+    await waitFor(() => Object.values(clients.counts(from)).reduce((a, b) => a + b, 0) >= 200, '200 connections through the proxies', 60_000);
+    const counts = clients.counts(from);
+    t.diagnostic(`answers since the takeover: ${JSON.stringify(counts)}`);
+    const canaryShare = (counts[IMAGE('2.0')] ?? 0) / ((counts[IMAGE('2.0')] ?? 0) + (counts[IMAGE('1.0')] ?? 0));
+    assert.ok(canaryShare > 0.12 && canaryShare < 0.28, `the canary's share ${canaryShare} is about 20 %`);
+    assert.deepEqual(clients.failures(), [], 'no connection failed from before the takeover on');
+  });
+
+  it('kubectl canary-l4 status shows the split as the real API holds it', async () => {
+    const status = await plugin('status', '-n', NS, 'web-v2');
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /web:80\/TCP/);
+    assert.match(status.stdout, /20 ?%/);
+  });
+
+  it('the leading proxy pod deleted: the other takes the Lease and applies a weight change; no connection fails', async (t) => {
+    const leases = cluster.kubeConfig.makeApiClient(CoordinationV1Api);
+    const holder = async () => (await leases.readNamespacedLease({ name: 'canary-l4-web-v2', namespace: NS })).spec?.holderIdentity;
+    const before = await holder();
+    // Which pod leads, as Prometheus would see it: its own metrics, at its pod IP.
+    const proxies = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })).items;
+    const leads = await Promise.all(proxies.map(async (pod) => /^canary_l4_leader 1$/m.test(await (await fetch(`http://${pod.status!.podIP}:9090/metrics`)).text())));
+    const leader = proxies[leads.indexOf(true)]?.metadata?.name;
+    assert.ok(leader !== undefined && leads.filter(Boolean).length === 1, `one proxy pod leads: ${JSON.stringify(leads)}`);
+    await kubectl('delete', 'pod', '-n', NS, leader, '--wait=false');
+    await kubectl('patch', 'crel', '-n', NS, 'web-v2', '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/spec/services/0/ports/0/config/weight', value: 50 }]));
+    await waitForRelease('web-v2', 'serving 50 % under a new leader', (found) => found?.status?.ports?.[0]?.served === 50);
+    await kubectl('rollout', 'status', '-n', NS, 'deployment/canary-l4-web-v2', '--timeout=120s');
+    const after = await holder();
+    t.diagnostic(`leader ${leader} (${before}) deleted; the Lease is held by ${after}`);
+    assert.notEqual(after, before, 'another replica holds the Lease');
+    assert.deepEqual(clients.failures(), []);
+  });
+
+  it('both proxies crash while the API is frozen: restarted, they serve their --state-dir config at once', async (t) => {
+    const proxies = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })).items.filter((pod) => pod.metadata?.deletionTimestamp == null);
+    const frozen = cluster.plane.freezeApiServer(15_000);
+    await sleep(500);
+    const from = clients.now();
+    for (const pod of proxies) cluster.kubelet.crash(NS, pod.metadata!.name!);
+    await frozen;
+    const during = clients.attempts.filter((attempt) => attempt.at >= from);
+    const failed = during.filter((attempt) => attempt.answer === undefined);
+    const lastFailure = failed.at(-1)?.at ?? from;
+    t.diagnostic(`during the outage: ${during.length} connections, ${failed.length} failed, the last ${lastFailure - from} ms after the crash`);
+    // The restart itself is the one window: the kubelet restarts a crashed container after 1 s.
+    assert.ok(lastFailure - from < 8000, 'served again within seconds of the crash, the API still frozen');
+    assert.ok(during.filter((attempt) => attempt.at > lastFailure && attempt.answer !== undefined).length > 20, 'and kept serving while the API was frozen');
+  });
+
+  it('Adopted: the real Deployment controller rolls the stable Deployment to the canary\'s image, then the Service is handed back', async (t) => {
+    const sinceCrash = clients.now();
+    await kubectl('patch', 'crel', '-n', NS, 'web-v2', '--type=merge', '-p', '{"spec":{"transition":"Adopted"}}');
+    await waitForRelease('web-v2', 'Adopted', (found) => found?.status?.phase === 'Adopted' && (found.metadata.finalizers ?? []).length === 0, 180_000);
+    assert.deepEqual(await images(), [IMAGE('2.0')]);
+    const web = await core.readNamespacedService({ name: 'web', namespace: NS });
+    assert.deepEqual(web.spec?.selector, { app: 'web' }, 'the Service selects its app again');
+    await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web', 'the proxy and canary Deployments gone', 60_000);
+    for (const copy of ['web-forked', 'web-canary']) {
+      await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.name === copy), `${copy} gone`, 30_000);
+    }
+    const from = clients.now();
+    await sleep(2000);
+    assert.deepEqual(Object.keys(clients.counts(from)), [IMAGE('2.0')], 'only the adopted version answers');
+    t.diagnostic(`since the crash drill: ${JSON.stringify(clients.counts(sinceCrash))}`);
+    assert.deepEqual(clients.failures(sinceCrash), [], 'no connection failed through the adoption');
+  });
+
+  it('a canary that resets 30 % of its connections is rolled back by the analysis on its own; the Service and the stable Deployment as they were', async (t) => {
+    const before = await core.readNamespacedService({ name: 'web', namespace: NS });
+    const from = clients.now();
+    await kubectl('apply', '-f', await kubectl.manifest('web-v3.yaml', release('web-v3', '3.0', {
+      steps: [{ weight: 50, pause: {} }],
+      analysis: { interval: '2s', minSamples: 20, failureLimit: 2, thresholds: { resetRate: { max: 0.1 } } },
+    }, [{ name: 'FAKE_POD_FAULT', value: 'reset=30' }])));
+    const rolledBack = await waitForRelease('web-v3', 'rolled back by the analysis', (found) => found?.status?.phase === 'Deprecated', 180_000);
+    const failure = rolledBack?.status?.conditions?.find((c) => c.type === 'Failure');
+    t.diagnostic(`Failure: ${failure?.reason}: ${failure?.message}`);
+    assert.equal(failure?.reason, 'AnalysisFailed');
+    assert.match(failure?.message ?? '', /resetRate/);
+    assert.deepEqual(owned(await core.readNamespacedService({ name: 'web', namespace: NS })), owned(before), 'the Service exactly as before');
+    assert.deepEqual(await images(), [IMAGE('2.0')], 'the stable Deployment untouched');
+    await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web', 'the canary and proxy Deployments gone', 60_000);
+    // Resets are what the canary did to its clients: the release took it out, nothing else failed.
+    const others = clients.failures(from).filter((attempt) => attempt.error !== 'closed without an answer' && !/ECONNRESET/.test(attempt.error ?? ''));
+    assert.deepEqual(others, [], 'no connection failed other than the canary\'s own resets');
+  });
+
+  it('a CanaryRelease deleted mid-release: the Service restored first (the finalizer), then its copies, proxy and canary go by their owner references', async () => {
+    const before = await core.readNamespacedService({ name: 'web', namespace: NS });
+    const from = clients.now();
+    await kubectl('apply', '-f', await kubectl.manifest('web-v4.yaml', release('web-v4', '4.0')));
+    await waitForRelease('web-v4', 'serving', (found) => found?.status?.conditions?.find((c) => c.type === 'Available')?.status === 'True'
+      && (found.status as { proxy?: { readyReplicas?: number } }).proxy?.readyReplicas === 2);
+    await waitFor(() => (clients.counts(from)[IMAGE('4.0')] ?? 0) > 5, 'the canary answering', 30_000);
+    await kubectl('delete', 'crel', '-n', NS, 'web-v4', '--wait=true', '--timeout=120s');
+    assert.equal(await getRelease('web-v4'), undefined);
+    assert.deepEqual(owned(await core.readNamespacedService({ name: 'web', namespace: NS })), owned(before), 'the Service exactly as before');
+    await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web', 'the proxy and canary Deployments collected', 60_000);
+    await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.map((s) => s.metadata?.name).sort().join() === 'web', 'the copies and the metrics Service collected', 60_000);
+    const after = clients.now();
+    await sleep(1500);
+    assert.deepEqual(Object.keys(clients.counts(after)), [IMAGE('2.0')]);
+    assert.deepEqual(clients.failures(from), [], 'no connection failed');
+  });
+});

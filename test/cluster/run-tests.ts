@@ -1,0 +1,31 @@
+/**
+ * `npm run test:cluster`: the Kubernetes side end to end on a real control plane. Builds the
+ * binaries if the cache has none, then runs the suite with CANARY_L4_TEST_API=real: every file
+ * below starts its own control plane (as envtest does per suite) and node simulation. The files
+ * that are e2e tests against the fake too run unchanged on both (test/support/api-under-test.ts);
+ * those under test/cluster/ need what only a real control plane has (its controllers, RBAC).
+ * Extra arguments are passed to `node --test` (e.g. `--test-name-pattern`); test files among them
+ * run instead of the suite.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ensureBinaries } from './build.ts';
+
+/** The scenarios, each a file; run one at a time (each control plane wants a core while it starts). */
+export const SUITE = [
+  // the takeover and hand-back of a NodePort Service: Adopted, then Deprecated
+  'test/control/controller/lifecycle.test.ts',
+  // kubectl apply, apply --server-side --force-conflicts and replace of the Service mid-release, with traffic
+  'test/control/controller/reapply.test.ts',
+  // kubectl apply -k deploy/, the manager and its proxies as their ServiceAccounts, a managed workload
+  // rolled by the Deployment controller, leader election, the state dir, analysis, deletion and GC
+  'test/cluster/release.test.ts',
+];
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+await ensureBinaries((line) => console.error(`canary-l4 cluster: ${line}`));
+const args = process.argv.slice(2);
+const files = args.some((arg) => arg.endsWith('.test.ts')) ? [] : SUITE;
+const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-force-exit', ...args, ...files],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, CANARY_L4_TEST_API: 'real' } });
+child.once('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 128)));
