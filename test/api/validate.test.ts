@@ -53,9 +53,9 @@ const refused: [string, unknown, string, 'schema refuses' | 'only the proxy'][] 
   ['an unknown transition', { services, transition: 'Promoted' }, 'spec.transition: "Promoted" is not a transition; write Adopted or Deprecated, or ""', 'schema refuses'],
   ['10000 canary replicas', { services, workloads: [{ name: 'web', replicas: 10000 }] }, 'spec.workloads[0].replicas: must be an integer 0–1000, got 10000', 'schema refuses'],
   ['a workload kind other than Deployment', { services, workloads: [{ name: 'web', kind: 'StatefulSet' }] }, 'spec.workloads[0].kind: "StatefulSet" is not supported; only Deployment', 'schema refuses'],
-  ['a workload listed twice', { services, workloads: [{ name: 'web' }, { name: 'web' }] }, 'spec.workloads[1].name: Deployment web is listed twice', 'only the proxy'],
+  ['a workload listed twice', { services, workloads: [{ name: 'web' }, { name: 'web' }] }, 'spec.workloads[1].name: Deployment web is listed twice', 'schema refuses'],
   ['no Service', { services: [] }, 'spec.services is empty', 'schema refuses'],
-  ['a Service listed twice', { services: [...services, ...services] }, 'spec.services[1]: Service web is listed twice', 'only the proxy'],
+  ['a Service listed twice', { services: [...services, ...services] }, 'spec.services[1]: Service web is listed twice', 'schema refuses'],
   ['a port listed twice', { services: [{ service: 'web', ports: [{ port: 80 }, { port: 80, protocol: 'HTTP' }] }] }, 'spec.services[0].ports[1]: port 80/TCP is listed twice', 'only the proxy'],
   ['a bad canary label', { services: [{ service: 'web', canaryServiceOperations: { add: { version: 'v 2' } }, ports: [{ port: 80 }] }] }, 'spec.services[0].canaryServiceOperations.add: label value "v 2" of version is not valid', 'only the proxy'],
 ];

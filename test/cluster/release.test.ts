@@ -203,7 +203,7 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     const before = await core.readNamespacedService({ name: 'web', namespace: NS });
     const from = clients.now();
     await kubectl('apply', '-f', await kubectl.manifest('web-v3.yaml', release('web-v3', '3.0', {
-      steps: [{ weight: 50, pause: {} }],
+      steps: [{ weight: 20, pause: { duration: '20s' } }, { weight: 50, pause: {} }],
       analysis: { interval: '2s', minSamples: 20, failureLimit: 2, thresholds: { resetRate: { max: 0.1 } } },
     }, [{ name: 'FAKE_POD_FAULT', value: 'reset=30' }])));
     const rolledBack = await waitForRelease('web-v3', 'rolled back by the analysis', (found) => found?.status?.phase === 'Deprecated', 180_000);
@@ -235,5 +235,14 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     await sleep(1500);
     assert.deepEqual(Object.keys(clients.counts(after)), [IMAGE('2.0')]);
     assert.deepEqual(clients.failures(from), [], 'no connection failed');
+  });
+
+  it('the manager and every proxy got all they asked of the API with deploy/\'s RBAC: kube-apiserver\'s audit log has no 403 for them', () => {
+    const ours = cluster.plane.auditEvents().filter((event) => event.user.username === 'system:serviceaccount:canary-l4-system:canary-l4-manager'
+      || /^system:serviceaccount:shop:canary-l4-web-v\d$/.test(event.user.username));
+    const managers = ours.filter((event) => event.user.username.endsWith(':canary-l4-manager')).length;
+    assert.ok(managers > 50 && ours.length - managers > 50, `requests of the manager (${managers}) and of the proxies (${ours.length - managers}) are in the audit log`);
+    const forbidden = ours.filter((event) => event.responseStatus?.code === 403).map((event) => `${event.user.username} ${event.verb} ${event.requestURI}`);
+    assert.deepEqual(forbidden, []);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * `npm run test:cluster`: the Kubernetes side end to end on a real control plane. Builds the
- * binaries if the cache has none, then runs the suite with CANARY_L4_TEST_API=real: every file
+ * binaries if the cache has none, then runs the suite with CANARY_TEST_API=real: every file
  * below starts its own control plane (as envtest does per suite) and node simulation. The files
  * that are e2e tests against the fake too run unchanged on both (test/support/api-under-test.ts);
  * those under test/cluster/ need what only a real control plane has (its controllers, RBAC).
@@ -13,12 +13,28 @@ import { ensureBinaries } from './build.ts';
 
 /** The scenarios, each a file; run one at a time (each control plane wants a core while it starts). */
 export const SUITE = [
-  // the takeover and hand-back of a NodePort Service: Adopted, then Deprecated
+  // npm run cluster itself: the ready line, kubectl version, the API groups, RBAC, pods on the node, a clean stop
+  'test/cluster/cluster.test.ts',
+  // the takeover and hand-back of a NodePort Service: Adopted, then Deprecated; the proxy's requests as its ClusterRole grants
   'test/control/controller/lifecycle.test.ts',
   // kubectl apply, apply --server-side --force-conflicts and replace of the Service mid-release, with traffic
   'test/control/controller/reapply.test.ts',
+  // the same, a renumbered port, a moved targetPort, an adoption waiting for a Ready canary
+  'test/control/controller/strand.test.ts',
+  // NodePort, unlisted ports, UDP, weights 0 and 100, refused releases, a deleted release, a port clash
+  'test/control/controller/cases.test.ts',
+  // drift of the managed Services repaired
+  'test/control/controller/drift.test.ts',
+  // bad CanaryReleases applied with kubectl: the CRD's admission, then the proxy's own checks
+  'test/control/controller/validation.test.ts',
+  // leader election across two proxy replicas
+  'test/control/controller/ha.test.ts',
+  // kubectl canary-l4: plan and the actions
+  'test/plugin/plugin.test.ts',
+  'test/plugin/plan.test.ts',
   // kubectl apply -k deploy/, the manager and its proxies as their ServiceAccounts, a managed workload
-  // rolled by the Deployment controller, leader election, the state dir, analysis, deletion and GC
+  // rolled by the Deployment controller, leader election, the state dir, a stepped release rolled back
+  // by its analysis, deletion and the garbage collector
   'test/cluster/release.test.ts',
 ];
 
@@ -27,5 +43,5 @@ await ensureBinaries((line) => console.error(`canary-l4 cluster: ${line}`));
 const args = process.argv.slice(2);
 const files = args.some((arg) => arg.endsWith('.test.ts')) ? [] : SUITE;
 const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-force-exit', ...args, ...files],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, CANARY_L4_TEST_API: 'real' } });
+  { cwd: root, stdio: 'inherit', env: { ...process.env, CANARY_TEST_API: 'real' } });
 child.once('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 128)));

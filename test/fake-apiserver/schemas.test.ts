@@ -104,6 +104,22 @@ describe('schemas, through kubectl', { skip: (await hasKubectl()) ? false : 'kub
     assert.equal(await k('get', 'canaryreleases', 'bad', '--ignore-not-found'), '');
   });
 
+  it('x-kubernetes-list-type: a port listed twice, a key twice in a set, is refused as kube-apiserver refuses it', async () => {
+    const { custom } = clients(api.kubeConfig);
+    const made = (name: string, service: object) => custom.createNamespacedCustomObject({ group: 'canary-l4.io', version: 'v1alpha1', plural: 'canaryreleases', namespace: 'default',
+      body: { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec: { services: [service] } } });
+    const create = (name: string, service: object) => apiError(made(name, service));
+    const twice = await create('twice', { service: 'web', ports: [{ port: 8400, protocol: 'TCP', config: { weight: 10 } }, { port: 8400, protocol: 'TCP', config: { weight: 20 } }] });
+    // Word for word what a real control plane answered (npm run test:cluster).
+    assert.deepEqual([twice.code, twice.body.message, twice.body.details.causes],
+      [422, 'CanaryRelease.canary-l4.io "twice" is invalid: spec.services[0].ports[1]: Duplicate value: {"port":8400,"protocol":"TCP"}',
+        [{ reason: 'FieldValueDuplicate', message: 'Duplicate value: {"port":8400,"protocol":"TCP"}', field: 'spec.services[0].ports[1]' }]]);
+    // One port number over two protocols is two keys.
+    await made('protocols', { service: 'web', ports: [{ port: 53, protocol: 'TCP', config: { weight: 1 } }, { port: 53, protocol: 'UDP', config: { weight: 1 } }] });
+    const set = await create('set', { service: 'web', canaryServiceOperations: { remove: ['version', 'version'] }, ports: [{ port: 80, protocol: 'TCP', config: { weight: 1 } }] });
+    assert.equal(set.body.message, 'CanaryRelease.canary-l4.io "set" is invalid: spec.services[0].canaryServiceOperations.remove[1]: Duplicate value: "version"');
+  });
+
   it('a field the schema does not know: refused by default (--validate=strict), warned of and pruned with --validate=warn, pruned silently with --validate=false', async () => {
     const unknown = { ...example, metadata: { name: 'unknown' }, spec: { ...example.spec, surprise: 1 } };
     const file = await k.manifest('unknown.yaml', unknown);

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
+import { suiteTimeout } from '../support/api-under-test.ts';
 import type { CanaryReleaseSpec } from '../../src/api/types.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import { pluginFor, type Plugin } from '../support/plugin.ts';
@@ -12,7 +13,7 @@ import { createService, NAMESPACE, startCluster, versions, type Cluster } from '
 
 const release = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });
 
-describe('kubectl canary-l4 plan: bad input', { timeout: 180_000 }, () => {
+describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }, () => {
   let cluster: Cluster;
   let kubectl: Kubectl;
   let plugin: Plugin;

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
+import { suiteTimeout } from '../support/api-under-test.ts';
 import { formatSaved, saveOriginal } from '../../src/control/service/originals.ts';
 import { ANNOTATION_ORIGINAL, type CanaryReleaseSpec } from '../../src/api/types.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
@@ -18,7 +19,7 @@ const execFileAsync = promisify(execFile);
 
 const release = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });
 
-describe('kubectl canary-l4', { timeout: 60_000 }, () => {
+describe('kubectl canary-l4', { timeout: suiteTimeout(60_000) }, () => {
   let cluster: Cluster;
   let kubectl: Kubectl;
   let plugin: Plugin;

@@ -1,7 +1,7 @@
 /**
  * The API server an end-to-end test runs against, chosen by one switch: the fake kube-apiserver
  * (the default: instant, with its fault injection and request log), or, with
- * `CANARY_L4_TEST_API=real` (what `npm run test:cluster` sets), a real control plane started for the
+ * `CANARY_TEST_API=real` (what `npm run test:cluster` sets), a real control plane started for the
  * test file (test/cluster/), with its node simulation. The same test runs on either; what only the
  * fake can do (`fake`) or only the real one has (`real`) is there for the tests that need it, and a
  * test that needs one says so by skipping on the other (`onlyOnFake`).
@@ -20,8 +20,9 @@ import { registerNode, type RegisteredNode } from '../cluster/node/node.ts';
 import { POD_NETWORK_PREFIX } from '../cluster/pod-network.ts';
 import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions, type RequestRecord } from './fake-apiserver/index.ts';
 
-/** Whether this run's end-to-end tests run against a real control plane. */
-export const REAL_API = process.env.CANARY_L4_TEST_API === 'real';
+/** Whether this run's end-to-end tests run against a real control plane. (Not a CANARY_L4_ variable:
+ * the commands read those as flags, and refuse one they do not know.) */
+export const REAL_API = process.env.CANARY_TEST_API === 'real';
 
 /** `{ skip }` for a test that only the fake can run (its faults, its request log), with the reason. */
 export function onlyOnFake(reason: string): { skip: string | false } {

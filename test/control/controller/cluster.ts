@@ -1,5 +1,5 @@
 // The proxy against the API under test (the fake kube-apiserver, or a real control plane with
-// CANARY_L4_TEST_API=real: test/support/api-under-test.ts), with real traffic: the CRD and the proxy
+// CANARY_TEST_API=real: test/support/api-under-test.ts), with real traffic: the CRD and the proxy
 // ClusterRole from deploy/, the proxy in this process (or as a child process, see crash.test.ts)
 // with the identity a proxy has (on the real API the ServiceAccount canary-l4-proxy, bound to that
 // ClusterRole as the manager binds it), and backends that answer with their name, started on the
@@ -50,6 +50,9 @@ export async function startCluster(serviceCidr: string, options: Omit<FakeApiSer
     // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys and defaults.
     const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'));
     await api.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
+    // A real API serves a new CRD's objects only once its storage is up: 429 "storage is (re)initializing" until then.
+    const custom = api.kubeConfig.makeApiClient(CustomObjectsApi);
+    await waitFor(() => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL }).then(() => true, () => false), 'the CRD served', 30_000);
     const proxy = api.real === undefined ? fakeProxyKubeConfig(api.url) : await realProxyKubeConfig(api);
     return {
       api, proxyKubeConfig: proxy, proxyUser: api.real === undefined ? PROXY_USER : `system:serviceaccount:${NAMESPACE}:${PROXY_USER}`,
@@ -207,14 +210,18 @@ export function conditionOf(release: CanaryRelease | undefined, type: ConditionT
   return release?.status?.conditions?.find((condition) => condition.type === type);
 }
 
-/** Every object's resourceVersion, and each list's: a write anywhere changes one. */
+/**
+ * Every Service's, Pod's, Deployment's and CanaryRelease's name and resourceVersion: a write to any
+ * of them changes one. (Not the lists' own resourceVersions: on a real API a list's is the whole
+ * cluster's, which node heartbeats and controllers move all the time.)
+ */
 export async function versions(cluster: Cluster): Promise<string> {
   const [services, pods, deployments, releases] = await Promise.all([
     cluster.core.listNamespacedService({ namespace: NAMESPACE }), cluster.core.listNamespacedPod({ namespace: NAMESPACE }),
     cluster.apps.listNamespacedDeployment({ namespace: NAMESPACE }),
-    cluster.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL }) as Promise<{ metadata: { resourceVersion: string }; items: CanaryRelease[] }>,
+    cluster.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL }) as Promise<{ items: CanaryRelease[] }>,
   ]);
-  return JSON.stringify([services, pods, deployments, releases].map((list) => [list.metadata?.resourceVersion, list.items.map((item) => `${item.metadata?.name}@${item.metadata?.resourceVersion}`)]));
+  return JSON.stringify([services, pods, deployments, releases].map((list) => list.items.map((item) => `${item.metadata?.name}@${item.metadata?.resourceVersion}`)));
 }
 
 /** Polls the release until `check` holds; the assertion message shows its last status. */

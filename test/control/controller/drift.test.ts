@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { waitFor } from '../../support/backends.ts';
+import { suiteTimeout } from '../../support/api-under-test.ts';
 import {
   createRelease, createService, getService, NAMESPACE, serviceEntry, serving, split, startBackends, startCluster, startProxy,
   waitForRelease, waitForService, type Backends, type Cluster, type InProcessProxy,
@@ -14,7 +15,7 @@ import {
 const PORT_BASE = 30500;
 const SERVICE_PORT = 8700;
 
-describe('drift of managed Services is repaired', { timeout: 30_000 }, () => {
+describe('drift of managed Services is repaired', { timeout: suiteTimeout(30_000) }, () => {
   let cluster: Cluster;
   let proxy: InProcessProxy;
   let backends: Backends | undefined;

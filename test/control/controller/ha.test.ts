@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sleep, waitFor } from '../../support/backends.ts';
+import { suiteTimeout } from '../../support/api-under-test.ts';
 import {
   createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split, startBackends, startCluster,
   waitForRelease, writeProxyKubeconfig, type Backends, type Cluster,
@@ -23,7 +24,7 @@ const LEASE_SECONDS = 2;
 const startReplica = (kubeconfig: string) => spawnReplica(kubeconfig, { release: 'web-ha', portBase: PORT_BASE, leaseSeconds: LEASE_SECONDS });
 const connectionsServed = (replica: Replica) => metric(replica, /^canary_l4_listener_connections_total\{listener="web-ha-svc-8600-tcp"\} (\d+)$/m);
 
-describe('two replicas, one leader', { timeout: 90_000 }, () => {
+describe('two replicas, one leader', { timeout: suiteTimeout(90_000) }, () => {
   let cluster: Cluster;
   let dir: string;
   let backends: Backends | undefined;
@@ -49,7 +50,9 @@ describe('two replicas, one leader', { timeout: 90_000 }, () => {
       services: [{ ...serviceEntry('web-ha-svc', [{ port: SERVICE_PORT, weight: 20 }]), canaryServiceOperations: { add: { version: 'v2' } } }],
     });
     replicas.push(startReplica(kubeconfig), startReplica(kubeconfig));
-    backends = await startBackends(cluster, 'web-ha-svc', [{ port: SERVICE_PORT }]);
+    backends = await startBackends(cluster, 'web-ha-svc', [{ port: SERVICE_PORT }]).catch((err: Error) => {
+      throw new Error(`${err.message}; the replicas said:\n${replicas.map((replica) => replica.output().slice(-3000)).join('\n---\n')}`);
+    });
     await waitForRelease(cluster, 'web-ha', 'serving', serving, 20_000);
     await waitFor(() => replicas.every((replica) => Number.isFinite(replica.adminPort())), 'both admin servers to say where they listen', 10_000);
     await waitFor(async () => (await Promise.all(replicas.map(isLeader))).filter(Boolean).length === 1, 'exactly one leader', 10_000);

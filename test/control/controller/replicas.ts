@@ -10,6 +10,8 @@ export interface Replica {
   readonly exited: Promise<number | null>;
   /** NaN until the replica has logged where its admin server listens. */
   adminPort(): number;
+  /** What it wrote so far (stdout, then stderr). */
+  output(): string;
 }
 
 export function startReplica(kubeconfig: string, options: { release: string; portBase: number; leaseSeconds: number; extraArgs?: readonly string[] }): Replica {
@@ -22,11 +24,13 @@ export function startReplica(kubeconfig: string, options: { release: string; por
   );
   let stdout = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.resume();
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   return {
     child,
     exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
     adminPort: () => Number(/"adminPort":(\d+)/.exec(stdout)?.[1] ?? Number.NaN),
+    output: () => stdout + stderr,
   };
 }
 

@@ -11,6 +11,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { parseSaved } from '../../../src/control/service/originals.ts';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
+import { suiteTimeout } from '../../support/api-under-test.ts';
 import { sleep, waitFor } from '../../support/backends.ts';
 import {
   conditionOf, createRelease, getService, NAMESPACE, patchRelease, serviceEntry, serving, startProxy, waitForRelease, waitForService,
@@ -20,7 +21,6 @@ import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbe
 
 const FIRST_BASE = 27100;
 const SECOND_BASE = 27200;
-const PROXY_POD_IP = '127.0.51.250';
 
 /** The owner's manifest, applied with kubectl: what GitOps re-applies on every sync. */
 const manifest = {
@@ -48,24 +48,27 @@ function savedTargetPorts(service: V1Service | undefined): (number | string)[] {
   return parsed.saved.ports.map((port) => port.targetPort);
 }
 
-describe('never strand a Service: real traffic while the owner re-applies, renumbers and adopts', { timeout: 120_000 }, () => {
+describe('never strand a Service: real traffic while the owner re-applies, renumbers and adopts', { timeout: suiteTimeout(120_000) }, () => {
   let bed: Testbed;
   let proxy: InProcessProxy | undefined;
   let web = '';
   let path = '';
+  /** The proxy's pod: its listeners there, so its UDP replies come from the address clients reach. */
+  let proxyPodIp = '';
 
   before(async () => {
     bed = await startTestbed('127.0.50.0/24', '127.0.51');
+    proxyPodIp = `${bed.podNet}.250`;
     path = await bed.kubectl.manifest('web.yaml', manifest);
     await bed.kubectl('apply', '-f', path);
     web = await bed.clusterIp('web');
     await bed.startPod('web-v1', { app: 'web', version: 'v1' }, POD_PORTS, 'stable');
     await bed.startPod('web-v2', { app: 'web', version: 'v2' }, POD_PORTS, 'canary');
-    await bed.startProxyPod('web-v2', { podIP: PROXY_POD_IP });
+    await bed.startProxyPod('web-v2', { podIP: proxyPodIp });
     await createRelease(bed.cluster, 'web-v2', {
       services: [serviceEntry('web', [{ port: 9000, weight: 20 }, { port: 9053, protocol: 'UDP', weight: 20 }])],
     });
-    proxy = await startProxy(bed.cluster, 'web-v2', FIRST_BASE, { podIP: PROXY_POD_IP });
+    proxy = await startProxy(bed.cluster, 'web-v2', FIRST_BASE, { podIP: proxyPodIp });
     await waitForRelease(bed.cluster, 'web-v2', 'serving', serving);
   });
 
@@ -135,9 +138,9 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
   });
 
   it('Adopted waits while the canary has no Ready pod (its weight held at 0), then adopts once one is Ready', async (t) => {
-    await bed.startProxyPod('web-v3', { podIP: PROXY_POD_IP });
+    await bed.startProxyPod('web-v3', { podIP: proxyPodIp });
     await createRelease(bed.cluster, 'web-v3', { services: [serviceEntry('web', [{ port: 9000, weight: 50 }], 'v3')] });
-    proxy = await startProxy(bed.cluster, 'web-v3', SECOND_BASE, { podIP: PROXY_POD_IP });
+    proxy = await startProxy(bed.cluster, 'web-v3', SECOND_BASE, { podIP: proxyPodIp });
     await waitForService(bed.cluster, 'web', 'taken over', (found) => takenOver(found, 'web-v3'));
     const traffic = startTraffic(() => web, 9000, 'TCP');
     const held = await waitForRelease(bed.cluster, 'web-v3', 'the weight held', (found) => found?.status?.ports?.[0]?.served === 0);

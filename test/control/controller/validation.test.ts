@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CanaryRelease, CanaryReleaseSpec } from '../../../src/api/types.ts';
 import { sleep } from '../../support/backends.ts';
+import { suiteTimeout } from '../../support/api-under-test.ts';
 import { kubectlFor, waitFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
 import {
   conditionOf, createService, getService, NAMESPACE, serving, split, startBackends, startCluster, startProxy, waitForRelease,
@@ -22,7 +23,7 @@ const entry = (service: string, port: number, weight?: number) => ({
 const invalid = (field: string) => (found: CanaryRelease | undefined) => found?.status?.phase === 'Holding'
   && conditionOf(found, 'Failure')?.reason === 'InvalidRelease' && conditionOf(found, 'Failure')!.message.includes(field);
 
-describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout: 90_000 }, () => {
+describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout: suiteTimeout(90_000) }, () => {
   let cluster: Cluster;
   let kubectl: Kubectl;
   const proxies: InProcessProxy[] = [];

@@ -10,7 +10,7 @@ import { clone, isObject, type KObject } from '../wire/json.ts';
 /** One entry of a 422 Status's `details.causes`, as kube-apiserver fills it. */
 export interface FieldCause {
   field: string;
-  reason: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueNotSupported' | 'FieldValueTypeInvalid' | 'FieldValueTooMany' | 'FieldValueTooLong';
+  reason: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueNotSupported' | 'FieldValueTypeInvalid' | 'FieldValueTooMany' | 'FieldValueTooLong' | 'FieldValueDuplicate';
   /** The error without its path: `Invalid value: -1: spec.x in body should be greater than or equal to 0`. */
   message: string;
 }
@@ -141,16 +141,44 @@ function fillDefaults(value: KObject, schema: KObject, unknown: string[], path: 
  */
 export function validateObject(obj: KObject, schema: KObject, scope: WriteScope): FieldCause[] {
   const validate = compileSchema(schema);
-  if (validate(obj)) return [];
+  const found = [...(validate(obj) ? [] : (validate.errors ?? []).map((e) => toCause(e, obj))), ...listTypeCauses(obj, schema, '')];
   const causes: FieldCause[] = [];
-  for (const e of validate.errors ?? []) {
-    const cause = toCause(e, obj);
+  for (const cause of found) {
     if (!cause) continue;
     const inStatus = cause.field === 'status' || cause.field.startsWith('status.') || cause.field.startsWith('status[');
     if (inStatus !== (scope === 'status')) continue;
     if (!causes.some((c) => c.field === cause.field && c.message === cause.message)) causes.push(cause);
   }
   return causes;
+}
+
+/**
+ * `x-kubernetes-list-type`, as apiextensions-apiserver enforces it (a real control plane refused a
+ * CanaryRelease listing one port twice, which this fake once admitted): a `set`'s items are
+ * unique, a `map`'s items unique by their `x-kubernetes-list-map-keys` (the duplicate's keys shown
+ * as a JSON object, sorted as Go prints a map).
+ */
+function listTypeCauses(value: unknown, schema: KObject | undefined, path: string): FieldCause[] {
+  if (schema === undefined || value === null || typeof value !== 'object') return [];
+  if (Array.isArray(value)) {
+    const causes: FieldCause[] = [];
+    const listType = schema['x-kubernetes-list-type'];
+    if (listType === 'set' || listType === 'map') {
+      const keys = (schema['x-kubernetes-list-map-keys'] ?? []) as string[];
+      const keyOf = (item: unknown) => (listType === 'set' ? item
+        : Object.fromEntries(keys.filter((key) => isObject(item) && item[key] !== undefined).sort().map((key) => [key, (item as KObject)[key]])));
+      const seen = new Set<string>();
+      value.forEach((item, index) => {
+        const key = JSON.stringify(keyOf(item));
+        if (seen.has(key)) causes.push({ field: `${path}[${index}]`, reason: 'FieldValueDuplicate', message: `Duplicate value: ${key}` });
+        seen.add(key);
+      });
+    }
+    value.forEach((item, index) => causes.push(...listTypeCauses(item, schema.items as KObject | undefined, `${path}[${index}]`)));
+    return causes;
+  }
+  const properties = (schema.properties ?? {}) as Record<string, KObject>;
+  return Object.entries(value).flatMap(([key, item]) => listTypeCauses(item, properties[key] ?? (isObject(schema.additionalProperties) ? schema.additionalProperties : undefined), path ? `${path}.${key}` : key));
 }
 
 /** `/spec/steps/0/weight` → `spec.steps[0].weight`. */
