@@ -14,7 +14,7 @@ import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/
 import type { Runtime } from '../runtime/runtime.ts';
 import { snapshotCounters } from '../dataplane/stats/counters.ts';
 import { DEFAULT_INTERVAL_MS, hasCounts, type Evidence } from './progress/analysis.ts';
-import { applySteps, StepError, type ApplyTarget } from './loop/apply.ts';
+import { applySteps, StepError, type ApplyTarget, type Written } from './loop/apply.ts';
 import { EvidenceCollector, mergeEvidence, replicaStatsUrls } from './progress/collector.ts';
 import { decisions } from './pass/decisions.ts';
 import { listenersStillTargeted } from './service/l4.ts';
@@ -63,6 +63,8 @@ const COUNT_INTERVAL_MS = 10_000;
 const MAX_PENDING_INTERVALS = 30;
 /** An API error is said in status once it has failed this many passes in a row (one may be a blip). */
 const API_ERROR_PASSES = 2;
+/** How long the finalizer's removal waits for the pass's Events to be sent. */
+const EVENTS_BEFORE_FINALIZER_MS = 3_000;
 
 /** Starts on construction: informers at once, the work loop once every cache is filled. */
 export class Controller {
@@ -299,19 +301,27 @@ export class Controller {
     // A follower only serves; the leader also writes, and stops writing the moment it loses the Lease.
     const leading = () => this.#options.isLeader?.() ?? true;
     const done: Step[] = [];
+    const onWritten = (step: Step, written: Written) => {
+      this.#ownWrites.record(written, Date.now());
+      this.#reporter.sayStep(step);
+      done.push(step);
+    };
+    // The finalizer goes last, after this pass's Events are sent: once it is gone, the release is
+    // deleted and the garbage collector takes the proxy's RoleBinding with it (a real API then
+    // refuses the proxy's Events).
+    const finalizerGoes = (step: Step) => step.kind === 'patchRelease' && step.reason === 'removeFinalizer';
+    let recorded = false;
     try {
-      await applySteps(
-        this.#target,
-        desired.steps,
-        (step, written) => {
-          this.#ownWrites.record(written, Date.now());
-          this.#reporter.sayStep(step);
-          done.push(step);
-        },
-        leading,
-      );
+      await applySteps(this.#target, desired.steps.filter((step) => !finalizerGoes(step)), onWritten, leading);
+      const last = desired.steps.filter(finalizerGoes);
+      if (last.length > 0 && leading()) {
+        this.#recordDecisions(release, desired, done);
+        recorded = true;
+        await this.#events.flushed(EVENTS_BEFORE_FINALIZER_MS);
+        await applySteps(this.#target, last, onWritten, leading);
+      }
     } finally {
-      if (leading()) this.#recordDecisions(release, desired, done);
+      if (!recorded && leading()) this.#recordDecisions(release, desired, done);
     }
     if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
     const phase = release.status?.phase;

@@ -34,9 +34,18 @@ export class EventRecorder {
   /** When each (object, type, reason, message) was last sent. */
   readonly #sent = new Map<string, number>();
   #sending = false;
+  /** Settles when the queue is next empty. */
+  #drained: Promise<void> = Promise.resolve();
 
   constructor(options: EventRecorderOptions) {
     this.#options = options;
+  }
+
+  /** Resolves once every event recorded so far is sent (or dropped), or after `timeoutMs`. */
+  async flushed(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.#drained, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   record(object: V1ObjectReference, type: EventType, reason: string, message: string, now = new Date()): void {
@@ -51,7 +60,7 @@ export class EventRecorder {
       return;
     }
     this.#queue.push(this.#event(object, type, reason, message, now));
-    void this.#drain();
+    if (!this.#sending) this.#drained = this.#drain();
   }
 
   #event(object: V1ObjectReference, type: EventType, reason: string, message: string, now: Date): CoreV1Event {

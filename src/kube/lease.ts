@@ -7,7 +7,7 @@
 import { V1MicroTime, type CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { boundedCall, type CallOptions } from './client.ts';
-import { describeError, isConflict, isNotFound, isAlreadyExists } from './patch.ts';
+import { apiFailure, describeError, isConflict, isNotFound, isAlreadyExists } from './patch.ts';
 
 export interface LeaderElectionOptions {
   readonly coordination: CoordinationV1Api;
@@ -156,7 +156,11 @@ export class LeaderElector {
       );
       log.info({ lease: name }, 'lease released');
     } catch (err) {
-      log.warn({ lease: name, error: describeError(err) }, 'could not release the lease; it expires by itself');
+      // Forbidden or gone: the rights went with the release (its RoleBinding is collected with it).
+      const over = isNotFound(err) || apiFailure(err)?.code === 403;
+      log[over ? 'info' : 'warn']({ lease: name, error: describeError(err) }, over
+        ? 'lease left to expire: this proxy may no longer touch it (its release is over)'
+        : 'could not release the lease; it expires by itself');
     }
   }
 

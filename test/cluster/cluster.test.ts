@@ -5,7 +5,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,7 +96,8 @@ describe('npm run cluster', { skip: REAL_API ? false : 'needs a real control pla
     assert.equal(ips.length, 2);
     for (const ip of ips) assert.match(ip, /^198\.18\.160\.\d+$/);
     const pod = await kubectl('get', 'pods', '-l', 'app=hello', '-o', 'jsonpath={.items[0].metadata.name}');
-    assert.match(readFileSync(join(dir, 'logs', 'pods', `default_${pod}_hello.log`), 'utf8'), /"msg":"serving"/, 'its output is where kubectl logs would read it');
+    const log = join(dir, 'logs', 'pods', `default_${pod}_hello.log`);
+    await waitFor(() => existsSync(log) && /"msg":"serving"/.test(readFileSync(log, 'utf8')), 'its output where kubectl logs would read it', 10_000);
   });
 
   it('SIGTERM stops every process it started, frees the API\'s port and removes the pod network\'s route', async () => {

@@ -100,8 +100,15 @@ describe('release shapes', { timeout: suiteTimeout(30_000) }, () => {
     const proxy = proxies[0]!;
     const shopBefore = await getService(cluster, 'shop');
     assert.equal(proxy.runtime.dataplane.config.listeners.length, 2);
+    const from = cluster.api.requests().length;
     await cluster.custom.deleteNamespacedCustomObject({ group: 'canary-l4.io', version: 'v1alpha1', namespace: 'default', plural: 'canaryreleases', name: 'shop-v2' });
     await waitForRelease(cluster, 'shop-v2', 'gone', (found) => found === undefined);
+    // Its Events (Restored) are sent before the finalizer goes: after it, the release and with it the
+    // proxy's RoleBinding are collected, and a real API refuses the proxy's Events.
+    const since = cluster.api.requests().slice(from).filter((request) => request.user === cluster.proxyUser);
+    const finalizerGone = since.findLastIndex((request) => request.verb === 'patch' && request.resource === 'canaryreleases' && request.name === 'shop-v2' && request.subresource === '');
+    const events = since.flatMap((request, index) => (request.verb === 'create' && request.resource === 'events' ? [index] : []));
+    assert.ok(finalizerGone >= 0 && events.length > 0 && events.every((index) => index < finalizerGone), `Events at ${events}, the finalizer removed at ${finalizerGone}`);
     const shop = await getService(cluster, 'shop');
     assert.deepEqual(shop?.spec?.selector, { app: 'shop', version: 'v1' });
     assert.deepEqual(shop?.spec?.ports?.map(({ targetPort, nodePort }) => [targetPort, nodePort]), [[9200, shopBefore?.spec?.ports?.[0]?.nodePort], [9201, shopBefore?.spec?.ports?.[1]?.nodePort]]);
