@@ -100,6 +100,22 @@ describe('npm run cluster', { skip: REAL_API ? false : 'needs a real control pla
     await waitFor(() => existsSync(log) && /"msg":"serving"/.test(readFileSync(log, 'utf8')), 'its output where kubectl logs would read it', 10_000);
   });
 
+  it('a pod with a loopback address gets no endpoint: the EndpointSlice controller cannot publish it (why pods live in 198.18.0.0/16; the fake has no such controller)', async () => {
+    // On a node of its own, which no kubelet runs: the test writes the pod's status.
+    const objects = [
+      { apiVersion: 'v1', kind: 'Node', metadata: { name: 'loop-node' } },
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'loop', labels: { app: 'loop' } }, spec: { nodeName: 'loop-node', containers: [{ name: 'c', image: 'nowhere/loop:1' }] } },
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'loop' }, spec: { selector: { app: 'loop' }, ports: [{ port: 80 }] } },
+    ];
+    await kubectl('apply', '-f', await kubectl.manifest('loop.yaml', ...objects));
+    await kubectl('patch', 'pod', 'loop', '--subresource=status', '--type=merge', '-p',
+      JSON.stringify({ status: { phase: 'Running', podIP: '127.0.0.9', podIPs: [{ ip: '127.0.0.9' }], conditions: [{ type: 'Ready', status: 'True' }] } }));
+    let said = '';
+    await waitFor(async () => /may not be in the loopback range/.test(said = await kubectl('get', 'events', '--field-selector', 'involvedObject.name=loop,involvedObject.kind=Service', '-o', 'jsonpath={.items[*].message}')),
+      'the EndpointSlice controller to say why', 30_000);
+    assert.match(said, /EndpointSlice\.discovery\.k8s\.io "loop-\w+" is invalid: endpoints\[0\]\.addresses\[0\]: Invalid value: "127\.0\.0\.9": may not be in the loopback range/);
+  });
+
   it('SIGTERM stops every process it started, frees the API\'s port and removes the pod network\'s route', async () => {
     const port = Number(/https:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)?.[1]);
     const started = await descendants(child.pid!);

@@ -33,6 +33,7 @@ import {
   AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions,
   type KubernetesListObject, type KubernetesObject, type ListWatch, type V1Container, type V1Deployment, type V1Pod, type V1PodCondition,
 } from '@kubernetes/client-node';
+import { resolveContainerEnv } from './container-env.ts';
 import { podTemplateHash } from './fake-apiserver/simulation/template-hash.ts';
 import { keepWatching, OnePassAtATime } from './watching.ts';
 
@@ -263,28 +264,14 @@ class KubeletSimulation implements Kubelet {
       'metadata.name': pod.metadata?.name, 'metadata.namespace': pod.metadata?.namespace, 'status.podIP': podIP,
       'spec.nodeName': pod.spec?.nodeName, 'spec.serviceAccountName': pod.spec?.serviceAccountName,
     };
-    const mounts = (container.volumeMounts ?? []).flatMap((mount) => {
-      if (pod.spec?.volumes?.find((volume) => volume.name === mount.name)?.emptyDir === undefined) return [];
-      const dir = mkdtempSync(join(this.#dir, `${mount.name}-`));
-      run.dirs.push(dir);
-      return [{ path: mount.mountPath, dir }];
-    });
     const home = mkdtempSync(join(this.#dir, 'home-'));
     run.dirs.push(home);
     const account = pod.spec?.serviceAccountName ?? 'default';
     const kubeconfig = join(home, 'kubeconfig');
     writeFileSync(kubeconfig, podKubeconfig(this.#options.apiUrl, `system:serviceaccount:${pod.metadata?.namespace}:${account}`));
-    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, KUBECONFIG: kubeconfig };
-    for (const variable of container.env ?? []) {
-      const fieldPath = variable.valueFrom?.fieldRef?.fieldPath;
-      if (variable.valueFrom !== undefined && (fieldPath === undefined || !(fieldPath in fields))) {
-        return `env ${variable.name}: the kubelet simulation does not resolve ${JSON.stringify(variable.valueFrom)}`;
-      }
-      let value = fieldPath === undefined ? variable.value ?? '' : fields[fieldPath] ?? '';
-      const mount = mounts.find((item) => value === item.path || value.startsWith(`${item.path}/`));
-      if (mount !== undefined) value = mount.dir + value.slice(mount.path.length);
-      env[variable.name] = value;
-    }
+    const resolved = resolveContainerEnv(pod, container, fields, this.#dir, run.dirs);
+    if (typeof resolved === 'string') return resolved;
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, KUBECONFIG: kubeconfig, ...resolved };
     const extra = typeof this.#options.env === 'function' ? this.#options.env(pod) : this.#options.env;
     return { ...env, ...extra, [this.#options.adminPort.env]: '0' };
   }

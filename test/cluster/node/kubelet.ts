@@ -31,6 +31,7 @@ import {
   CoreV1Api, PatchStrategy, setHeaderOptions,
   type KubeConfig, type ListWatch, type V1Container, type V1ContainerStatus, type V1Pod, type V1Probe,
 } from '@kubernetes/client-node';
+import { resolveContainerEnv } from '../../support/container-env.ts';
 import { keepWatching, OnePassAtATime } from '../../support/watching.ts';
 import { kubeconfigYaml } from '../control-plane.ts';
 import { registerNode, type RegisteredNode } from './node.ts';
@@ -246,24 +247,9 @@ class Kubelet implements NodeKubelet {
       'spec.nodeName': pod.spec?.nodeName, 'spec.serviceAccountName': pod.spec?.serviceAccountName ?? 'default',
       'status.podIP': run.podIP, 'status.hostIP': this.#nodeIP,
     };
-    const mounts = (container.volumeMounts ?? []).flatMap((mount) => {
-      if (pod.spec?.volumes?.find((volume) => volume.name === mount.name)?.emptyDir === undefined) return [];
-      const dir = mkdtempSync(join(this.#dir, `${mount.name}-`));
-      run.dirs.push(dir);
-      return [{ path: mount.mountPath, dir }];
-    });
-    const env: NodeJS.ProcessEnv = { ...podEnv };
-    for (const variable of container.env ?? []) {
-      const fieldPath = variable.valueFrom?.fieldRef?.fieldPath;
-      if (variable.valueFrom !== undefined && (fieldPath === undefined || !(fieldPath in fields))) {
-        throw new Error(`env ${variable.name}: the kubelet simulation does not resolve ${JSON.stringify(variable.valueFrom)}`);
-      }
-      let value = fieldPath === undefined ? variable.value ?? '' : fields[fieldPath] ?? '';
-      const mount = mounts.find((item) => value === item.path || value.startsWith(`${item.path}/`));
-      if (mount !== undefined) value = mount.dir + value.slice(mount.path.length);
-      env[variable.name] = value;
-    }
-    return env;
+    const resolved = resolveContainerEnv(pod, container, fields, this.#dir, run.dirs);
+    if (typeof resolved === 'string') throw new Error(resolved);
+    return { ...podEnv, ...resolved };
   }
 
   #startContainer(run: PodRun, container: Container, podEnv: NodeJS.ProcessEnv): void {
