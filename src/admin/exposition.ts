@@ -109,6 +109,12 @@ const FAMILIES: readonly Family[] = [
     lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'reason', s.failures)),
   },
   {
+    name: 'held_out_offers_total',
+    help: "New connections and UDP flows the backend's weight offered it while passive health held it out (they went to the others), by what took it out (connect: failed connects or sends; reset: resets before the first byte).",
+    type: 'counter',
+    lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'cause', s.heldOut)),
+  },
+  {
     name: 'connect_duration_seconds',
     help: 'Time to connect to the backend.',
     type: 'histogram',

@@ -4,7 +4,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { L4Config } from '../../config/types.ts';
-import { DURATION_BUCKETS, type MirrorCounts, type StatsRegistry } from './stats.ts';
+import { DURATION_BUCKETS, type MirrorCounts, type StatsRegistry, type TakeOutCause } from './stats.ts';
 
 export interface BackendCounters {
   /** TCP: established connections; UDP: sessions opened. */
@@ -22,6 +22,9 @@ export interface BackendCounters {
   /** Milliseconds passive health held it out of rotation, each take-out counted to its scheduled end
    * (absent from a version before it: 0). */
   readonly outMs?: number;
+  /** New connections and flows its weight offered it while passive health held it out, by what took
+   * it out (absent from a version before it: none). */
+  readonly heldOut?: Readonly<Record<TakeOutCause, number>>;
   /** Mirroring to this backend (a listener's `mirror.to`); absent: none counted. */
   readonly mirror?: Readonly<MirrorCounts>;
 }
@@ -54,6 +57,7 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config): Counte
         sessionsReplied: backend.sessionsReplied,
         markedDown: backend.markedDown,
         outMs: backend.outMs(now),
+        heldOut: { ...backend.heldOut },
         mirror: { ...backend.mirror },
       };
     }

@@ -26,6 +26,12 @@ export class DurationHistogram {
 }
 
 export type BackendFailureReason = 'reset' | 'first_byte_timeout';
+/**
+ * What took a backend out of rotation: failed connects (or UDP sends, or silence past
+ * firstByteTimeoutMs), or resets before the first byte (failOnReset). The flows its weight offered it
+ * while out are counted by this cause, for the analysis to report under the signal it belongs to.
+ */
+export type TakeOutCause = 'connect' | 'reset';
 /** Why the proxy ended a live connection or session itself (the opt-in lifetime policies). */
 export type EndReason = 'max_age' | 'rebalance' | 'drain';
 export type ConnectErrorReason = 'timeout' | 'refused' | 'reset' | 'unreachable' | 'other';
@@ -104,19 +110,28 @@ export class BackendStats {
   sessionsReplied = 0;
   /** Times passive health took the backend out of rotation. */
   markedDown = 0;
+  /** New connections (TCP) and flows (UDP) its weight offered it while passive health held it out, by what took it out. */
+  readonly heldOut: Record<TakeOutCause, number> = { connect: 0, reset: 0 };
   #outMsBefore = 0;
   #outSince = 0;
   #outUntil = 0;
+  #outCause: TakeOutCause = 'connect';
 
   /** TCP connection or UDP session lifetime. */
   readonly sessionDuration = new DurationHistogram();
 
-  /** Passive health took the backend out at `now` (Date.now()) for `ms`. */
-  takenOut(now: number, ms: number): void {
+  /** Passive health took the backend out at `now` (Date.now()) for `ms`, after failures of this `cause`. */
+  takenOut(now: number, ms: number, cause: TakeOutCause): void {
     this.markedDown++;
+    this.#outCause = cause;
     this.#outMsBefore = this.outMs(now);
     this.#outSince = now;
     this.#outUntil = now + ms;
+  }
+
+  /** A new connection or flow its weight offered it went elsewhere: passive health held it out. */
+  offeredWhileOut(): void {
+    this.heldOut[this.#outCause]++;
   }
 
   /** Milliseconds out of rotation until `now`, each take-out to its scheduled end (an early success ending it is not seen here: the path of every connection stays untouched). */

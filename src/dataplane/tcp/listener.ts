@@ -8,7 +8,7 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
-import { connectErrorReason, isLocalResourceError, type LocalRefusal } from '../stats/stats.ts';
+import { connectErrorReason, isLocalResourceError, type LocalRefusal, type TakeOutCause } from '../stats/stats.ts';
 import { joinSockets, upstreamReads } from './pipe.ts';
 import { teeReads } from '../resources/socket-reads.ts';
 import { TcpMirrorLeg } from './mirror.ts';
@@ -193,7 +193,7 @@ export class TcpListener implements Listener {
     }
     const reason = connectErrorReason(err);
     backend.stats.connectErrors[reason]++;
-    this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message);
+    this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message, reason === 'reset' ? 'reset' : 'connect');
     return true;
   }
 
@@ -307,7 +307,7 @@ export class TcpListener implements Listener {
       if (failed || upstream.bytesRead > 0) return;
       failed = true;
       backend.stats.failures[reason]++;
-      this.#recordFailure(backend, snapshot, reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time', detail);
+      this.#recordFailure(backend, snapshot, reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time', detail, reason === 'reset' ? 'reset' : 'connect');
     };
     const timeoutMs = config.firstByteTimeoutMs ?? 0;
     const timer = timeoutMs > 0 ? setTimeout(() => fail('first_byte_timeout', `nothing within ${timeoutMs} ms`), timeoutMs) : undefined;
@@ -323,11 +323,11 @@ export class TcpListener implements Listener {
   }
 
   /** Passive health (maxFails within failTimeoutMs); logs when the backend is taken out. */
-  #recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string): void {
+  #recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string, cause: TakeOutCause): void {
     const { config } = snapshot;
     const now = Date.now();
     if (backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs)) {
-      backend.stats.takenOut(now, config.failTimeoutMs);
+      backend.stats.takenOut(now, config.failTimeoutMs, cause);
       this.#log.warn(
         { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, err: detail },
         `backend marked failed for ${config.failTimeoutMs} ms after ${what}`,

@@ -271,7 +271,7 @@ export class UdpListener implements Listener {
       } else if (err.code === 'ECONNREFUSED') {
         backend.stats.connectErrors.refused++;
         const now = Date.now();
-        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs);
+        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs, 'connect');
       } else {
         backend.stats.connectErrors.other++;
         this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
@@ -290,7 +290,7 @@ export class UdpListener implements Listener {
         const reason = connectErrorReason(err);
         backend.stats.connectErrors[reason]++;
         const now = Date.now();
-        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs);
+        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs, 'connect');
         this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
         this.#end(session);
         return;
