@@ -25,7 +25,7 @@ export async function launch(name, entry) {
     process.stderr.write(`${name}: needs Node.js ${NEEDED_MAJOR} or later, but this is Node.js ${process.versions.node} (${process.execPath}); put Node 24 first on PATH (in the project: export PATH=$PWD/node_modules/.bin:$PATH)\n`);
     process.exit(1);
   }
-  await enablePrivateCompileCache();
+  await enablePrivateCompileCache(name);
   return import(entry.href);
 }
 
@@ -34,24 +34,37 @@ export async function launch(name, entry) {
  * (NODE_COMPILE_CACHE, as the image does) or refused (NODE_DISABLE_COMPILE_CACHE) one. Node runs
  * what it reads back from there, hence private: not Node's default under the shared tmpdir. Where
  * no such directory can be had (no home, a read-only file system), it runs without: only memory
- * is at stake, never a failure.
+ * is at stake, never a failure. A directory that is there but not private is said, in one line.
+ * @param {string} name the command, for the message
  */
-async function enablePrivateCompileCache() {
+async function enablePrivateCompileCache(name) {
   if (process.env.NODE_COMPILE_CACHE !== undefined || process.env.NODE_DISABLE_COMPILE_CACHE !== undefined) return;
-  const dir = privateCacheDir();
-  if (dir === undefined) return;
+  const cache = privateCacheDir();
+  if (cache === undefined) return;
+  if (cache.refusal !== undefined) {
+    // Each worker of serve --workers runs this bin again: the primary has said it.
+    const { default: cluster } = await import('node:cluster');
+    if (cluster.isPrimary) process.stderr.write(`${name}: not using the compile cache ${cache.dir}: ${cache.refusal}; Node runs what it reads back from there, so it must be this user's alone (mode 0700)\n`);
+    return;
+  }
   const { enableCompileCache } = await import('node:module');
-  enableCompileCache(dir);
+  enableCompileCache(cache.dir);
 }
 
-/** `$XDG_CACHE_HOME/canary-l4/compile-cache` (default `~/.cache`), made 0700, or undefined. */
+/**
+ * `$XDG_CACHE_HOME/canary-l4/compile-cache` (default `~/.cache`), made 0700 when new; with why
+ * it is not this user's alone when it is not; undefined when it cannot be made.
+ * @returns {{ dir: string, refusal?: string } | undefined}
+ */
 function privateCacheDir() {
   try {
     const dir = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'canary-l4', 'compile-cache');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const stat = lstatSync(dir);
-    const ownedByMe = typeof process.getuid !== 'function' || stat.uid === process.getuid();
-    return stat.isDirectory() && ownedByMe && (stat.mode & 0o077) === 0 ? dir : undefined;
+    if (!stat.isDirectory()) return { dir, refusal: 'it is not a directory (a symbolic link is not followed)' };
+    if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) return { dir, refusal: `it belongs to uid ${stat.uid}, not to this user (uid ${process.getuid()})` };
+    if ((stat.mode & 0o077) !== 0) return { dir, refusal: `its group or others have access (mode 0${(stat.mode & 0o777).toString(8)})` };
+    return { dir };
   } catch {
     return undefined;
   }

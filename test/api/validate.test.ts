@@ -1,12 +1,15 @@
 // The one validation of a CanaryRelease spec, case by case: each bad spec is refused by a line that
 // names its field, and the CRD schema refuses it too wherever a schema can say it (so a real API
-// server turns it away at `kubectl apply`); what only the proxy can judge is marked so.
+// server turns it away at `kubectl apply`); what only the proxy can judge is marked so. Every
+// documented bound is pinned on both sides: the bound is accepted and one past it refused (an
+// exclusive bound the other way round), by the proxy and, where it states the bound, by the schema.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1CustomResourceDefinition, V1PodTemplateSpec } from '@kubernetes/client-node';
-import { isImageReference, parseDuration, podTemplateProblems, releaseProblems, replicasProblem, SIGNAL_NAMES } from '../../src/api/validate.ts';
+import { isImageReference, parseDuration, podTemplateProblems, releaseProblems, replicasProblem, SIGNAL_NAMES, SIGNAL_THRESHOLDS } from '../../src/api/validate.ts';
 import { KIND, VERSION, type CanaryReleaseSpec } from '../../src/api/types.ts';
+import { readProxySpec } from '../../src/manager/proxy-spec.ts';
 import { theOnly } from '../deploy/manifests.ts';
 import { validate, type StructuralSchema } from '../deploy/structural-schema.ts';
 
@@ -60,6 +63,76 @@ const refused: [string, unknown, string, 'schema refuses' | 'only the proxy'][] 
   ['a bad canary label', { services: [{ service: 'web', canaryServiceOperations: { add: { version: 'v 2' } }, ports: [{ port: 80 }] }] }, 'spec.services[0].canaryServiceOperations.add: label value "v 2" of version is not valid', 'only the proxy'],
 ];
 
+/** The refusal of every threshold kind, as releaseProblems words it. */
+const KIND_SAYS = { rate: 'a rate from 0 to 1', ratio: 'a ratio of at least 1', milliseconds: 'milliseconds, at least 1' } as const;
+/**
+ * The values nearest each bound of a threshold kind, accepted then refused. The scale is continuous,
+ * so one past a bound is the adjacent double: -5e-324 below 0, 1.0000000000000002 above 1,
+ * 0.9999999999999999 below 1.
+ */
+const KIND_BOUNDS = {
+  rate: [[0, -5e-324], [1, 1.0000000000000002]],
+  ratio: [[1, 0.9999999999999999]],
+  milliseconds: [[1, 0.9999999999999999]],
+} as const;
+
+const config = (fields: object) => ({ services: [{ service: 'web', ports: [{ port: 80, config: fields }] }] });
+const manySteps = (count: number, promotedStep?: number) => ({ services, steps: Array.from({ length: count }, () => ({ weight: 10 })), promotedStep });
+
+/**
+ * Every documented bound: a spec made with a value, the value nearest the bound that is accepted and
+ * the nearest that is refused (for an inclusive bound the bound itself and one past it; for an
+ * exclusive one a value just inside and the bound), the line that refuses, and whether the CRD schema
+ * states the bound too (then it must draw the line at the same place).
+ */
+type Bound = readonly [name: string, specWith: (value: any) => unknown, accepted: unknown, refused: unknown, problem: string, schemaSays: 'schema too' | 'only the proxy'];
+const bounds: Bound[] = [
+  ['the shortest analysis interval', (interval) => ({ services, analysis: { interval } }), '1s', '999ms', 'spec.analysis.interval: "999ms" is not a duration of at least 1s', 'only the proxy'],
+  ['the longest analysis interval', (interval) => ({ services, analysis: { interval } }), '1h', '1h1ms', 'spec.analysis.interval: "1h1ms" is longer than 1h', 'only the proxy'],
+  ['the longest timed pause', (duration) => ({ services, steps: [{ weight: 10, pause: { duration } }] }), '720h', '720h1ms', 'spec.steps[0].pause.duration: "720h1ms" is longer than 720h', 'only the proxy'],
+  ['the fewest steps', (count) => manySteps(count), 1, 0, 'spec.steps: is empty', 'schema too'],
+  ['the lowest step weight', (weight) => ({ services, steps: [{ weight }] }), 0, -1, 'spec.steps[0].weight: must be an integer 0–100, got -1', 'schema too'],
+  ['the highest step weight', (weight) => ({ services, steps: [{ weight }] }), 100, 101, 'spec.steps[0].weight: must be an integer 0–100, got 101', 'schema too'],
+  ['the lowest step mirror', (mirror) => ({ services, steps: [{ mirror }] }), 0, -1, 'spec.steps[0].mirror: must be an integer 0–100, got -1', 'schema too'],
+  ['the highest step mirror', (mirror) => ({ services, steps: [{ mirror }] }), 100, 101, 'spec.steps[0].mirror: must be an integer 0–100, got 101', 'schema too'],
+  ['the lowest promotedStep', steps, 0, -1, 'spec.promotedStep: must be a step\'s index (an integer >= 0), got -1', 'schema too'],
+  ['promotedStep at the last step', steps, 1, 2, 'spec.promotedStep: 2 is past the last step (there are 2, indexed 0–1)', 'only the proxy'],
+  ['the highest promotedStep (49, the last of the most steps the schema admits)', (promoted) => manySteps(50, promoted), 49, 50, 'spec.promotedStep: 50 is past the last step (there are 50, indexed 0–49)', 'schema too'],
+  ['the lowest minSamples', (minSamples) => ({ services, analysis: { minSamples } }), 0, -1, 'spec.analysis.minSamples: must be an integer >= 0, got -1', 'schema too'],
+  ['the lowest failureLimit', (failureLimit) => ({ services, analysis: { failureLimit } }), 1, 0, 'spec.analysis.failureLimit: must be an integer >= 1, got 0', 'schema too'],
+  ['the confidence above 0.5 (exclusive)', (confidence) => ({ services, analysis: { confidence } }), 0.5000000000000001, 0.5, 'spec.analysis.confidence: must be a number above 0.5 and below 1 (e.g. 0.99), got 0.5', 'schema too'],
+  ['the confidence below 1 (exclusive)', (confidence) => ({ services, analysis: { confidence } }), 0.9999999999999999, 1, 'spec.analysis.confidence: must be a number above 0.5 and below 1 (e.g. 0.99), got 1', 'schema too'],
+  ...Object.entries(SIGNAL_THRESHOLDS).flatMap(([signal, keys]) => Object.entries(keys).flatMap(([key, kind]) => KIND_BOUNDS[kind].map(([accepted, refused]): Bound =>
+    [`the ${kind} ${signal}.${key}`, (value) => ({ services, analysis: { thresholds: { [signal]: { [key]: value } } } }), accepted, refused,
+      `spec.analysis.thresholds.${signal}.${key}: must be ${KIND_SAYS[kind]}`, 'schema too']))),
+  ['the fewest Services', (count) => ({ services: Array.from({ length: count }, (_, index) => ({ service: `web${index}`, ports: [{ port: 80 }] })) }), 1, 0, 'spec.services is empty', 'schema too'],
+  ['the lowest port weight', (weight) => config({ weight }), 0, -1, 'spec.services[0].ports[0].config.weight: must be an integer 0–100, got -1', 'schema too'],
+  ['the highest port weight', (weight) => config({ weight }), 100, 101, 'spec.services[0].ports[0].config.weight: must be an integer 0–100, got 101', 'schema too'],
+  ...['maxConnectionAgeMs', 'rebalanceWindowMs', 'drainTimeoutMs'].flatMap((key): Bound[] => [
+    [`the lowest ${key} (0, off)`, (value) => config({ [key]: value }), 0, -1, `spec.services[0].ports[0].config.${key}: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1`, 'schema too'],
+    [`the highest ${key}`, (value) => config({ [key]: value }), 2147483647, 2147483648, `spec.services[0].ports[0].config.${key}: must be an integer 0-2147483647 (milliseconds; 0 = off), got 2147483648`, 'schema too'],
+  ]),
+  ['the lowest mirror percent', (percent) => config({ mirror: { percent } }), 0, -1, 'spec.services[0].ports[0].config.mirror.percent: must be an integer 0-100 (percent), got -1', 'schema too'],
+  ['the highest mirror percent', (percent) => config({ mirror: { percent } }), 100, 101, 'spec.services[0].ports[0].config.mirror.percent: must be an integer 0-100 (percent), got 101', 'schema too'],
+  ['the smallest mirror maxBytes', (maxBytes) => config({ mirror: { maxBytes } }), 1, 0, 'spec.services[0].ports[0].config.mirror.maxBytes: must be an integer 1-1073741824 (bytes), got 0', 'schema too'],
+  ['the largest mirror maxBytes (1 GiB)', (maxBytes) => config({ mirror: { maxBytes } }), 1073741824, 1073741825, 'spec.services[0].ports[0].config.mirror.maxBytes: must be an integer 1-1073741824 (bytes), got 1073741825', 'schema too'],
+  ['the shortest workload name', (name) => ({ services, workloads: [{ name }] }), 'w', '', 'spec.workloads[0].name: must name a Deployment of the namespace, got ""', 'schema too'],
+  ['the longest workload name (229, room for -canary and the pods\' suffixes)', (name) => ({ services, workloads: [{ name }] }), 'w'.repeat(229), 'w'.repeat(230), `spec.workloads[0].name: ${'w'.repeat(230)} is too long for its canary`, 'schema too'],
+  ['the fewest canary replicas', (replicas) => ({ services, workloads: [{ name: 'web', replicas }] }), 0, -1, 'spec.workloads[0].replicas: must be an integer 0–1000, got -1', 'schema too'],
+  ['the most canary replicas', (replicas) => ({ services, workloads: [{ name: 'web', replicas }] }), 1000, 1001, 'spec.workloads[0].replicas: must be an integer 0–1000, got 1001', 'schema too'],
+  ['the fewest proxy replicas', (replicas) => ({ services, proxy: { replicas } }), 1, 0, 'spec.proxy.replicas: must be an integer 1–1000', 'schema too'],
+  ['the most proxy replicas', (replicas) => ({ services, proxy: { replicas } }), 1000, 1001, 'spec.proxy.replicas: must be an integer 1–1000', 'schema too'],
+];
+
+/** A value for a test's name: a long name by its length. */
+const shown = (value: unknown) => (typeof value === 'string' && value.length > 20 ? `a name of ${value.length} characters` : JSON.stringify(value));
+
+/** What the proxy's controller refuses of a spec, and what the manager refuses of its spec.proxy. */
+function judged(spec: unknown): string[] {
+  const proxy = readProxySpec((spec as { proxy?: unknown }).proxy);
+  return [...releaseProblems(spec as CanaryReleaseSpec), ...(proxy.ok ? [] : proxy.problems)];
+}
+
 describe('releaseProblems: the one validation of a CanaryRelease', () => {
   it('passes a good spec, with every signal, a 1h pause, a promotion in range and 1000 canary pods; and the schema admits it', () => {
     assert.deepEqual(releaseProblems(good), []);
@@ -72,6 +145,21 @@ describe('releaseProblems: the one validation of a CanaryRelease', () => {
       assert.ok(problems.some((line) => line.startsWith(problem)), `${problem}\n---\n${problems.join('\n')}`);
       assert.ok(problems.every((line) => line.startsWith('spec.')), `every line names its field:\n${problems.join('\n')}`);
       assert.equal(validate(object(spec), schema).length > 0, schemaSays === 'schema refuses', JSON.stringify(validate(object(spec), schema)));
+    });
+  }
+
+  for (const [bound, specWith, accepted, refused, problem, schemaSays] of bounds) {
+    it(`${bound}: ${shown(accepted)} is accepted, ${shown(refused)} refused${schemaSays === 'schema too' ? '; the CRD schema draws the same line' : ' (the schema does not state it)'}`, () => {
+      const within = specWith(accepted);
+      assert.deepEqual(judged(within), []);
+      assert.deepEqual(validate(object(within), schema), []);
+      const past = specWith(refused);
+      const problems = judged(past);
+      assert.ok(problems.some((line) => line.startsWith(problem)), `${problem}\n---\n${problems.join('\n')}`);
+      const schemaProblems = validate(object(past), schema);
+      assert.equal(schemaProblems.length > 0, schemaSays === 'schema too', JSON.stringify(schemaProblems));
+      const field = problem.split(/[: ]/)[0]!;
+      assert.ok(schemaProblems.every((line) => line.startsWith(`${field}: `)), `the schema refuses ${field} alone: ${JSON.stringify(schemaProblems)}`);
     });
   }
 

@@ -3,12 +3,14 @@
 // would fail there with ERR_UNKNOWN_FILE_EXTENSION before any of their code ran).
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
+import { setTimeout } from 'node:timers/promises';
 import { TYPE_STRIPPER_PROBE } from '../support/type-stripper-probe.ts';
 
 const projectDir = fileURLToPath(new URL('../../', import.meta.url));
@@ -54,36 +56,73 @@ describe('the bins\' compile cache', { timeout: 60_000 }, () => {
   const home = mkdtempSync(join(tmpdir(), 'canary-l4-cache-home-'));
   after(() => rmSync(home, { recursive: true, force: true }));
   const cacheDir = (cacheHome: string) => join(cacheHome, 'canary-l4', 'compile-cache');
-  /** `canary-l4 --version` with no compile cache chosen; says whether it loaded the type stripper. */
-  const start = async (env: NodeJS.ProcessEnv) => {
-    const result = await run(['--import', TYPE_STRIPPER_PROBE, bins['canary-l4']!, '--version'], { NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined, ...env });
-    assert.equal(result.code, 0, result.stderr);
-    return /^type stripper loaded: (true|false)$/m.exec(result.stderr)?.[1];
+  /** A cache home whose compile cache is already there, with `mode`. */
+  const cacheWithMode = (name: string, mode: number) => {
+    const cacheHome = join(home, name);
+    mkdirSync(cacheDir(cacheHome), { recursive: true });
+    chmodSync(cacheDir(cacheHome), mode);
+    return cacheHome;
   };
+  const noCacheChosen = { NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined };
+  /** The lines a bin wrote to stderr but the type stripper probe's. */
+  const said = (stderr: string) => stderr.split('\n').filter((line) => line !== '' && !line.startsWith('type stripper loaded: '));
+  /** `canary-l4 --version` with no compile cache chosen: whether it loaded the type stripper, and what else it said. */
+  const start = async (env: NodeJS.ProcessEnv) => {
+    const result = await run(['--import', TYPE_STRIPPER_PROBE, bins['canary-l4']!, '--version'], { ...noCacheChosen, ...env });
+    assert.equal(result.code, 0, result.stderr);
+    return { stripperLoaded: /^type stripper loaded: (true|false)$/m.exec(result.stderr)?.[1], said: said(result.stderr) };
+  };
+  const refusal = (cacheHome: string, mode: string) =>
+    `canary-l4: not using the compile cache ${cacheDir(cacheHome)}: its group or others have access (mode ${mode}); Node runs what it reads back from there, so it must be this user's alone (mode 0700)`;
 
   it('from the second start on, the type stripper is never loaded; the cache is private to the user', async () => {
     const cacheHome = join(home, 'private');
-    assert.equal(await start({ XDG_CACHE_HOME: cacheHome }), 'true', 'the first start compiles');
-    assert.equal(await start({ XDG_CACHE_HOME: cacheHome }), 'false', 'the second reads the cache back');
+    assert.deepEqual(await start({ XDG_CACHE_HOME: cacheHome }), { stripperLoaded: 'true', said: [] }, 'the first start compiles');
+    assert.deepEqual(await start({ XDG_CACHE_HOME: cacheHome }), { stripperLoaded: 'false', said: [] }, 'the second reads the cache back');
     assert.equal(statSync(cacheDir(cacheHome)).mode & 0o777, 0o700);
   });
 
-  it('a cache directory others may write is not used (Node runs what it reads from there)', async () => {
-    const cacheHome = join(home, 'shared');
-    mkdirSync(cacheDir(cacheHome), { recursive: true });
-    chmodSync(cacheDir(cacheHome), 0o777);
-    await start({ XDG_CACHE_HOME: cacheHome });
-    assert.equal(await start({ XDG_CACHE_HOME: cacheHome }), 'true');
+  for (const [who, mode] of [['others', 0o707], ['its group', 0o770], ['everyone', 0o777]] as const) {
+    it(`a cache directory ${who} may write (mode 0${mode.toString(8)}) is not used (Node runs what it reads from there), and that is said in one line`, async () => {
+      const cacheHome = cacheWithMode(who, mode);
+      const refused = { stripperLoaded: 'true', said: [refusal(cacheHome, `0${mode.toString(8)}`)] };
+      assert.deepEqual(await start({ XDG_CACHE_HOME: cacheHome }), refused, 'the first start');
+      assert.deepEqual(await start({ XDG_CACHE_HOME: cacheHome }), refused, 'the second: nothing was cached');
+    });
+  }
+
+  it('serve --workers 2 says it once, not once per process (each worker runs the bin again)', async () => {
+    const cacheHome = cacheWithMode('workers', 0o770);
+    const config = join(home, 'lb.yaml');
+    writeFileSync(config, 'listeners: []\n');
+    const args = [bins['canary-l4']!, 'serve', '--config', config, '--workers', '2', '--admin-port', '0', '--admin-address', '127.0.0.1', '--no-watch'];
+    const child = spawn(process.execPath, args, { cwd: projectDir, env: { ...process.env, ...noCacheChosen, CANARY_L4_ADMIN_PORT: undefined, XDG_CACHE_HOME: cacheHome } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = once(child, 'exit');
+    try {
+      // The primary says "serving" once both workers are ready, so each has started the bin by then.
+      while (!stdout.includes('"msg":"serving"')) {
+        assert.equal(child.exitCode, null, stderr);
+        await setTimeout(50);
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+    await exited;
+    assert.deepEqual(said(stderr), [refusal(cacheHome, '0770')]);
   });
 
   it('NODE_DISABLE_COMPILE_CACHE turns it off, and nothing is written', async () => {
     const cacheHome = join(home, 'disabled');
     await start({ XDG_CACHE_HOME: cacheHome, NODE_DISABLE_COMPILE_CACHE: '1' });
-    assert.equal(await start({ XDG_CACHE_HOME: cacheHome, NODE_DISABLE_COMPILE_CACHE: '1' }), 'true');
+    assert.deepEqual(await start({ XDG_CACHE_HOME: cacheHome, NODE_DISABLE_COMPILE_CACHE: '1' }), { stripperLoaded: 'true', said: [] });
     assert.equal(existsSync(cacheHome), false);
   });
 
-  it('where no cache directory can be made, it runs without one', async () => {
-    assert.equal(await start({ XDG_CACHE_HOME: '/dev/null/cache' }), 'true');
+  it('where no cache directory can be made, it runs without one, silently', async () => {
+    assert.deepEqual(await start({ XDG_CACHE_HOME: '/dev/null/cache' }), { stripperLoaded: 'true', said: [] });
   });
 });

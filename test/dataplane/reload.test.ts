@@ -13,6 +13,7 @@ import { Runtime } from '../../src/runtime/runtime.ts';
 import {
   askName,
   countBy,
+  echoOnce,
   exchange,
   freePort,
   sleep,
@@ -24,29 +25,6 @@ import {
   type TcpBackend,
 } from '../support/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../support/dataplane.ts';
-
-/** Writes `text` on a live echo connection and resolves with the echo; rejects if the connection goes. */
-async function echoOnce(socket: net.Socket, text: string): Promise<string> {
-  const reply = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`no echo of ${JSON.stringify(text)} within 5 s`)), 5000);
-    const onClose = () => fail(new Error(`the connection closed before the echo of ${JSON.stringify(text)}`));
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      socket.off('data', onData);
-      socket.off('close', onClose);
-      reject(err);
-    };
-    const onData = (chunk: Buffer) => {
-      clearTimeout(timer);
-      socket.off('close', onClose);
-      resolve(chunk.toString());
-    };
-    socket.once('data', onData);
-    socket.once('close', onClose);
-  });
-  socket.write(text);
-  return reply;
-}
 
 describe('reload under load', { timeout: 30_000 }, () => {
   let plane: TestPlane;

@@ -29,7 +29,7 @@ const widgetCrd = {
     versions: [{
       name: 'v1', served: true, storage: true, subresources: { status: {} },
       schema: { openAPIV3Schema: { type: 'object', properties: {
-        spec: { type: 'object', required: ['size'], properties: { size: { type: 'integer', minimum: 1, maximum: 10, description: 'How big.' }, color: { type: 'string', enum: ['red', 'blue'] } } },
+        spec: { type: 'object', required: ['size'], properties: { size: { type: 'integer', minimum: 1, maximum: 10, description: 'How big.' }, color: { type: 'string', enum: ['red', 'blue'] }, amount: { 'x-kubernetes-int-or-string': true } } },
         status: { type: 'object', properties: { phase: { type: 'string', enum: ['Ready', 'Failed'] } } },
       } } },
     }],
@@ -186,6 +186,20 @@ describe('custom resources against their CRD\'s schema, through client-node', ()
     assert.deepEqual(typed.body.details.causes, [{ reason: 'FieldValueTypeInvalid', message: 'Invalid value: "string": spec.size in body must be of type integer: "string"', field: 'spec.size' }]);
     const ok = await custom.patchNamespacedCustomObject({ ...WIDGETS, name: 'w', body: { spec: { size: 4, color: 'red' } } }, merge);
     assert.deepEqual(ok.spec, { size: 4, color: 'red' });
+  });
+
+  it('x-kubernetes-int-or-string takes an integer or a string and refuses a fraction, on create and on patch, as kube-apiserver does', async () => {
+    const widget = (name: string, amount: unknown) => ({ apiVersion: 'test.io/v1', kind: 'Widget', metadata: { name }, spec: { size: 1, amount } });
+    assert.equal((await custom.createNamespacedCustomObject({ ...WIDGETS, body: widget('amounts', 2) })).spec.amount, 2);
+    assert.equal((await custom.patchNamespacedCustomObject({ ...WIDGETS, name: 'amounts', body: { spec: { amount: '50%' } } }, merge)).spec.amount, '50%');
+    // kube-apiserver types the field integer,string; a fraction is a JSON number, neither.
+    const cause = { reason: 'FieldValueTypeInvalid', message: 'Invalid value: "number": spec.amount in body must be of type integer,string: "number"', field: 'spec.amount' };
+    const patched = await apiError(custom.patchNamespacedCustomObject({ ...WIDGETS, name: 'amounts', body: { spec: { amount: 1.5 } } }, merge));
+    assert.deepEqual([patched.code, patched.body.reason, patched.body.message, patched.body.details.causes],
+      [422, 'Invalid', `Widget.test.io "amounts" is invalid: spec.amount: ${cause.message}`, [cause]]);
+    const created = await apiError(custom.createNamespacedCustomObject({ ...WIDGETS, body: widget('fraction', 1.5) }));
+    assert.deepEqual([created.code, created.body.details.causes], [422, [cause]]);
+    assert.equal((await custom.getNamespacedCustomObject({ ...WIDGETS, name: 'amounts' })).spec.amount, '50%', 'the refused patch changed nothing');
   });
 
   it('the status subresource validates status only; a main write ignores status, and answers for the rest alone', async () => {

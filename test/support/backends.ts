@@ -179,6 +179,29 @@ export function exchange(
   });
 }
 
+/** Writes `text` on a live echo connection and resolves with the echo; rejects if the connection goes. */
+export async function echoOnce(socket: net.Socket, text: string): Promise<string> {
+  const reply = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`no echo of ${JSON.stringify(text)} within 5 s`)), 5000);
+    const onClose = () => fail(new Error(`the connection closed before the echo of ${JSON.stringify(text)}`));
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('close', onClose);
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      clearTimeout(timer);
+      socket.off('close', onClose);
+      resolve(chunk.toString());
+    };
+    socket.once('data', onData);
+    socket.once('close', onClose);
+  });
+  socket.write(text);
+  return reply;
+}
+
 /** What a backend named itself on one connection through the proxy (startNamedBackend). */
 export async function askName(port: number, host = '127.0.0.1'): Promise<string> {
   const { data, error } = await exchange(port, '', { host });

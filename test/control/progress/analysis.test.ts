@@ -118,6 +118,31 @@ describe('judged with confidence on the counts', () => {
     assert.match(result.message, /resetRate: canary 5 of 5, stable 0 of 5/);
   });
 
+  it('low traffic still decides: a canary under minSamples in every interval passes once the pooled intervals reach it, and not before', () => {
+    const quiet = evidence({ connections: 27 }, { connections: 3 });
+    const statuses = judgeAll({ minSamples: 10, thresholds: { connectErrorRate: { max: 0.5 } } }, [quiet, quiet, quiet, quiet, quiet]);
+    assert.deepEqual(statuses.map((status) => status.verdict), ['Inconclusive', 'Inconclusive', 'Inconclusive', 'Passed', 'Inconclusive']);
+    assert.match(statuses[2]!.message, /too few samples: 9 canary connections\/flows over 3 interval\(s\), minSamples 10/);
+    assert.match(statuses[3]!.message, /^12 canary connections\/flows judged \(4 interval\(s\) judged together\)/);
+  });
+
+  it('low traffic still decides the other way: failing 1 in 3 each interval is no failure on one interval, and is once pooled', () => {
+    const failing = evidence({ connections: 27 }, { connections: 2, connectErrors: 1 });
+    const statuses = judgeAll({ minSamples: 10, thresholds: { connectErrorRate: { max: 0.05 } } }, Array.from({ length: 6 }, () => failing));
+    const first = statuses.findIndex((status) => status.verdict === 'Failed');
+    assert.ok(first >= 1, `not on one interval of 3 samples: ${statuses[0]?.message}`);
+    assert.match(statuses[first]!.message, new RegExp(`^connectErrorRate: canary ${first + 1} of ${3 * (first + 1)}`));
+  });
+
+  it('several replicas: held out on one replica of three for a whole interval, the canary was eligible for two thirds of it, and its share is judged so', () => {
+    const threeReplicas = (canary: Partial<BackendCounters>): Evidence => ({ ...evidence({ connections: 1_000 }, canary), replicas: 3 });
+    const starved = judge(threeReplicas({ connections: 0, outMs: 2_000 }), { minSamples: 0 }, [PORT], undefined).signals.find((item) => item.name === 'canaryShare');
+    assert.equal(starved?.verdict, 'Failed', 'two replicas of three could send it traffic all the interval, and none did');
+    assert.match(starved?.threshold ?? '', /at least 3\.3% of web:80\/TCP \(weight 10%, eligible 67% of the interval\)/);
+    const itsShare = judge(threeReplicas({ connections: 67, outMs: 2_000 }), { minSamples: 0 }, [PORT], undefined).signals.find((item) => item.name === 'canaryShare');
+    assert.equal(itsShare, undefined, 'a third of its weight less, on the replica that held it out, is its share');
+  });
+
   it('udpReplyRate (higher is better): flows not replied are judged against 1 − min and maxBelowStable', () => {
     const udp: PortStatus = { ...PORT, protocol: 'UDP', port: 53 };
     const udpSpec: AnalysisSpec = { minSamples: 10, thresholds: { udpReplyRate: { min: 0.95, maxBelowStable: 0.02 } } };

@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
-import type net from 'node:net';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
-  exchange, randomPayload, runConcurrently, sha256, startEchoBackend, startTcpBackend, startUdpEcho, udpAsk, waitFor,
+  countBy, echoOnce, exchange, randomPayload, runConcurrently, sha256, startEchoBackend, startTcpBackend, startUdpEcho, udpAsk, waitFor,
   type EchoBackend, type TcpBackend, type UdpBackend,
 } from '../../support/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane.ts';
@@ -31,12 +31,13 @@ async function startUdpServer(answer: (datagram: string) => string | undefined):
   return backend;
 }
 
-const listener = (name: string, protocol: 'tcp' | 'udp', port: number, stablePort: number, mirrorPort: number, mirror: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+/** The stable at weight 100; the canary, the mirror, at `canaryWeight` (0: it serves no client). */
+const listener = (name: string, protocol: 'tcp' | 'udp', port: number, stablePort: number, mirrorPort: number, mirror: Record<string, unknown>, extra: Record<string, unknown> = {}, canaryWeight = 0) => ({
   listeners: [{
     name,
     protocol,
     listen: `127.0.0.1:${port}`,
-    backends: [{ name: 'stable', host: '127.0.0.1', port: stablePort, weight: 100 }, { name: 'canary', host: '127.0.0.1', port: mirrorPort, weight: 0 }],
+    backends: [{ name: 'stable', host: '127.0.0.1', port: stablePort, weight: 100 }, { name: 'canary', host: '127.0.0.1', port: mirrorPort, weight: canaryWeight }],
     mirror: { to: 'canary', ...mirror },
     ...extra,
   }],
@@ -127,6 +128,25 @@ describe('UDP mirroring', { timeout: 30_000 }, () => {
     await waitFor(() => counts.dropped === 10, 'every mirror leg to the dead backend dropped');
     assert.deepEqual(counts, { mirrored: 10, compared: 0, equal: 0, different: 0, missing: 0, dropped: 10 });
   });
+
+  test('a flow the pick placed on the mirror backend itself reaches it once, and is not counted as mirrored', async () => {
+    const stable = await startUdpServer((query) => `stable:${query}`);
+    const queriesSeen: string[] = [];
+    const canary = await startUdpServer((query) => {
+      queriesSeen.push(query);
+      return `canary:${query}`;
+    });
+    backends.push(stable, canary);
+    // 100/100: smooth WRR places every other flow on the canary, and the mirror wants every flow.
+    const port = await applyOnFreePort(plane, (p) => listener('placed', 'udp', p, stable.port, canary.port, { percent: 100, compare: 'replies' }, { udp: { responses: 1 } }, 100), '127.0.0.1', 'udp');
+    const queries = Array.from({ length: 10 }, (_, i) => `query ${i}`);
+    const replies = await runConcurrently(queries.length, 1, (i) => udpAsk(port, queries[i]!));
+    assert.deepEqual(countBy(replies.map((reply) => reply.join('|').split(':')[0]!)), { stable: 5, canary: 5 });
+    const counts = plane.backend('placed', 'canary').mirror;
+    await waitFor(() => counts.compared === counts.mirrored, 'every mirrored flow judged');
+    assert.deepEqual(queriesSeen.toSorted(), queries, 'the canary got each query once: those of its own flows, and those mirrored from the stable\'s');
+    assert.deepEqual(counts, { mirrored: 5, compared: 5, equal: 0, different: 5, missing: 0, dropped: 0 }, 'only the stable\'s flows were mirrored');
+  });
 });
 
 describe('TCP mirroring', { timeout: 60_000 }, () => {
@@ -203,5 +223,42 @@ describe('TCP mirroring', { timeout: 60_000 }, () => {
     assert.deepEqual(counts, { mirrored: 5, compared: 5, equal: 2, different: 3, missing: 0, dropped: 0 });
     await waitFor(() => received.length === 5, 'the mirror connections to close');
     assert.equal(Math.max(...received), 100, 'the mirror was sent maxBytes at most');
+  });
+
+  test('maxBytes bounds the whole mirrored connection, however many reads bring it; the cut reply is judged different', async () => {
+    const canary = await startEchoBackend();
+    backends.push(canary);
+    const port = await applyOnFreePort(plane, (p) => listener('bounded', 'tcp', p, stable.port, canary.port, { percent: 100, compare: 'replies', maxBytes: 100 }));
+    const chunks = Array.from({ length: 10 }, (_, i) => `${`chunk ${i} of the upload`.padEnd(29, '.')}\n`);
+    const client = net.connect({ host: '127.0.0.1', port });
+    await once(client, 'connect');
+    // Each chunk comes back (from the stable) before the next is written: the proxy read each one alone.
+    for (const chunk of chunks) assert.equal(await echoOnce(client, chunk), chunk);
+    client.end();
+    await once(client, 'close');
+    await waitFor(() => canary.receivedHashes.length === 1, 'the mirror connection to end');
+    const upload = Buffer.from(chunks.join(''));
+    assert.equal(upload.length, 300);
+    assert.equal(canary.bytesReceived, 100, 'the mirror was sent maxBytes in all');
+    assert.equal(canary.receivedHashes[0], sha256(upload.subarray(0, 100)), 'exactly the first maxBytes of the upload');
+    const counts = plane.backend('bounded', 'canary').mirror;
+    await waitFor(() => counts.compared === 1, 'the connection judged');
+    assert.deepEqual(counts, { mirrored: 1, compared: 1, equal: 0, different: 1, missing: 0, dropped: 0 }, 'the mirror echoed 100 of the stable\'s 300 bytes');
+  });
+
+  test('a connection the pick placed on the mirror backend itself reaches it once, and is not counted as mirrored', async () => {
+    const canary = await startEchoBackend();
+    backends.push(canary);
+    // 100/100: smooth WRR places every other connection on the canary, and the mirror wants every one.
+    const port = await applyOnFreePort(plane, (p) => listener('placed', 'tcp', p, stable.port, canary.port, { percent: 100, compare: 'replies' }, {}, 100));
+    const requests = Array.from({ length: 10 }, (_, i) => `request ${i}`);
+    for (const request of requests) assert.equal((await exchange(port, request)).data.toString(), request);
+    assert.equal(plane.backend('placed', 'canary').connections, 5);
+    const counts = plane.backend('placed', 'canary').mirror;
+    await waitFor(() => counts.compared === counts.mirrored, 'every mirrored connection judged');
+    await waitFor(() => canary.sockets.size === 0, 'the canary\'s connections to close');
+    assert.deepEqual(canary.receivedHashes.toSorted(), requests.map((request) => sha256(Buffer.from(request))).toSorted(),
+      'the canary got each request once: those of its own connections, and those mirrored from the stable\'s');
+    assert.deepEqual(counts, { mirrored: 5, compared: 5, equal: 5, different: 0, missing: 0, dropped: 0 }, 'only the stable\'s connections were mirrored');
   });
 });

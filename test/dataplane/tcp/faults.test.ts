@@ -1,6 +1,7 @@
 // Faults on the TCP path: a backend that refuses (failover, passive health and its recovery), a
-// backend that accepts nothing (connect timeout), a reset mid-stream either side, and a slow
-// reader whose proxy (a `serve` child) must not buffer what the backend pushes.
+// backend that accepts nothing (connect timeout), a reset mid-stream either side (only the backend's
+// counted as its reset), and a slow reader whose proxy (a `serve` child) must not buffer what the
+// backend pushes.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
@@ -22,6 +23,7 @@ import {
 } from '../../support/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane.ts';
 import { rssBytes, startServe, type ServeChild } from '../../support/serve-child.ts';
+import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
 
 const MiB = 1024 * 1024;
 
@@ -79,6 +81,9 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     await echo.close();
     for (const close of closers) await close();
   });
+
+  /** A backend's resets as /stats serves them to the canary analysis (resetRate). */
+  const countedResets = (listener: string, backend: string) => snapshotCounters(plane.stats, plane.dataplane.config).listeners[listener]?.[backend]?.resets;
 
   test('a refusing backend: every connection fails over to the other, and the refusal is counted', async () => {
     const deadPort = await freePort();
@@ -203,7 +208,7 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     }
   });
 
-  test('a backend that resets mid-stream: the client sees a reset, not a clean end', async () => {
+  test("a backend that resets mid-stream: the client sees a reset, not a clean end, and it is the backend's reset in /stats", async () => {
     const backend = await startTcpBackend((socket) => {
       socket.write(randomPayload(256 * 1024), () => setTimeout(() => socket.resetAndDestroy(), 50));
     });
@@ -214,9 +219,10 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     const { data, error } = await exchange(port, '', { keepOpen: true });
     assert.equal(error?.code, 'ECONNRESET', `the client saw ${error?.code ?? 'a clean end'} after ${data.length} bytes`);
     await waitFor(() => plane.backend('reset-backend', 'b').active === 0, 'the proxied connection to be closed');
+    assert.equal(countedResets('reset-backend', 'b'), 1, "the backend's reset is counted against it (resetRate)");
   });
 
-  test('a client that resets mid-upload: the backend sees a reset and the proxy lets go of both sides', async () => {
+  test("a client that resets mid-upload: the backend sees a reset, the proxy lets go of both sides, and no backend's reset is counted", async () => {
     const seen: string[] = [];
     const backend = await startTcpBackend((socket) => {
       socket.resume();
@@ -234,6 +240,7 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     await waitFor(() => seen.length > 0, 'the backend to see the client go');
     assert.deepEqual(seen, ['ECONNRESET']);
     await waitFor(() => plane.dataplane.activeConnections === 0, 'the proxy to close both sides');
+    assert.equal(countedResets('reset-client', 'b'), 0, "the client's own reset is not held against the backend (resetRate)");
   });
 });
 
