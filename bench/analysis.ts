@@ -1,7 +1,8 @@
 // `npm run bench -- --only analysis [--releases N] [--seed N]`: the analysis' operating
 // characteristics, measured by simulating releases through the real judging code
 // (src/control/progress/analysis.ts) with binomial counts from a seeded PRNG. Pure: no proxy, no
-// network; seconds. Prints the table the README carries.
+// network; seconds. Prints the table the README carries; then the second one, releases simulated
+// connection by connection through the data path (analysis-path.ts; minutes).
 //
 // A release: 30 intervals, the canary at weight 10 % (the stable side gets 9 samples for each of
 // the canary's), judged on resetRate with maxAboveStable 0.01 (the margin), minSamples 10,
@@ -13,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { judge, type Evidence } from '../src/control/progress/analysis.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../src/api/types.ts';
 import { seededRandom } from '../src/util/seeded-random.ts';
+import { printPathTable } from './analysis-path.ts';
 
 export const INTERVALS = 30;
 const WEIGHT = 10;
@@ -129,5 +131,6 @@ export function runAnalysisBench(argv: readonly string[]): void {
       console.log(`| ${base * 100}% | ${grouped(samples)} | ${equal.rolledBackAt.length} in ${grouped(releases)} | ${worse.join(' | ')} |`);
     }
   }
+  printPathTable(releases, seed);
   console.log(`\n${Math.round(performance.now() - started) / 1000} s`);
 }

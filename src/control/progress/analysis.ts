@@ -320,9 +320,9 @@ export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly Po
   const failures = verdict === 'Failed' ? (previous?.failures ?? 0) + 1 : verdict === 'Passed' ? 0 : previous?.failures ?? 0;
   const over = `${pooled.intervals} interval(s) judged together`;
   const keptFrom = heldOutOf(pooled.canary);
-  const takenOut = pooled.canary.markedDown > 0 || keptFrom > 0
-    ? `; passive health took the canary out ${pooled.canary.markedDown} time(s), and the ${grouped(keptFrom)} connections/flows its weight offered it meanwhile count as attempts it failed`
-    : '';
+  const takenOut = pooled.canary.markedDown === 0 && keptFrom === 0 ? ''
+    : `; passive health took the canary out ${pooled.canary.markedDown} time(s)${keptFrom === 0 ? ''
+      : `, and the ${grouped(keptFrom)} connections/flows its weight offered it meanwhile count as attempts it failed (it was still failing a passive-health timeout after it first failed)`}`;
   const message = stillDead ? `no canary sample since it failed (passive health holds it out): ${previous.message}`
     : verdict === 'Failed' ? failed.map((result) => signalText(result, confidence)).join('; ') + takenOut
     : verdict === 'Passed' ? `${grouped(samplesOf(pooled.canary))} canary connections/flows judged (${over}), every threshold within at ${percentOf(confidence)}`

@@ -107,5 +107,5 @@ function noteOffer(snapshot: ListenerSnapshot, now: number, clientHash: number):
   if (!someOut || !weightedIn) return;
   const offered = snapshot.offers.pick((i) => snapshot.backends[i]!.config.weight > 0, clientHash);
   const backend = offered === -1 ? undefined : snapshot.backends[offered]!;
-  if (backend !== undefined && !backend.health.isAvailable(now)) backend.stats.offeredWhileOut();
+  if (backend !== undefined && !backend.health.isAvailable(now)) backend.stats.heldOut.offered();
 }

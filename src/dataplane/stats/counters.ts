@@ -4,7 +4,8 @@
 
 import { randomUUID } from 'node:crypto';
 import type { L4Config } from '../../config/types.ts';
-import { DURATION_BUCKETS, type MirrorCounts, type StatsRegistry, type TakeOutCause } from './stats.ts';
+import { DURATION_BUCKETS, type MirrorCounts, type StatsRegistry } from './stats.ts';
+import type { TakeOutCause } from './held-out.ts';
 
 export interface BackendCounters {
   /** TCP: established connections; UDP: sessions opened. */
@@ -43,9 +44,9 @@ export interface CounterSnapshot {
 /** One per process: counters that start again from zero belong to another instance. */
 const INSTANCE = randomUUID();
 
-export function snapshotCounters(stats: StatsRegistry, config: L4Config): CounterSnapshot {
+/** `now`: the time the take-outs are counted to (a simulation gives its own clock). */
+export function snapshotCounters(stats: StatsRegistry, config: L4Config, now = Date.now()): CounterSnapshot {
   const listeners: Record<string, Record<string, BackendCounters>> = {};
-  const now = Date.now();
   for (const [listener, backends] of stats.backends) {
     const byName: Record<string, BackendCounters> = {};
     for (const [name, backend] of backends) {
@@ -57,7 +58,7 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config): Counte
         sessionsReplied: backend.sessionsReplied,
         markedDown: backend.markedDown,
         outMs: backend.outMs(now),
-        heldOut: { ...backend.heldOut },
+        heldOut: { ...backend.heldOut.failed },
         mirror: { ...backend.mirror },
       };
     }

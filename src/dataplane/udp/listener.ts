@@ -257,7 +257,11 @@ export class UdpListener implements Listener {
       backend.stats.datagramsToClient++;
       backend.stats.bytesToClient += reply.length;
       this.#toClients.sendTo(reply, session.clientPort, session.clientAddress);
-      if (++session.replies === 1) backend.stats.sessionsReplied++;
+      if (++session.replies === 1) {
+        backend.stats.sessionsReplied++;
+        // A reply shows it serves: what it was offered while held out does not count against it.
+        backend.stats.heldOut.succeeded();
+      }
       if (responses > 0 && session.replies >= responses) this.#end(session);
     };
     const compared = mirror !== undefined && route?.config.compare === 'replies';

@@ -87,7 +87,7 @@ describe('judged with confidence on the counts', () => {
     ]);
     assert.deepEqual(statuses.map((status) => status.failures), [0, 0, 0, 0, 0, 0, 0]);
     assert.ok(statuses.every((status) => status.verdict !== 'Failed'), statuses.map((status) => status.message).join('\n'));
-    assert.match(statuses[0]!.message, /passive health took the canary out 1 time\(s\), its failed attempts counted as connect errors/);
+    assert.match(statuses[0]!.message, /passive health took the canary out 1 time\(s\)$/);
   });
 
   it('a dead canary (every attempt fails, recovery probes too) fails once the attempts show it, and stays failed while held out', () => {
