@@ -6,7 +6,7 @@
 // kubectl, and clients that keep connecting to a Service and count what answered. Used by the
 // never-strand tests and the soak.
 
-import type { V1ContainerPort, V1Service } from '@kubernetes/client-node';
+import type { V1Container, V1ContainerPort, V1Service } from '@kubernetes/client-node';
 import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/types.ts';
 import { renderProxy } from '../../../src/manager/render.ts';
 import type { ManagedRelease } from '../../../src/manager/types.ts';
@@ -88,7 +88,7 @@ export async function startTestbed(serviceCidr: string, fakePodNet: string, fake
       const labelsFor = (wanted: readonly string[]) => ({ ...takeoverLabels({ keys: [...wanted], value: takeoverValue(release) }), ...defaultProxySelector(release) });
       // The manager's first rendering, before status.takeover (the release may not exist yet: its uid only names the owner).
       const ports = renderedPorts({ apiVersion: API_VERSION, kind: KIND, metadata: { name: release, namespace: NAMESPACE, uid: 'not-yet-created' } });
-      await pods.createReady({ name, labels: labelsFor(keys), containers: [{ name: 'proxy', image: PROXY_IMAGE, ports }], podIP });
+      await pods.createReady({ name, labels: labelsFor(keys), containers: [proxyContainer(ports)], podIP });
       followers.push(followTakeover(cluster, pods, release, { name, podIP }, labelsFor));
     },
     async stopPodBackends(name) {
@@ -120,6 +120,10 @@ export async function podAt(bed: Testbed, name: string, labels: Labels, podIP: s
 
 /** What the proxy pods run; only their ports matter here. */
 const PROXY_IMAGE = 'canary-l4:test';
+
+function proxyContainer(ports: V1ContainerPort[]): V1Container {
+  return { name: 'proxy', image: PROXY_IMAGE, ports };
+}
 
 /** The proxy container's ports as the manager renders them for the release. */
 function renderedPorts(release: ManagedRelease): V1ContainerPort[] {
@@ -161,14 +165,18 @@ function followTakeover(cluster: Cluster, pods: Pods, release: string, pod: { na
             await pods.relabel(current, { ...Object.fromEntries(dropped.map((key) => [key, null])), ...labels });
           } else {
             const next = `${pod.name}-${++generation}`;
-            await pods.createReady({ name: next, labels, containers: [{ ...live.spec!.containers[0]!, ports }], podIP: pod.podIP });
+            // A fresh container: the live one carries what admission added (a real API's token volume mount), which a new pod may not name.
+            await pods.createReady({ name: next, labels, containers: [proxyContainer(ports)], podIP: pod.podIP });
             await pods.delete(current);
             current = next;
           }
           applied = wanted;
         }
-      } catch {
+      } catch (error) {
         // The release or the pod not there (yet, or any more), or a conflict: the next round sees.
+        // Anything else is the testbed's own mistake, said rather than retried in silence.
+        const code = (error as { code?: number }).code;
+        if (code !== 404 && code !== 409) console.error(`testbed: proxy pod ${current} cannot follow status.takeover: ${(error as { body?: string }).body ?? String(error)}`);
       }
       await sleep(25);
     }
