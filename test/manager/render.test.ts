@@ -96,6 +96,18 @@ describe('the proxy the manager renders', () => {
     assert.notEqual(canonical(rendered(withTakeover).deployment), canonical(rendered(taken).deployment), 'new labels roll the pods');
   });
 
+  it('declares a named UDP targetPort as UDP: a TCP declaration would leave the Service\'s UDP port resolving to nothing', () => {
+    const withUdp: ManagedRelease = {
+      ...release(),
+      status: { takeover: { keys: ['app'], value: 'canary-l4.web-v2', movedPorts: [], namedPorts: [
+        { name: 'dns', containerPort: 8053, protocol: 'UDP' }, { name: 'http', containerPort: 8000, protocol: 'TCP' },
+      ] } },
+    };
+    assert.deepEqual(podSpec(rendered(withUdp)).containers[0]?.ports, [
+      { name: 'admin', containerPort: 9090, protocol: 'TCP' }, { name: 'dns', containerPort: 8053, protocol: 'UDP' }, { name: 'http', containerPort: 8000, protocol: 'TCP' },
+    ]);
+  });
+
   it('binds the release\'s ServiceAccount to the proxy ClusterRole in the release\'s namespace only', () => {
     const { roleBinding } = rendered();
     assert.equal(roleBinding.kind, 'RoleBinding');

@@ -110,11 +110,12 @@ export interface InProcessProxy {
 }
 
 export async function startProxy(cluster: Cluster, release: string, portBase: number,
-  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number; podIP?: string } = {}): Promise<InProcessProxy> {
+  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number; podIP?: string; adminPort?: number } = {}): Promise<InProcessProxy> {
   const lines: string[] = [];
   const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
   const log = pino({ level: 'info' }, sink);
-  const runtime = await Runtime.start({ log, adminHost: '127.0.0.1', adminPort: null, listenerGraceMs: 2000 });
+  // adminPort: its admin server (/metrics) on the pod's address, as in its pod; none by default.
+  const runtime = await Runtime.start({ log, adminHost: options.podIP ?? '127.0.0.1', adminPort: options.adminPort ?? null, listenerGraceMs: 2000 });
   const controller = new Controller({
     runtime,
     clients: makeClients(cluster.proxyKubeConfig),
@@ -124,6 +125,8 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
     reconcile: {
       proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0,
       ...(options.podIP === undefined ? {} : { inPod: true, listenHost: options.podIP }),
+      // As the proxy command does: its admin port is no proxy port.
+      ...(options.adminPort === undefined ? {} : { reservedPorts: new Set([options.adminPort]) }),
     },
     resyncMs: 60_000,
     requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
@@ -147,7 +150,7 @@ export function takenOver(release: string): Record<string, string> {
 export interface ServicePortSpec {
   readonly name?: string;
   readonly port: number;
-  readonly targetPort?: number;
+  readonly targetPort?: number | string;
   readonly protocol?: 'TCP' | 'UDP';
   readonly nodePort?: number;
 }

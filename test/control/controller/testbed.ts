@@ -6,8 +6,10 @@
 // kubectl, and clients that keep connecting to a Service and count what answered. Used by the
 // never-strand tests and the soak.
 
-import type { V1Service } from '@kubernetes/client-node';
-import { defaultProxySelector, type Labels } from '../../../src/api/types.ts';
+import type { V1Container, V1ContainerPort, V1Service } from '@kubernetes/client-node';
+import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/types.ts';
+import { renderProxy } from '../../../src/manager/render.ts';
+import type { ManagedRelease } from '../../../src/manager/types.ts';
 import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../../support/backends.ts';
 import { kubectlFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
 import type { FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
@@ -22,6 +24,8 @@ export type Protocol = 'TCP' | 'UDP';
 export interface PodPort {
   readonly port: number;
   readonly protocol?: Protocol;
+  /** The container port's name, which a Service's named targetPort resolves to. */
+  readonly name?: string;
 }
 
 export interface Testbed {
@@ -39,7 +43,8 @@ export interface Testbed {
    * EndpointSlices refuse loopback addresses: a proxy listening on every address answers TCP there,
    * but answers UDP from the address the kernel picks, so a UDP test gives the proxy that podIP). It plays the manager's part for the labels: it
    * starts with `keys` taken over (default none: the manager's first rendering knows no Service)
-   * and then carries whatever status.takeover asks, as the manager's rollout would give it.
+   * and then carries whatever status.takeover asks, as the manager's rollout would give it. Its
+   * container ports are the manager's rendering: the proxy's admin port and the named targetPorts.
    */
   startProxyPod(release: string, options?: { name?: string; podIP?: string; keys?: readonly string[] }): Promise<void>;
   /** Stops the backends of a pod (the pod object stays: a crashed container). */
@@ -75,13 +80,15 @@ export async function startTestbed(serviceCidr: string, fakePodNet: string, fake
         }
       }
       backends.set(name, closers);
-      await pods.create({ name, labels: { ...labels }, ports: ports.map(({ port, protocol = 'TCP' }) => ({ containerPort: port, protocol })) });
+      await pods.create({ name, labels: { ...labels }, ports: ports.map(({ port, protocol = 'TCP', name: portName }) => ({ ...(portName === undefined ? {} : { name: portName }), containerPort: port, protocol })) });
       await pods.setStatus(name, { phase: 'Running', podIP, ready });
       return podIP;
     },
     async startProxyPod(release, { name = `canary-l4-${release}`, podIP = cluster.api.real === undefined ? '127.0.0.1' : `${podNet}.250`, keys = [] } = {}) {
       const labelsFor = (wanted: readonly string[]) => ({ ...takeoverLabels({ keys: [...wanted], value: takeoverValue(release) }), ...defaultProxySelector(release) });
-      await pods.createReady({ name, labels: labelsFor(keys), podIP });
+      // The manager's first rendering, before status.takeover (the release may not exist yet: its uid only names the owner).
+      const ports = renderedPorts({ apiVersion: API_VERSION, kind: KIND, metadata: { name: release, namespace: NAMESPACE, uid: 'not-yet-created' } });
+      await pods.createReady({ name, labels: labelsFor(keys), containers: [proxyContainer(ports)], podIP });
       followers.push(followTakeover(cluster, pods, release, { name, podIP }, labelsFor));
     },
     async stopPodBackends(name) {
@@ -111,6 +118,20 @@ export async function podAt(bed: Testbed, name: string, labels: Labels, podIP: s
   await bed.pods.setStatus(name, { phase: 'Running', podIP, ready: true });
 }
 
+/** What the proxy pods run; only their ports matter here. */
+const PROXY_IMAGE = 'canary-l4:test';
+
+function proxyContainer(ports: V1ContainerPort[]): V1Container {
+  return { name: 'proxy', image: PROXY_IMAGE, ports };
+}
+
+/** The proxy container's ports as the manager renders them for the release. */
+function renderedPorts(release: ManagedRelease): V1ContainerPort[] {
+  const rendered = renderProxy(release, { proxyImage: PROXY_IMAGE });
+  if (!rendered.ok) throw new Error(`the manager cannot render release ${release.metadata.name}: ${rendered.problems.join('; ')}`);
+  return rendered.objects.deployment.spec?.template.spec?.containers[0]?.ports ?? [];
+}
+
 interface Follower {
   stop(): void;
   readonly done: Promise<void>;
@@ -118,9 +139,10 @@ interface Follower {
 
 /**
  * The manager's part for one proxy pod: its labels and named container ports follow
- * status.takeover of the release (the manager renders them into the pod template and rolls the
- * pods). New labels are put on the pod in place; new ports, which a pod cannot change, come with a
- * new pod at the same address, Ready before the old one goes (the rollout's surge), as its end result.
+ * status.takeover of the release (the manager renders them into the pod template, its admin port
+ * among the ports, and rolls the pods). New labels are put on the pod in place; new ports, which a
+ * pod cannot change, come with a new pod at the same address, Ready before the old one goes (the
+ * rollout's surge), as its end result.
  */
 function followTakeover(cluster: Cluster, pods: Pods, release: string, pod: { name: string; podIP: string }, labelsFor: (keys: readonly string[]) => Labels): Follower {
   let stopped = false;
@@ -130,26 +152,31 @@ function followTakeover(cluster: Cluster, pods: Pods, release: string, pod: { na
   const done = (async () => {
     while (!stopped) {
       try {
-        const takeover = (await getRelease(cluster, release))?.status?.takeover;
+        const found = await getRelease(cluster, release);
+        const takeover = found?.status?.takeover;
         const wanted = JSON.stringify([takeover?.keys ?? [], takeover?.namedPorts ?? []]);
         if (takeover !== undefined && wanted !== applied) {
-          const found = await cluster.core.readNamespacedPod({ name: current, namespace: NAMESPACE });
+          const live = await cluster.core.readNamespacedPod({ name: current, namespace: NAMESPACE });
           const labels = labelsFor(takeover.keys);
-          const ports = takeover.namedPorts.map(({ name: portName, containerPort, protocol }) => ({ name: portName, containerPort, protocol }));
-          const samePorts = JSON.stringify(found.spec?.containers[0]?.ports ?? []) === JSON.stringify(ports);
+          const ports = renderedPorts(found!);
+          const samePorts = JSON.stringify(live.spec?.containers[0]?.ports ?? []) === JSON.stringify(ports);
           if (samePorts) {
-            const dropped = Object.keys(found.metadata?.labels ?? {}).filter((key) => !(key in labels));
+            const dropped = Object.keys(live.metadata?.labels ?? {}).filter((key) => !(key in labels));
             await pods.relabel(current, { ...Object.fromEntries(dropped.map((key) => [key, null])), ...labels });
           } else {
             const next = `${pod.name}-${++generation}`;
-            await pods.createReady({ name: next, labels, containers: [{ ...found.spec!.containers[0]!, ports }], podIP: pod.podIP });
+            // A fresh container: the live one carries what admission added (a real API's token volume mount), which a new pod may not name.
+            await pods.createReady({ name: next, labels, containers: [proxyContainer(ports)], podIP: pod.podIP });
             await pods.delete(current);
             current = next;
           }
           applied = wanted;
         }
-      } catch {
+      } catch (error) {
         // The release or the pod not there (yet, or any more), or a conflict: the next round sees.
+        // Anything else is the testbed's own mistake, said rather than retried in silence.
+        const code = (error as { code?: number }).code;
+        if (code !== 404 && code !== 409) console.error(`testbed: proxy pod ${current} cannot follow status.takeover: ${(error as { body?: string }).body ?? String(error)}`);
       }
       await sleep(25);
     }

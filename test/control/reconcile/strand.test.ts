@@ -180,6 +180,13 @@ describe('in a pod of its own the proxy listens on the Services\' own targetPort
     assert.deepEqual(targetPorts(end.services.get('api')), [8000, 8080, 'web']);
     assert.deepEqual(targetPorts(end.services.get('web')), [8082, 8083]);
   });
+
+  it('a named UDP targetPort is recorded as UDP in status.takeover: the manager declares it so, and only a UDP declaration resolves it', () => {
+    const web = service('web', { app: 'web', version: 'v1' }, [{ name: 'http', port: 80, targetPort: 'http' }, { name: 'dns', port: 53, targetPort: 'dns', protocol: 'UDP' }]);
+    const end = converge(webWorld(WEB_SPEC, [web]), inPod).world;
+    assert.deepEqual(end.release?.status?.takeover?.namedPorts, [{ name: 'dns', containerPort: 8080, protocol: 'UDP' }, { name: 'http', containerPort: 8081, protocol: 'TCP' }]);
+    assert.deepEqual(targetPorts(end.services.get('web')), ['http', 'dns'], 'both names kept');
+  });
 });
 
 describe('a Service a 0.2 proxy took over stays so until it is handed back exactly', () => {
