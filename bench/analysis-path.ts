@@ -20,7 +20,7 @@ import { buildSnapshot, chooseBackend, type BackendRuntime } from '../src/datapl
 import { snapshotCounters, type CounterSnapshot } from '../src/dataplane/stats/counters.ts';
 import { StatsRegistry } from '../src/dataplane/stats/stats.ts';
 import { probed } from '../src/dataplane/tcp/recovery-probe.ts';
-import { seededRandom } from '../src/util/seeded-random.ts';
+import { grouped, percent, rollbacks } from './simulated-releases.ts';
 
 export const PATH_INTERVALS = 30;
 export const PATH_INTERVAL_MS = 10_000;
@@ -139,13 +139,7 @@ export interface PathOutcome {
 }
 
 export function simulatePath(scenario: PathScenario, releases: number, seed: number): PathOutcome {
-  const random = seededRandom(seed);
-  const rolledBackAtMs: number[] = [];
-  for (let release = 0; release < releases; release++) {
-    const at = simulatePathRelease(random, scenario);
-    if (at !== null) rolledBackAtMs.push(at);
-  }
-  return { releases, rolledBackAtMs: rolledBackAtMs.sort((a, b) => a - b) };
+  return { releases, rolledBackAtMs: rollbacks((random) => simulatePathRelease(random, scenario), releases, seed) };
 }
 
 /** Share of releases rolled back within `ms`. */
@@ -164,8 +158,6 @@ export const PATH_OFFERED = [10, 25, 100, 1_000, 10_000];
 /** A dead canary's promise: failureLimit × interval plus one failTimeout. */
 export const PROMISED_MS = PATH_FAILURE_LIMIT * PATH_INTERVAL_MS + FAIL_TIMEOUT_MS;
 
-const grouped = (value: number) => String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
-const percent = (share: number) => `${Math.round(share * 1000) / 10}%`;
 
 function pathCell(outcome: PathOutcome, equal: boolean): string {
   if (equal) return `${outcome.rolledBackAtMs.length} in ${grouped(outcome.releases)}`;

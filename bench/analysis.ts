@@ -13,8 +13,8 @@
 import { parseArgs } from 'node:util';
 import { judge, type Evidence } from '../src/control/progress/analysis.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../src/api/types.ts';
-import { seededRandom } from '../src/util/seeded-random.ts';
 import { printPathTable } from './analysis-path.ts';
+import { grouped, percent, rollbacks } from './simulated-releases.ts';
 
 export const INTERVALS = 30;
 const WEIGHT = 10;
@@ -85,13 +85,7 @@ export interface Outcome {
 }
 
 export function simulate(scenario: Scenario, releases: number, seed: number): Outcome {
-  const random = seededRandom(seed);
-  const rolledBackAt: number[] = [];
-  for (let release = 0; release < releases; release++) {
-    const at = simulateRelease(random, scenario);
-    if (at !== null) rolledBackAt.push(at);
-  }
-  return { releases, rolledBackAt: rolledBackAt.sort((a, b) => a - b) };
+  return { releases, rolledBackAt: rollbacks((random) => simulateRelease(random, scenario), releases, seed) };
 }
 
 /** Share of releases rolled back within `intervals`. */
@@ -101,13 +95,11 @@ export const BASES = [0.001, 0.01, 0.05];
 export const SAMPLES = [10, 100, 1_000, 10_000];
 export const WORSE_BY = [1, 2, 5];
 
-const grouped = (value: number) => String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 
 function detectionCell(outcome: Outcome): string {
   const within = withinShare(outcome, FAILURE_LIMIT + 2);
   const all = outcome.rolledBackAt.length / outcome.releases;
   const median = outcome.rolledBackAt[Math.floor(outcome.releases / 2)];
-  const percent = (share: number) => `${Math.round(share * 1000) / 10}%`;
   return `${percent(within)} · ${median === undefined ? `>${INTERVALS}` : median} · ${percent(all)}`;
 }
 

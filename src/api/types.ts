@@ -269,6 +269,8 @@ export interface PooledSide {
    */
   readonly heldOut?: number;
   readonly heldOutResets?: number;
+  /** Of `errors`, the connects the side reset before they completed: resets, for resetRate. Absent from an older pool: 0. */
+  readonly connectResets?: number;
   readonly udpHeldOut?: number;
   /** Flows mirrored to this side (the canary of a mirroring port), of them compared, of those
    * answered differently; mirrored flows whose reply was missing or whose leg was dropped. */

@@ -44,7 +44,7 @@ type Side = { -readonly [Key in keyof PooledSide]: PooledSide[Key] extends reado
 
 const emptySide = (buckets: number): Side => ({
   attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0,
-  heldOut: 0, heldOutResets: 0, udpHeldOut: 0, mirrored: 0, mirrorCompared: 0, mirrorDifferent: 0, mirrorFailed: 0,
+  heldOut: 0, heldOutResets: 0, udpHeldOut: 0, connectResets: 0, mirrored: 0, mirrorCompared: 0, mirrorDifferent: 0, mirrorFailed: 0,
 });
 
 /** New connections (TCP) and flows (UDP) a side got. */
@@ -79,6 +79,7 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
   }
   side.attempts += counters.connections + counters.connectErrors;
   side.errors += counters.connectErrors;
+  side.connectResets! += counters.connectResets ?? 0;
   side.established += counters.connections;
   side.resets += counters.resets;
   counters.connectLatency.forEach((count, index) => (side.latency[index] = (side.latency[index] ?? 0) + count));
@@ -86,7 +87,7 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
 
 function addSides(into: Side, from: PooledSide): void {
   // A pool written before mirroring was counted has no mirror fields: 0.
-  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown', 'heldOut', 'heldOutResets', 'udpHeldOut',
+  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown', 'heldOut', 'heldOutResets', 'udpHeldOut', 'connectResets',
     'mirrored', 'mirrorCompared', 'mirrorDifferent', 'mirrorFailed'] as const) into[key] = (into[key] ?? 0) + (from[key] ?? 0);
   from.latency.forEach((count, index) => (into.latency[index] = (into.latency[index] ?? 0) + count));
 }
@@ -160,7 +161,9 @@ const within = (counts: SignalCounts): SignalCounts => ({ count: Math.min(counts
  * connections its weight offered it while passive health held it out, and (when the user gates on
  * resetRate alone) its failed connects, whose clients were failed over. What failed connects took
  * it out counts for connectErrorRate, what resets before the first byte took it out for resetRate;
- * for the other one when only that one is gated; UDP flows held out are flows not replied.
+ * for the other one when only that one is gated; UDP flows held out are flows not replied. A
+ * connect the backend reset before it completed is a reset when resetRate is gated (the user's word
+ * for it), a connect error otherwise.
  * `heldOutIn` is how many of each signal's bad events were held-out ones.
  */
 function attributed(side: PooledSide, thresholds: Readonly<Record<string, unknown>>): { side: PooledSide; heldOutIn: Readonly<Record<string, number>> } {
@@ -172,10 +175,12 @@ function attributed(side: PooledSide, thresholds: Readonly<Record<string, unknow
   const heldResets = side.heldOutResets ?? 0;
   const udpHeld = side.udpHeldOut ?? 0;
   const asConnects = (connectToReset ? 0 : held) + (resetToConnect ? heldResets : 0);
-  const asResets = (resetToConnect ? 0 : heldResets) + (connectToReset ? held + side.errors : 0);
+  // With resetRate alone, every failed connect moves there below; with both, the resets among them do.
+  const connectResets = gatedReset && gatedConnect ? side.connectResets ?? 0 : 0;
+  const asResets = (resetToConnect ? 0 : heldResets) + (connectToReset ? held + side.errors : connectResets);
   return {
     side: {
-      ...side, attempts: side.attempts + asConnects, errors: side.errors + asConnects, established: side.established + asResets, resets: side.resets + asResets,
+      ...side, attempts: side.attempts + asConnects, errors: side.errors + asConnects - connectResets, established: side.established + asResets, resets: side.resets + asResets,
       udpSessions: side.udpSessions + udpHeld,
     },
     heldOutIn: { connectErrorRate: (connectToReset ? 0 : held) + (resetToConnect ? heldResets : 0), resetRate: (resetToConnect ? 0 : heldResets) + (connectToReset ? held : 0), udpReplyRate: udpHeld },

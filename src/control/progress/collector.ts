@@ -53,6 +53,7 @@ function minus(now: BackendCounters, before: BackendCounters | undefined): Backe
     sessionsReplied: now.sessionsReplied - before.sessionsReplied,
     markedDown: now.markedDown - before.markedDown,
     outMs: (now.outMs ?? 0) - (before.outMs ?? 0),
+    connectResets: (now.connectResets ?? 0) - (before.connectResets ?? 0),
     ...byKey('heldOut', TAKE_OUT_CAUSES, now.heldOut, before.heldOut, -1),
     ...byKey('mirror', MIRROR_OUTCOMES, now.mirror, before.mirror, -1),
   };
@@ -75,6 +76,7 @@ function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounte
     sessionsReplied: a.sessionsReplied + b.sessionsReplied,
     markedDown: a.markedDown + b.markedDown,
     outMs: (a.outMs ?? 0) + (b.outMs ?? 0),
+    connectResets: (a.connectResets ?? 0) + (b.connectResets ?? 0),
     ...byKey('heldOut', TAKE_OUT_CAUSES, a.heldOut, b.heldOut, 1),
     ...byKey('mirror', MIRROR_OUTCOMES, a.mirror, b.mirror, 1),
   };
@@ -143,7 +145,7 @@ export function parseSnapshot(value: unknown, latencyBucketsMs: readonly number[
       if (!isObject(counters)) return undefined;
       const latency = counters.connectLatency;
       if (!(['connections', 'connectErrors', 'resets', 'sessionsReplied', 'markedDown'] as const).every((field) => isCount(counters[field]))) return undefined;
-      if (counters.outMs !== undefined && !isCount(counters.outMs)) return undefined;
+      if ((['outMs', 'connectResets'] as const).some((field) => counters[field] !== undefined && !isCount(counters[field]))) return undefined;
       if (!Array.isArray(latency) || latency.length !== latencyBucketsMs.length || !latency.every(isCount)) return undefined;
       if (!countsByKey(counters.mirror, MIRROR_OUTCOMES) || !countsByKey(counters.heldOut, TAKE_OUT_CAUSES)) return undefined;
     }

@@ -26,6 +26,9 @@ export interface BackendCounters {
   /** New connections and flows its weight offered it while passive health held it out, by what took
    * it out (absent from a version before it: none). */
   readonly heldOut?: Readonly<Record<TakeOutCause, number>>;
+  /** Of connectErrors, the connects the backend reset before they completed (absent from a version
+   * before it: none told apart) — a reset, to the user, whatever the socket calls it. */
+  readonly connectResets?: number;
   /** Mirroring to this backend (a listener's `mirror.to`); absent: none counted. */
   readonly mirror?: Readonly<MirrorCounts>;
 }
@@ -59,6 +62,7 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config, now = D
         markedDown: backend.markedDown,
         outMs: backend.outMs(now),
         heldOut: { ...backend.heldOut.failed },
+        connectResets: backend.connectErrors.reset,
         mirror: { ...backend.mirror },
       };
     }

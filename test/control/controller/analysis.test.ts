@@ -122,7 +122,7 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
 
   it('a canary resetting every other connection is rolled back within failureLimit × interval plus one passive-health timeout, its resets named with counts', async (t) => {
     const spec: AnalysisSpec = { interval: '2s', minSamples: 10, failureLimit: FAILURE_LIMIT, thresholds: { resetRate: { max: 0.1 }, connectErrorRate: { max: 0.05 } } };
-    const { servingAt, clients } = await release('half', 4, (host, port) => resetting('stable', 0, 8, host, port), (host, port) => resetting('canary', 0.5, 9, host, port), 20, spec);
+    const { servingAt, clients } = await release('half', 4, (host, port) => resetting('stable', 0, 8, host, port), (host, port) => resetting('canary', 0.5, 9, host, port), 5, spec);
     const found = await waitForRelease(bed.cluster, 'half-v2', 'rolled back', rolledBack, 30_000);
     const afterMs = Date.now() - servingAt;
     const offered = clients.attempts.length / 2 / (clients.now() / 2_000);
