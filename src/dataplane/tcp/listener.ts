@@ -341,7 +341,7 @@ export class TcpListener implements Listener {
       this.#probes.start(backend);
       this.#log.warn(
         { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, err: detail },
-        `backend marked failed for ${config.failTimeoutMs} ms after ${what}`,
+        `backend marked failed for ${config.failTimeoutMs} ms after ${what}${(config.probeIntervalMs ?? 0) > 0 ? `, or until a recovery probe (every ${config.probeIntervalMs} ms) finds it serving` : ''}`,
       );
     }
   }
