@@ -1,7 +1,8 @@
 // `npm run bench -- --only analysis [--releases N] [--seed N]`: the analysis' operating
 // characteristics, measured by simulating releases through the real judging code
 // (src/control/progress/analysis.ts) with binomial counts from a seeded PRNG. Pure: no proxy, no
-// network; seconds. Prints the table the README carries.
+// network; seconds. Prints the table the README carries; then the second one, releases simulated
+// connection by connection through the data path (analysis-path.ts; minutes).
 //
 // A release: 30 intervals, the canary at weight 10 % (the stable side gets 9 samples for each of
 // the canary's), judged on resetRate with maxAboveStable 0.01 (the margin), minSamples 10,
@@ -12,7 +13,8 @@
 import { parseArgs } from 'node:util';
 import { judge, type Evidence } from '../src/control/progress/analysis.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../src/api/types.ts';
-import { seededRandom } from '../src/util/seeded-random.ts';
+import { printPathTable } from './analysis-path.ts';
+import { grouped, percent, rollbacks } from './simulated-releases.ts';
 
 export const INTERVALS = 30;
 const WEIGHT = 10;
@@ -83,13 +85,7 @@ export interface Outcome {
 }
 
 export function simulate(scenario: Scenario, releases: number, seed: number): Outcome {
-  const random = seededRandom(seed);
-  const rolledBackAt: number[] = [];
-  for (let release = 0; release < releases; release++) {
-    const at = simulateRelease(random, scenario);
-    if (at !== null) rolledBackAt.push(at);
-  }
-  return { releases, rolledBackAt: rolledBackAt.sort((a, b) => a - b) };
+  return { releases, rolledBackAt: rollbacks((random) => simulateRelease(random, scenario), releases, seed) };
 }
 
 /** Share of releases rolled back within `intervals`. */
@@ -99,13 +95,11 @@ export const BASES = [0.001, 0.01, 0.05];
 export const SAMPLES = [10, 100, 1_000, 10_000];
 export const WORSE_BY = [1, 2, 5];
 
-const grouped = (value: number) => String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 
 function detectionCell(outcome: Outcome): string {
   const within = withinShare(outcome, FAILURE_LIMIT + 2);
   const all = outcome.rolledBackAt.length / outcome.releases;
   const median = outcome.rolledBackAt[Math.floor(outcome.releases / 2)];
-  const percent = (share: number) => `${Math.round(share * 1000) / 10}%`;
   return `${percent(within)} · ${median === undefined ? `>${INTERVALS}` : median} · ${percent(all)}`;
 }
 
@@ -129,5 +123,6 @@ export function runAnalysisBench(argv: readonly string[]): void {
       console.log(`| ${base * 100}% | ${grouped(samples)} | ${equal.rolledBackAt.length} in ${grouped(releases)} | ${worse.join(' | ')} |`);
     }
   }
+  printPathTable(releases, seed);
   console.log(`\n${Math.round(performance.now() - started) / 1000} s`);
 }

@@ -8,6 +8,12 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 600_000;
 export const DEFAULT_UDP_IDLE_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_FAILS = 1;
 export const DEFAULT_FAIL_TIMEOUT_MS = 10_000;
+/**
+ * A release's TCP listeners probe a held-out side this often (probeIntervalMs): a canary that came
+ * back serves again within a second, and one still failing is known to be, so what passive health
+ * kept from it counts against it (the analysis' evidence) without waiting out failTimeoutMs.
+ */
+export const RELEASE_PROBE_INTERVAL_MS = 1_000;
 /** 0: no cap of its own; the process's descriptor budget bounds UDP sessions (see below). */
 export const DEFAULT_UDP_MAX_SESSIONS = 0;
 export const DEFAULT_ADMIN_PORT = 9090;

@@ -109,6 +109,18 @@ const FAMILIES: readonly Family[] = [
     lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'reason', s.failures)),
   },
   {
+    name: 'held_out_offers_total',
+    help: "New connections and UDP flows the backend's weight offered it while passive health held it out (they went to the others), by how the take-out ended: failed_connect, failed_reset (it still failed: a recovery probe or its next attempt; by what had taken it out: failed connects or sends, resets before the first byte) or cleared (it came back).",
+    type: 'counter',
+    lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'outcome', { failed_connect: s.heldOut.failed.connect, failed_reset: s.heldOut.failed.reset, cleared: s.heldOut.cleared })),
+  },
+  {
+    name: 'recovery_probes_total',
+    help: 'Connections of the proxy\'s own tried to a held-out backend (probeIntervalMs), by result: ok brought it back, failed kept it out.',
+    type: 'counter',
+    lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'result', s.probes)),
+  },
+  {
     name: 'connect_duration_seconds',
     help: 'Time to connect to the backend.',
     type: 'histogram',

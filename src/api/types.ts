@@ -248,6 +248,8 @@ export interface SignalResult {
    * resets of connections, flows replied of flows, connects slower than the line of connects, the
    * canary's new connections/flows of both sides'. */
   readonly counts?: { readonly canary: SignalCounts; readonly stable?: SignalCounts | null };
+  /** Of the canary's count, the attempts passive health kept from it (offered while held out). */
+  readonly heldOut?: number;
 }
 
 /** One side's counts summed over the intervals judged together. */
@@ -260,6 +262,16 @@ export interface PooledSide {
   readonly udpSessions: number;
   readonly udpReplied: number;
   readonly markedDown: number;
+  /**
+   * New connections (TCP) and flows (UDP) its weight offered it while passive health held it out
+   * (they went to the other side): attempts it failed. TCP by what took it out, failed connects or
+   * resets before the first byte. Absent from a pool written before they were counted: 0.
+   */
+  readonly heldOut?: number;
+  readonly heldOutResets?: number;
+  /** Of `errors`, the connects the side reset before they completed: resets, for resetRate. Absent from an older pool: 0. */
+  readonly connectResets?: number;
+  readonly udpHeldOut?: number;
   /** Flows mirrored to this side (the canary of a mirroring port), of them compared, of those
    * answered differently; mirrored flows whose reply was missing or whose leg was dropped. */
   readonly mirrored: number;

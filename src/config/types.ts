@@ -74,6 +74,12 @@ export interface ListenerConfig {
    */
   readonly firstByteTimeoutMs?: number;
   /**
+   * tcp, opt-in (absent or 0 = off): while passive health holds a backend out, a connection of the
+   * proxy's own is tried to it this often; one that succeeds brings it back at once, one that fails
+   * keeps it out failTimeoutMs more.
+   */
+  readonly probeIntervalMs?: number;
+  /**
    * Opt-in (absent or 0 = never): a connection (TCP) or session (UDP) this old is ended gracefully
    * so that its client reconnects by the current weights; jittered up to +10 % so that a pool does
    * not reconnect at once.

@@ -67,6 +67,7 @@ const LISTENER_KEYS = [
   'failTimeoutMs',
   'failOnReset',
   'firstByteTimeoutMs',
+  'probeIntervalMs',
   'maxConnectionAgeMs',
   'rebalanceWindowMs',
   'drainTimeoutMs',
@@ -123,7 +124,7 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
   const idleTimeoutDefault = protocol === 'udp' ? DEFAULT_UDP_IDLE_TIMEOUT_MS : DEFAULT_IDLE_TIMEOUT_MS;
   // Judged by a TCP backend's first byte: on a udp listener they would be taken and do nothing.
   if (protocol === 'udp') {
-    for (const key of ['failOnReset', 'firstByteTimeoutMs'] as const) if (fields[key] !== undefined) problems.push(`${at(key)}: applies to tcp listeners only; remove it`);
+    for (const key of ['failOnReset', 'firstByteTimeoutMs', 'probeIntervalMs'] as const) if (fields[key] !== undefined) problems.push(`${at(key)}: applies to tcp listeners only; remove it`);
   }
   return Object.freeze({
     name,
@@ -138,6 +139,7 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
     failTimeoutMs: readInteger(fields.failTimeoutMs, at('failTimeoutMs'), MILLISECONDS, problems, DEFAULT_FAIL_TIMEOUT_MS),
     failOnReset: readBoolean(fields.failOnReset, at('failOnReset'), problems, false),
     firstByteTimeoutMs: readInteger(fields.firstByteTimeoutMs, at('firstByteTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
+    probeIntervalMs: readInteger(fields.probeIntervalMs, at('probeIntervalMs'), TIMEOUT_OR_OFF, problems, 0),
     ...readConnectionPolicies(fields, at, problems),
     ...readListenerMirror(fields.mirror, at('mirror'), backends, problems),
     udp: readUdpOptions(fields.udp, at('udp'), problems),

@@ -65,7 +65,7 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
       const side = (counts: SignalCounts | null | undefined, rate: number | null | undefined) => (counts == null ? value(rate) : `${counts.count} of ${counts.of} (${value(rate)})`);
       const confidence = analysis.confidence === undefined ? '' : ` (${Math.round(analysis.confidence * 1000) / 10} % confidence)`;
       lines.push(formatTable(['SIGNAL', 'CANARY', 'STABLE', 'THRESHOLD', 'VERDICT'],
-        analysis.signals.map((signal) => [signal.name, side(signal.counts?.canary, signal.canary), side(signal.counts?.stable, signal.stable), `${signal.threshold}${confidence}`, signal.verdict])));
+        analysis.signals.map((signal) => [signal.name, side(signal.counts?.canary, signal.canary) + (signal.heldOut === undefined ? '' : `, ${signal.heldOut} held out`), side(signal.counts?.stable, signal.stable), `${signal.threshold}${confidence}`, signal.verdict])));
     }
   }
   lines.push('');

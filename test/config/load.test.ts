@@ -82,6 +82,7 @@ const DESIGN_EXAMPLE_CONFIG: L4Config = {
       failTimeoutMs: 10_000,
       failOnReset: false,
       firstByteTimeoutMs: 0,
+      probeIntervalMs: 0, // passive health as nginx: back after failTimeoutMs
       maxConnectionAgeMs: 0, // nothing is ever cut unless asked
       rebalanceWindowMs: 0,
       drainTimeoutMs: 0,
@@ -104,6 +105,7 @@ const DESIGN_EXAMPLE_CONFIG: L4Config = {
       failTimeoutMs: 10_000,
       failOnReset: false,
       firstByteTimeoutMs: 0,
+      probeIntervalMs: 0,
       maxConnectionAgeMs: 0,
       rebalanceWindowMs: 0,
       drainTimeoutMs: 0,
@@ -273,7 +275,7 @@ describe('one problem per bad field, with its exact line', () => {
     ['typo in a udp key', { udp: { maxSession: 5 } }, 'listeners[0].udp.maxSession: unknown key, did you mean "maxSessions"?'],
     ['unknown key far from any', { backends: [rawBackend({ address: 'x' })] }, 'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight'],
     ['overriddenFrom is not a file key', { backends: [rawBackend({ overriddenFrom: 5 })] }, 'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight'],
-    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity, mirror, udp'],
+    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, probeIntervalMs, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity, mirror, udp'],
     ['mirror to a backend the listener lacks', { mirror: { to: 'canary', percent: 10 } }, 'listeners[0].mirror.to: must be the name of one of this listener\'s backends (forked), got "canary"'],
     ['mirror without to', { mirror: { percent: 10 } }, 'listeners[0].mirror.to: is required (the name of one of this listener\'s backends (forked))'],
     ['mirror without percent', { mirror: { to: 'forked' } }, 'listeners[0].mirror.percent: is required (an integer 0-100 (percent))'],

@@ -57,3 +57,23 @@ describe('kubectl canary-l4 status: the split at the step in force', () => {
     assert.equal(thisStep(formatStatus(release(undefined, false), NOW)), undefined);
   });
 });
+
+describe('kubectl canary-l4 status: the analysis\' signals', () => {
+  const judged = (heldOut: number | undefined): CanaryRelease => {
+    const base = release(undefined);
+    return { ...base, status: { ...base.status!, analysis: {
+      at: '2026-12-01T11:59:50Z', intervalMs: 10_000, replicas: 1, samples: 84, verdict: 'Failed', confidence: 0.99, failures: 1, message: 'connectErrorRate: …',
+      signals: [{ name: 'connectErrorRate', canary: 0.893, stable: 0, threshold: 'max 0.05', verdict: 'Failed',
+        counts: { canary: { count: 75, of: 84 }, stable: { count: 0, of: 210 } }, ...(heldOut === undefined ? {} : { heldOut }) }],
+    } } };
+  };
+  const row = (text: string) => text.split('\n').find((line) => line.startsWith('connectErrorRate'))!;
+
+  it('the canary\'s count says how much of it passive health kept from the canary', () => {
+    assert.match(row(formatStatus(judged(74), NOW)), /^connectErrorRate +75 of 84 \(0\.893\), 74 held out +0 of 210 \(0\) +max 0\.05 \(99 % confidence\) +Failed$/);
+  });
+
+  it('and nothing of it when none was', () => {
+    assert.doesNotMatch(row(formatStatus(judged(undefined), NOW)), /held out/);
+  });
+});

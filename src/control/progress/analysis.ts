@@ -44,19 +44,27 @@ type Side = { -readonly [Key in keyof PooledSide]: PooledSide[Key] extends reado
 
 const emptySide = (buckets: number): Side => ({
   attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0,
-  mirrored: 0, mirrorCompared: 0, mirrorDifferent: 0, mirrorFailed: 0,
+  heldOut: 0, heldOutResets: 0, udpHeldOut: 0, connectResets: 0, mirrored: 0, mirrorCompared: 0, mirrorDifferent: 0, mirrorFailed: 0,
 });
 
 /** New connections (TCP) and flows (UDP) a side got. */
 const newFlows = (side: PooledSide) => side.established + side.udpSessions;
-/** What a side was asked: connection attempts (TCP) and flows (UDP). */
-const asked = (side: PooledSide) => side.attempts + side.udpSessions;
+/** What passive health kept from a side: the connections and flows its weight offered it while it was held out. */
+const heldOutOf = (side: PooledSide) => (side.heldOut ?? 0) + (side.heldOutResets ?? 0) + (side.udpHeldOut ?? 0);
+/** What a side was asked: connection attempts (TCP) and flows (UDP), those it was held out of included. */
+const asked = (side: PooledSide) => side.attempts + side.udpSessions + heldOutOf(side);
 /** The canary's samples: what it was asked, and (a dark canary at weight 0) the flows mirrored to it. */
 const samplesOf = (side: PooledSide) => asked(side) + side.mirrored;
 
 function add(side: Side, counters: BackendCounters | undefined, udp: boolean): void {
   if (counters === undefined) return;
   side.markedDown += counters.markedDown;
+  const held = counters.heldOut ?? { connect: 0, reset: 0 };
+  if (udp) side.udpHeldOut! += held.connect + held.reset;
+  else {
+    side.heldOut! += held.connect;
+    side.heldOutResets! += held.reset;
+  }
   const mirror = counters.mirror;
   if (mirror !== undefined) {
     side.mirrored += mirror.mirrored;
@@ -71,6 +79,7 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
   }
   side.attempts += counters.connections + counters.connectErrors;
   side.errors += counters.connectErrors;
+  side.connectResets! += counters.connectResets ?? 0;
   side.established += counters.connections;
   side.resets += counters.resets;
   counters.connectLatency.forEach((count, index) => (side.latency[index] = (side.latency[index] ?? 0) + count));
@@ -78,7 +87,8 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
 
 function addSides(into: Side, from: PooledSide): void {
   // A pool written before mirroring was counted has no mirror fields: 0.
-  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown', 'mirrored', 'mirrorCompared', 'mirrorDifferent', 'mirrorFailed'] as const) into[key] += from[key] ?? 0;
+  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown', 'heldOut', 'heldOutResets', 'udpHeldOut', 'connectResets',
+    'mirrored', 'mirrorCompared', 'mirrorDifferent', 'mirrorFailed'] as const) into[key] = (into[key] ?? 0) + (from[key] ?? 0);
   from.latency.forEach((count, index) => (into.latency[index] = (into.latency[index] ?? 0) + count));
 }
 
@@ -146,9 +156,42 @@ interface Judgement {
  */
 const within = (counts: SignalCounts): SignalCounts => ({ count: Math.min(counts.count, counts.of), of: counts.of });
 
+/**
+ * A side's counts with the attempts it failed without serving them put where the user gates: the
+ * connections its weight offered it while passive health held it out, and (when the user gates on
+ * resetRate alone) its failed connects, whose clients were failed over. What failed connects took
+ * it out counts for connectErrorRate, what resets before the first byte took it out for resetRate;
+ * for the other one when only that one is gated; UDP flows held out are flows not replied. A
+ * connect the backend reset before it completed is a reset when resetRate is gated (the user's word
+ * for it), a connect error otherwise.
+ * `heldOutIn` is how many of each signal's bad events were held-out ones.
+ */
+function attributed(side: PooledSide, thresholds: Readonly<Record<string, unknown>>): { side: PooledSide; heldOutIn: Readonly<Record<string, number>> } {
+  const gatedConnect = thresholds.connectErrorRate !== undefined;
+  const gatedReset = thresholds.resetRate !== undefined;
+  const connectToReset = gatedReset && !gatedConnect;
+  const resetToConnect = gatedConnect && !gatedReset;
+  const held = side.heldOut ?? 0;
+  const heldResets = side.heldOutResets ?? 0;
+  const udpHeld = side.udpHeldOut ?? 0;
+  const asConnects = (connectToReset ? 0 : held) + (resetToConnect ? heldResets : 0);
+  // With resetRate alone, every failed connect moves there below; with both, the resets among them do.
+  const connectResets = gatedReset && gatedConnect ? side.connectResets ?? 0 : 0;
+  const asResets = (resetToConnect ? 0 : heldResets) + (connectToReset ? held + side.errors : connectResets);
+  return {
+    side: {
+      ...side, attempts: side.attempts + asConnects, errors: side.errors + asConnects - connectResets, established: side.established + asResets, resets: side.resets + asResets,
+      udpSessions: side.udpSessions + udpHeld,
+    },
+    heldOutIn: { connectErrorRate: (connectToReset ? 0 : held) + (resetToConnect ? heldResets : 0), resetRate: (resetToConnect ? 0 : heldResets) + (connectToReset ? held : 0), udpReplyRate: udpHeld },
+  };
+}
+
 /** The thresholds of the spec judged on the pooled counts of both sides. */
-function thresholdSignals(spec: AnalysisSpec, stable: PooledSide, canary: PooledSide, boundsMs: readonly number[], confidence: number): Judgement[] {
+function thresholdSignals(spec: AnalysisSpec, stableCounted: PooledSide, canaryCounted: PooledSide, boundsMs: readonly number[], confidence: number): Judgement[] {
   const thresholds = (spec.thresholds ?? {}) as Readonly<Record<string, Readonly<Record<string, number | undefined>> | undefined>>;
+  const stable = attributed(stableCounted, thresholds).side;
+  const { side: canary, heldOutIn } = attributed(canaryCounted, thresholds);
   const judged: Judgement[] = [];
   for (const signal of RATE_SIGNALS) {
     const threshold = thresholds[signal.name];
@@ -159,7 +202,11 @@ function thresholdSignals(spec: AnalysisSpec, stable: PooledSide, canary: Pooled
     const stableBad = stableCounts.of === 0 ? null : asBadRate(signal, stableCounts, threshold).counts;
     const { verdict, lacks } = judgeBadRate(bad.counts, stableBad, bad.limits, confidence);
     const counts = { canary: canaryCounts, stable: stableCounts.of === 0 ? null : stableCounts };
-    judged.push({ result: { name: signal.name, canary: round(rateOf(counts.canary)), stable: round(rateOf(counts.stable)), threshold: describe(threshold), verdict, counts }, lacks });
+    const heldOut = heldOutIn[signal.name] ?? 0;
+    judged.push({
+      result: { name: signal.name, canary: round(rateOf(counts.canary)), stable: round(rateOf(counts.stable)), threshold: describe(threshold), verdict, counts, ...(heldOut > 0 ? { heldOut } : {}) },
+      lacks,
+    });
   }
   const latency = spec.thresholds?.connectLatencyP99;
   if (latency !== undefined && canary.established + stable.established > 0) judged.push(latencySignal(latency, stable, canary, boundsMs, confidence));
@@ -225,7 +272,9 @@ function shareSignals(evidence: Evidence, ports: readonly PortStatus[], affinity
 }
 
 function signalText(result: SignalResult, confidence: number): string {
-  const counts = result.counts === undefined ? `canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}` : `canary ${countsText(result.counts.canary)}, stable ${countsText(result.counts.stable ?? null)}`;
+  const heldOut = result.heldOut === undefined ? '' : ` (${grouped(result.heldOut)} of them while passive health held it out)`;
+  const counts = result.counts === undefined ? `canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}`
+    : `canary ${countsText(result.counts.canary)}${heldOut}, stable ${countsText(result.counts.stable ?? null)}`;
   return `${result.name}: ${counts}, threshold ${result.threshold}, ${percentOf(confidence)}`;
 }
 
@@ -275,7 +324,10 @@ export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly Po
   const verdict: Verdict = failed.length > 0 || stillDead ? 'Failed' : open.length === 0 && enough ? 'Passed' : 'Inconclusive';
   const failures = verdict === 'Failed' ? (previous?.failures ?? 0) + 1 : verdict === 'Passed' ? 0 : previous?.failures ?? 0;
   const over = `${pooled.intervals} interval(s) judged together`;
-  const takenOut = pooled.canary.markedDown > 0 ? `; passive health took the canary out ${pooled.canary.markedDown} time(s), its failed attempts counted as connect errors` : '';
+  const keptFrom = heldOutOf(pooled.canary);
+  const takenOut = pooled.canary.markedDown === 0 && keptFrom === 0 ? ''
+    : `; passive health took the canary out ${pooled.canary.markedDown} time(s)${keptFrom === 0 ? ''
+      : `, and the ${grouped(keptFrom)} connections/flows its weight offered it meanwhile count as attempts it failed (it was still failing a passive-health timeout after it first failed)`}`;
   const message = stillDead ? `no canary sample since it failed (passive health holds it out): ${previous.message}`
     : verdict === 'Failed' ? failed.map((result) => signalText(result, confidence)).join('; ') + takenOut
     : verdict === 'Passed' ? `${grouped(samplesOf(pooled.canary))} canary connections/flows judged (${over}), every threshold within at ${percentOf(confidence)}`

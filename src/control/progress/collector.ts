@@ -7,7 +7,8 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { BackendCounters, CounterSnapshot } from '../../dataplane/stats/counters.ts';
-import { MIRROR_OUTCOMES, type MirrorCounts } from '../../dataplane/stats/stats.ts';
+import { MIRROR_OUTCOMES } from '../../dataplane/stats/stats.ts';
+import { TAKE_OUT_CAUSES } from '../../dataplane/stats/held-out.ts';
 import type { Evidence } from './analysis.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import type { Labels } from '../../api/types.ts';
@@ -52,14 +53,17 @@ function minus(now: BackendCounters, before: BackendCounters | undefined): Backe
     sessionsReplied: now.sessionsReplied - before.sessionsReplied,
     markedDown: now.markedDown - before.markedDown,
     outMs: (now.outMs ?? 0) - (before.outMs ?? 0),
-    ...mirrorCounts(now.mirror, before.mirror, -1),
+    connectResets: (now.connectResets ?? 0) - (before.connectResets ?? 0),
+    ...byKey('heldOut', TAKE_OUT_CAUSES, now.heldOut, before.heldOut, -1),
+    ...byKey('mirror', MIRROR_OUTCOMES, now.mirror, before.mirror, -1),
   };
 }
 
-/** `a + sign × b`, outcome by outcome, as the `mirror` field of counters (left out when neither has one). */
-function mirrorCounts(a: Readonly<MirrorCounts> | undefined, b: Readonly<MirrorCounts> | undefined, sign: 1 | -1): { mirror?: MirrorCounts } {
+/** `a + sign × b`, key by key, as the counters' `field` (`mirror`, `heldOut`; left out when neither has one: a version before it). */
+function byKey<Field extends 'mirror' | 'heldOut', Key extends string>(field: Field, keys: readonly Key[],
+  a: Readonly<Record<Key, number>> | undefined, b: Readonly<Record<Key, number>> | undefined, sign: 1 | -1): Partial<Record<Field, Record<Key, number>>> {
   if (a === undefined && b === undefined) return {};
-  return { mirror: Object.fromEntries(MIRROR_OUTCOMES.map((outcome) => [outcome, (a?.[outcome] ?? 0) + sign * (b?.[outcome] ?? 0)])) as MirrorCounts };
+  return { [field]: Object.fromEntries(keys.map((key) => [key, (a?.[key] ?? 0) + sign * (b?.[key] ?? 0)])) } as Partial<Record<Field, Record<Key, number>>>;
 }
 
 function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounters {
@@ -72,7 +76,9 @@ function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounte
     sessionsReplied: a.sessionsReplied + b.sessionsReplied,
     markedDown: a.markedDown + b.markedDown,
     outMs: (a.outMs ?? 0) + (b.outMs ?? 0),
-    ...mirrorCounts(a.mirror, b.mirror, 1),
+    connectResets: (a.connectResets ?? 0) + (b.connectResets ?? 0),
+    ...byKey('heldOut', TAKE_OUT_CAUSES, a.heldOut, b.heldOut, 1),
+    ...byKey('mirror', MIRROR_OUTCOMES, a.mirror, b.mirror, 1),
   };
 }
 
@@ -139,15 +145,20 @@ export function parseSnapshot(value: unknown, latencyBucketsMs: readonly number[
       if (!isObject(counters)) return undefined;
       const latency = counters.connectLatency;
       if (!(['connections', 'connectErrors', 'resets', 'sessionsReplied', 'markedDown'] as const).every((field) => isCount(counters[field]))) return undefined;
-      if (counters.outMs !== undefined && !isCount(counters.outMs)) return undefined;
+      if ((['outMs', 'connectResets'] as const).some((field) => counters[field] !== undefined && !isCount(counters[field]))) return undefined;
       if (!Array.isArray(latency) || latency.length !== latencyBucketsMs.length || !latency.every(isCount)) return undefined;
-      if (counters.mirror !== undefined && !(isObject(counters.mirror) && MIRROR_OUTCOMES.every((outcome) => isCount((counters.mirror as Record<string, unknown>)[outcome])))) return undefined;
+      if (!countsByKey(counters.mirror, MIRROR_OUTCOMES) || !countsByKey(counters.heldOut, TAKE_OUT_CAUSES)) return undefined;
     }
   }
   for (const weights of Object.values(value.weights)) {
     if (!isObject(weights) || !Object.values(weights).every(isCount)) return undefined;
   }
   return value as unknown as CounterSnapshot;
+}
+
+/** Absent (a version before it), or a count for each key. */
+function countsByKey(value: unknown, keys: readonly string[]): boolean {
+  return value === undefined || (isObject(value) && keys.every((key) => isCount(value[key])));
 }
 
 export interface CollectorOptions {

@@ -6,7 +6,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { readConnectionPolicies, type ConnectionPolicies } from '../../config/validate.ts';
 import type { BackendConfig, L4Config, ListenerConfig } from '../../config/types.ts';
 import {
-  DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIL_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_FAILS,
+  DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIL_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_FAILS, RELEASE_PROBE_INTERVAL_MS,
   DEFAULT_UDP_IDLE_TIMEOUT_MS, DEFAULT_UDP_MAX_SESSIONS,
 } from '../../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
@@ -87,6 +87,7 @@ function listenerFor(port: PortStatus, backends: readonly BackendConfig[], liste
     maxConnections: 0,
     maxFails: DEFAULT_MAX_FAILS,
     failTimeoutMs: DEFAULT_FAIL_TIMEOUT_MS,
+    ...(udp ? {} : { probeIntervalMs: RELEASE_PROBE_INTERVAL_MS }),
     // responses 0: a UDP session ends on idle, not after N replies (the seed's proxy_responses 1 fits DNS only).
     udp: { responses: 0, maxSessions: DEFAULT_UDP_MAX_SESSIONS },
   };

@@ -1,5 +1,6 @@
 // Passive health, as nginx's max_fails / fail_timeout: `maxFails` connect failures within
-// `failTimeoutMs` take a backend out of rotation for `failTimeoutMs`; a success clears the count.
+// `failTimeoutMs` take a backend out of rotation for `failTimeoutMs`; a success clears the count
+// (and ends a take-out). With recovery probes (probeIntervalMs), a failed one keeps it out longer.
 
 export class BackendHealth {
   #fails = 0;
@@ -23,6 +24,11 @@ export class BackendHealth {
       this.#fails = 0;
     }
     return wasAvailable && !this.isAvailable(now);
+  }
+
+  /** A recovery probe failed while out: out for another `failTimeoutMs` from now. */
+  extendTakeOut(now: number, failTimeoutMs: number): void {
+    this.#failedUntil = Math.max(this.#failedUntil, now + failTimeoutMs);
   }
 
   recordSuccess(): void {

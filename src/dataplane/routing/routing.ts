@@ -20,6 +20,11 @@ export interface ListenerSnapshot {
   readonly backends: readonly BackendRuntime[];
   readonly stats: ListenerStats;
   readonly picker: Picker;
+  /**
+   * A second rotation over the same weights, health aside: which backend the weights alone offer a
+   * new connection or flow, so that what a held-out backend was offered is counted (noteOffer).
+   */
+  readonly offers: Picker;
   /** null: the listener mirrors nothing (its config has no `mirror`, or at 0 %). */
   readonly mirror: MirrorRoute | null;
 }
@@ -32,7 +37,10 @@ export function buildSnapshot(
   previous?: ListenerSnapshot,
 ): ListenerSnapshot {
   const backends = config.backends.map((backend) => ({ config: backend, ...runtimeOf(backend) }));
-  return { config, stats, backends, picker: nextPicker(config, previous), mirror: mirrorRoute(config, backends) };
+  return {
+    config, stats, backends, picker: nextPicker(config, previous?.config, previous?.picker), offers: nextPicker(config, previous?.config, previous?.offers),
+    mirror: mirrorRoute(config, backends),
+  };
 }
 
 function mirrorRoute(config: ListenerConfig, backends: readonly BackendRuntime[]): MirrorRoute | null {
@@ -42,19 +50,19 @@ function mirrorRoute(config: ListenerConfig, backends: readonly BackendRuntime[]
 }
 
 /** The same picker while the strategy and the backends' names and weights stay; else one carried over. */
-function nextPicker(config: ListenerConfig, previous: ListenerSnapshot | undefined): Picker {
+function nextPicker(config: ListenerConfig, previousConfig: ListenerConfig | undefined, previous: Picker | undefined): Picker {
   const weights = config.backends.map((b) => b.weight);
   // Stateless: the same answer for a client on every replica, after every restart.
   if (config.affinity === 'clientIP') return new ClientAffinity(weights, config.backends.map((b) => b.name));
-  if (previous === undefined || previous.config.balance !== config.balance || previous.picker instanceof ClientAffinity) {
+  if (previousConfig === undefined || previous === undefined || previousConfig.balance !== config.balance || previous instanceof ClientAffinity) {
     return createPicker(config.balance, weights);
   }
-  const before = previous.config.backends;
+  const before = previousConfig.backends;
   const unchanged =
     before.length === config.backends.length && before.every((b, i) => b.name === config.backends[i]!.name && b.weight === weights[i]);
-  if (unchanged) return previous.picker;
+  if (unchanged) return previous;
   const names = (backends: readonly BackendConfig[]) => backends.map((b) => b.name);
-  return carryOverPicker(previous.picker, names(before), config.balance, weights, names(config.backends));
+  return carryOverPicker(previous, names(before), config.balance, weights, names(config.backends));
 }
 
 /**
@@ -71,6 +79,7 @@ export function chooseBackend(
   clientHash: number,
   steering: Steering | null,
 ): number {
+  if (tried === null || tried.size === 0) noteOffer(snapshot, now, clientHash);
   const untried = (i: number) => tried === null || !tried.has(i);
   const healthyUntried = (i: number) => untried(i) && snapshot.backends[i]!.health.isAvailable(now);
   // After a rebalance ended connections, their replacements go where the new split lacks them.
@@ -79,4 +88,24 @@ export function chooseBackend(
   if (owed !== -1) return owed;
   const healthy = snapshot.picker.pick(healthyUntried, clientHash);
   return healthy !== -1 ? healthy : snapshot.picker.pick(untried, clientHash);
+}
+
+/**
+ * For a new connection or flow while passive health holds a backend out: the backend the weights
+ * alone offer it, counted as offered-while-out when it is the held-out one. The traffic a failing
+ * canary did not serve is evidence against it (the analysis counts it as attempts it failed).
+ * Costs nothing while every backend is in rotation.
+ */
+function noteOffer(snapshot: ListenerSnapshot, now: number, clientHash: number): void {
+  // Every backend in: nothing is held out. No weighted one in: they are all tried anyway, so what is offered is served.
+  let someOut = false;
+  let weightedIn = false;
+  for (const backend of snapshot.backends) {
+    if (!backend.health.isAvailable(now)) someOut = true;
+    else if (backend.config.weight > 0) weightedIn = true;
+  }
+  if (!someOut || !weightedIn) return;
+  const offered = snapshot.offers.pick((i) => snapshot.backends[i]!.config.weight > 0, clientHash);
+  const backend = offered === -1 ? undefined : snapshot.backends[offered]!;
+  if (backend !== undefined && !backend.health.isAvailable(now)) backend.stats.heldOut.offered();
 }

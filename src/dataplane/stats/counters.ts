@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { L4Config } from '../../config/types.ts';
 import { DURATION_BUCKETS, type MirrorCounts, type StatsRegistry } from './stats.ts';
+import type { TakeOutCause } from './held-out.ts';
 
 export interface BackendCounters {
   /** TCP: established connections; UDP: sessions opened. */
@@ -22,6 +23,12 @@ export interface BackendCounters {
   /** Milliseconds passive health held it out of rotation, each take-out counted to its scheduled end
    * (absent from a version before it: 0). */
   readonly outMs?: number;
+  /** New connections and flows its weight offered it while passive health held it out, by what took
+   * it out (absent from a version before it: none). */
+  readonly heldOut?: Readonly<Record<TakeOutCause, number>>;
+  /** Of connectErrors, the connects the backend reset before they completed (absent from a version
+   * before it: none told apart) — a reset, to the user, whatever the socket calls it. */
+  readonly connectResets?: number;
   /** Mirroring to this backend (a listener's `mirror.to`); absent: none counted. */
   readonly mirror?: Readonly<MirrorCounts>;
 }
@@ -40,9 +47,9 @@ export interface CounterSnapshot {
 /** One per process: counters that start again from zero belong to another instance. */
 const INSTANCE = randomUUID();
 
-export function snapshotCounters(stats: StatsRegistry, config: L4Config): CounterSnapshot {
+/** `now`: the time the take-outs are counted to (a simulation gives its own clock). */
+export function snapshotCounters(stats: StatsRegistry, config: L4Config, now = Date.now()): CounterSnapshot {
   const listeners: Record<string, Record<string, BackendCounters>> = {};
-  const now = Date.now();
   for (const [listener, backends] of stats.backends) {
     const byName: Record<string, BackendCounters> = {};
     for (const [name, backend] of backends) {
@@ -54,6 +61,8 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config): Counte
         sessionsReplied: backend.sessionsReplied,
         markedDown: backend.markedDown,
         outMs: backend.outMs(now),
+        heldOut: { ...backend.heldOut.failed },
+        connectResets: backend.connectErrors.reset,
         mirror: { ...backend.mirror },
       };
     }

@@ -2,6 +2,7 @@
 // labelled prom-client inc() costs ~160 ns (notes/performance.md), so the hot path only touches
 // these; the admin server turns them into Prometheus metrics at scrape time. Counters live as long
 // as the process, across reloads, so they stay monotonic.
+import { HeldOutOffers, type TakeOutCause } from './held-out.ts';
 
 /** Upper bounds in seconds, shared by every duration histogram. */
 export const DURATION_BUCKETS: readonly number[] = [
@@ -104,6 +105,10 @@ export class BackendStats {
   sessionsReplied = 0;
   /** Times passive health took the backend out of rotation. */
   markedDown = 0;
+  /** What passive health kept from it: the connections and flows its weight offered it while held out, counted against it or cleared (held-out.ts). */
+  readonly heldOut = new HeldOutOffers();
+  /** Recovery probes while held out (a listener's probeIntervalMs). */
+  readonly probes = { ok: 0, failed: 0 };
   #outMsBefore = 0;
   #outSince = 0;
   #outUntil = 0;
@@ -111,15 +116,30 @@ export class BackendStats {
   /** TCP connection or UDP session lifetime. */
   readonly sessionDuration = new DurationHistogram();
 
-  /** Passive health took the backend out at `now` (Date.now()) for `ms`. */
-  takenOut(now: number, ms: number): void {
+  /** Passive health took the backend out at `now` (Date.now()) for `ms`, after failures of this `cause`. */
+  takenOut(now: number, ms: number, cause: TakeOutCause): void {
+    this.heldOut.takenOut(now, ms, cause);
     this.markedDown++;
     this.#outMsBefore = this.outMs(now);
     this.#outSince = now;
     this.#outUntil = now + ms;
   }
 
-  /** Milliseconds out of rotation until `now`, each take-out to its scheduled end (an early success ending it is not seen here: the path of every connection stays untouched). */
+  /** A recovery probe failed at `now`: it stays out `ms` more. */
+  probeFailed(now: number, ms: number): void {
+    this.probes.failed++;
+    this.heldOut.probeFailed(now, ms);
+    this.#outUntil = Math.max(this.#outUntil, now + ms);
+  }
+
+  /** A recovery probe succeeded at `now`: the take-out ends. */
+  probeSucceeded(now: number): void {
+    this.probes.ok++;
+    this.heldOut.succeeded();
+    this.#outUntil = Math.min(this.#outUntil, now);
+  }
+
+  /** Milliseconds out of rotation until `now`, each take-out to its end: as scheduled, extended by failed probes, cut short by a successful one (a connection's success ending it early is not seen here: the path of every connection stays untouched). */
   outMs(now: number): number {
     return this.#outMsBefore + Math.max(0, Math.min(now, this.#outUntil) - this.#outSince);
   }

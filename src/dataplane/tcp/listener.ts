@@ -9,6 +9,7 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from '../stats/stats.ts';
+import type { TakeOutCause } from '../stats/held-out.ts';
 import { joinSockets, upstreamReads } from './pipe.ts';
 import { teeReads } from '../resources/socket-reads.ts';
 import { TcpMirrorLeg } from './mirror.ts';
@@ -21,6 +22,7 @@ import { openMirrorLeg } from '../routing/mirror.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from '../routing/listener.ts';
 import { RAW_TCP_AVAILABLE, RAW_TCP_REQUIREMENTS, connectTo, takeAccepts, type AcceptedHandle } from './raw-handles.ts';
 import { FastLeg, FastTcpConnection } from './fast-pipe.ts';
+import { RecoveryProbes } from './recovery-probe.ts';
 
 /** Whether new connections of this snapshot can take the fast path (what it does not do: see the header). */
 export function fitsFastPath(snapshot: ListenerSnapshot): boolean {
@@ -49,6 +51,7 @@ export class TcpListener implements Listener {
   #fast = false;
   /** Accepted sockets inherit TCP_NODELAY from the listening one (noDelayOnListener). */
   #noDelayInherited = true;
+  readonly #probes = new RecoveryProbes(() => this.#snapshot);
 
   constructor(snapshot: ListenerSnapshot, context: ListenerContext) {
     this.#snapshot = snapshot;
@@ -95,6 +98,7 @@ export class TcpListener implements Listener {
     if (this.#drain.started) return this.#drain.start(graceMs);
     this.#server.close();
     this.#lifetimes.stop();
+    this.#probes.stop();
     this.#context.descriptors.stopReserving();
     return this.#drain.start(graceMs).then(() => this.#context.descriptors.dispose());
   }
@@ -158,6 +162,7 @@ export class TcpListener implements Listener {
       client.abandon = undefined;
       this.#established(backend, started);
       backend.health.recordSuccess();
+      backend.stats.heldOut.succeeded();
       const connection: FastTcpConnection = new FastTcpConnection(backend, started, { client, upstream: new FastLeg(handle) }, clientHash, () =>
         this.#flowClosed(connection, backend, started),
       );
@@ -193,7 +198,7 @@ export class TcpListener implements Listener {
     }
     const reason = connectErrorReason(err);
     backend.stats.connectErrors[reason]++;
-    this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message);
+    this.#recordFailure(backend, snapshot, `connect failure (${reason})`, err.message, reason === 'reset' ? 'reset' : 'connect');
     return true;
   }
 
@@ -274,7 +279,10 @@ export class TcpListener implements Listener {
       upstream.removeAllListeners('error');
       this.#established(backend, started);
       if (config.failOnReset || (config.firstByteTimeoutMs ?? 0) > 0) this.#judgeByFirstByte(backend, upstream, snapshot);
-      else backend.health.recordSuccess();
+      else {
+        backend.health.recordSuccess();
+        backend.stats.heldOut.succeeded();
+      }
       joined();
       if (mirrorRoute !== null) mirror = openMirrorLeg(mirrorRoute, this.#context.descriptors, (release) => new TcpMirrorLeg(mirrorRoute, config.connectTimeoutMs, release));
       const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, () => {
@@ -307,7 +315,7 @@ export class TcpListener implements Listener {
       if (failed || upstream.bytesRead > 0) return;
       failed = true;
       backend.stats.failures[reason]++;
-      this.#recordFailure(backend, snapshot, reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time', detail);
+      this.#recordFailure(backend, snapshot, reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time', detail, reason === 'reset' ? 'reset' : 'connect');
     };
     const timeoutMs = config.firstByteTimeoutMs ?? 0;
     const timer = timeoutMs > 0 ? setTimeout(() => fail('first_byte_timeout', `nothing within ${timeoutMs} ms`), timeoutMs) : undefined;
@@ -318,19 +326,22 @@ export class TcpListener implements Listener {
     }
     upstream.once('close', () => {
       clearTimeout(timer);
-      if (!failed && upstream.bytesRead > 0) backend.health.recordSuccess();
+      if (failed || upstream.bytesRead === 0) return;
+      backend.health.recordSuccess();
+      backend.stats.heldOut.succeeded();
     });
   }
 
   /** Passive health (maxFails within failTimeoutMs); logs when the backend is taken out. */
-  #recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string): void {
+  #recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string, cause: TakeOutCause): void {
     const { config } = snapshot;
     const now = Date.now();
     if (backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs)) {
-      backend.stats.takenOut(now, config.failTimeoutMs);
+      backend.stats.takenOut(now, config.failTimeoutMs, cause);
+      this.#probes.start(backend);
       this.#log.warn(
         { backend: backend.config.name, address: `${backend.config.host}:${backend.config.port}`, err: detail },
-        `backend marked failed for ${config.failTimeoutMs} ms after ${what}`,
+        `backend marked failed for ${config.failTimeoutMs} ms after ${what}${(config.probeIntervalMs ?? 0) > 0 ? `, or until a recovery probe (every ${config.probeIntervalMs} ms) finds it serving` : ''}`,
       );
     }
   }

@@ -257,7 +257,11 @@ export class UdpListener implements Listener {
       backend.stats.datagramsToClient++;
       backend.stats.bytesToClient += reply.length;
       this.#toClients.sendTo(reply, session.clientPort, session.clientAddress);
-      if (++session.replies === 1) backend.stats.sessionsReplied++;
+      if (++session.replies === 1) {
+        backend.stats.sessionsReplied++;
+        // A reply shows it serves: what it was offered while held out does not count against it.
+        backend.stats.heldOut.succeeded();
+      }
       if (responses > 0 && session.replies >= responses) this.#end(session);
     };
     const compared = mirror !== undefined && route?.config.compare === 'replies';
@@ -271,7 +275,7 @@ export class UdpListener implements Listener {
       } else if (err.code === 'ECONNREFUSED') {
         backend.stats.connectErrors.refused++;
         const now = Date.now();
-        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs);
+        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs, 'connect');
       } else {
         backend.stats.connectErrors.other++;
         this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
@@ -290,7 +294,7 @@ export class UdpListener implements Listener {
         const reason = connectErrorReason(err);
         backend.stats.connectErrors[reason]++;
         const now = Date.now();
-        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs);
+        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs, 'connect');
         this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
         this.#end(session);
         return;

@@ -22,7 +22,7 @@ import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '.
 
 const INTERVAL_MS = 1_000;
 const FAILURE_LIMIT = 2;
-const PROXY_BASES = { equal: 26200, worse: 26300, dead: 26400 };
+const PROXY_BASES = { equal: 26200, worse: 26300, dead: 26400, half: 26500, fifth: 26600 };
 
 const analysis = (thresholds: AnalysisSpec['thresholds']): AnalysisSpec => ({ interval: `${INTERVAL_MS / 1000}s`, minSamples: 10, failureLimit: FAILURE_LIMIT, thresholds });
 const THRESHOLDS: AnalysisSpec['thresholds'] = { connectErrorRate: { max: 0.05 }, resetRate: { maxAboveStable: 0.02 } };
@@ -67,7 +67,7 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
    * clients through the Service from once it serves.
    */
   async function release(name: string, index: number, stable: (host: string, port: number) => Promise<TcpBackend>,
-    canary: ((host: string, port: number) => Promise<TcpBackend>) | undefined, pauseMs: number): Promise<{ clients: Traffic; servingAt: number }> {
+    canary: ((host: string, port: number) => Promise<TcpBackend>) | undefined, pauseMs: number, spec = analysis(THRESHOLDS)): Promise<{ clients: Traffic; servingAt: number }> {
     const [servicePort, targetPort, stableIp, canaryIp] = [9000 + index, 8000 + index, `127.0.97.${10 + 2 * index}`, `127.0.97.${11 + 2 * index}`];
     await bed.kubectl('apply', '-f', await bed.kubectl.manifest(`${name}.yaml`, manifest(name, servicePort, targetPort)));
     servers.push(await stable(stableIp, targetPort));
@@ -76,7 +76,7 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
     await podAt(bed, `${name}-v2`, { app: name, version: 'v2' }, canaryIp, targetPort, 'TCP');
     await bed.startProxyPod(`${name}-v2`);
     proxies.push(await startProxy(bed.cluster, `${name}-v2`, PROXY_BASES[name as keyof typeof PROXY_BASES]));
-    await createRelease(bed.cluster, `${name}-v2`, { services: [entry(name, servicePort)], steps: [{ weight: 50, pause: {} }], analysis: analysis(THRESHOLDS) });
+    await createRelease(bed.cluster, `${name}-v2`, { services: [entry(name, servicePort)], steps: [{ weight: 50, pause: {} }], analysis: spec });
     await waitForRelease(bed.cluster, `${name}-v2`, 'the Service taken over', (found) => found?.status?.stepStartedAt !== undefined, 20_000);
     const ip = await bed.clusterIp(name);
     const clients = startTraffic(() => ip, servicePort, 'TCP', { pauseMs, maxMs: 90_000 });
@@ -118,6 +118,31 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
     assert.equal(conditionOf(found, 'Failure')?.reason, 'AnalysisFailed');
     assert.match(conditionOf(found, 'Failure')?.message ?? '',
       /failed 2 analysis interval\(s\) in a row: resetRate: canary \d+ of [\d ]+, stable \d+ of [\d ]+, threshold maxAboveStable 0.02, 99 % confidence/);
+  });
+
+  it('a canary resetting every other connection is rolled back within failureLimit × interval plus one passive-health timeout, its resets named with counts', async (t) => {
+    const spec: AnalysisSpec = { interval: '2s', minSamples: 10, failureLimit: FAILURE_LIMIT, thresholds: { resetRate: { max: 0.1 }, connectErrorRate: { max: 0.05 } } };
+    const { servingAt, clients } = await release('half', 4, (host, port) => resetting('stable', 0, 8, host, port), (host, port) => resetting('canary', 0.5, 9, host, port), 5, spec);
+    const found = await waitForRelease(bed.cluster, 'half-v2', 'rolled back', rolledBack, 30_000);
+    const afterMs = Date.now() - servingAt;
+    const offered = clients.attempts.length / 2 / (clients.now() / 2_000);
+    t.diagnostic(`rolled back ${afterMs} ms after it began serving (~${Math.round(offered)} connections offered the canary per interval): ${conditionOf(found, 'Failure')?.message}`);
+    assert.ok(offered >= 20, 'at 20 or more connections offered the canary per interval');
+    assert.ok(afterMs <= FAILURE_LIMIT * 2_000 + DEFAULT_FAIL_TIMEOUT_MS, `within failureLimit × interval + one passive-health timeout (${afterMs} ms)`);
+    assert.match(conditionOf(found, 'Failure')?.message ?? '', /resetRate: canary \d+ of \d+/, 'the canary\'s fault, resets, is the one named');
+  });
+
+  it('a canary resetting 20 % against a stable resetting 3 % at weight 50, ~25 connections offered it per interval, gated on resetRate maxAboveStable alone, is rolled back within 10 intervals', async (t) => {
+    const spec = analysis({ resetRate: { maxAboveStable: 0.02 } });
+    const { servingAt, clients } = await release('fifth', 5, (host, port) => resetting('stable', 0.03, 10, host, port), (host, port) => resetting('canary', 0.2, 11, host, port), 8, spec);
+    const found = await waitForRelease(bed.cluster, 'fifth-v2', 'rolled back', rolledBack, 15_000);
+    const afterMs = Date.now() - servingAt;
+    // Its weight's half of the clients' connections, per interval.
+    const offered = clients.attempts.length / 2 / (clients.now() / INTERVAL_MS);
+    t.diagnostic(`rolled back ${afterMs} ms after it began serving (~${Math.round(offered)} connections offered the canary per interval): ${conditionOf(found, 'Failure')?.message}`);
+    assert.ok(offered >= 15 && offered <= 60, `about 25 offered per interval (${Math.round(offered)})`);
+    assert.ok(afterMs <= 10 * INTERVAL_MS + 1_000, `within 10 intervals (${afterMs} ms)`);
+    assert.match(conditionOf(found, 'Failure')?.message ?? '', /resetRate: canary \d+ of \d+, stable \d+ of \d+, threshold maxAboveStable 0.02/);
   });
 
   it('a dead canary (every connection refused: reset by the simulation) is rolled back within failureLimit × interval plus one passive-health timeout', async (t) => {

@@ -176,8 +176,9 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     t.diagnostic(status.stdout);
     assert.match(status.stdout, /Step: 4\/4, started .*, paused \(spec.paused\)/);
     assert.match(status.stdout, /db\s+9000\/TCP\s+\d+\s+80%\s+80%\s+\d+\s+\d+\s+[\d.]+%\s+([\d.]+% \(\d+ of \d+\)|none yet)\n/, 'the port: configured, served, achieved, and this step\'s split');
-    assert.match(status.stdout, /Analysis: Passed at .*, 1 replica\(s\)/, 'the survivor alone counts now');
-    assert.match(status.stdout, /resetRate\s+0 of \d+ \(0\)\s+0 of \d+ \(0\)\s+max 0.05 \(99 % confidence\)\s+Passed/, 'each side\'s counts');
+    // The interval after a Passed one starts its evidence afresh: by the time status is read it may be still undecided.
+    assert.match(status.stdout, /Analysis: (Passed|Inconclusive) at .*, 1 replica\(s\)/, 'the survivor alone counts now');
+    assert.match(status.stdout, /resetRate\s+0 of \d+ \(0\)\s+0 of \d+ \(0\)\s+max 0.05 \(99 % confidence\)\s+(Passed|Inconclusive)/, 'each side\'s counts');
 
     const resuming = await plugin('resume', 'db-v2');
     assert.equal(resuming.code, 0, resuming.stderr);

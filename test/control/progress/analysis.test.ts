@@ -87,7 +87,7 @@ describe('judged with confidence on the counts', () => {
     ]);
     assert.deepEqual(statuses.map((status) => status.failures), [0, 0, 0, 0, 0, 0, 0]);
     assert.ok(statuses.every((status) => status.verdict !== 'Failed'), statuses.map((status) => status.message).join('\n'));
-    assert.match(statuses[0]!.message, /passive health took the canary out 1 time\(s\), its failed attempts counted as connect errors/);
+    assert.match(statuses[0]!.message, /passive health took the canary out 1 time\(s\)$/);
   });
 
   it('a dead canary (every attempt fails, recovery probes too) fails once the attempts show it, and stays failed while held out', () => {
@@ -150,5 +150,30 @@ describe('judged with confidence on the counts', () => {
     assert.deepEqual([silent.verdict, silent.signals[0]?.canary, silent.signals[0]?.stable], ['Failed', 0.4, 1]);
     const answering = judge(evidence({ connections: 9_000, sessionsReplied: 9_000 }, { connections: 1_000, sessionsReplied: 1_000 }, 'web-53-udp'), udpSpec, [udp], undefined);
     assert.equal(answering.verdict, 'Passed');
+  });
+});
+
+describe('a reset is named a reset: connects the backend reset before they completed', () => {
+  // The canary resets 60 of its 300 connects before they complete (the socket calls it a failed connect) and 10 more afterwards.
+  const canary = { connections: 240, connectErrors: 60, connectResets: 60, resets: 10 };
+  const stable = { connections: 2_700, resets: 27 };
+  const signal = (spec: AnalysisSpec, name: string) => judge(evidence(stable, canary), spec, [PORT], undefined).signals.find((item) => item.name === name);
+
+  it('with resetRate and connectErrorRate gated, they count under resetRate, not as connect errors', () => {
+    const spec: AnalysisSpec = { thresholds: { connectErrorRate: { max: 0.05 }, resetRate: { maxAboveStable: 0.02 } } };
+    assert.deepEqual(signal(spec, 'resetRate')?.counts?.canary, { count: 70, of: 300 });
+    assert.equal(signal(spec, 'resetRate')?.verdict, 'Failed');
+    assert.deepEqual(signal(spec, 'connectErrorRate')?.counts?.canary, { count: 0, of: 300 });
+    assert.match(judge(evidence(stable, canary), spec, [PORT], undefined).message, /^resetRate: canary 70 of 300, stable 27 of 2 700/);
+  });
+
+  it('with connectErrorRate alone, they are its connect errors (nothing else would see them)', () => {
+    const spec: AnalysisSpec = { thresholds: { connectErrorRate: { max: 0.05 } } };
+    assert.deepEqual(signal(spec, 'connectErrorRate')?.counts?.canary, { count: 60, of: 300 });
+  });
+
+  it('with resetRate alone, every failed connect counts there, as before', () => {
+    const spec: AnalysisSpec = { thresholds: { resetRate: { maxAboveStable: 0.02 } } };
+    assert.deepEqual(signal(spec, 'resetRate')?.counts?.canary, { count: 70, of: 300 });
   });
 });

@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Evidence } from '../../../src/control/progress/analysis.ts';
-import { EvidenceCollector, intervalCounts, replicaStatsUrls } from '../../../src/control/progress/collector.ts';
+import { EvidenceCollector, intervalCounts, parseSnapshot, replicaStatsUrls } from '../../../src/control/progress/collector.ts';
 import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
 import { waitFor } from '../../support/backends.ts';
 
@@ -60,15 +60,24 @@ describe('the evidence collector', { timeout: 30_000 }, () => {
     }
   });
 
-  it('every counter an interval judges is that interval\'s: connect errors, resets, latencies, UDP replies and take-outs too, not only connections', () => {
+  it('every counter an interval judges is that interval\'s: connect errors, resets, latencies, UDP replies, take-outs and held-out offers too, not only connections', () => {
     const at = (counters: BackendCounters): CounterSnapshot => ({ instance: 'a', latencyBucketsMs: BUCKETS, weights: { l: { canary: 10, forked: 90 } }, listeners: { l: { canary: counters } } });
-    const earlier = at({ connections: 100, connectErrors: 7, resets: 5, connectLatency: [60, 40], sessionsReplied: 40, markedDown: 2, outMs: 20_000 });
-    const later = at({ connections: 130, connectErrors: 9, resets: 6, connectLatency: [80, 50], sessionsReplied: 55, markedDown: 3, outMs: 30_000 });
+    const earlier = at({ connections: 100, connectErrors: 7, connectResets: 3, resets: 5, connectLatency: [60, 40], sessionsReplied: 40, markedDown: 2, outMs: 20_000, heldOut: { connect: 40, reset: 3 } });
+    const later = at({ connections: 130, connectErrors: 9, connectResets: 4, resets: 6, connectLatency: [80, 50], sessionsReplied: 55, markedDown: 3, outMs: 30_000, heldOut: { connect: 65, reset: 3 } });
     assert.deepEqual(intervalCounts(new Map([['a', earlier]]), [later]).listeners.l?.canary,
-      { connections: 30, connectErrors: 2, resets: 1, connectLatency: [20, 10], sessionsReplied: 15, markedDown: 1, outMs: 10_000 });
+      { connections: 30, connectErrors: 2, connectResets: 1, resets: 1, connectLatency: [20, 10], sessionsReplied: 15, markedDown: 1, outMs: 10_000, heldOut: { connect: 25, reset: 0 } });
     // A canary whose only error, reset and take-out came early has none in a later interval.
     assert.deepEqual(intervalCounts(new Map([['a', later]]), [at({ ...later.listeners.l!.canary!, connections: 160, connectLatency: [110, 50], sessionsReplied: 85 })]).listeners.l?.canary,
-      { connections: 30, connectErrors: 0, resets: 0, connectLatency: [30, 0], sessionsReplied: 30, markedDown: 0, outMs: 0 });
+      { connections: 30, connectErrors: 0, connectResets: 0, resets: 0, connectLatency: [30, 0], sessionsReplied: 30, markedDown: 0, outMs: 0, heldOut: { connect: 0, reset: 0 } });
+  });
+
+  it('a replica of a version before held-out offers were counted is summed with one after: its share of them none', () => {
+    const at = (instance: string, counters: BackendCounters): CounterSnapshot => ({ instance, latencyBucketsMs: BUCKETS, weights: { l: { canary: 10, forked: 90 } }, listeners: { l: { canary: counters } } });
+    const old = { connections: 10, connectErrors: 0, resets: 0, connectLatency: [10, 0], sessionsReplied: 0, markedDown: 0 };
+    const previous = new Map([['old', at('old', old)], ['new', at('new', { ...old, heldOut: { connect: 5, reset: 0 } })]]);
+    const counted = intervalCounts(previous, [at('old', { ...old, connections: 20 }), at('new', { ...old, connections: 20, heldOut: { connect: 12, reset: 1 } })]);
+    assert.deepEqual(counted.listeners.l?.canary?.heldOut, { connect: 7, reset: 1 });
+    assert.equal(parseSnapshot({ ...at('new', { ...old, heldOut: { connect: -1, reset: 0 } }) }, BUCKETS), undefined, 'a broken count is no snapshot to sum');
   });
 
   it('finds each Ready proxy pod\'s /stats: --admin-port in its args, a port named admin, else 9090', () => {

@@ -28,7 +28,7 @@ interface Run {
   readonly rolledBackAt: number | undefined;
 }
 
-describe('the analysis on a live data plane: refusals taken out by passive health', { timeout: 60_000 }, () => {
+describe('the analysis on a live data plane: refusals taken out by passive health', { timeout: 120_000 }, () => {
   let plane: TestPlane;
   let stable: TcpBackend;
   const servers: TcpBackend[] = [];
@@ -42,13 +42,18 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
     await Promise.all([stable, ...servers].map((server) => server.close()));
   });
 
-  /** Clients one at a time through a 50/50 listener, judged every INTERVAL_MS, for `ms`, the canary starting to listen at `listenAfterMs` (never: undefined). */
-  async function run(name: string, ms: number, listenAfterMs: number | undefined): Promise<Run> {
+  /**
+   * Clients one at a time through a 50/50 listener, judged every INTERVAL_MS, for `ms`, the canary
+   * starting to listen at `listenAfterMs` (never: undefined), or listening and not in turns of
+   * `flapMs` (it refuses about half of what it is offered); with recovery probes every
+   * `probeIntervalMs` (0: none, passive health as nginx's).
+   */
+  async function run(name: string, ms: number, listenAfterMs: number | undefined, probeIntervalMs = 0, flapMs = 0): Promise<Run> {
     const canaryPort = await freePort();
     // Named as the release's listener of service `name`, port 80: the judge finds its counters by it.
     const listenerName = `${name}-80-tcp`;
     const listener = (port: number) => ({ listeners: [{
-      name: listenerName, listen: `127.0.0.1:${port}`, maxFails: 1, failTimeoutMs: FAIL_TIMEOUT_MS,
+      name: listenerName, listen: `127.0.0.1:${port}`, maxFails: 1, failTimeoutMs: FAIL_TIMEOUT_MS, probeIntervalMs,
       backends: [{ name: 'forked', host: '127.0.0.1', port: stable.port, weight: 50 }, { name: 'canary', host: '127.0.0.1', port: canaryPort, weight: 50 }],
     }] });
     const port = await applyOnFreePort(plane, listener);
@@ -66,7 +71,8 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
         await sleep(5);
       }
     })();
-    const canaryListens = listenAfterMs === undefined ? undefined
+    const canaryListens = flapMs > 0 ? flap(canaryPort, flapMs, () => Date.now() - started >= ms)
+      : listenAfterMs === undefined ? undefined
       : sleep(listenAfterMs).then(async () => servers.push(await startTcpBackend((socket) => socket.end('canary'), '127.0.0.1', canaryPort)));
     let previous = new Map<string, CounterSnapshot>([[baseline.instance, baseline]]);
     let rolledBackAt: number | undefined;
@@ -88,6 +94,16 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
     return { statuses, failed, takenOutAt, servedAt, rolledBackAt };
   }
 
+  /** A canary that listens for `flapMs`, then not for `flapMs`, until `over()`. */
+  async function flap(port: number, flapMs: number, over: () => boolean): Promise<void> {
+    while (!over()) {
+      const server = await startTcpBackend((socket) => socket.end('canary'), '127.0.0.1', port);
+      await sleep(flapMs);
+      await server.close();
+      await sleep(flapMs);
+    }
+  }
+
   it('a canary refusing its first connections for 1.5 s, then serving, is never a failed interval and gets its share back within one passive-health timeout', async (t) => {
     const { statuses, failed, takenOutAt, servedAt } = await run('blip', 1_500 + FAIL_TIMEOUT_MS + 2_000, 1_500);
     const errors = plane.backend('blip-80-tcp', 'canary').connectErrors.refused;
@@ -106,6 +122,35 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
     assert.ok(takenOutAt !== undefined && rolledBackAt !== undefined, 'taken out, and rolled back');
     // The take-out, one passive-health timeout, the refused probe's interval and failureLimit − 1 more, and an interval's slack.
     assert.ok(rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500, `within failureLimit × interval + one passive-health timeout: ${rolledBackAt - takenOutAt} ms`);
-    assert.match(statuses.at(-1)!.message, /connectErrorRate: canary (\d+) of \1, stable 0 of/);
+    // Every connection its weight offered it from the take-out on counts, and is said to.
+    assert.match(statuses.at(-1)!.message, /connectErrorRate: canary (\d+) of \1 \(\d+ of them while passive health held it out\), stable 0 of/);
+  });
+
+  describe('with recovery probes (probeIntervalMs, as a release\'s listeners have them): what passive health kept from a canary still failing counts against it', () => {
+    const PROBE_MS = 1_000;
+
+    it('the 1.5 s blip is never a failed interval (its failed probe held back, then cleared), and serves again within a probe interval', async (t) => {
+      const { statuses, failed, takenOutAt, servedAt } = await run('blip-probed', 1_500 + FAIL_TIMEOUT_MS + 2_000, 1_500, PROBE_MS);
+      const probes = plane.backend('blip-probed-80-tcp', 'canary').probes;
+      t.diagnostic(`taken out at ${takenOutAt} ms, serving at ${servedAt} ms; probes ${JSON.stringify(probes)}; verdicts ${statuses.map((status) => status.verdict[0]).join('')}`);
+      assert.equal(failed, 0, 'no client saw it');
+      assert.ok(probes.failed >= 1 && probes.ok === 1, 'a probe found it still refusing, the next one serving');
+      assert.deepEqual(statuses.filter((status) => status.verdict === 'Failed').map((status) => status.message), [], 'no interval failed');
+      assert.ok(servedAt !== undefined && takenOutAt !== undefined && servedAt - takenOutAt <= 1_500 + PROBE_MS + 500, 'back once a probe finds it listening, not after failTimeoutMs');
+    });
+
+    it('a dead canary is rolled back within failureLimit × interval plus one passive-health timeout, the attempts kept from it counted', async (t) => {
+      const { statuses, takenOutAt, rolledBackAt } = await run('dead-probed', 2 * FAIL_TIMEOUT_MS + 3_000, undefined, PROBE_MS);
+      t.diagnostic(`taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; ${statuses.at(-1)?.message}`);
+      assert.ok(takenOutAt !== undefined && rolledBackAt !== undefined && rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500, `${rolledBackAt! - takenOutAt!} ms`);
+      assert.match(statuses.at(-1)!.message, /connectErrorRate: canary (\d+) of \1 \(\d+ of them while passive health held it out\), stable 0 of/);
+    });
+
+    it('a canary refusing about half of what it is offered is rolled back within failureLimit × interval plus one failTimeout', async (t) => {
+      const { statuses, takenOutAt, rolledBackAt } = await run('flapping', 2 * FAIL_TIMEOUT_MS + 3_000, undefined, PROBE_MS, 150);
+      t.diagnostic(`taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}; ${statuses.at(-1)?.message}`);
+      assert.ok(takenOutAt !== undefined && rolledBackAt !== undefined && rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500, `${rolledBackAt! - takenOutAt!} ms`);
+      assert.match(statuses.at(-1)!.message, /connectErrorRate: canary \d+ of \d+ \(\d+ of them while passive health held it out\)/);
+    });
   });
 });

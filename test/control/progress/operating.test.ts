@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { binomial, FAILURE_LIMIT, simulate, withinShare } from '../../../bench/analysis.ts';
+import { PATH_ROWS, PROMISED_MS, simulatePath, withinMs } from '../../../bench/analysis-path.ts';
 import { seededRandom } from '../../../src/util/seeded-random.ts';
 
 describe('the analysis\' operating characteristics', { timeout: 60_000 }, () => {
@@ -34,4 +35,23 @@ describe('the analysis\' operating characteristics', { timeout: 60_000 }, () => 
     const outcome = simulate({ base: 0.01, samples: 100, worseBy: 5 }, 300, 44);
     assert.ok(withinShare(outcome, 30) >= 0.99, `rolled back in ${withinShare(outcome, 30)} of releases`);
   });
+});
+
+describe('through the data path (bench/analysis-path.ts, the README\'s second table), replayed with a fixed seed', { timeout: 60_000 }, () => {
+  const row = (label: string) => PATH_ROWS.find((candidate) => candidate.label === label)!;
+
+  for (const label of ['equal: both reset 3 %', 'equal: both refuse 1 % and reset 3 %']) {
+    it(`${label}, 25 offered per interval: not rolled back in 300 releases`, () => {
+      const { stable, canary } = row(label);
+      assert.deepEqual(simulatePath({ stable, canary, offered: 25 }, 300, 45).rolledBackAtMs, []);
+    });
+  }
+
+  for (const label of ['refuses 100 %', 'refuses 50 %']) {
+    it(`a canary that ${label} of its connections, 25 offered per interval, failover hiding it: rolled back within failureLimit × interval + one failTimeout in every release`, () => {
+      const { stable, canary } = row(label);
+      const outcome = simulatePath({ stable, canary, offered: 25 }, 100, 46);
+      assert.equal(withinMs(outcome, PROMISED_MS), 1, `${outcome.rolledBackAtMs.length} rolled back, the last at ${outcome.rolledBackAtMs.at(-1)} ms`);
+    });
+  }
 });
