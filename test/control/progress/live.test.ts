@@ -146,11 +146,14 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
       assert.match(statuses.at(-1)!.message, /connectErrorRate: canary (\d+) of \1 \(\d+ of them while passive health held it out\), stable 0 of/);
     });
 
+    // Listening 50 ms at a time: fewer connections than end a failing episode (10 in a row) reach it
+    // in one stretch, as with a canary refusing half at random; one serving long stretches is a blip each time.
     it('a canary refusing about half of what it is offered is rolled back within failureLimit × interval plus one failTimeout', async (t) => {
-      const { statuses, takenOutAt, rolledBackAt } = await run('flapping', 2 * FAIL_TIMEOUT_MS + 3_000, undefined, PROBE_MS, 150);
+      const { statuses, takenOutAt, rolledBackAt } = await run('flapping', 2 * FAIL_TIMEOUT_MS + 3_000, undefined, PROBE_MS, 50);
       t.diagnostic(`taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}; ${statuses.at(-1)?.message}`);
       assert.ok(takenOutAt !== undefined && rolledBackAt !== undefined && rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500, `${rolledBackAt! - takenOutAt!} ms`);
-      assert.match(statuses.at(-1)!.message, /connectErrorRate: canary \d+ of \d+ \(\d+ of them while passive health held it out\)/);
+      // On the offers passive health kept from it, or sooner, on what it served.
+      assert.match(statuses.at(-1)!.message, /connectErrorRate: canary \d+ of \d+/);
     });
   });
 });
