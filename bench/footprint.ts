@@ -6,7 +6,7 @@
 // it), then again with a warm compile cache (NODE_COMPILE_CACHE, filled by one run before): the
 // stripped and compiled modules are read back and the type stripper is never loaded, as in an
 // image built with its cache. Needs no load tool and no other proxy.
-import { readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +35,10 @@ const PROXY_PORT_BASE = 18_720;
 const KIB_PER_MIB = 1024;
 
 const CACHED = 'Cached';
+const BUNDLED = 'Bundled';
+/** The commands as the sources run them, and as the bundle of `npm run build` does (build/bundle.ts). */
+const SOURCE_ENTRY = 'src/cli/main.ts';
+const BUNDLE_ENTRY = 'dist/canary-l4.js';
 const MODES = [
   { key: 'serveIdle', label: '`serve`, idle' },
   { key: 'proxyIdle', label: '`proxy`, idle, no other pod in the namespace' },
@@ -46,17 +50,21 @@ const SWEPT: MetricSpec = { key: 'serveSweptMiB', label: `\`serve\`, after a swe
 const METRICS: readonly MetricSpec[] = [
   ...MODES.map(({ key, label }) => ({ key: `${key}MiB`, label, unit: 'MiB', lowerIsBetter: true })).flatMap((metric) => (metric.key === 'serveIdleMiB' ? [metric, SWEPT] : [metric])),
   ...MODES.map(({ key, label }) => ({ key: `${key}${CACHED}MiB`, label: `${label}, warm compile cache`, unit: 'MiB', lowerIsBetter: true })),
+  ...MODES.map(({ key, label }) => ({ key: `${key}${BUNDLED}MiB`, label: `${label}, the bundle`, unit: 'MiB', lowerIsBetter: true })),
+  ...MODES.map(({ key, label }) => ({ key: `${key}${BUNDLED}${CACHED}MiB`, label: `${label}, the bundle, warm compile cache`, unit: 'MiB', lowerIsBetter: true })),
 ];
 
 /** Where one checkout's processes run, and how. */
 interface Runner {
   readonly root: string;
+  /** SOURCE_ENTRY or BUNDLE_ENTRY, relative to root. */
+  readonly entry: string;
   readonly nodeFlags: readonly string[];
   readonly env: NodeJS.ProcessEnv;
 }
 
 async function startMode(runner: Runner, name: string, args: readonly string[]): Promise<Child> {
-  const child = startChild(`canary-l4 ${name}`, PROJECT_NODE, [...runner.nodeFlags, 'src/cli/main.ts', ...args], runner.root, runner.env);
+  const child = startChild(`canary-l4 ${name}`, PROJECT_NODE, [...runner.nodeFlags, runner.entry, ...args], runner.root, runner.env);
   await waitFor(`${name} ready`, () => httpOk(`http://127.0.0.1:${ADMIN_PORT}/readyz`), child, READY_TIMEOUT_MS).catch(async (error: unknown) => {
     await child.stop();
     throw error;
@@ -186,8 +194,13 @@ async function createUnrelatedPods(core: CoreV1Api): Promise<void> {
 /** Every figure for one checkout; the cached figures use a compile cache of their own, warmed first. */
 export async function measureFootprint(root: string, nodeFlags: readonly string[]): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-footprint-'));
-  const plain: Runner = { root, nodeFlags, env: { NODE_COMPILE_CACHE: undefined } };
-  const cached: Runner = { root, nodeFlags, env: { NODE_COMPILE_CACHE: join(dir, 'compile-cache') } };
+  const runners = (entry: string, cache: string) => ({
+    plain: { root, entry, nodeFlags, env: { NODE_COMPILE_CACHE: undefined } },
+    cached: { root, entry, nodeFlags, env: { NODE_COMPILE_CACHE: join(dir, cache) } },
+  });
+  const { plain, cached } = runners(SOURCE_ENTRY, 'compile-cache');
+  // A checkout without a bundle (one from before it, not built) has no bundle figures.
+  const bundle = existsSync(join(root, BUNDLE_ENTRY)) ? runners(BUNDLE_ENTRY, 'compile-cache-bundle') : undefined;
   const backend = await startBackend();
   const api = await startFakeApiServer({ serviceCidr: '127.0.12.0/24' });
   const values: Record<string, number> = {};
@@ -196,6 +209,10 @@ export async function measureFootprint(root: string, nodeFlags: readonly string[
     values[`${key}MiB`] = (await measure(plain, name, args)).settled;
     await (await startMode(cached, name, args)).stop();
     values[`${key}${CACHED}MiB`] = (await measure(cached, name, args)).settled;
+    if (bundle === undefined) return;
+    values[`${key}${BUNDLED}MiB`] = (await measure(bundle.plain, name, args)).settled;
+    await (await startMode(bundle.cached, name, args)).stop();
+    values[`${key}${BUNDLED}${CACHED}MiB`] = (await measure(bundle.cached, name, args)).settled;
   };
   try {
     const serve = serveArgs(dir);

@@ -2,11 +2,15 @@
 // refuses a .ts file before any of its code runs (ERR_UNKNOWN_FILE_EXTENSION), so the version is
 // checked here, in syntax every Node since 14 reads, and only then is the TypeScript loaded.
 //
+// They run the bundle of `npm run build` (dist/, build/bundle.ts: only the code each command runs)
+// when it is at least as new as every source and the lockfile, else the sources themselves: a
+// checkout just installed runs what ships, one being edited runs the edits.
+//
 // The bins also turn on Node's compile cache: from the second start on, Node reads the stripped and
 // compiled modules back instead of loading its type stripper, ~20 MiB less RSS for the life of
 // the process (README, Memory of canary-l4's own processes).
 
-import { lstatSync, mkdirSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,19 +18,48 @@ import { join } from 'node:path';
 const NEEDED_MAJOR = 24;
 
 /**
- * Runs `entry` (a URL of a .ts module) on Node 24 or later; on an older Node, says so in one line
- * and exits 1.
+ * Runs `bundle` (a URL of its bundled .js), or `entry` (a URL of the .ts module) when the bundle is
+ * missing or older than a source, on Node 24 or later; on an older Node, says so in one line and
+ * exits 1.
  * @param {string} name the command, for the message
  * @param {URL} entry the TypeScript entry point
+ * @param {URL} bundle the entry's bundle
  */
-export async function launch(name, entry) {
+export async function launch(name, entry, bundle) {
   const major = Number(process.versions.node.split('.')[0]);
   if (major < NEEDED_MAJOR) {
     process.stderr.write(`${name}: needs Node.js ${NEEDED_MAJOR} or later, but this is Node.js ${process.versions.node} (${process.execPath}); put Node 24 first on PATH (in the project: export PATH=$PWD/node_modules/.bin:$PATH)\n`);
     process.exit(1);
   }
   await enablePrivateCompileCache(name);
-  return import(entry.href);
+  return import((isCurrent(bundle) ? bundle : entry).href);
+}
+
+/**
+ * Whether `bundle` exists and no source is newer: the files under src/ and package-lock.json (a
+ * dependency moved). Where there are no sources (an image ships the bundle alone), it is current.
+ * @param {URL} bundle
+ */
+export function isCurrent(bundle) {
+  const built = mtimeOf(bundle);
+  if (built === undefined) return false;
+  const sources = new URL('../src/', import.meta.url);
+  if (mtimeOf(sources) === undefined) return true;
+  const lockfile = mtimeOf(new URL('../package-lock.json', import.meta.url));
+  if (lockfile !== undefined && lockfile > built) return false;
+  for (const entry of readdirSync(sources, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile() && statSync(`${entry.parentPath}/${entry.name}`).mtimeMs > built) return false;
+  }
+  return true;
+}
+
+/** @param {URL} url @returns {number | undefined} */
+function mtimeOf(url) {
+  try {
+    return statSync(url).mtimeMs;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

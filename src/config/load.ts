@@ -38,10 +38,14 @@ export type ParseReply =
   | { readonly listeners: readonly ListenerConfig[] }
   | { readonly rest: L4Config };
 
+/** Set to true by the bundle (build/bundle.ts), where the parsing thread is a chunk beside this code's; undeclared in the sources. */
+declare const CANARY_L4_BUNDLED: boolean | undefined;
+const PARSE_THREAD = typeof CANARY_L4_BUNDLED === 'undefined' ? './parse-thread.ts' : './parse-thread.js';
+
 /** parseConfig on a thread of its own; the config comes back frozen, as parseConfig's does. */
 export function parseOffThread(text: string, source: string): Promise<L4Config> {
   return new Promise((resolve, reject) => {
-    const thread = new Worker(new URL('./parse-thread.ts', import.meta.url), { workerData: { text, source } });
+    const thread = new Worker(new URL(PARSE_THREAD, import.meta.url), { workerData: { text, source } });
     const listeners: ListenerConfig[] = [];
     thread.on('message', (reply: ParseReply) => {
       if ('problems' in reply) return reject(new ConfigError(source, reply.problems));

@@ -1,11 +1,12 @@
-// The package's bins (package.json `bin`) as npm installs them: on Node 24 they run the TypeScript
-// entries; on an older Node they say in one line which Node they need (the .ts entries themselves
-// would fail there with ERR_UNKNOWN_FILE_EXTENSION before any of their code ran).
+// The package's bins (package.json `bin`) as npm installs them: on Node 24 they run the bundle of
+// `npm run build` while it is current, else the TypeScript entries; on an older Node they say in one
+// line which Node they need (the .ts entries themselves would fail there with
+// ERR_UNKNOWN_FILE_EXTENSION before any of their code ran).
 
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +35,7 @@ describe('the package bins', { timeout: 60_000 }, () => {
   for (const [name, heading] of [['canary-l4', 'canary-l4 <command>'], ['kubectl-canary_l4', 'kubectl canary-l4 <command>']] as const) {
     const bin = bins[name];
 
-    it(`${name} runs its TypeScript entry on this Node (24)`, async () => {
+    it(`${name} runs on this Node (24): the bundle while it is current, else its TypeScript entry`, async () => {
       assert.ok(bin !== undefined, `package.json has no bin ${name}`);
       const result = await run([bin, '--help']);
       assert.equal(result.code, 0, result.stderr);
@@ -52,9 +53,22 @@ describe('the package bins', { timeout: 60_000 }, () => {
   }
 });
 
-describe('the bins\' compile cache', { timeout: 60_000 }, () => {
+/** This project with its bins but no bundle (src, node_modules and package.json linked): its bins run the TypeScript sources. */
+function projectWithoutBundle(): { readonly dir: string; bin(name: string): string } {
+  const dir = mkdtempSync(join(tmpdir(), 'canary-l4-sources-only-'));
+  mkdirSync(join(dir, 'bin'));
+  for (const file of ['launch.js', ...Object.values(bins).map((bin) => bin.replace(/^bin\//, ''))]) writeFileSync(join(dir, 'bin', file), readFileSync(join(projectDir, 'bin', file)));
+  for (const linked of ['src', 'node_modules', 'package.json']) symlinkSync(join(projectDir, linked), join(dir, linked));
+  return { dir, bin: (name) => join(dir, bins[name]!) };
+}
+
+describe('the bins\' compile cache, running the sources (the bundle has no types to strip)', { timeout: 60_000 }, () => {
   const home = mkdtempSync(join(tmpdir(), 'canary-l4-cache-home-'));
-  after(() => rmSync(home, { recursive: true, force: true }));
+  const sourcesOnly = projectWithoutBundle();
+  after(() => {
+    rmSync(home, { recursive: true, force: true });
+    rmSync(sourcesOnly.dir, { recursive: true, force: true });
+  });
   const cacheDir = (cacheHome: string) => join(cacheHome, 'canary-l4', 'compile-cache');
   /** A cache home whose compile cache is already there, with `mode`. */
   const cacheWithMode = (name: string, mode: number) => {
@@ -68,7 +82,7 @@ describe('the bins\' compile cache', { timeout: 60_000 }, () => {
   const said = (stderr: string) => stderr.split('\n').filter((line) => line !== '' && !line.startsWith('type stripper loaded: '));
   /** `canary-l4 --version` with no compile cache chosen: whether it loaded the type stripper, and what else it said. */
   const start = async (env: NodeJS.ProcessEnv) => {
-    const result = await run(['--import', TYPE_STRIPPER_PROBE, bins['canary-l4']!, '--version'], { ...noCacheChosen, ...env });
+    const result = await run(['--import', TYPE_STRIPPER_PROBE, sourcesOnly.bin('canary-l4'), '--version'], { ...noCacheChosen, ...env });
     assert.equal(result.code, 0, result.stderr);
     return { stripperLoaded: /^type stripper loaded: (true|false)$/m.exec(result.stderr)?.[1], said: said(result.stderr) };
   };
@@ -124,5 +138,51 @@ describe('the bins\' compile cache', { timeout: 60_000 }, () => {
 
   it('where no cache directory can be made, it runs without one, silently', async () => {
     assert.deepEqual(await start({ XDG_CACHE_HOME: '/dev/null/cache' }), { stripperLoaded: 'true', said: [] });
+  });
+});
+
+describe('the bins run the bundle only while it is current', { timeout: 30_000 }, () => {
+  // A project of its own: the real launch.js, a bin, a source entry and a bundle that say which ran.
+  const project = mkdtempSync(join(tmpdir(), 'canary-l4-launch-bundle-'));
+  after(() => rmSync(project, { recursive: true, force: true }));
+  for (const dir of ['bin', 'src/cli', 'dist']) mkdirSync(join(project, dir), { recursive: true });
+  writeFileSync(join(project, 'bin', 'launch.js'), readFileSync(join(projectDir, 'bin', 'launch.js')));
+  writeFileSync(join(project, 'bin', 'x.js'), "import { launch } from './launch.js';\nawait launch('x', new URL('../src/cli/main.ts', import.meta.url), new URL('../dist/x.js', import.meta.url));\n");
+  writeFileSync(join(project, 'src', 'cli', 'main.ts'), "console.log('sources');\n");
+  writeFileSync(join(project, 'src', 'cli', 'other.ts'), 'export {};\n');
+  writeFileSync(join(project, 'package-lock.json'), '{}\n');
+  const bundle = join(project, 'dist', 'x.js');
+  writeFileSync(bundle, "console.log('bundle');\n");
+  const at = (seconds: number, ...files: string[]) => { for (const file of files) utimesSync(join(project, file), seconds, seconds); };
+  const ran = async () => {
+    const result = await run([join(project, 'bin', 'x.js')], { NODE_DISABLE_COMPILE_CACHE: '1' });
+    assert.equal(result.code, 0, result.stderr);
+    return result.stdout.trim();
+  };
+
+  it('a bundle newer than every source and the lockfile: the bundle', async () => {
+    at(1_000, 'src/cli/main.ts', 'src/cli/other.ts', 'package-lock.json');
+    at(2_000, 'dist/x.js');
+    assert.equal(await ran(), 'bundle');
+  });
+
+  it('a source edited since the build: the sources', async () => {
+    at(3_000, 'src/cli/other.ts');
+    assert.equal(await ran(), 'sources');
+    at(1_000, 'src/cli/other.ts');
+  });
+
+  it('a lockfile moved since the build (a dependency changed): the sources', async () => {
+    at(3_000, 'package-lock.json');
+    assert.equal(await ran(), 'sources');
+    at(1_000, 'package-lock.json');
+  });
+
+  it('no bundle: the sources; no sources (an image ships the bundle alone): the bundle', async () => {
+    rmSync(bundle);
+    assert.equal(await ran(), 'sources');
+    writeFileSync(bundle, "console.log('bundle');\n");
+    rmSync(join(project, 'src'), { recursive: true });
+    assert.equal(await ran(), 'bundle');
   });
 });

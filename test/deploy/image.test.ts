@@ -1,10 +1,12 @@
 // deploy/Dockerfile without a Docker engine: its stages are read from the file itself and replayed
-// on this machine — the dependency stage's `npm ci` into a temporary folder holding what the build
-// context lets through, then the final stage's entrypoint on Node 24 — so the image's command, and
-// the command the Deployment gives it, are proven to start.
+// on this machine — the build stage's commands (`npm ci`, the bundle) in a temporary folder holding
+// what the build context lets through, then the final stage's copies and entrypoint on Node 24 —
+// so the image's command, and the command the Deployment gives it, are proven to start from the
+// bundle alone.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,14 +86,17 @@ function inBuildContext(path: string): boolean {
 
 const { globalArgs, stages } = readDockerfile();
 const finalStage = stages.at(-1);
-const dependencyStage = stages.find((stage) => stage.name !== undefined && instructions(finalStage, 'COPY').some((copy) => copy.startsWith(`--from=${stage.name} `)));
+const buildStage = stages.find((stage) => stage.name !== undefined && instructions(finalStage, 'COPY').some((copy) => copy.startsWith(`--from=${stage.name} `)));
+/** The final stage's copies from the build stage: [from, to] under /app. */
+const fromBuild = instructions(finalStage, 'COPY').filter((copy) => copy.startsWith(`--from=${buildStage?.name} `))
+  .map((copy) => copy.split(/\s+/).slice(1) as [string, string]);
 const entrypoint = JSON.parse(instructions(finalStage, 'ENTRYPOINT')[0] ?? '[]') as string[];
 /** What runs after tini: `node <entry>`. */
 const nodeCommand = entrypoint.slice(entrypoint.indexOf('--') + 1);
 
 describe('deploy/Dockerfile', () => {
   it('builds on the official Node 24 image, in stages', () => {
-    assert.ok(stages.length >= 2, 'a dependency stage and a final stage');
+    assert.ok(stages.length >= 2, 'a build stage and a final stage');
     assert.match(globalArgs.get('NODE_IMAGE') ?? '', /^node:24[-.]/);
     for (const stage of stages) assert.equal(stage.from, '${NODE_IMAGE}');
   });
@@ -128,31 +133,40 @@ describe('deploy/Dockerfile', () => {
     for (const excluded of ['node_modules', '.git', 'test', 'bench']) assert.equal(inBuildContext(excluded), false, `${excluded} reaches the build context`);
   });
 
-  describe('replayed: production install, then the entrypoint', { timeout: 120_000 }, () => {
+  describe('replayed: the build, then the entrypoint', { timeout: 120_000 }, () => {
+    let buildDir: string;
     let imageDir: string;
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
     const start = (args: string[]) =>
       run(process.execPath, [...nodeCommand.slice(1), ...args], { cwd: imageDir, env: { ...env, NODE_ENV: 'production' }, timeout: 30_000 });
 
     before(async () => {
+      buildDir = await mkdtemp(join(tmpdir(), 'canary-l4 build-'));
       imageDir = await mkdtemp(join(tmpdir(), 'canary-l4 image-'));
-      for (const source of stages.flatMap(contextSources)) await cp(join(projectDir, source), join(imageDir, source), { recursive: true });
-      const [install = ''] = instructions(dependencyStage, 'RUN');
+      for (const source of contextSources(buildStage!)) await cp(join(projectDir, source), join(buildDir, source), { recursive: true });
+      const [install = '', bundle = ''] = instructions(buildStage, 'RUN');
       const [npm = '', ...npmArgs] = install.split(/\s+/);
       assert.deepEqual([npm, npmArgs[0]], ['npm', 'ci']);
-      assert.ok(npmArgs.includes('--omit=dev'));
       // --prefer-offline: the packages come from the local npm cache when it has them.
-      await run(npm, [...npmArgs, '--prefer-offline'], { cwd: imageDir, env, timeout: 100_000 });
+      await run(npm, [...npmArgs, '--prefer-offline'], { cwd: buildDir, env, timeout: 100_000 });
+      const [node = '', ...bundleArgs] = bundle.split(/\s+/);
+      assert.equal(node, 'node');
+      await run(process.execPath, bundleArgs, { cwd: buildDir, env, timeout: 60_000 });
+      for (const source of contextSources(finalStage!)) await cp(join(projectDir, source), join(imageDir, source), { recursive: true });
+      for (const [from, to] of fromBuild) await cp(join(buildDir, from.replace(/^\/app\//, '')), join(imageDir, to), { recursive: true });
     });
-    after(() => rm(imageDir, { recursive: true, force: true }));
-
-    it('installs the dependencies without the dev ones (no `node` pin, no type checker)', async () => {
-      const installed = await readdir(join(imageDir, 'node_modules'));
-      assert.ok(installed.includes('yargs') && installed.includes('prom-client'));
-      assert.ok(!installed.includes('node') && !installed.includes('typescript'), `dev dependencies installed: ${installed.join(' ')}`);
+    after(async () => {
+      await rm(buildDir, { recursive: true, force: true });
+      await rm(imageDir, { recursive: true, force: true });
     });
 
-    it('fills Node\'s compile cache at build: the entrypoint then never loads the type stripper', async () => {
+    it('holds the bundle alone: no node_modules, no sources', async () => {
+      const held = await readdir(imageDir);
+      assert.ok(held.includes('dist') && existsSync(join(imageDir, 'dist', 'canary-l4.js')), `the image holds ${held.join(' ')}`);
+      assert.ok(!held.includes('node_modules') && !held.includes('src'), `the image holds ${held.join(' ')}`);
+    });
+
+    it('fills Node\'s compile cache at build with the bundle\'s chunks; the bundle never loads the type stripper', async () => {
       const cacheSetting = instructions(finalStage, 'ENV').find((setting) => setting.startsWith('NODE_COMPILE_CACHE='));
       assert.ok(cacheSetting !== undefined, 'the image sets NODE_COMPILE_CACHE');
       const cacheDir = cacheSetting.slice('NODE_COMPILE_CACHE='.length).replace(/^\/app\b/, imageDir);
@@ -166,9 +180,10 @@ describe('deploy/Dockerfile', () => {
         const { stderr } = await run(process.execPath, ['--import', TYPE_STRIPPER_PROBE, ...nodeCommand.slice(1), ...args], { cwd: imageDir, env: processEnv, timeout: 30_000 });
         return stderr;
       };
+      assert.ok((await readdir(cacheDir, { recursive: true })).length > 1, 'the cache holds the compiled chunks');
       assert.match(await demo(cached), /^type stripper loaded: false$/m);
-      // The probe sees the stripper when there is no cache to read.
-      assert.match(await demo({ ...env, NODE_ENV: 'production' }), /^type stripper loaded: true$/m);
+      // JavaScript throughout: without a cache to read either.
+      assert.match(await demo({ ...env, NODE_ENV: 'production' }), /^type stripper loaded: false$/m);
     });
 
     it('`--help` prints the commands', async () => {
@@ -176,7 +191,7 @@ describe('deploy/Dockerfile', () => {
       for (const command of ['serve', 'proxy', 'manager', 'demo']) assert.match(stdout, new RegExp(`canary-l4 ${command}\\b`));
     });
 
-    it('puts the kubectl plugin of package.json on PATH, and it runs on the production dependencies', async () => {
+    it('puts the kubectl plugin of package.json on PATH, and it runs from the bundle', async () => {
       const linked = instructions(finalStage, 'RUN').map((command) => /\bln -s \/app\/(\S+) \/usr\/local\/bin\/kubectl-canary_l4$/.exec(command)?.[1]).find(Boolean);
       const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
       assert.equal(linked, packageJson.bin['kubectl-canary_l4']);
