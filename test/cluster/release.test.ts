@@ -114,8 +114,14 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     await kubectl('rollout', 'status', '-n', 'canary-l4-system', 'deployment/canary-l4-manager', '--timeout=120s');
     const managers = await core.listNamespacedPod({ namespace: 'canary-l4-system', labelSelector: 'app.kubernetes.io/component=manager' });
     assert.equal(managers.items.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length, 2);
-    const lease = await cluster.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'canary-l4-manager', namespace: 'canary-l4-system' });
-    assert.ok(managers.items.some((pod) => pod.metadata?.name === lease.spec?.holderIdentity), `a manager pod holds the Lease (${lease.spec?.holderIdentity})`);
+    // Ready does not wait for the Lease (a follower is ready too): it is taken within a few seconds.
+    const leases = cluster.kubeConfig.makeApiClient(CoordinationV1Api);
+    let holder: string | undefined;
+    await waitFor(async () => {
+      holder = (await leases.readNamespacedLease({ name: 'canary-l4-manager', namespace: 'canary-l4-system' }).catch(() => undefined))?.spec?.holderIdentity;
+      return managers.items.some((pod) => pod.metadata?.name === holder);
+    }, 'a manager pod to hold the Lease', 30_000).catch(() => {});
+    assert.ok(managers.items.some((pod) => pod.metadata?.name === holder), `a manager pod holds the Lease (${holder})`);
   });
 
   it('an app Deployment behind a Service answers through the kube-proxy simulation, by its EndpointSlices', async () => {
@@ -155,13 +161,22 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
   it('the leading proxy pod deleted: the other takes the Lease and applies a weight change; no connection fails', async (t) => {
     const leases = cluster.kubeConfig.makeApiClient(CoordinationV1Api);
     const holder = async () => (await leases.readNamespacedLease({ name: 'canary-l4-web-v2', namespace: NS })).spec?.holderIdentity;
-    const before = await holder();
-    // Which pod leads, as Prometheus would see it: its own metrics, at its pod IP.
-    const proxies = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })).items
-      .filter((pod) => pod.metadata?.deletionTimestamp == null && pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-    const leads = await Promise.all(proxies.map(async (pod) => /^canary_l4_leader 1$/m.test(await (await fetch(`http://${pod.status!.podIP}:9090/metrics`)).text())));
-    const leader = proxies[leads.indexOf(true)]?.metadata?.name;
+    // The manager rolls the proxy Deployment once the proxy has written status.takeover (the pods
+    // get the labels the Services select): a replaced pod leads through its preStop pause and hands
+    // the Lease over at SIGTERM, so the leader is looked for once the replaced pods are gone.
+    let leads: boolean[] = [];
+    let leader: string | undefined;
+    await waitFor(async () => {
+      const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })).items;
+      if (pods.some((pod) => pod.metadata?.deletionTimestamp != null)) return false;
+      const proxies = pods.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      // Which pod leads, as Prometheus would see it: its own metrics, at its pod IP.
+      leads = await Promise.all(proxies.map(async (pod) => /^canary_l4_leader 1$/m.test(await (await fetch(`http://${pod.status!.podIP}:9090/metrics`)).text())));
+      leader = proxies[leads.indexOf(true)]?.metadata?.name;
+      return leads.filter(Boolean).length === 1;
+    }, 'one proxy pod to lead once the rollout is done', 60_000).catch(() => {});
     assert.ok(leader !== undefined && leads.filter(Boolean).length === 1, `one proxy pod leads: ${JSON.stringify(leads)}`);
+    const before = await holder();
     await kubectl('delete', 'pod', '-n', NS, leader, '--wait=false');
     await kubectl('patch', 'crel', '-n', NS, 'web-v2', '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/spec/services/0/ports/0/config/weight', value: 50 }]));
     await waitForRelease('web-v2', 'serving 50 % under a new leader', (found) => found?.status?.ports?.[0]?.served === 50);
