@@ -111,8 +111,13 @@ function removal(kind: ChildKind, object: KubernetesObject): Step {
   return { kind: 'delete', child: kind, name: object.metadata?.name ?? '', uid: object.metadata?.uid };
 }
 
+/** What a proxy pod runs as: kept while one is left, so a pod still ending (or restarted by its
+ * kubelet after it exited on its own) is never refused by the API (403) it still talks to. */
+const POD_IDENTITY: readonly ChildKind[] = ['roleBinding', 'serviceAccount'];
+
 function removals(observed: ObservedRelease, ours: readonly ChildKind[]): Step[] {
-  return [...ours].reverse().map((kind) => removal(kind, observed.children[kind]!));
+  const podsLeft = observed.pods.length > 0;
+  return [...ours].reverse().filter((kind) => !(podsLeft && POD_IDENTITY.includes(kind))).map((kind) => removal(kind, observed.children[kind]!));
 }
 
 /** A RoleBinding's roleRef cannot change: a different one is deleted and made again. */

@@ -155,6 +155,16 @@ describe('the manager\'s plan', () => {
     assert.deepEqual([conditionOf(steps)?.status, conditionOf(steps)?.reason, conditionOf(steps)?.message], ['False', 'ReleaseFinished', 'the release is Adopted: its proxy was removed']);
   });
 
+  it('finished while a proxy pod is still ending: its RoleBinding and ServiceAccount stay until no pod is left, so the API never refuses it', () => {
+    const done = release({ metadata: { finalizers: undefined }, status: { phase: 'Adopted' } });
+    const ending = readyPod('canary-l4-web-v2-a');
+    ending.metadata = { ...ending.metadata, deletionTimestamp: new Date('2026-06-01T11:00:00Z') };
+    assert.deepEqual(objectSteps(plan(observed({ release: done, pods: [ending] }), SETTINGS, NOW).steps),
+      ['delete metricsService', 'delete podDisruptionBudget', 'delete deployment']);
+    assert.deepEqual(objectSteps(plan(observed({ release: done, children: children(render(), ['serviceAccount', 'roleBinding']) }), SETTINGS, NOW).steps),
+      ['delete roleBinding', 'delete serviceAccount']);
+  });
+
   it('the release gone: what is left of its proxy goes (only what the manager made), and no status', () => {
     const objects = render();
     const foreign = stored(objects.podDisruptionBudget);
