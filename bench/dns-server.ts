@@ -43,7 +43,7 @@ export function writeQueryFile(dir: string): string {
 }
 
 /** A query for www.<zone> A, as bytes. */
-function query(): Buffer {
+export function dnsQuery(): Buffer {
   const header = Buffer.from([0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
   const labels = ['www', ...DNS_ZONE.split('.')].map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label)]));
   return Buffer.concat([header, ...labels, Buffer.from([0, 0, 1, 0, 1])]);
@@ -60,7 +60,7 @@ function answers(port: number): Promise<boolean> {
     const timer = setTimeout(() => finish(false), 200);
     socket.on('message', (reply) => finish(reply.readUInt16BE(0) === 0x1234));
     socket.on('error', () => finish(false));
-    socket.send(query(), port, '127.0.0.1');
+    socket.send(dnsQuery(), port, '127.0.0.1');
   });
 }
 

@@ -1,4 +1,4 @@
-// The extra measurements: memory with many idle connections, memory under a slow reader, and what
+// The extra measurements: memory per idle TCP connection and UDP session (connection-cost.ts), memory under a slow reader, and what
 // canary-l4's metrics and UDP mirroring cost. Each is a workload of its own, selectable with --only.
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,13 +7,8 @@ import { CHILD_FD_LIMIT } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
 import { dnsQueries, httpKeepalive, tcpBulk8, tcpShort, udpRoundTrips, type Workload, type WorkloadContext } from './workloads.ts';
 import { bigConfigStalls } from './stalls.ts';
+import { connectionCost } from './connection-cost.ts';
 
-/** 10 000, unless a single proxy process cannot hold two fds per connection under the fd limit. */
-const IDLE_CONNECTIONS = Math.min(10_000, Math.floor((CHILD_FD_LIMIT - 200) / 2));
-const CONNECT_BATCH = 500;
-const CONNECT_TIMEOUT_MS = 5_000;
-/** Time for the proxy to finish its upstream connects before RSS is read. */
-const SETTLE_MS = 1_000;
 /** Lets the proxy close what the workload opened before the next measurement starts. */
 const TEARDOWN_MS = 300;
 const SLOW_READERS = 20;
@@ -28,60 +23,6 @@ function requirePid(proxy: RunningProxy): number {
   if (proxy.pid === undefined) throw new Error(`${proxy.name} has no process to measure`);
   return proxy.pid;
 }
-
-function openConnection(port: number): Promise<Socket | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    const fail = (): void => {
-      socket.destroy();
-      resolve(undefined);
-    };
-    socket.setTimeout(CONNECT_TIMEOUT_MS, fail);
-    socket.once('error', fail);
-    socket.once('connect', () => {
-      socket.setTimeout(0);
-      socket.on('error', () => {}); // a proxy closing idle connections is a result, not a crash
-      resolve(socket);
-    });
-  });
-}
-
-export const idleConnections: Workload = {
-  name: 'idle-rss',
-  title: `${IDLE_CONNECTIONS.toLocaleString('en-US')} idle TCP connections${IDLE_CONNECTIONS < 10_000 ? ` (fd limit ${CHILD_FD_LIMIT})` : ''}`,
-  metrics: [
-    { key: 'connections', label: 'connections open', unit: '' },
-    { key: 'rssBeforeMiB', label: 'RSS before', unit: 'MiB', lowerIsBetter: true },
-    { key: 'rssIdleMiB', label: 'RSS with them open', unit: 'MiB', lowerIsBetter: true },
-    { key: 'kibPerConnection', label: 'memory per connection', unit: 'KiB', lowerIsBetter: true },
-  ],
-  recordsUsage: false,
-  freshProxy: true,
-  appliesTo: realProxy,
-  run: async (proxy) => {
-    const pid = requirePid(proxy);
-    const rssBefore = treeRssKiB(pid);
-    const sockets: Socket[] = [];
-    try {
-      for (let opened = 0; opened < IDLE_CONNECTIONS; opened += CONNECT_BATCH) {
-        const batch = await Promise.all(Array.from({ length: Math.min(CONNECT_BATCH, IDLE_CONNECTIONS - opened) }, () => openConnection(proxy.ports.http)));
-        sockets.push(...batch.filter((socket): socket is Socket => socket !== undefined));
-      }
-      await sleep(SETTLE_MS);
-      const open = sockets.filter((socket) => !socket.destroyed).length;
-      const rssIdle = treeRssKiB(pid);
-      return {
-        connections: open,
-        rssBeforeMiB: rssBefore / KIB_PER_MIB,
-        rssIdleMiB: rssIdle / KIB_PER_MIB,
-        kibPerConnection: open === 0 ? Number.NaN : (rssIdle - rssBefore) / open,
-      };
-    } finally {
-      for (const socket of sockets) socket.destroy();
-      await sleep(TEARDOWN_MS);
-    }
-  },
-};
 
 /** A client that asks for an endless body and then reads one chunk per interval. */
 function slowReader(port: number, onBytes: (count: number) => void): Socket {
@@ -198,4 +139,4 @@ export const metricsCost = pairedRatios('metrics-cost', 'canary-l4 metrics on ÷
 /** Every UDP flow mirrored (a second upstream socket, every datagram sent twice, replies compared) ÷ no mirror. */
 export const mirrorCost = pairedRatios('mirror-cost', 'canary-l4 with 100 % UDP mirroring ÷ without (1 = free)', CANARY_MIRROR, 'variant', [udpRoundTrips, dnsQueries]);
 
-export const EXTRA_WORKLOADS: readonly Workload[] = [idleConnections, slowReaders, metricsCost, mirrorCost, bigConfigStalls];
+export const EXTRA_WORKLOADS: readonly Workload[] = [connectionCost, slowReaders, metricsCost, mirrorCost, bigConfigStalls];

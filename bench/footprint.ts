@@ -18,6 +18,7 @@ import { PROJECT_NODE, PROJECT_ROOT } from './paths.ts';
 import { httpOk, startChild, waitFor, type Child } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
 import type { MetricSpec, StandaloneWorkload } from './workloads.ts';
+import type { CanarySettings } from './image-settings.ts';
 
 const SWEEP_CONNECTIONS = 10_000;
 const SWEEP_BATCH = 200;
@@ -28,6 +29,10 @@ const SETTLE_MS = 5_000;
 const READY_TIMEOUT_MS = 60_000;
 const NAMESPACE = 'default';
 const RELEASE = 'web-v2';
+/** The per-release cost: one release of FLEET_SERVICES Services with FLEET_PORTS ports each. */
+const FLEET = 'fleet';
+const FLEET_SERVICES = 10;
+const FLEET_PORTS = 4;
 const LISTEN_PORT = 18_710;
 const BACKEND_PORT = 18_711;
 const ADMIN_PORT = 18_719;
@@ -42,6 +47,7 @@ const BUNDLE_ENTRY = 'dist/canary-l4.js';
 const MODES = [
   { key: 'serveIdle', label: '`serve`, idle' },
   { key: 'proxyIdle', label: '`proxy`, idle, no other pod in the namespace' },
+  { key: 'proxyFleet', label: `\`proxy\`, idle, one release of ${FLEET_SERVICES} Services × ${FLEET_PORTS} ports (2 TCP, 2 UDP)` },
   { key: 'proxyUnrelatedPods', label: `\`proxy\`, idle, ${UNRELATED_PODS.toLocaleString('en-US')} unrelated pods in the namespace` },
   { key: 'managerIdle', label: '`manager`, idle, one release' },
 ] as const;
@@ -125,8 +131,8 @@ function serveArgs(dir: string): string[] {
   return ['serve', '--config', config, '--admin-address', '127.0.0.1', '--admin-port', String(ADMIN_PORT), '--no-watch', '--drain-timeout', '0'];
 }
 
-function proxyArgs(api: FakeApiServer): string[] {
-  return ['proxy', '--kubeconfig', api.kubeconfigPath, '-n', NAMESPACE, '--canary-release', RELEASE, '--port-base', String(PROXY_PORT_BASE),
+function proxyArgs(api: FakeApiServer, release = RELEASE): string[] {
+  return ['proxy', '--kubeconfig', api.kubeconfigPath, '-n', NAMESPACE, '--canary-release', release, '--port-base', String(PROXY_PORT_BASE),
     '--admin-address', '127.0.0.1', '--admin-port', String(ADMIN_PORT), '--no-leader-elect', '--drain-timeout', '0'];
 }
 
@@ -181,6 +187,28 @@ async function prepareCluster(api: FakeApiServer): Promise<CoreV1Api> {
   return core;
 }
 
+/** FLEET_SERVICES Services of FLEET_PORTS ports, their stable and canary pods, and one CanaryRelease splitting every port. */
+async function prepareFleet(api: FakeApiServer, core: CoreV1Api): Promise<void> {
+  const services = Array.from({ length: FLEET_SERVICES }, (_, index) => `app-${index}`);
+  const ports = Array.from({ length: FLEET_PORTS }, (_, index) => ({ port: 7000 + index, protocol: index % 2 === 0 ? 'TCP' : 'UDP' }));
+  for (const [index, service] of services.entries()) {
+    await core.createNamespacedService({
+      namespace: NAMESPACE,
+      body: { metadata: { name: service }, spec: { selector: { app: service, version: 'v1' }, ports: ports.map(({ port, protocol }) => ({ name: `p${port}`, port, protocol, targetPort: port })) } },
+    });
+    await createPod(core, `${service}-1`, { app: service, version: 'v1' }, `127.0.13.${2 * index + 1}`);
+    await createPod(core, `${service}-canary-1`, { app: service, version: 'v2' }, `127.0.13.${2 * index + 2}`);
+  }
+  await createPod(core, `canary-l4-${FLEET}`, { 'canary-l4.io/release': FLEET, app: 'canary-l4' }, '127.0.0.1');
+  await api.kubeConfig.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: 'canary-l4.io', version: 'v1alpha1', namespace: NAMESPACE, plural: 'canaryreleases',
+    body: {
+      apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: FLEET },
+      spec: { services: services.map((service) => ({ service, canaryServiceOperations: { add: { version: 'v2' } }, ports: ports.map(({ port, protocol }) => ({ port, protocol, config: { weight: 10 } })) })) },
+    },
+  });
+}
+
 async function createUnrelatedPods(core: CoreV1Api): Promise<void> {
   let next = 0;
   const worker = async () => {
@@ -192,11 +220,12 @@ async function createUnrelatedPods(core: CoreV1Api): Promise<void> {
 }
 
 /** Every figure for one checkout; the cached figures use a compile cache of their own, warmed first. */
-export async function measureFootprint(root: string, nodeFlags: readonly string[]): Promise<Record<string, number>> {
+export async function measureFootprint(root: string, settings: CanarySettings): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-footprint-'));
+  const { nodeFlags } = settings;
   const runners = (entry: string, cache: string) => ({
-    plain: { root, entry, nodeFlags, env: { NODE_COMPILE_CACHE: undefined } },
-    cached: { root, entry, nodeFlags, env: { NODE_COMPILE_CACHE: join(dir, cache) } },
+    plain: { root, entry, nodeFlags, env: { ...settings.env, NODE_COMPILE_CACHE: undefined } },
+    cached: { root, entry, nodeFlags, env: { ...settings.env, NODE_COMPILE_CACHE: join(dir, cache) } },
   });
   const { plain, cached } = runners(SOURCE_ENTRY, 'compile-cache');
   // A checkout without a bundle (one from before it, not built) has no bundle figures.
@@ -221,6 +250,8 @@ export async function measureFootprint(root: string, nodeFlags: readonly string[
     await both('serveIdle', 'serve', serve);
     const core = await prepareCluster(api);
     await both('proxyIdle', 'proxy', proxyArgs(api));
+    await prepareFleet(api, core);
+    await both('proxyFleet', 'proxy', proxyArgs(api, FLEET));
     await createUnrelatedPods(core);
     await both('proxyUnrelatedPods', 'proxy', proxyArgs(api));
     await both('managerIdle', 'manager', managerArgs(api));
@@ -234,6 +265,7 @@ export async function measureFootprint(root: string, nodeFlags: readonly string[
 
 export const footprint: StandaloneWorkload = {
   name: 'footprint',
+  group: 'footprint',
   title: 'canary-l4 process memory (RSS), each mode a fresh process, settled',
   metrics: METRICS,
   recordsUsage: false,

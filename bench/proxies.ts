@@ -1,28 +1,33 @@
 // The proxies under test, each on its own ports, all with the same 90/10 split over the same
 // backends and the same worker count. `direct` is no proxy: the load generator talks to backend a.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BACKEND_PORTS } from './backends.ts';
 import { NGINX_STREAM_MODULE } from './install.ts';
 import { CHILD_FD_LIMIT, startChild, waitFor, tcpPortOpen, httpOk, type Child } from './processes.ts';
 import { PROJECT_NODE, PROJECT_ROOT } from './paths.ts';
+import type { CanarySettings } from './image-settings.ts';
 
 export const PROXY_NAMES = ['direct', 'nginx', 'haproxy', 'canary-l4', 'baseline'] as const;
 export type ProxyName = (typeof PROXY_NAMES)[number];
 
 /**
- * How canary-l4 runs: its Node flags, and for `baseline` the checkout it runs from. A lever is
- * measured as canary-l4 against the baseline within the same repetitions (`--baseline DIR`,
- * `--node-flags`, `--baseline-node-flags`).
+ * How canary-l4 runs: its Node flags and environment (as the image runs it unless told otherwise:
+ * image-settings.ts), and for `baseline` the checkout it runs from. A lever is measured as canary-l4
+ * against the baseline within the same repetitions (`--baseline DIR`, `--node-flags`, `--env`,
+ * `--baseline-node-flags`, `--baseline-env`).
  */
 export interface CanaryRuns {
-  readonly nodeFlags: readonly string[];
+  readonly settings: CanarySettings;
   readonly baselineRoot: string | undefined;
-  readonly baselineNodeFlags: readonly string[];
+  readonly baselineSettings: CanarySettings;
 }
 
-/** As the image runs it (deploy/Dockerfile ENTRYPOINT). */
-export const DEFAULT_CANARY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
+/** What a checkout ships: its bundle (`npm run build`), or its sources where it has none (one from before the bundle, not built). */
+export function canaryEntry(root: string): string {
+  return existsSync(join(root, 'dist', 'canary-l4.js')) ? 'dist/canary-l4.js' : 'src/cli/main.ts';
+}
+
 /** canary-l4 started with `--no-metrics`: only for the metrics-cost workload. */
 export const CANARY_NO_METRICS = 'canary-l4-no-metrics';
 /** canary-l4 mirroring every UDP flow (udp, dns) to a weight-0 backend, compare: replies: only for the mirror-cost workload. */
@@ -209,9 +214,11 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
       const adminPort = base + 90;
       const configFile = join(workdir(scratchRoot, name), 'canary-l4.json');
       writeFileSync(configFile, canaryConfig(ports, name === CANARY_MIRROR));
+      const root = baseline ? runs.baselineRoot! : PROJECT_ROOT;
+      const settings = baseline ? runs.baselineSettings : runs.settings;
       const args = [
-        ...(baseline ? runs.baselineNodeFlags : runs.nodeFlags),
-        'src/cli/main.ts',
+        ...settings.nodeFlags,
+        canaryEntry(root),
         'serve',
         '--config',
         configFile,
@@ -228,7 +235,7 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
         String(workers),
       ];
       if (name === CANARY_NO_METRICS) args.push('--no-metrics');
-      const child = startChild(name, PROJECT_NODE, args, baseline ? runs.baselineRoot : PROJECT_ROOT);
+      const child = startChild(name, PROJECT_NODE, args, root, settings.env);
       return whenReady(name, ports, child, () =>
         waitFor(`${name} /readyz`, () => httpOk(`http://127.0.0.1:${adminPort}/readyz`), child, READY_TIMEOUT_MS),
       );

@@ -1,5 +1,5 @@
 // `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]
-//   [--baseline DIR] [--node-flags "..."] [--baseline-node-flags "..."]`; `--only analysis [--releases N] [--seed N]`
+//   [--baseline DIR] [--node-flags "..."] [--env "A=1 …"] [--baseline-node-flags "..."] [--baseline-env "..."]`; `--only analysis [--releases N] [--seed N]`
 //   is the analysis' operating characteristics instead (analysis.ts).
 // Side-by-side benchmark of canary-l4 against nginx's stream module and HAProxy on loopback.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureInstalled, type Tool } from './install.ts';
 import { startBackends } from './backends.ts';
-import { CANARY_MIRROR, CANARY_NO_METRICS, DEFAULT_CANARY_NODE_FLAGS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import { CANARY_MIRROR, CANARY_NO_METRICS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
 import { killAllChildren, type Child } from './processes.ts';
 import { measureWhile } from './proc-usage.ts';
 import { isStandalone, MAIN_WORKLOADS, perCpuSecondKey, type AnyWorkload, type StandaloneWorkload, type Workload, type WorkloadContext } from './workloads.ts';
@@ -19,6 +19,7 @@ import { EXTRA_WORKLOADS } from './extras.ts';
 import { runAnalysisBench } from './analysis.ts';
 import { footprint } from './footprint.ts';
 import { PROJECT_ROOT } from './paths.ts';
+import { imageSettings, parseEnv, type CanarySettings } from './image-settings.ts';
 import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
 
 const ALL_WORKLOADS: readonly AnyWorkload[] = [...MAIN_WORKLOADS, ...EXTRA_WORKLOADS, footprint];
@@ -42,11 +43,11 @@ function positiveInteger(flag: string, text: string | undefined, fallback: numbe
   return value;
 }
 
-function pickByName<T>(flag: string, text: string | undefined, all: readonly T[], nameOf: (item: T) => string): T[] {
+function pickByName<T>(flag: string, text: string | undefined, all: readonly T[], nameOf: (item: T) => string, groupOf: (item: T) => string | undefined = () => undefined): T[] {
   if (text === undefined) return [...all];
-  return text.split(',').map((name) => {
-    const found = all.find((item) => nameOf(item) === name.trim());
-    if (found === undefined) throw new Error(`--${flag}: unknown "${name}"; one of ${all.map(nameOf).join(', ')}`);
+  return text.split(',').flatMap((name) => {
+    const found = all.filter((item) => nameOf(item) === name.trim() || groupOf(item) === name.trim());
+    if (found.length === 0) throw new Error(`--${flag}: unknown "${name}"; one of ${all.map(nameOf).join(', ')}`);
     return found;
   });
 }
@@ -64,9 +65,16 @@ function parseOptions(argv: readonly string[]): Options {
       baseline: { type: 'string' },
       'node-flags': { type: 'string' },
       'baseline-node-flags': { type: 'string' },
+      env: { type: 'string' },
+      'baseline-env': { type: 'string' },
     },
   });
-  const flags = (text: string | undefined) => (text === undefined ? DEFAULT_CANARY_NODE_FLAGS : text.split(/\s+/).filter((flag) => flag !== ''));
+  // Each left out is as the image runs it (deploy/Dockerfile).
+  const image = imageSettings();
+  const settings = (flags: string | undefined, envFlag: string, env: string | undefined): CanarySettings => ({
+    nodeFlags: flags === undefined ? image.nodeFlags : flags.split(/\s+/).filter((flag) => flag !== ''),
+    env: env === undefined ? image.env : parseEnv(envFlag, env),
+  });
   const baselineRoot = values.baseline === undefined ? undefined : resolve(values.baseline);
   const defaultProxies = PROXY_NAMES.filter((name) => name !== 'baseline' || baselineRoot !== undefined);
   return {
@@ -74,9 +82,13 @@ function parseOptions(argv: readonly string[]): Options {
     workers: positiveInteger('workers', values.workers, 1),
     repeats: positiveInteger('repeats', values.repeats, values.quick ? 1 : 3),
     seconds: positiveInteger('seconds', values.seconds, values.quick ? 2 : 3),
-    workloads: pickByName('only', values.only, ALL_WORKLOADS, (workload) => workload.name),
+    workloads: pickByName('only', values.only, ALL_WORKLOADS, (workload) => workload.name, (workload) => workload.group),
     proxies: pickByName('proxies', values.proxies, defaultProxies, (name) => name),
-    canary: { nodeFlags: flags(values['node-flags']), baselineRoot, baselineNodeFlags: flags(values['baseline-node-flags']) },
+    canary: {
+      settings: settings(values['node-flags'], 'env', values.env),
+      baselineRoot,
+      baselineSettings: settings(values['baseline-node-flags'], 'baseline-env', values['baseline-env']),
+    },
   };
 }
 
@@ -152,7 +164,7 @@ async function measureAlone(workload: StandaloneWorkload, proxyName: ProxyVarian
   const baseline = proxyName === 'baseline';
   if (baseline && canary.baselineRoot === undefined) return { ...base, values: {}, error: '--baseline DIR names the checkout to compare with' };
   try {
-    const values = await workload.runAlone(baseline ? canary.baselineRoot! : PROJECT_ROOT, baseline ? canary.baselineNodeFlags : canary.nodeFlags);
+    const values = await workload.runAlone(baseline ? canary.baselineRoot! : PROJECT_ROOT, baseline ? canary.baselineSettings : canary.settings);
     return { ...base, values };
   } catch (error) {
     return { ...base, values: {}, error: error instanceof Error ? error.message : String(error) };

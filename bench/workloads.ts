@@ -2,6 +2,7 @@
 // what each workload reports. Every run is bounded in time.
 import { fileURLToPath } from 'node:url';
 import type { ProxyVariant, RunningProxy } from './proxies.ts';
+import type { CanarySettings } from './image-settings.ts';
 import { runBounded, runToCompletion } from './processes.ts';
 import { dnsperf, DNSPERF_CLIENTS, sockperfAtRate, sockperfPingPong } from './udp-tools.ts';
 
@@ -24,6 +25,8 @@ export interface WorkloadContext {
 
 export interface Workload {
   readonly name: string;
+  /** `--only` picks a workload by its name or by its group (`footprint`: the memory figures). */
+  readonly group?: string;
   readonly title: string;
   readonly metrics: readonly MetricSpec[];
   /** Record the proxy's CPU % and peak RSS over the run. */
@@ -38,8 +41,8 @@ export interface Workload {
 
 /** A measurement that starts the canary-l4 processes it measures: no backend, load tool or proxy of run.ts. */
 export interface StandaloneWorkload extends Omit<Workload, 'run' | 'freshProxy' | 'efficiencyOf'> {
-  /** `root`: the checkout whose canary-l4 runs (this one, or --baseline's), with `nodeFlags`. */
-  runAlone(root: string, nodeFlags: readonly string[]): Promise<Record<string, number>>;
+  /** `root`: the checkout whose canary-l4 runs (this one, or --baseline's), with `settings`. */
+  runAlone(root: string, settings: CanarySettings): Promise<Record<string, number>>;
 }
 
 export type AnyWorkload = Workload | StandaloneWorkload;
