@@ -13,7 +13,7 @@ export interface CanarySettings {
 const NOT_A_SETTING = new Set(['NODE_COMPILE_CACHE']);
 
 export function imageSettings(dockerfile: string = readFileSync(join(PROJECT_ROOT, 'deploy', 'Dockerfile'), 'utf8')): CanarySettings {
-  const lines = dockerfile.split('\n');
+  const lines = dockerfile.replace(/\\\n/g, ' ').split('\n').filter((line) => !line.trimStart().startsWith('#'));
   const lastStage = lines.slice(lines.findLastIndex((line) => /^FROM\s/i.test(line)));
   const env: Record<string, string> = {};
   for (const line of lastStage) {
