@@ -91,6 +91,9 @@ const buildStage = stages.find((stage) => stage.name !== undefined && instructio
 const fromBuild = instructions(finalStage, 'COPY').filter((copy) => copy.startsWith(`--from=${buildStage?.name} `))
   .map((copy) => copy.split(/\s+/).slice(1) as [string, string]);
 const entrypoint = JSON.parse(instructions(finalStage, 'ENTRYPOINT')[0] ?? '[]') as string[];
+/** The final stage's environment (glibc's and Node's settings), but the compile cache's path: the replay gives it its own. */
+const imageEnv: Record<string, string> = Object.fromEntries(instructions(finalStage, 'ENV').flatMap((setting) => setting.split(/\s+/))
+  .map((word) => word.split('=', 2) as [string, string]).filter(([name]) => name !== 'NODE_COMPILE_CACHE'));
 /** What runs after tini: `node <entry>`. */
 const nodeCommand = entrypoint.slice(entrypoint.indexOf('--') + 1);
 
@@ -138,7 +141,7 @@ describe('deploy/Dockerfile', () => {
     let imageDir: string;
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
     const start = (args: string[]) =>
-      run(process.execPath, [...nodeCommand.slice(1), ...args], { cwd: imageDir, env: { ...env, NODE_ENV: 'production' }, timeout: 30_000 });
+      run(process.execPath, [...nodeCommand.slice(1), ...args], { cwd: imageDir, env: { ...env, ...imageEnv }, timeout: 30_000 });
 
     before(async () => {
       buildDir = await mkdtemp(join(tmpdir(), 'canary-l4 build-'));
@@ -172,7 +175,7 @@ describe('deploy/Dockerfile', () => {
       const cacheDir = cacheSetting.slice('NODE_COMPILE_CACHE='.length).replace(/^\/app\b/, imageDir);
       const [node = '', ...warm] = instructions(finalStage, 'RUN').find((command) => command.includes('warm-compile-cache'))?.split(/\s+/) ?? [];
       assert.equal(node, 'node');
-      const cached = { ...env, NODE_ENV: 'production', NODE_COMPILE_CACHE: cacheDir };
+      const cached = { ...env, ...imageEnv, NODE_COMPILE_CACHE: cacheDir };
       await run(process.execPath, warm, { cwd: imageDir, env: cached, timeout: 60_000 });
       const demo = async (processEnv: NodeJS.ProcessEnv) => {
         const [tcp, udp] = [await freePort(), await freePort()];
@@ -183,7 +186,7 @@ describe('deploy/Dockerfile', () => {
       assert.ok((await readdir(cacheDir, { recursive: true })).length > 1, 'the cache holds the compiled chunks');
       assert.match(await demo(cached), /^type stripper loaded: false$/m);
       // JavaScript throughout: without a cache to read either.
-      assert.match(await demo({ ...env, NODE_ENV: 'production' }), /^type stripper loaded: false$/m);
+      assert.match(await demo({ ...env, ...imageEnv }), /^type stripper loaded: false$/m);
     });
 
     it('`--help` prints the commands', async () => {
@@ -195,7 +198,7 @@ describe('deploy/Dockerfile', () => {
       const linked = instructions(finalStage, 'RUN').map((command) => /\bln -s \/app\/(\S+) \/usr\/local\/bin\/kubectl-canary_l4$/.exec(command)?.[1]).find(Boolean);
       const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
       assert.equal(linked, packageJson.bin['kubectl-canary_l4']);
-      const { stdout } = await run(process.execPath, [join(imageDir, linked!), '--help'], { cwd: imageDir, env: { ...env, NODE_ENV: 'production' }, timeout: 30_000 });
+      const { stdout } = await run(process.execPath, [join(imageDir, linked!), '--help'], { cwd: imageDir, env: { ...env, ...imageEnv }, timeout: 30_000 });
       for (const command of ['status', 'promote', 'pause', 'resume', 'abort', 'set-weight', 'plan']) assert.match(stdout, new RegExp(`kubectl canary-l4 ${command}\\b`));
     });
 
