@@ -345,7 +345,8 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
     const release = await waitForRelease(cluster, 'web-v2', 'Adopted, proxy removed', (found) => found?.status?.phase === 'Adopted'
       && (found as ManagedRelease).status?.proxy == null && proxyCondition(found)?.reason === 'ReleaseFinished', 20_000);
     assert.equal(proxyCondition(release)?.message, 'the release is Adopted: its proxy was removed');
-    assert.deepEqual(await managed(), []);
+    // The pods' RoleBinding and ServiceAccount go once the last proxy pod has (plan.ts).
+    await waitFor(async () => (await managed()).length === 0, 'everything made for it removed', 10_000);
     await waitFor(() => kubelet.running().length === 0, 'every proxy process ended', 10_000);
     assert.deepEqual((await getService(cluster, 'web'))?.spec?.selector, { app: 'web', version: 'v2' });
   });
