@@ -3,7 +3,6 @@
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CANARY_METRICS_URL, CANARY_MIRROR, CANARY_NO_METRICS, type CanaryVariant, type ProxyVariant, type RunningProxy } from './proxies.ts';
-import { CHILD_FD_LIMIT } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
 import { dnsQueries, httpKeepalive, tcpBulk8, tcpShort, udpRoundTrips, type Workload, type WorkloadContext } from './workloads.ts';
 import { bigConfigStalls } from './stalls.ts';

@@ -20,50 +20,11 @@ import { renderProxy } from '../../src/manager/render.ts';
 import type { ManagedRelease } from '../../src/manager/types.ts';
 import { freePort } from '../support/backends.ts';
 import { TYPE_STRIPPER_PROBE } from '../support/type-stripper-probe.ts';
-import { deployDir, theOnly } from './manifests.ts';
+import { theOnly } from './manifests.ts';
+import { argDefault, instructions, readDockerfile, runtimeOf, type Stage } from '../support/dockerfile.ts';
 
 const run = promisify(execFile);
 const projectDir = fileURLToPath(new URL('../../', import.meta.url));
-
-interface Instruction {
-  readonly keyword: string;
-  readonly argument: string;
-}
-interface Stage {
-  readonly name: string | undefined;
-  readonly from: string;
-  readonly instructions: Instruction[];
-}
-
-/** The Dockerfile as build stages of instructions (continuation lines joined, comments dropped). */
-function readDockerfile(): { globalArgs: Map<string, string>; stages: Stage[] } {
-  const text = readFileSync(new URL('Dockerfile', deployDir), 'utf8').replace(/\\\n/g, ' ');
-  const globalArgs = new Map<string, string>();
-  const stages: Stage[] = [];
-  for (const line of text.split('\n').map((raw) => raw.trim())) {
-    if (line === '' || line.startsWith('#')) continue;
-    const [, keyword = '', argument = ''] = /^(\w+)\s+(.*)$/.exec(line) ?? [];
-    const upper = keyword.toUpperCase();
-    if (upper === 'FROM') {
-      const [from = '', , name] = argument.split(/\s+/);
-      stages.push({ name, from, instructions: [] });
-    } else if (stages.length === 0) {
-      if (upper === 'ARG') globalArgs.set(...argDefault(argument));
-    } else {
-      stages.at(-1)!.instructions.push({ keyword: upper, argument });
-    }
-  }
-  return { globalArgs, stages };
-}
-
-function argDefault(argument: string): [string, string] {
-  const [name = '', value = ''] = argument.split('=');
-  return [name, value];
-}
-
-function instructions(stage: Stage | undefined, keyword: string): string[] {
-  return (stage?.instructions ?? []).filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.argument);
-}
 
 /** COPY sources taken from the build context (not from another stage). */
 function contextSources(stage: Stage): string[] {
@@ -90,10 +51,7 @@ const buildStage = stages.find((stage) => stage.name !== undefined && instructio
 /** The final stage's copies from the build stage: [from, to] under /app. */
 const fromBuild = instructions(finalStage, 'COPY').filter((copy) => copy.startsWith(`--from=${buildStage?.name} `))
   .map((copy) => copy.split(/\s+/).slice(1) as [string, string]);
-const entrypoint = JSON.parse(instructions(finalStage, 'ENTRYPOINT')[0] ?? '[]') as string[];
-/** The final stage's environment (glibc's and Node's settings), but the compile cache's path: the replay gives it its own. */
-const imageEnv: Record<string, string> = Object.fromEntries(instructions(finalStage, 'ENV').flatMap((setting) => setting.split(/\s+/))
-  .map((word) => word.split('=', 2) as [string, string]).filter(([name]) => name !== 'NODE_COMPILE_CACHE'));
+const { entrypoint, env: imageEnv } = runtimeOf(finalStage);
 /** What runs after tini: `node <entry>`. */
 const nodeCommand = entrypoint.slice(entrypoint.indexOf('--') + 1);
 
