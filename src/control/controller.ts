@@ -26,6 +26,7 @@ import { withRefusedConfig } from './pass/refused.ts';
 import { API_VERSION, KIND, type CanaryRelease } from '../api/types.ts';
 import { analysisIntervalMs } from './progress/steps.ts';
 import { WorkLoop } from './loop/work-loop.ts';
+import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/constants.ts';
 
 export interface ControllerOptions {
   readonly runtime: Pick<Runtime, 'log' | 'registry' | 'dataplane' | 'applyConfig' | 'setReady' | 'stats'>;
@@ -51,12 +52,8 @@ export interface ControllerOptions {
   readonly onOver?: (phase: 'Adopted' | 'Deprecated') => void;
 }
 
-/** How long a pass waits for the caches to show the previous pass's own writes (own-writes.ts). */
-const OWN_WRITES_WAIT_MS = 2_000;
 /** A config opens or closes listeners once; a second change within one pass would be a surprise. */
 const MAX_REPLANS = 2;
-/** Recovery after an API outage must be prompt: the work loop retries at least this often. */
-const WORK_MAX_BACKOFF_MS = 10_000;
 /** Without spec.analysis the achieved split is brought up to date this often. */
 const COUNT_INTERVAL_MS = 10_000;
 /** Intervals kept while passes cannot count them (an API outage); older ones are merged. */

@@ -16,6 +16,7 @@ import { applyManagerSteps, describeStep, type ManagerApis, type StepFailure, ty
 import { CHILD_KINDS, childName, KIND_OF, plan, type ChildKind, type Plan, type Step } from './plan.ts';
 import { ManagerMetrics } from './metrics.ts';
 import { KeyedQueue } from './queue.ts';
+import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/constants.ts';
 import type { RenderSettings } from './render.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from './types.ts';
 
@@ -36,11 +37,8 @@ export interface ManagerControllerOptions {
   readonly onSynced: () => void;
 }
 
-/** A release whose writes fail is retried at least this often; two releases are worked on at once. */
-const WORK_MAX_BACKOFF_MS = 10_000;
+/** Two releases are worked on at once. */
 const WORKERS = 2;
-/** How long a pass waits for the caches to show the previous pass's writes of the same release. */
-const OWN_WRITES_WAIT_MS = 2_000;
 const MANAGED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
 
 type Watched = ChildKind | 'release' | 'pod';
