@@ -20,7 +20,7 @@ import { decisions } from './pass/decisions.ts';
 import { listenersStillTargeted } from './service/l4.ts';
 import { ReleaseCaches } from './loop/caches.ts';
 import { PassReporter } from './loop/reporting.ts';
-import { OwnWrites } from './loop/own-writes.ts';
+import { proxyOwnWrites } from './loop/own-writes.ts';
 import { reconcile, type Desired, type Observed, type ReconcileOptions, type Step } from './reconcile.ts';
 import { withRefusedConfig } from './pass/refused.ts';
 import { API_VERSION, KIND, type CanaryRelease } from '../api/types.ts';
@@ -72,7 +72,7 @@ export class Controller {
   readonly #cancel = new AbortController();
   readonly #target: ApplyTarget;
   readonly #loop: WorkLoop;
-  readonly #ownWrites = new OwnWrites(OWN_WRITES_WAIT_MS);
+  readonly #ownWrites = proxyOwnWrites(OWN_WRITES_WAIT_MS);
   readonly #caches: ReleaseCaches;
   readonly #events: EventRecorder;
   #stopped = false;

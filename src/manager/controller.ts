@@ -17,6 +17,8 @@ import { CHILD_KINDS, childName, KIND_OF, plan, type ChildKind, type Plan, type 
 import { ManagerMetrics } from './metrics.ts';
 import { KeyedQueue } from './queue.ts';
 import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/constants.ts';
+import { OwnWrites } from '../controller-kit/own-writes.ts';
+import { showsResourceVersion } from '../controller-kit/resource-version.ts';
 import type { RenderSettings } from './render.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from './types.ts';
 
@@ -42,6 +44,9 @@ const WORKERS = 2;
 const MANAGED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
 
 type Watched = ChildKind | 'release' | 'pod';
+
+/** Finds an object of the release's namespace in the caches. */
+type Lookup = (kind: ChildKind | 'release', name: string) => KubernetesObject | undefined;
 
 type List = KubernetesListObject<KubernetesObject>;
 type ListIn = (request: { namespace: string; labelSelector: string }, call: CallOptions) => Promise<List>;
@@ -90,7 +95,7 @@ export class ManagerController {
   readonly #informers = new Map<string, Map<Watched, Informer<KubernetesObject>>>();
   readonly #recorders = new Map<string, EventRecorder>();
   /** Writes of each release the caches have yet to show: the next pass waits for them. */
-  readonly #pending = new Map<string, { readonly writes: Written[]; readonly deadline: number }>();
+  readonly #ownWrites = new Map<string, OwnWrites<Written, Lookup>>();
   /** Why the apiserver refused a release's objects, until a pass succeeds. */
   readonly #refusals = new Map<string, string>();
   /** The ProxyAvailable reason this replica last reported per release. */
@@ -179,30 +184,18 @@ export class ManagerController {
   }
 
   /** Milliseconds to wait for the caches to show this release's last writes (0: go ahead). */
-  #ownWritesWaitMs(key: string, namespace: string, name: string): number {
-    const pending = this.#pending.get(key);
-    if (pending === undefined) return 0;
-    const shown = pending.writes.every((written) => {
-      const cached = written.child === 'release'
-        ? this.#informer('release', namespace)?.get(name, namespace)
-        : this.#informer(written.child, namespace)?.get(written.name, namespace);
-      if (written.resourceVersion === undefined) return cached === undefined;
-      // A release gone since is shown as well as it will ever be.
-      if (cached === undefined) return written.child === 'release';
-      return atLeast(cached.metadata?.resourceVersion, written.resourceVersion);
-    });
-    const waitMs = pending.deadline - Date.now();
-    if (shown || waitMs <= 0) {
-      this.#pending.delete(key);
-      return 0;
-    }
+  #ownWritesWaitMs(key: string, namespace: string): number {
+    const writes = this.#ownWrites.get(key);
+    if (writes === undefined) return 0;
+    const waitMs = writes.waitMs((kind, name) => this.#informer(kind, namespace)?.get(name, namespace), Date.now());
+    if (waitMs === 0) this.#ownWrites.delete(key);
     return waitMs;
   }
 
   async #reconcile(key: string): Promise<{ requeueAfterMs?: number } | void> {
     if (!this.#options.isLeader() || this.#stopped) return;
     const [namespace = '', name = ''] = key.split('/');
-    const waitMs = this.#ownWritesWaitMs(key, namespace, name);
+    const waitMs = this.#ownWritesWaitMs(key, namespace);
     if (waitMs > 0) return { requeueAfterMs: Math.min(waitMs, 100) };
     const passed = this.#metrics.pass();
     const observed = this.#observe(namespace, name);
@@ -225,13 +218,19 @@ export class ManagerController {
 
   /** Runs the steps, keeping what they wrote for the next pass to wait for; the first failure, if any. */
   async #apply(key: string, namespace: string, name: string, steps: readonly Step[]): Promise<StepFailure | undefined> {
-    const writes: Written[] = [];
-    const failure = await applyManagerSteps(this.#options.apis, namespace, name, steps, this.#call, (step, written) => {
-      writes.push(written);
+    return applyManagerSteps(this.#options.apis, namespace, name, steps, this.#call, (step, written) => {
+      this.#ownWritesOf(key).record(written, Date.now());
       this.#sayStep(namespace, name, step);
     }, () => this.#options.isLeader() && !this.#stopped);
-    if (writes.length > 0) this.#pending.set(key, { writes, deadline: Date.now() + OWN_WRITES_WAIT_MS });
-    return failure;
+  }
+
+  #ownWritesOf(key: string): OwnWrites<Written, Lookup> {
+    let writes = this.#ownWrites.get(key);
+    if (writes === undefined) {
+      writes = new OwnWrites({ maxWaitMs: OWN_WRITES_WAIT_MS, objectOf: (written) => `${written.child}/${written.name}`, shown });
+      this.#ownWrites.set(key, writes);
+    }
+    return writes;
   }
 
   /**
@@ -312,8 +311,11 @@ function keyOf(kind: Watched, object: KubernetesObject): string {
   return `${namespace}/${name ?? ''}`;
 }
 
-/** resourceVersions are etcd revisions in practice: a newer one means our write is in the cache. */
-function atLeast(cached: string | undefined, written: string): boolean {
-  if (cached === written) return true;
-  return cached !== undefined && /^\d+$/.test(cached) && /^\d+$/.test(written) && BigInt(cached) >= BigInt(written);
+/** A write is shown once its object is cached at that resourceVersion or later; a delete once it is gone. */
+function shown(written: Written, lookup: Lookup): boolean {
+  const cached = lookup(written.child, written.name);
+  if (written.resourceVersion === undefined) return cached === undefined;
+  // A release gone since is shown as well as it will ever be.
+  if (cached === undefined) return written.child === 'release';
+  return showsResourceVersion(cached.metadata?.resourceVersion, written.resourceVersion);
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
-import { OwnWrites, type CacheView } from '../../../src/control/loop/own-writes.ts';
+import { proxyOwnWrites, type CacheView } from '../../../src/control/loop/own-writes.ts';
 import type { CanaryRelease } from '../../../src/api/types.ts';
 
 function cache(services: Record<string, { rv: string; uid?: string }>, releaseRv?: string): CacheView {
@@ -17,7 +17,7 @@ function cache(services: Record<string, { rv: string; uid?: string }>, releaseRv
 
 describe('own writes: the next pass waits until the caches show them', () => {
   it('waits for each object to show the resourceVersion its last write returned', () => {
-    const writes = new OwnWrites(2000);
+    const writes = proxyOwnWrites(2000);
     writes.record({ kind: 'service', name: 'web', resourceVersion: '5' }, 0);
     writes.record({ kind: 'release', resourceVersion: '6' }, 0);
     writes.record({ kind: 'release', resourceVersion: '7' }, 100);
@@ -27,7 +27,7 @@ describe('own writes: the next pass waits until the caches show them', () => {
   });
 
   it('a deleted Service is shown once it is gone, or replaced by one with another uid', () => {
-    const writes = new OwnWrites(2000);
+    const writes = proxyOwnWrites(2000);
     writes.record({ kind: 'serviceGone', name: 'web-canary', uid: 'old' }, 0);
     assert.ok(writes.waitMs(cache({ 'web-canary': { rv: '1', uid: 'old' } }), 10) > 0);
     assert.equal(writes.waitMs(cache({ 'web-canary': { rv: '2', uid: 'new' } }), 20), 0);
@@ -36,16 +36,23 @@ describe('own writes: the next pass waits until the caches show them', () => {
   });
 
   it('a release gone for good (its last finalizer dropped) has nothing more to show', () => {
-    const writes = new OwnWrites(2000);
+    const writes = proxyOwnWrites(2000);
     writes.record({ kind: 'release', resourceVersion: '9' }, 0);
     assert.equal(writes.waitMs(cache({}, undefined), 10), 0);
   });
 
-  it("gives up at the bound: a write overtaken by someone else's is never shown as such", () => {
-    const writes = new OwnWrites(2000);
+  it('a write overtaken by a later one (someone else\'s) is shown at once', () => {
+    const writes = proxyOwnWrites(2000);
     writes.record({ kind: 'service', name: 'web', resourceVersion: '5' }, 0);
-    assert.equal(writes.waitMs(cache({ web: { rv: '6' } }), 1999), 1);
-    assert.equal(writes.waitMs(cache({ web: { rv: '6' } }), 2000), 0);
-    assert.equal(writes.waitMs(cache({ web: { rv: '6' } }), 2001), 0, 'and forgets it');
+    writes.record({ kind: 'release', resourceVersion: '9' }, 0);
+    assert.equal(writes.waitMs(cache({ web: { rv: '6' } }, '10'), 10), 0);
+  });
+
+  it('gives up at the bound: a write the caches never show is waited for 2 s at most', () => {
+    const writes = proxyOwnWrites(2000);
+    writes.record({ kind: 'service', name: 'web', resourceVersion: '5' }, 0);
+    assert.equal(writes.waitMs(cache({ web: { rv: '4' } }), 1999), 1);
+    assert.equal(writes.waitMs(cache({ web: { rv: '4' } }), 2000), 0);
+    assert.equal(writes.waitMs(cache({ web: { rv: '4' } }), 2001), 0, 'and forgets it');
   });
 });
