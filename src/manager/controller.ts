@@ -20,7 +20,8 @@ import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/const
 import { OwnWrites } from '../controller-kit/own-writes.ts';
 import { showsResourceVersion } from '../controller-kit/resource-version.ts';
 import type { RenderSettings } from './render.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from './types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from './types.ts';
+import type { ManagedRelease } from '../api/proxy-types.ts';
 
 export interface ManagerControllerOptions {
   readonly log: Logger;

@@ -2,7 +2,7 @@
 // holder, which is the one that looks).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { METRIC_PREFIX } from '../defaults.ts';
-import type { ProxyStatus } from './types.ts';
+import type { ProxyStatus } from '../api/proxy-types.ts';
 
 const STATES = ['desired', 'ready', 'updated'] as const;
 

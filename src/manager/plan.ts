@@ -8,7 +8,8 @@ import { FINALIZER, LABEL_RELEASE } from '../api/types.ts';
 import { parseQuantity } from './proxy-spec.ts';
 import { renderProxy, type RenderedProxy, type RenderSettings } from './render.ts';
 import { availability, proxyStatus, statusPatch, type ConditionDraft, type StatusPatch } from './status.ts';
-import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY, metricsServiceName, proxyName, type ManagedRelease, type ProxyStatus } from './types.ts';
+import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY, metricsServiceName, proxyName } from './types.ts';
+import type { ManagedRelease, ProxyStatus } from '../api/proxy-types.ts';
 
 export type ChildKind = keyof RenderedProxy;
 /** The order objects are created in; deleted in reverse (the metrics Service and the PDB before the Deployment). */

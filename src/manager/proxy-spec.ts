@@ -8,7 +8,7 @@ import { isMapping, readMapping } from '../config/fields.ts';
 import { DNS_SUBDOMAIN, labelProblems } from '../api/labels.ts';
 import type { Labels } from '../api/types.ts';
 import { replicasProblem } from '../api/validate.ts';
-import type { ProxyResources, ProxySpec, Toleration } from './types.ts';
+import type { ProxyResources, ProxySpec, Toleration } from '../api/proxy-types.ts';
 
 export const DEFAULT_PROXY_REPLICAS = 2;
 

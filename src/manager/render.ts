@@ -14,8 +14,9 @@ import { labelProblems, takeoverLabels } from '../api/labels.ts';
 import { canonicalDigest } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';
 import {
-  ANNOTATION_RENDERED, LABEL_MANAGED_BY, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName, type ManagedRelease, type ProxySpec,
+  ANNOTATION_RENDERED, LABEL_MANAGED_BY, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName,
 } from './types.ts';
+import type { ManagedRelease, ProxySpec } from '../api/proxy-types.ts';
 
 export interface RenderSettings {
   /** The image the proxy pods run (--proxy-image, or the manager's own). */

@@ -17,7 +17,7 @@ import type { V1Deployment } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT } from '../../src/defaults.ts';
 import { KIND } from '../../src/api/types.ts';
 import { renderProxy } from '../../src/manager/render.ts';
-import type { ManagedRelease } from '../../src/manager/types.ts';
+import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { freePort } from '../support/backends.ts';
 import { TYPE_STRIPPER_PROBE } from '../support/type-stripper-probe.ts';
 import { theOnly } from './manifests.ts';

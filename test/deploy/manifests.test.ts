@@ -21,7 +21,8 @@ import type {
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/defaults.ts';
 import { KIND, LABEL_RELEASE } from '../../src/api/types.ts';
 import { renderProxy } from '../../src/manager/render.ts';
-import { PROXY_CLUSTER_ROLE, type ManagedRelease } from '../../src/manager/types.ts';
+import { PROXY_CLUSTER_ROLE } from '../../src/manager/types.ts';
+import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject } from './manifests.ts';
 
 const run = promisify(execFile);

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Container, V1Deployment } from '@kubernetes/client-node';
 import { KIND } from '../../src/api/types.ts';
 import { renderProxy } from '../../src/manager/render.ts';
-import type { ManagedRelease } from '../../src/manager/types.ts';
+import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { theOnly } from '../deploy/manifests.ts';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { MAIN, runCli } from '../support/serve-child.ts';

@@ -17,7 +17,8 @@ import {
   type KubernetesObject, type V1Deployment,
 } from '@kubernetes/client-node';
 import { LABEL_RELEASE, type CanaryRelease, type CanaryReleaseSpec } from '../../src/api/types.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from '../../src/manager/types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/types.ts';
+import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { waitFor } from '../support/backends.ts';
 import { startKubelet, type Kubelet } from '../support/kubelet.ts';
 import { Pods } from '../support/pods.ts';

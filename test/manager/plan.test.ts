@@ -6,7 +6,8 @@ import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-n
 import { API_VERSION, FINALIZER, KIND } from '../../src/api/types.ts';
 import { CHILD_KINDS, covers, plan, proxyNeeded, type ChildKind, type ObservedRelease, type Step } from '../../src/manager/plan.ts';
 import { renderProxy, type RenderedProxy } from '../../src/manager/render.ts';
-import { PROXY_CONDITION, type ManagedRelease } from '../../src/manager/types.ts';
+import { PROXY_CONDITION } from '../../src/manager/types.ts';
+import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');
 const SETTINGS = { proxyImage: 'canary-l4:1' };

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { applyMergePatch } from '../../src/control/service/patches.ts';
 import { plan } from '../../src/manager/plan.ts';
-import { PROXY_CONDITION, type ManagedRelease } from '../../src/manager/types.ts';
+import { PROXY_CONDITION } from '../../src/manager/types.ts';
+import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { converge as convergeWorld, run, webWorld, type World } from '../control/reconcile/world.ts';
 
 /** The release run by the pure reconcile until it serves (test/control/reconcile/world.ts). */

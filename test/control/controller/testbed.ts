@@ -9,7 +9,7 @@
 import type { V1Container, V1ContainerPort, V1Service } from '@kubernetes/client-node';
 import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/types.ts';
 import { renderProxy } from '../../../src/manager/render.ts';
-import type { ManagedRelease } from '../../../src/manager/types.ts';
+import type { ManagedRelease } from '../../../src/api/proxy-types.ts';
 import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../../support/backends.ts';
 import { kubectlFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
 import type { FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
