@@ -25,7 +25,7 @@ import { reconcile, type Desired, type Observed, type ReconcileOptions, type Ste
 import { withRefusedConfig } from './pass/refused.ts';
 import { API_VERSION, KIND, type CanaryRelease } from '../api/types.ts';
 import { analysisIntervalMs } from './progress/steps.ts';
-import { WorkLoop } from './loop/work-loop.ts';
+import { WorkLoop } from '../controller-kit/work-loop.ts';
 import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/constants.ts';
 
 export interface ControllerOptions {

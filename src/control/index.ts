@@ -2,7 +2,8 @@
 // runs, and the dry run `kubectl canary-l4 plan` shows (the controller's own planning, changing
 // nothing). Everything else under control/ is the loop's own.
 //
-// The rooms, bottom to top (each imports only from the rooms below it and from api/, config/, kube/):
+// The rooms, bottom to top (each imports only from the rooms below it and from api/, config/, kube/,
+// controller-kit/):
 //   service/   the Service takeover and hand-back: selectors, saved originals, copies, proxy ports,
 //              patches, and the L4 config the release serves
 //   progress/  steps, analysis of each interval, the evidence collector, progress metrics
@@ -10,7 +11,7 @@
 //              Events and refusals it reports, the replicas it speaks for
 //   workload/  the canary Deployment of spec.workloads and what transitions do to it
 //   release/   the release's phases: the plan of its Services, running, and the transitions
-//   loop/      the loop around the pure reconcile: caches, work loop, applier, own writes, reporting
+//   loop/      the loop around the pure reconcile: caches, applier, own writes, reporting
 //   controller.ts, reconcile.ts, dry-run.ts — the loop itself, on top
 
 export { Controller, type ControllerOptions } from './controller.ts';

@@ -15,7 +15,7 @@ import { API_VERSION, GROUP, KIND, LABEL_RELEASE, PLURAL, VERSION } from '../api
 import { applyManagerSteps, describeStep, type ManagerApis, type StepFailure, type Written } from './apply.ts';
 import { CHILD_KINDS, childName, KIND_OF, plan, type ChildKind, type Plan, type Step } from './plan.ts';
 import { ManagerMetrics } from './metrics.ts';
-import { KeyedQueue } from './queue.ts';
+import { KeyedQueue } from '../controller-kit/work-queue.ts';
 import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/constants.ts';
 import { OwnWrites } from '../controller-kit/own-writes.ts';
 import { showsResourceVersion } from '../controller-kit/resource-version.ts';

@@ -1,13 +1,17 @@
-// The manager's work queue: one key per CanaryRelease (namespace/name). Events only add keys; a key
-// added while it is queued is queued once; added while it runs, it runs once more after. A few
-// workers, never two on the same key. A failed key is retried with capped exponential backoff of
-// its own (other keys go on); events for it meanwhile wait for that retry instead of hammering a
-// failing API. controller-runtime's workqueue, in small.
+// The work queue of a level-triggered control loop: the manager's has one key per CanaryRelease
+// (namespace/name), the proxy's one key only (work-loop.ts). Events only add keys; a key added while
+// it is queued is queued once; added while it runs, it runs once more after. A few workers, never two
+// on the same key. A failed key is retried with capped exponential backoff of its own, forever (other
+// keys go on); a success resets it; events for it meanwhile wait for that retry instead of hammering
+// a failing API. With a resync, every key that ran is run again that long after its last success.
+// controller-runtime's workqueue, in small.
 
 export interface KeyedQueueOptions {
   readonly reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | void>;
   readonly onError: (key: string, err: unknown, retryInMs: number) => void;
   readonly workers: number;
+  /** Run a key again this long after each success (drift no event announced); none: only on events. */
+  readonly resyncMs?: number;
   readonly initialBackoffMs?: number;
   readonly maxBackoffMs?: number;
 }
@@ -26,6 +30,8 @@ export class KeyedQueue {
   #started = false;
   #stopped = false;
   #busy = 0;
+  /** Keys queued in one turn of the event loop (an informer's burst of events) are taken after it, together. */
+  #pumpSoon: NodeJS.Timeout | undefined;
   /** Settles once every reconcile started so far has finished. */
   #idle: Promise<void> = Promise.resolve();
 
@@ -59,9 +65,16 @@ export class KeyedQueue {
     }, delayMs));
   }
 
+  /** The API answers again (a watch came back): end `key`'s backoff and run it now. */
+  retryNow(key: string): void {
+    if (this.#stopped || !this.#backoffMs.delete(key)) return;
+    this.add(key);
+  }
+
   /** Stops taking keys, forgets the queued ones and waits for those running. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    clearTimeout(this.#pumpSoon);
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     this.#ready.clear();
@@ -73,7 +86,10 @@ export class KeyedQueue {
     clearTimeout(this.#timers.get(key));
     this.#timers.delete(key);
     this.#ready.add(key);
-    this.#pump();
+    this.#pumpSoon ??= setTimeout(() => {
+      this.#pumpSoon = undefined;
+      this.#pump();
+    }, 0);
   }
 
   #pump(): void {
@@ -93,7 +109,8 @@ export class KeyedQueue {
     try {
       const result = await this.#options.reconcile(key);
       this.#backoffMs.delete(key);
-      if (result?.requeueAfterMs !== undefined) this.addAfter(key, result.requeueAfterMs);
+      const againMs = Math.min(result?.requeueAfterMs ?? Infinity, this.#options.resyncMs ?? Infinity);
+      if (againMs !== Infinity) this.addAfter(key, againMs);
     } catch (err) {
       const delayMs = this.#backoffMs.get(key) ?? this.#options.initialBackoffMs ?? 200;
       this.#backoffMs.set(key, Math.min(delayMs * 2, this.#options.maxBackoffMs ?? 30_000));

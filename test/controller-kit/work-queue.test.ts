@@ -1,8 +1,8 @@
-// The manager's work queue: keys coalesce, a key never runs twice at once, a failing release backs
+// The work queue both control loops use: keys coalesce, a key never runs twice at once, a failing release backs
 // off alone while the others go on.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { KeyedQueue } from '../../src/manager/queue.ts';
+import { KeyedQueue } from '../../src/controller-kit/work-queue.ts';
 import { sleep, waitFor } from '../support/backends.ts';
 
 function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | void> = async () => {}) {
@@ -21,7 +21,7 @@ function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | v
   return { queue, runs, errors };
 }
 
-describe('the manager\'s work queue', () => {
+describe('the work queue', () => {
   it('a key added several times before it runs runs once', async () => {
     const { queue, runs } = recorder();
     for (let i = 0; i < 3; i++) queue.add('ns/a');
