@@ -1,21 +1,25 @@
 // The manager's metrics: its passes, and the proxy pods of every release it keeps (on the Lease
 // holder, which is the one that looks).
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import { METRIC_PREFIX } from '../defaults.ts';
+import { PassMetrics, type PassResult } from '../controller-kit/pass-metrics.ts';
 import type { ProxyStatus } from '../api/proxy-types.ts';
 
 const STATES = ['desired', 'ready', 'updated'] as const;
 
 export class ManagerMetrics {
-  readonly #passes: Counter<'result'>;
-  readonly #duration: Histogram;
+  readonly #passes: PassMetrics;
   /** Not labelled `namespace`: Prometheus gives every series it scrapes the manager's own namespace by that name. */
   readonly #replicas: Gauge<'release_namespace' | 'release' | 'state'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.#passes = new Counter({ name: `${METRIC_PREFIX}manager_reconcile_total`, help: 'Reconcile passes of a CanaryRelease\'s proxy, by result.', labelNames: ['result'], registers });
-    this.#duration = new Histogram({ name: `${METRIC_PREFIX}manager_reconcile_duration_seconds`, help: 'Duration of a manager reconcile pass, API writes included.', registers });
+    this.#passes = new PassMetrics({
+      registry,
+      prefix: `${METRIC_PREFIX}manager_`,
+      passesHelp: 'Reconcile passes of a CanaryRelease\'s proxy, by result.',
+      durationHelp: 'Duration of a manager reconcile pass, API writes included.',
+    });
     this.#replicas = new Gauge({
       name: `${METRIC_PREFIX}manager_proxy_replicas`,
       help: 'Proxy pods of each CanaryRelease: desired, ready, and updated (running the current template); on the Lease holder.',
@@ -25,12 +29,8 @@ export class ManagerMetrics {
   }
 
   /** Starts timing a pass; the returned function ends it and counts its result. */
-  pass(): (result: 'success' | 'error') => void {
-    const end = this.#duration.startTimer();
-    return (result) => {
-      end();
-      this.#passes.inc({ result });
-    };
+  pass(): (result: PassResult) => void {
+    return this.#passes.pass();
   }
 
   /** Reports no release's proxy: another manager leads. */

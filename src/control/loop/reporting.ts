@@ -4,10 +4,11 @@
 // one per pass.
 
 import type { Logger } from 'pino';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import type { L4Config } from '../../config/types.ts';
 import { METRIC_PREFIX } from '../../defaults.ts';
 import { describeError } from '../../kube/patch.ts';
+import { PassMetrics } from '../../controller-kit/pass-metrics.ts';
 import type { CanaryReleaseCondition } from '../../api/types.ts';
 import type { Desired, Step } from '../pass/desired.ts';
 import { ProgressMetrics } from '../progress/metrics.ts';
@@ -17,8 +18,7 @@ export class PassReporter {
   readonly #log: Logger;
   readonly #release: string;
   readonly #namespace: string;
-  readonly #reconciles: Counter<'result'>;
-  readonly #duration: Histogram;
+  readonly #passes: PassMetrics;
   readonly #releaseInfo: Gauge<'release' | 'namespace' | 'phase'>;
   readonly #canaryWeight: Gauge<'service' | 'port' | 'protocol'>;
   readonly #progress: ProgressMetrics;
@@ -30,8 +30,12 @@ export class PassReporter {
     this.#release = release;
     this.#namespace = namespace;
     const registers = [registry];
-    this.#reconciles = new Counter({ name: `${METRIC_PREFIX}reconcile_total`, help: 'Reconcile passes of the CanaryRelease, by result.', labelNames: ['result'], registers });
-    this.#duration = new Histogram({ name: `${METRIC_PREFIX}reconcile_duration_seconds`, help: 'Duration of a reconcile pass, API writes included.', registers });
+    this.#passes = new PassMetrics({
+      registry,
+      prefix: METRIC_PREFIX,
+      passesHelp: 'Reconcile passes of the CanaryRelease, by result.',
+      durationHelp: 'Duration of a reconcile pass, API writes included.',
+    });
     this.#releaseInfo = new Gauge({
       name: `${METRIC_PREFIX}release_info`,
       help: 'The CanaryRelease this proxy runs; phase: Running, Holding (Failure, nothing changed), Adopting, Deprecating, Adopted, Deprecated.',
@@ -49,17 +53,17 @@ export class PassReporter {
 
   /** Times a pass; the returned function ends the timer. */
   startPass(): () => void {
-    return this.#duration.startTimer();
+    return this.#passes.time();
   }
 
   passSucceeded(): void {
-    this.#reconciles.inc({ result: 'success' });
+    this.#passes.count('success');
     if (this.#said.error !== '') this.#log.info('reconcile succeeds again');
     this.#said.error = '';
   }
 
   passFailed(): void {
-    this.#reconciles.inc({ result: 'error' });
+    this.#passes.count('error');
   }
 
   /** The CanaryRelease is not (or no longer) in the cache. */
