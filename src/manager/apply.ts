@@ -1,12 +1,13 @@
-// Runs the manager's steps against the apiserver, in order, stopping at the first failure (the
-// caller retries the whole pass, which plans only what is still missing). Nothing is read or
-// diffed here: plan.ts built every body.
+// Runs the manager's steps against the apiserver (controller-kit/steps.ts: in order, stopping at the
+// first failure; the caller retries the whole pass, which plans only what is still missing). Nothing
+// is read or diffed here: plan.ts built every body.
 
 import {
   PolicyV1Api, RbacAuthorizationV1Api, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1DeleteOptions,
 } from '@kubernetes/client-node';
 import { makeClients, type CallOptions } from '../kube/client.ts';
-import { isNotFound, mergePatch } from '../kube/patch.ts';
+import { mergePatch } from '../kube/patch.ts';
+import { ignoringNotFound, runSteps, type StepFailure as FailedStep } from '../controller-kit/steps.ts';
 import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../api/types.ts';
 import { KIND_OF, type ChildKind, type Step } from './plan.ts';
 
@@ -69,10 +70,7 @@ function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ChildKind, ca
 }
 
 /** The first step that failed, and why. */
-export interface StepFailure {
-  readonly step: Step;
-  readonly error: unknown;
-}
+export type StepFailure = FailedStep<Step>;
 
 /**
  * Runs the steps for the release `namespace/name` while `mayWrite()` holds; `onDone` hears of each
@@ -80,15 +78,7 @@ export interface StepFailure {
  */
 export async function applyManagerSteps(apis: ManagerApis, namespace: string, name: string, steps: readonly Step[], call: CallOptions,
   onDone: (step: Step, written: Written) => void, mayWrite: () => boolean): Promise<StepFailure | undefined> {
-  for (const step of steps) {
-    if (!mayWrite()) return undefined;
-    try {
-      onDone(step, await applyStep(apis, namespace, name, step, call));
-    } catch (error) {
-      return { step, error };
-    }
-  }
-  return undefined;
+  return runSteps(steps, (step) => applyStep(apis, namespace, name, step, call), onDone, mayWrite);
 }
 
 async function applyStep(apis: ManagerApis, namespace: string, release: string, step: Step, call: CallOptions): Promise<Written> {
@@ -108,11 +98,7 @@ async function applyStep(apis: ManagerApis, namespace: string, release: string, 
       return { child: step.child, name: replaced.metadata?.name ?? '', resourceVersion: replaced.metadata?.resourceVersion };
     }
     case 'delete':
-      try {
-        await verbs.delete(namespace, step.name, step.uid);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+      await ignoringNotFound(verbs.delete(namespace, step.name, step.uid));
       return { child: step.child, name: step.name, resourceVersion: undefined };
   }
 }

@@ -1,11 +1,12 @@
-// The applier: runs reconcile's steps against the apiserver, in order, and stops at the first
-// failure (the caller retries the whole reconcile, which lists only what is still missing). Every
-// write is what reconcile built: merge patches carrying their own preconditions, so nothing here
+// The applier: runs reconcile's steps against the apiserver (controller-kit/steps.ts: in order,
+// stopping at the first failure; the caller retries the whole reconcile, which lists only what is
+// still missing). Every write is what reconcile built: merge patches carrying their own preconditions, so nothing here
 // reads or diffs an object.
 
 import type { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import type { CallOptions } from '../../kube/client.ts';
-import { describeError, isNotFound, mergePatch, strategicMergePatch } from '../../kube/patch.ts';
+import { describeError, mergePatch, strategicMergePatch } from '../../kube/patch.ts';
+import { ignoringNotFound, runSteps } from '../../controller-kit/steps.ts';
 import type { Step } from '../pass/desired.ts';
 import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../../api/types.ts';
 
@@ -38,27 +39,15 @@ export class StepError extends Error {
   }
 }
 
-/**
- * Runs the steps in order while `mayWrite()` holds (a leader that loses its Lease mid-pass stops
- * at once). `onDone` hears of each step as it succeeds (a later failure must not hide what already
- * changed). Rejects with a StepError naming the first step that failed.
- */
+/** Runs the steps as runSteps does; rejects with a StepError naming the first step that failed. */
 export async function applySteps(
   target: ApplyTarget,
   steps: readonly Step[],
   onDone: (step: Step, written: Written) => void,
   mayWrite: () => boolean = () => true,
 ): Promise<void> {
-  for (const step of steps) {
-    if (!mayWrite()) return;
-    let written: Written;
-    try {
-      written = await applyStep(target, step);
-    } catch (err) {
-      throw new StepError(step, err);
-    }
-    onDone(step, written);
-  }
+  const failure = await runSteps(steps, (step) => applyStep(target, step), onDone, mayWrite);
+  if (failure !== undefined) throw new StepError(failure.step, failure.error);
 }
 
 async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
@@ -109,15 +98,6 @@ async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
 
 function uidPrecondition(uid: string | undefined): { uid: string } | undefined {
   return uid === undefined ? undefined : { uid };
-}
-
-/** Deleting what is already gone is done. */
-async function ignoringNotFound(call: Promise<unknown>): Promise<void> {
-  try {
-    await call;
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
 }
 
 export function describeStep(step: Step): string {
