@@ -20,6 +20,8 @@ export class WorkLoop {
   readonly #queue: KeyedQueue;
   /** Triggers before start() are dropped: start() runs a reconcile anyway. */
   #started = false;
+  /** Triggers of one turn of the event loop (a burst of informer events) make one reconcile, after it. */
+  #soon: NodeJS.Timeout | undefined;
 
   constructor({ reconcile, onError, ...backoff }: WorkLoopOptions) {
     this.#queue = new KeyedQueue({
@@ -30,12 +32,16 @@ export class WorkLoop {
   start(): void {
     this.#started = true;
     this.#queue.start();
-    this.#queue.add(KEY);
+    this.trigger();
   }
 
   /** Ask for a reconcile as soon as possible (after the backoff, while one is under way). */
   trigger(): void {
-    if (this.#started) this.#queue.add(KEY);
+    if (!this.#started) return;
+    this.#soon ??= setTimeout(() => {
+      this.#soon = undefined;
+      this.#queue.add(KEY);
+    }, 0);
   }
 
   /** The API answers again (a watch came back): end the backoff and reconcile now. */
@@ -45,6 +51,7 @@ export class WorkLoop {
 
   /** Stops scheduling and waits for a reconcile in flight to finish. */
   stop(): Promise<void> {
+    clearTimeout(this.#soon);
     return this.#queue.stop();
   }
 }

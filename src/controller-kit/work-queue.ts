@@ -30,8 +30,6 @@ export class KeyedQueue {
   #started = false;
   #stopped = false;
   #busy = 0;
-  /** Keys queued in one turn of the event loop (an informer's burst of events) are taken after it, together. */
-  #pumpSoon: NodeJS.Timeout | undefined;
   /** Settles once every reconcile started so far has finished. */
   #idle: Promise<void> = Promise.resolve();
 
@@ -74,7 +72,6 @@ export class KeyedQueue {
   /** Stops taking keys, forgets the queued ones and waits for those running. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#pumpSoon);
     for (const timer of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     this.#ready.clear();
@@ -86,10 +83,7 @@ export class KeyedQueue {
     clearTimeout(this.#timers.get(key));
     this.#timers.delete(key);
     this.#ready.add(key);
-    this.#pumpSoon ??= setTimeout(() => {
-      this.#pumpSoon = undefined;
-      this.#pump();
-    }, 0);
+    this.#pump();
   }
 
   #pump(): void {
