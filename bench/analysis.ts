@@ -12,7 +12,8 @@
 
 import { parseArgs } from 'node:util';
 import { judge, type Evidence } from '../src/control/progress/analysis.ts';
-import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../src/api/types.ts';
+import type { AnalysisSpec } from '../src/api/spec-types.ts';
+import type { AnalysisStatus, PortStatus } from '../src/api/status-types.ts';
 import { printPathTable } from './analysis-path.ts';
 import { grouped, percent, rollbacks } from './simulated-releases.ts';
 

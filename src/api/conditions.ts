@@ -2,7 +2,7 @@
 // defect D21). lastTransitionTime moves only when a condition's status flips, so an unchanged world
 // gives an unchanged status and no write.
 
-import type { CanaryReleaseCondition, ConditionStatus, ConditionType } from './types.ts';
+import type { CanaryReleaseCondition, ConditionStatus, ConditionType } from './status-types.ts';
 
 export interface ConditionDraft {
   readonly status: ConditionStatus;

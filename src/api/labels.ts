@@ -1,7 +1,9 @@
 // Label maps as the CanaryRelease API uses them: the selector operations of spec.services, and the
 // checks the apiserver would make of a label, so a bad one is refused by field before any write.
 
-import type { Labels, SelectorOperations, TakeoverStatus } from './types.ts';
+import type { Labels } from './names.ts';
+import type { SelectorOperations } from './spec-types.ts';
+import type { TakeoverStatus } from './status-types.ts';
 
 /** The selector with `remove` dropped, then `add` set. Absolute: applying it to the same input twice
  * gives the same result, so a retried step never stacks operations. */

@@ -3,7 +3,7 @@
 // command fails at startup with one line instead of running with a mistyped override.
 
 import { ConfigError } from '../errors.ts';
-import type { Labels } from './types.ts';
+import type { Labels } from './names.ts';
 
 /** `--weight SERVICE:PORT=PCT`: the canary weight of every protocol of that port. */
 export interface PortWeightOverride {

@@ -1,8 +1,9 @@
 // The parts of the CanaryRelease the manager owns: spec.proxy, which it reads (the proxy Deployment's
 // size and placement), and status.proxy, which it writes; and the CanaryRelease seen with them.
-// Everything else of the CanaryRelease is the proxy's (types.ts).
+// Everything else of the CanaryRelease is the proxy's (spec-types.ts, status-types.ts).
 
-import type { CanaryRelease, Labels } from './types.ts';
+import type { CanaryRelease } from './release-types.ts';
+import type { Labels } from './names.ts';
 
 /** spec.proxy, as validated (manager/proxy-spec.ts). */
 export interface ProxySpec {

@@ -3,7 +3,7 @@
 // need the cluster (does the Service exist, has it that port) are the controller's, not these.
 
 import { readConnectionPolicies, readPortMirror } from '../config/validate.ts';
-import type { CanaryPortSpec, PortProtocol, SpecProtocol } from './types.ts';
+import type { CanaryPortSpec, PortProtocol, SpecProtocol } from './spec-types.ts';
 
 /** The protocols a spec port may name. */
 export const SPEC_PROTOCOLS: readonly string[] = ['TCP', 'UDP', 'HTTP', 'HTTPS'] satisfies SpecProtocol[];

@@ -9,7 +9,8 @@
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import { labelProblems } from './labels.ts';
 import { checkPortSpec } from './spec.ts';
-import type { AnalysisThresholds, CanaryReleaseSpec, Labels, WorkloadSpec } from './types.ts';
+import type { AnalysisThresholds, CanaryReleaseSpec, WorkloadSpec } from './spec-types.ts';
+import type { Labels } from './names.ts';
 
 const UNITS_MS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 

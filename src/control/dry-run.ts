@@ -14,7 +14,8 @@ import { portKeyId } from './service/ports.ts';
 import { planSpec } from './reconcile.ts';
 import { checkSelectors, sidesReady } from './release/running.ts';
 import { planTakeover } from './release/takeover.ts';
-import type { Labels, TakeoverStatus } from '../api/types.ts';
+import type { Labels } from '../api/names.ts';
+import type { TakeoverStatus } from '../api/status-types.ts';
 
 export interface PortChange {
   readonly name?: string;

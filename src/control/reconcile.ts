@@ -18,7 +18,7 @@ import { DEFAULT_FAILURE_LIMIT } from './progress/analysis.ts';
 import { planSteps, stepMirror, stepsComplete, type StepPlan } from './progress/steps.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './release/transition.ts';
 import { releaseProblems } from '../api/validate.ts';
-import type { TransitionRecord } from '../api/types.ts';
+import type { TransitionRecord } from '../api/status-types.ts';
 
 export type { Desired, Mode, Observed, ReconcileOptions, ServicePatchReason, Step } from './pass/desired.ts';
 

@@ -8,7 +8,7 @@ import {
 import { makeClients, type CallOptions } from '../kube/client.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { ignoringNotFound, runSteps, type StepFailure as FailedStep } from '../controller-kit/steps.ts';
-import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../api/types.ts';
+import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../api/names.ts';
 import { KIND_OF, type ChildKind, type Step } from './plan.ts';
 
 export interface ManagerApis {

@@ -11,7 +11,7 @@ import { boundedCall, type CallOptions } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { CONTROLLER_INFORMER_TUNING, startInformer, type Informer } from '../kube/informer.ts';
 import { apiFailure, describeError, isAlreadyExists } from '../kube/patch.ts';
-import { API_VERSION, GROUP, KIND, LABEL_RELEASE, PLURAL, VERSION } from '../api/types.ts';
+import { API_VERSION, GROUP, KIND, LABEL_RELEASE, PLURAL, VERSION } from '../api/names.ts';
 import { applyManagerSteps, describeStep, type ManagerApis, type StepFailure, type Written } from './apply.ts';
 import { CHILD_KINDS, childName, KIND_OF, plan, type ChildKind, type Plan, type Step } from './plan.ts';
 import { ManagerMetrics } from './metrics.ts';

@@ -4,7 +4,7 @@
 // by hand, or out of date with spec.proxy or --proxy-image comes back as rendered.
 
 import type { KubernetesObject, V1Deployment, V1Pod, V1RoleBinding } from '@kubernetes/client-node';
-import { FINALIZER, LABEL_RELEASE } from '../api/types.ts';
+import { FINALIZER, LABEL_RELEASE } from '../api/names.ts';
 import { parseQuantity } from './proxy-spec.ts';
 import { renderProxy, type RenderedProxy, type RenderSettings } from './render.ts';
 import { availability, proxyStatus, statusPatch, type ConditionDraft, type StatusPatch } from './status.ts';

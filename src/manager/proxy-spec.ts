@@ -6,7 +6,7 @@
 
 import { isMapping, readMapping } from '../config/fields.ts';
 import { DNS_SUBDOMAIN, labelProblems } from '../api/labels.ts';
-import type { Labels } from '../api/types.ts';
+import type { Labels } from '../api/names.ts';
 import { replicasProblem } from '../api/validate.ts';
 import type { ProxyResources, ProxySpec, Toleration } from '../api/proxy-types.ts';
 

@@ -9,7 +9,7 @@ import type {
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
-import { API_VERSION, KIND, LABEL_RELEASE, PROXY_ADMIN_PORT_NAME, type Labels } from '../api/types.ts';
+import { API_VERSION, KIND, LABEL_RELEASE, PROXY_ADMIN_PORT_NAME, type Labels } from '../api/names.ts';
 import { labelProblems, takeoverLabels } from '../api/labels.ts';
 import { canonicalDigest } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';

@@ -2,8 +2,8 @@
 // again, and the ProxyAvailable condition it writes. The parts of the CanaryRelease it reads
 // (spec.proxy) and writes (status.proxy) are API types: api/proxy-types.ts.
 
-import type { Labels } from '../api/types.ts';
-import { GROUP, LABEL_RELEASE } from '../api/types.ts';
+import type { Labels } from '../api/names.ts';
+import { GROUP, LABEL_RELEASE } from '../api/names.ts';
 
 /** app.kubernetes.io/managed-by on every object the manager keeps: what it may update or delete. */
 export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';

@@ -7,7 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { L4Config } from '../config/types.ts';
 import { Controller } from '../control/index.ts';
 import type { PortWeightOverride } from '../api/proxy-flags.ts';
-import type { Labels } from '../api/types.ts';
+import type { Labels } from '../api/names.ts';
 import { loadKubeConfig, makeClients } from '../kube/client.ts';
 import { startLeadership } from '../kube/leadership.ts';
 import type { LeaderElector } from '../kube/lease.ts';

@@ -2,7 +2,7 @@
 // person could send with `kubectl patch` (the plugin prints it). Pure: the release as read → the
 // patch, or why the action makes no sense now (one line naming the fix).
 
-import type { CanaryRelease } from '../api/types.ts';
+import type { CanaryRelease } from '../api/release-types.ts';
 
 export type PatchType = 'merge' | 'json';
 

@@ -6,7 +6,8 @@ import type { V1Deployment, V1Service } from '@kubernetes/client-node';
 import { loadKubeConfig, makeClients, type KubeClients } from '../kube/client.ts';
 import { describeError, isNotFound, jsonPatch, mergePatch } from '../kube/patch.ts';
 import type { Observed } from '../control/index.ts';
-import { GROUP, PLURAL, VERSION, type CanaryRelease } from '../api/types.ts';
+import { GROUP, PLURAL, VERSION } from '../api/names.ts';
+import type { CanaryRelease } from '../api/release-types.ts';
 import type { PatchType } from './actions.ts';
 
 export interface Cluster {

@@ -3,7 +3,9 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { ReleasePlan } from '../control/index.ts';
 import { formatSelector } from '../api/labels.ts';
-import type { CanaryRelease, CanaryReleaseSpec, SignalCounts, StepAchievedSplit, StepSpec } from '../api/types.ts';
+import type { CanaryRelease } from '../api/release-types.ts';
+import type { CanaryReleaseSpec, StepSpec } from '../api/spec-types.ts';
+import type { SignalCounts, StepAchievedSplit } from '../api/status-types.ts';
 import { formatTable } from '../util/text-table.ts';
 
 function since(at: string | undefined, now: Date): string {

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ApiextensionsV1Api, CustomObjectsApi, type V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { GROUP, KIND, PLURAL, VERSION } from '../../src/api/types.ts';
+import { GROUP, KIND, PLURAL, VERSION } from '../../src/api/names.ts';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { theOnly, type KubeObject } from './manifests.ts';
 import { validate, type StructuralSchema } from './structural-schema.ts';

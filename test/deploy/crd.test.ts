@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { CONDITION_TYPES } from '../../src/api/conditions.ts';
-import { GROUP, KIND, PHASES, PLURAL, VERSION } from '../../src/api/types.ts';
+import { GROUP, KIND, PLURAL, VERSION } from '../../src/api/names.ts';
+import { PHASES } from '../../src/api/status-types.ts';
 import { PROXY_CONDITION } from '../../src/manager/types.ts';
 
 type Schema = { [key: string]: unknown; properties?: Record<string, Schema>; items?: Schema };

@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT } from '../../src/defaults.ts';
-import { KIND } from '../../src/api/types.ts';
+import { KIND } from '../../src/api/names.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { freePort } from '../support/backends.ts';

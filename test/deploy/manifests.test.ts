@@ -19,7 +19,7 @@ import type {
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/defaults.ts';
-import { KIND, LABEL_RELEASE } from '../../src/api/types.ts';
+import { KIND, LABEL_RELEASE } from '../../src/api/names.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import { PROXY_CLUSTER_ROLE } from '../../src/manager/types.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Container, V1Deployment } from '@kubernetes/client-node';
-import { KIND } from '../../src/api/types.ts';
+import { KIND } from '../../src/api/names.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { theOnly } from '../deploy/manifests.ts';

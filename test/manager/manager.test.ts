@@ -16,7 +16,9 @@ import {
   AppsV1Api, KubeConfig, PatchStrategy, PolicyV1Api, RbacAuthorizationV1Api, setHeaderOptions,
   type KubernetesObject, type V1Deployment,
 } from '@kubernetes/client-node';
-import { LABEL_RELEASE, type CanaryRelease, type CanaryReleaseSpec } from '../../src/api/types.ts';
+import { LABEL_RELEASE } from '../../src/api/names.ts';
+import type { CanaryRelease } from '../../src/api/release-types.ts';
+import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/types.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { waitFor } from '../support/backends.ts';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
-import { API_VERSION, FINALIZER, KIND } from '../../src/api/types.ts';
+import { API_VERSION, FINALIZER, KIND } from '../../src/api/names.ts';
 import { CHILD_KINDS, covers, plan, proxyNeeded, type ChildKind, type ObservedRelease, type Step } from '../../src/manager/plan.ts';
 import { renderProxy, type RenderedProxy } from '../../src/manager/render.ts';
 import { PROXY_CONDITION } from '../../src/manager/types.ts';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parseQuantity, readProxySpec } from '../../src/manager/proxy-spec.ts';
-import { KIND, VERSION } from '../../src/api/types.ts';
+import { KIND, VERSION } from '../../src/api/names.ts';
 import { theOnly } from '../deploy/manifests.ts';
 import { validate, type StructuralSchema } from '../deploy/structural-schema.ts';
 

@@ -3,7 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { abort, parseWeightTarget, promote } from '../../src/plugin/actions.ts';
-import type { CanaryRelease, CanaryReleaseStatus, CanaryReleaseSpec } from '../../src/api/types.ts';
+import type { CanaryRelease } from '../../src/api/release-types.ts';
+import type { CanaryReleaseStatus } from '../../src/api/status-types.ts';
+import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 
 const release = (spec: CanaryReleaseSpec, status: Partial<CanaryReleaseStatus> = {}): CanaryRelease => ({ metadata: { name: 'web-v2', uid: 'u' }, spec, status });
 const STEPS = [{ weight: 10, pause: {} }, { weight: 50, pause: {} }];

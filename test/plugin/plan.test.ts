@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { suiteTimeout } from '../support/api-under-test.ts';
-import type { CanaryReleaseSpec } from '../../src/api/types.ts';
+import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
 import { pluginFor, type Plugin } from '../support/plugin.ts';
 import { createService, NAMESPACE, startCluster, versions, type Cluster } from '../control/controller/cluster.ts';

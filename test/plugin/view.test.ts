@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatStatus } from '../../src/plugin/view.ts';
-import type { CanaryRelease, PortStatus, StepAchievedSplit } from '../../src/api/types.ts';
+import type { CanaryRelease } from '../../src/api/release-types.ts';
+import type { PortStatus, StepAchievedSplit } from '../../src/api/status-types.ts';
 
 const NOW = new Date('2026-12-01T12:00:00Z');
 

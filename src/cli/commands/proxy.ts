@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import { checkPortBase, parsePortWeights, parseSelector } from '../../api/proxy-flags.ts';
-import { defaultProxySelector } from '../../api/types.ts';
+import { defaultProxySelector } from '../../api/names.ts';
 import { DEFAULT_PORT_BASE } from '../../defaults.ts';
 import { ConfigError } from '../../errors.ts';
 import { runtimeOptions, withCommonOptions } from '../options.ts';

@@ -8,7 +8,7 @@ import type { CallOptions } from '../../kube/client.ts';
 import { describeError, mergePatch, strategicMergePatch } from '../../kube/patch.ts';
 import { ignoringNotFound, runSteps } from '../../controller-kit/steps.ts';
 import type { Step } from '../pass/desired.ts';
-import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../../api/types.ts';
+import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../../api/names.ts';
 
 export interface ApplyTarget {
   readonly core: CoreV1Api;

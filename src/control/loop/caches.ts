@@ -10,7 +10,8 @@ import type { KubernetesListObject, KubernetesObject, V1Deployment, V1Pod, V1Rep
 import type { Logger } from 'pino';
 import type { KubeClients } from '../../kube/client.ts';
 import { startInformer, type Informer } from '../../kube/informer.ts';
-import { GROUP, PLURAL, VERSION, type CanaryRelease, type Labels } from '../../api/types.ts';
+import { GROUP, PLURAL, VERSION, type Labels } from '../../api/names.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
 import { watchedSelector } from './watched-pods.ts';
 
 /** Informer tuning: a server-side watch timeout, and a restart when a watch has been silent for long. */
@@ -123,7 +124,7 @@ export class ReleaseCaches {
   }
 
   release(): CanaryRelease | undefined {
-    // The cache holds the object as the apiserver sent it; CanaryRelease is its type (api/types.ts).
+    // The cache holds the object as the apiserver sent it; CanaryRelease is its type (api/release-types.ts).
     return this.#releases.get(this.#name, this.#namespace) as CanaryRelease | undefined;
   }
 

@@ -3,7 +3,7 @@
 
 import type { V1Deployment, V1Service } from '@kubernetes/client-node';
 import type { Written } from './apply.ts';
-import type { CanaryRelease } from '../../api/types.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
 import { OwnWrites } from '../../controller-kit/own-writes.ts';
 import { showsResourceVersion } from '../../controller-kit/resource-version.ts';
 

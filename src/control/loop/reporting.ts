@@ -9,7 +9,7 @@ import type { L4Config } from '../../config/types.ts';
 import { METRIC_PREFIX } from '../../defaults.ts';
 import { describeError } from '../../kube/patch.ts';
 import { PassMetrics } from '../../controller-kit/pass-metrics.ts';
-import type { CanaryReleaseCondition } from '../../api/types.ts';
+import type { CanaryReleaseCondition } from '../../api/status-types.ts';
 import type { Desired, Step } from '../pass/desired.ts';
 import { ProgressMetrics } from '../progress/metrics.ts';
 import { listenerName, servedWeight } from '../service/l4.ts';

@@ -21,7 +21,9 @@
 
 import type { V1Service } from '@kubernetes/client-node';
 import { applyOperations, labelProblems } from '../../api/labels.ts';
-import { ANNOTATION_ORIGINAL, LABEL_TRACK, TRACK_CANARY, type CanaryRelease, type CanaryServiceSpec, type Labels } from '../../api/types.ts';
+import { ANNOTATION_ORIGINAL, LABEL_TRACK, TRACK_CANARY, type Labels } from '../../api/names.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
+import type { CanaryServiceSpec } from '../../api/spec-types.ts';
 import { isCopyOf } from '../service/copies.ts';
 import { parseSaved, type SavedOriginal } from '../service/originals.ts';
 import { selectorContains } from '../service/selectors.ts';

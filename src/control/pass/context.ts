@@ -16,10 +16,12 @@ import { applyMergePatch, finalizerPatch } from '../service/patches.ts';
 import { disagreeingReplicas } from './replicas.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import { selectsProxy } from '../service/takeover.ts';
-import {
-  ANNOTATION_ORIGINAL, FINALIZER, type AchievedSplit, type AnalysisStatus, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase,
-  type MirrorCounts, type PortStatus, type TakeoverStatus, type TransitionRecord, type WorkloadStatus,
-} from '../../api/types.ts';
+import { ANNOTATION_ORIGINAL, FINALIZER, type Labels } from '../../api/names.ts';
+import type {
+  AchievedSplit, AnalysisStatus, CanaryReleaseStatus, Phase,
+  MirrorCounts, PortStatus, TakeoverStatus, TransitionRecord, WorkloadStatus,
+} from '../../api/status-types.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
 
 export interface Context {
   readonly observed: Observed;

@@ -6,7 +6,10 @@ import type { Desired, Step } from './desired.ts';
 import { askedWeight, servedWeight } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
 import { formatSelector } from '../../api/labels.ts';
-import { LABEL_WORKLOAD, type CanaryReleaseCondition, type CanaryReleaseStatus, type ConditionType, type PortStatus } from '../../api/types.ts';
+import { LABEL_WORKLOAD } from '../../api/names.ts';
+import type {
+  CanaryReleaseCondition, CanaryReleaseStatus, ConditionType, PortStatus,
+} from '../../api/status-types.ts';
 
 export interface Decision {
   readonly type: 'Normal' | 'Warning';

@@ -8,7 +8,9 @@ import type { L4Config } from '../../config/types.ts';
 import type { Evidence } from '../progress/analysis.ts';
 import type { ReleaseMergePatch, ServiceMergePatch } from '../service/patches.ts';
 import type { PortWeightOverride } from '../../api/proxy-flags.ts';
-import type { CanaryRelease, CanaryReleaseStatus, Labels } from '../../api/types.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
+import type { CanaryReleaseStatus } from '../../api/status-types.ts';
+import type { Labels } from '../../api/names.ts';
 
 export interface Observed {
   /** The CanaryRelease, possibly with metadata.deletionTimestamp. */

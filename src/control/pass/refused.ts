@@ -5,7 +5,8 @@
 import { formatTime } from '../../api/conditions.ts';
 import { statusWritten } from './context.ts';
 import type { Desired, Step } from './desired.ts';
-import type { CanaryRelease, CanaryReleaseCondition, CanaryReleaseStatus } from '../../api/types.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
+import type { CanaryReleaseCondition, CanaryReleaseStatus } from '../../api/status-types.ts';
 
 export const CONFIG_REFUSED = 'ConfigRefused';
 

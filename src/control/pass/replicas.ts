@@ -6,7 +6,7 @@ import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { PortWeightOverride } from '../../api/proxy-flags.ts';
 import { parsePortWeights } from '../../api/proxy-flags.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
-import type { Labels } from '../../api/types.ts';
+import type { Labels } from '../../api/names.ts';
 
 const WEIGHT_FLAG = '--weight';
 const WEIGHT_ENV = 'CANARY_L4_WEIGHT';

@@ -6,7 +6,10 @@
 import type { BackendCounters } from '../../dataplane/stats/counters.ts';
 import { listenerName, servedWeight } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
-import type { AchievedSplit, AnalysisSpec, AnalysisStatus, PooledEvidence, PooledSide, PortStatus, SignalCounts, SignalResult, Verdict } from '../../api/types.ts';
+import type {
+  AchievedSplit, AnalysisStatus, PooledEvidence, PooledSide, PortStatus, SignalCounts, SignalResult, Verdict,
+} from '../../api/status-types.ts';
+import type { AnalysisSpec } from '../../api/spec-types.ts';
 import { rateBound } from './confidence.ts';
 import { asBadRate, judgeBadRate, judgeSlowShare, quantileMs, RATE_SIGNALS, slowerThan } from './signals.ts';
 

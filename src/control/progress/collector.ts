@@ -11,7 +11,7 @@ import { MIRROR_OUTCOMES } from '../../dataplane/stats/stats.ts';
 import { TAKE_OUT_CAUSES } from '../../dataplane/stats/held-out.ts';
 import type { Evidence } from './analysis.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
-import type { Labels } from '../../api/types.ts';
+import type { Labels } from '../../api/names.ts';
 
 const ADMIN_PORT_NAME = 'admin';
 const ADMIN_PORT_ENV = 'CANARY_L4_ADMIN_PORT';

@@ -5,7 +5,7 @@
 
 import { Gauge, type Registry } from 'prom-client';
 import { METRIC_PREFIX } from '../../defaults.ts';
-import type { CanaryReleaseStatus, Verdict } from '../../api/types.ts';
+import type { CanaryReleaseStatus, Verdict } from '../../api/status-types.ts';
 
 const VERDICTS: readonly Verdict[] = ['Passed', 'Failed', 'Inconclusive'];
 

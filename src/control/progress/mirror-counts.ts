@@ -1,7 +1,7 @@
 // What mirroring to the canary did on each port since the release began (status.ports[].mirror):
 // the recorded counts plus a new interval's, every replica summed. Pure.
 
-import type { MirrorCounts, PortStatus } from '../../api/types.ts';
+import type { MirrorCounts, PortStatus } from '../../api/status-types.ts';
 import { MIRROR_OUTCOMES } from '../../dataplane/stats/stats.ts';
 import { listenerName } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';

@@ -3,7 +3,7 @@
 // mostly the first step's share; this one starts from zero at each step and counts only the
 // intervals served at its weight throughout, as the analysis gate does. Pure.
 
-import type { AchievedSplit, StepAchievedSplit } from '../../api/types.ts';
+import type { AchievedSplit, StepAchievedSplit } from '../../api/status-types.ts';
 
 /** What a pass knows of one port's counts. */
 export interface PortCounts {

@@ -4,7 +4,8 @@
 // it. The step and when it began live in status, so a restart or a new leader resumes the pause
 // where it was, never from zero and never skipping. Pure.
 
-import type { AnalysisStatus, CanaryReleaseSpec } from '../../api/types.ts';
+import type { AnalysisStatus } from '../../api/status-types.ts';
+import type { CanaryReleaseSpec } from '../../api/spec-types.ts';
 import { MAX_INTERVAL_MS, MIN_INTERVAL_MS, parseDuration } from '../../api/validate.ts';
 
 /** spec.analysis.interval in milliseconds; undefined when it is absent or out of bounds (validate.ts says why). */

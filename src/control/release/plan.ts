@@ -11,7 +11,8 @@ import { selectorMatches } from '../service/selectors.ts';
 import { takeoverSelector } from '../service/takeover.ts';
 import { applyOperations, formatSelector } from '../../api/labels.ts';
 import { canarySideSelector, stableSideSelector, type WorkloadPlan } from '../workload/workloads.ts';
-import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec, Labels } from '../../api/types.ts';
+import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec } from '../../api/spec-types.ts';
+import type { Labels } from '../../api/names.ts';
 
 /** A state in which the release may run on the Service. */
 export type WorkableState = Extract<OriginalState, { readonly kind: 'free' | 'saved' | 'retargeted' }>;

@@ -23,7 +23,7 @@ import type { ServicePlan } from './plan.ts';
 import type { StepPlan } from '../progress/steps.ts';
 import { handBackSteps } from './transition.ts';
 import { canaryDrift, workloadStatuses, type WorkloadPlan } from '../workload/workloads.ts';
-import type { PortStatus } from '../../api/types.ts';
+import type { PortStatus } from '../../api/status-types.ts';
 
 export interface SelectorFindings {
   /** Selectors that would mix versions: traffic must not move. */

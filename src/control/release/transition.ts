@@ -16,7 +16,9 @@ import { originalPatch } from '../service/patches.ts';
 import { releaseFields, saveOriginal, type OriginalFields, type OriginalState, type SavedOriginal } from '../service/originals.ts';
 import { livePods, selectorMatches } from '../service/selectors.ts';
 import { applyOperations, formatSelector } from '../../api/labels.ts';
-import { LABEL_TRACK, TRACK_CANARY, type CanaryReleaseStatus, type CanaryServiceSpec, type PortStatus, type TransitionRecord, type TransitionType } from '../../api/types.ts';
+import { LABEL_TRACK, TRACK_CANARY } from '../../api/names.ts';
+import type { CanaryReleaseStatus, PortStatus, TransitionRecord } from '../../api/status-types.ts';
+import type { CanaryServiceSpec, TransitionType } from '../../api/spec-types.ts';
 import { deleteCanaryWorkloads, planWorkloadStage } from '../workload/transition.ts';
 
 const HANDED_BACK_LATER: ReadonlySet<OriginalState['kind']> = new Set(['saved', 'retargeted', 'hijacked', 'lost', 'unreadable']);

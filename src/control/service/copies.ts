@@ -3,7 +3,8 @@
 
 import type { V1Service } from '@kubernetes/client-node';
 import type { SavedOriginal } from './originals.ts';
-import { API_VERSION, KIND, LABEL_RELEASE, LABEL_ROLE, LABEL_SERVICE, type CanaryRelease, type Labels } from '../../api/types.ts';
+import { API_VERSION, KIND, LABEL_RELEASE, LABEL_ROLE, LABEL_SERVICE, type Labels } from '../../api/names.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
 
 export type CopyRole = 'forked' | 'canary';
 export const COPY_ROLES: readonly CopyRole[] = ['forked', 'canary'];

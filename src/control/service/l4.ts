@@ -12,7 +12,9 @@ import {
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
 import { selectsProxy } from './takeover.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
-import type { CanaryPortSpec, CanaryReleaseSpec, Labels, NamedProxyPort, PortStatus } from '../../api/types.ts';
+import type { CanaryPortSpec, CanaryReleaseSpec } from '../../api/spec-types.ts';
+import type { Labels } from '../../api/names.ts';
+import type { NamedProxyPort, PortStatus } from '../../api/status-types.ts';
 
 export function listenerName(port: Pick<PortStatus, 'service' | 'port' | 'protocol'>): string {
   return `${port.service}-${port.port}-${port.protocol.toLowerCase()}`;

@@ -4,7 +4,7 @@
 import { readPortMirror } from '../../config/validate.ts';
 import type { L4Config, ListenerConfig } from '../../config/types.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
-import type { CanaryReleaseSpec } from '../../api/types.ts';
+import type { CanaryReleaseSpec } from '../../api/spec-types.ts';
 import { listenerName } from './l4.ts';
 
 /** The backend the mirror goes to: the canary copy (l4.ts names the backends by role). */

@@ -6,7 +6,8 @@
 
 import type { V1Service, V1ServicePort } from '@kubernetes/client-node';
 import type { OriginalFields } from './originals.ts';
-import { ANNOTATION_ORIGINAL, type CanaryRelease, type Labels } from '../../api/types.ts';
+import { ANNOTATION_ORIGINAL, type Labels } from '../../api/names.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
 
 export interface ServiceMergePatch {
   readonly metadata: {

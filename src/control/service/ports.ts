@@ -3,7 +3,7 @@
 // number two ports need) the Service's targetPort points at an allocated port, which must never
 // move while its key stays (the seed numbered them by position: defect D9).
 
-import type { PortProtocol } from '../../api/types.ts';
+import type { PortProtocol } from '../../api/spec-types.ts';
 
 export interface PortKey {
   readonly service: string;

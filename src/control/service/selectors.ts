@@ -1,7 +1,7 @@
 // Label selectors of Services matched against pods, and the check that keeps the two versions apart.
 
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Labels } from '../../api/types.ts';
+import type { Labels } from '../../api/names.ts';
 
 export function selectorsEqual(a: Labels | undefined, b: Labels | undefined): boolean {
   const aKeys = Object.keys(a ?? {});

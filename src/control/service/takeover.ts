@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { livePods, readyPods, selectorContains, selectorMatches } from './selectors.ts';
-import type { Labels, NamedProxyPort } from '../../api/types.ts';
+import type { Labels } from '../../api/names.ts';
+import type { NamedProxyPort } from '../../api/status-types.ts';
 
 const MAX_LABEL_VALUE = 63;
 const PREFIX = 'canary-l4.';

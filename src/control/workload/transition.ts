@@ -17,7 +17,9 @@ import { copyPatch } from '../service/patches.ts';
 import { selectorMatches } from '../service/selectors.ts';
 import { applyOperations } from '../../api/labels.ts';
 import { patchTemplate } from './strategic-merge.ts';
-import { LABEL_TEMPLATE_HASH, type TransitionRecord, type WorkloadSpec, type WorkloadStatus } from '../../api/types.ts';
+import { LABEL_TEMPLATE_HASH } from '../../api/names.ts';
+import type { TransitionRecord, WorkloadStatus } from '../../api/status-types.ts';
+import type { WorkloadSpec } from '../../api/spec-types.ts';
 import { isCanaryWorkloadOf, patchedTemplate, readyCount, replicaSetsOf, rolledOut, rolloutStalled, stableSideSelector, templateHashOf } from './workloads.ts';
 
 export interface WorkloadStage {

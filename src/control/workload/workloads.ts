@@ -9,9 +9,12 @@ import { labelProblems } from '../../api/labels.ts';
 import { podTemplateProblems } from '../../api/validate.ts';
 import { patchTemplate, PatchProblem } from './strategic-merge.ts';
 import {
-  ANNOTATION_SPEC_HASH, API_VERSION, KIND, LABEL_RELEASE, LABEL_TEMPLATE_HASH, LABEL_TRACK, LABEL_WORKLOAD, TRACK_CANARY,
-  type CanaryRelease, type Labels, type WorkloadSpec, type WorkloadStatus,
-} from '../../api/types.ts';
+  ANNOTATION_SPEC_HASH, API_VERSION, KIND, LABEL_RELEASE,
+  LABEL_TEMPLATE_HASH, LABEL_TRACK, LABEL_WORKLOAD, TRACK_CANARY, type Labels,
+} from '../../api/names.ts';
+import type { CanaryRelease } from '../../api/release-types.ts';
+import type { WorkloadSpec } from '../../api/spec-types.ts';
+import type { WorkloadStatus } from '../../api/status-types.ts';
 
 export interface WorkloadPlan {
   readonly spec: WorkloadSpec;

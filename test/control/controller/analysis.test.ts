@@ -13,7 +13,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Socket } from 'node:net';
-import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec } from '../../../src/api/types.ts';
+import type { AnalysisSpec, CanaryServiceSpec } from '../../../src/api/spec-types.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
 import { seededRandom } from '../../../src/util/seeded-random.ts';
 import { sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';

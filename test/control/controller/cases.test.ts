@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { suiteTimeout } from '../../support/api-under-test.ts';
 import { udpAsk, waitFor } from '../../support/backends.ts';
 import {

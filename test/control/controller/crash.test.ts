@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
-import { ANNOTATION_ORIGINAL, LABEL_ROLE, type CanaryRelease } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL, LABEL_ROLE } from '../../../src/api/names.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { sleep } from '../../support/backends.ts';
 import { MAIN } from '../../support/serve-child.ts';
 import {

@@ -4,7 +4,7 @@
 // rollout in progress edit the status by hand.
 
 import type { V1Deployment, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
-import { LABEL_TEMPLATE_HASH, type Labels } from '../../../src/api/types.ts';
+import { LABEL_TEMPLATE_HASH, type Labels } from '../../../src/api/names.ts';
 import { podTemplateHash } from '../../support/fake-apiserver/simulation/template-hash.ts';
 
 export interface DeploymentWorld {

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { converge, service, webWorld, WEB_SPEC } from '../reconcile/world.ts';
 
 const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');

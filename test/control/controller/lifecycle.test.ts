@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
-import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { randomPayload, sha256, waitFor } from '../../support/backends.ts';
 import { metricValue } from '../../support/dataplane.ts';
 import { suiteTimeout } from '../../support/api-under-test.ts';

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
-import { defaultProxySelector } from '../../../src/api/types.ts';
+import { defaultProxySelector } from '../../../src/api/names.ts';
 import { DEFAULT_ADMIN_PORT } from '../../../src/defaults.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
 import { suiteTimeout } from '../../support/api-under-test.ts';

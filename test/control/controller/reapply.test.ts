@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
-import { ANNOTATION_ORIGINAL } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
 import { suiteTimeout } from '../../support/api-under-test.ts';
 import { sleep } from '../../support/backends.ts';

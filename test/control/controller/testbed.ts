@@ -7,7 +7,7 @@
 // never-strand tests and the soak.
 
 import type { V1Container, V1ContainerPort, V1Service } from '@kubernetes/client-node';
-import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/types.ts';
+import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/names.ts';
 import { renderProxy } from '../../../src/manager/render.ts';
 import type { ManagedRelease } from '../../../src/api/proxy-types.ts';
 import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../../support/backends.ts';

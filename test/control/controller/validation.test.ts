@@ -6,7 +6,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { CanaryRelease, CanaryReleaseSpec } from '../../../src/api/types.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
+import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import { sleep } from '../../support/backends.ts';
 import { suiteTimeout } from '../../support/api-under-test.ts';
 import { kubectlFor, waitFor, type Kubectl } from '../../fake-apiserver/helpers.ts';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ReleaseCaches } from '../../../src/control/loop/caches.ts';
-import { defaultProxySelector, GROUP, PLURAL, VERSION, type Labels } from '../../../src/api/types.ts';
+import { defaultProxySelector, GROUP, PLURAL, VERSION, type Labels } from '../../../src/api/names.ts';
 import { makeClients } from '../../../src/kube/client.ts';
 import { waitFor } from '../../support/backends.ts';
 import { Pods } from '../../support/pods.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { proxyOwnWrites, type CacheView } from '../../../src/control/loop/own-writes.ts';
-import type { CanaryRelease } from '../../../src/api/types.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
 
 function cache(services: Record<string, { rv: string; uid?: string }>, releaseRv?: string): CacheView {
   return {

@@ -3,8 +3,10 @@ import assert from 'node:assert/strict';
 import type { V1Service } from '@kubernetes/client-node';
 import { EVERY_OBJECT, sharedKeysSelector, watchedSelector } from '../../../src/control/loop/watched-pods.ts';
 import {
-  ANNOTATION_ORIGINAL, defaultProxySelector, LABEL_RELEASE, LABEL_ROLE, LABEL_SERVICE, LABEL_TRACK, type CanaryRelease, type CanaryReleaseSpec, type Labels,
-} from '../../../src/api/types.ts';
+  ANNOTATION_ORIGINAL, defaultProxySelector, LABEL_RELEASE, LABEL_ROLE, LABEL_SERVICE, LABEL_TRACK, type Labels,
+} from '../../../src/api/names.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
+import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 
 const RELEASE = 'web-v2';
 const PROXY = defaultProxySelector(RELEASE);

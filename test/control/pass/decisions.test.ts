@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { statusDecisions, stepDecision } from '../../../src/control/pass/decisions.ts';
-import type { CanaryReleaseCondition, CanaryReleaseStatus, ConditionType, PortStatus } from '../../../src/api/types.ts';
+import type {
+  CanaryReleaseCondition, CanaryReleaseStatus, ConditionType, PortStatus,
+} from '../../../src/api/status-types.ts';
 
 const port = (weight: number, served = weight, override: number | null = null): PortStatus =>
   ({ service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight, override, served });

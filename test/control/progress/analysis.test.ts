@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
-import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';
+import type { AnalysisSpec } from '../../../src/api/spec-types.ts';
+import type { AnalysisStatus, PortStatus } from '../../../src/api/status-types.ts';
 import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
 
 const BUCKETS_MS = [1, 10];

@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
 import { intervalCounts } from '../../../src/control/progress/collector.ts';
 import { snapshotCounters, type CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
-import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';
+import type { AnalysisSpec } from '../../../src/api/spec-types.ts';
+import type { AnalysisStatus, PortStatus } from '../../../src/api/status-types.ts';
 import { askName, freePort, sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
 import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane.ts';
 

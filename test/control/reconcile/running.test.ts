@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Step } from '../../../src/control/reconcile.ts';
-import { ANNOTATION_ORIGINAL, type CanaryReleaseSpec } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
+import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import {
   applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, PROXY, reasons, run, service, TAKEN, webWorld, WEB_SPEC, type World,
 } from './world.ts';

@@ -9,7 +9,8 @@ import { hasCounts, judge } from '../../../src/control/progress/analysis.ts';
 import { intervalCounts, mergeEvidence, parseSnapshot } from '../../../src/control/progress/collector.ts';
 import { analysisIntervalMs } from '../../../src/control/progress/steps.ts';
 import { affinityListeners } from '../../../src/control/service/l4.ts';
-import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../../src/api/types.ts';
+import type { AnalysisSpec, CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
+import type { PortStatus } from '../../../src/api/status-types.ts';
 import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
 import { clone, conditionOf, converge, NOW, options, run, WEB_SPEC, webWorld, type World } from './world.ts';
 

@@ -8,7 +8,9 @@ import { describe, it } from 'node:test';
 import type { V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { parseSaved } from '../../../src/control/service/originals.ts';
 import { reconcile } from '../../../src/control/reconcile.ts';
-import { ANNOTATION_ORIGINAL, type CanaryRelease, type Transition } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
+import type { Transition } from '../../../src/api/spec-types.ts';
 import {
   applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, NOW, options, pod, PROXY, reasons, run, service, TAKEN, takenOverByOldProxy, webWorld, WEB_SPEC, type World,
 } from './world.ts';

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { CanaryRelease } from '../../../src/api/types.ts';
-import { ANNOTATION_ORIGINAL, type Transition } from '../../../src/api/types.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
+import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
+import type { Transition } from '../../../src/api/spec-types.ts';
 import { applyStep, assertCrashSafe, clone, conditionOf, converge, options, PROXY, reasons, run, service, takenOverByOldProxy, webWorld, WEB_SPEC, type World } from './world.ts';
 
 const original = () => service('web', { app: 'web', version: 'v1' }, [

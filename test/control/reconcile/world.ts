@@ -7,7 +7,10 @@
 import assert from 'node:assert/strict';
 import type { V1Deployment, V1Pod, V1ReplicaSet, V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { reconcile, type Desired, type ReconcileOptions, type Step } from '../../../src/control/reconcile.ts';
-import { ANNOTATION_ORIGINAL, type CanaryRelease, type CanaryReleaseSpec, type CanaryReleaseStatus, defaultProxySelector, LABEL_ROLE, type Labels } from '../../../src/api/types.ts';
+import { ANNOTATION_ORIGINAL, defaultProxySelector, LABEL_ROLE, type Labels } from '../../../src/api/names.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
+import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
+import type { CanaryReleaseStatus } from '../../../src/api/status-types.ts';
 import { formatSaved, parseSaved } from '../../../src/control/service/originals.ts';
 import { applyMergePatch } from '../../../src/control/service/patches.ts';
 import { selectorMatches, selectorsEqual } from '../../../src/control/service/selectors.ts';

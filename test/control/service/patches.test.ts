@@ -4,7 +4,8 @@
 // keys (status.ports[].override: null is stored as absent).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { CanaryRelease, CanaryReleaseStatus } from '../../../src/api/types.ts';
+import type { CanaryRelease } from '../../../src/api/release-types.ts';
+import type { CanaryReleaseStatus } from '../../../src/api/status-types.ts';
 import { statusWritten } from '../../../src/control/pass/context.ts';
 import { applyMergePatch } from '../../../src/control/service/patches.ts';
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { LABEL_TEMPLATE_HASH, LABEL_TRACK } from '../../../src/api/types.ts';
+import { LABEL_TEMPLATE_HASH, LABEL_TRACK } from '../../../src/api/names.ts';
 import { sleep, waitFor } from '../../support/backends.ts';
 import { startPodServers, type PodServers } from '../../support/pod-servers.ts';
 import {
