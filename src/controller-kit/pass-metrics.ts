@@ -20,7 +20,8 @@ export class PassMetrics {
 
   constructor({ registry, prefix, passesHelp, durationHelp }: PassMetricsOptions) {
     const registers = [registry];
-    this.#passes = new Counter({ name: `${prefix}reconcile_total`, help: passesHelp, labelNames: ['result'], registers });
+    const labelNames = ['result'] as const;
+    this.#passes = new Counter({ name: `${prefix}reconcile_total`, help: passesHelp, labelNames, registers });
     this.#duration = new Histogram({ name: `${prefix}reconcile_duration_seconds`, help: durationHelp, registers });
   }
 

@@ -8,7 +8,8 @@ import { PassMetrics } from '../../src/controller-kit/pass-metrics.ts';
 describe('pass metrics', () => {
   it('counts each pass by result and times it, under the prefix given', async () => {
     const registry = new Registry();
-    const metrics = new PassMetrics({ registry, prefix: 'canary_l4_manager_', passesHelp: 'Passes.', durationHelp: 'Duration.' });
+    const prefix = 'canary_l4_manager_';
+    const metrics = new PassMetrics({ registry, prefix, passesHelp: 'Passes.', durationHelp: 'Duration.' });
     metrics.pass()('success');
     metrics.pass()('error');
     metrics.pass()('success');

@@ -27,7 +27,8 @@ function shown(written: Written, cache: CacheView): boolean {
   switch (written.kind) {
     case 'service': case 'deployment': {
       const object = written.kind === 'service' ? cache.service(written.name) : cache.deployment(written.name);
-      return written.resourceVersion === undefined || showsResourceVersion(object?.metadata?.resourceVersion, written.resourceVersion);
+      return written.resourceVersion === undefined
+        || showsResourceVersion(object?.metadata?.resourceVersion, written.resourceVersion);
     }
     case 'serviceGone': case 'deploymentGone': {
       const object = written.kind === 'serviceGone' ? cache.service(written.name) : cache.deployment(written.name);
