@@ -10,7 +10,8 @@
 // more broken a canary, the less it serves — the evidence the binomial table never lacks.
 
 import type { V1Service } from '@kubernetes/client-node';
-import { judge, type Evidence } from '../src/control/progress/analysis.ts';
+import { judge } from '../src/control/progress/verdict.ts';
+import type { Evidence } from '../src/control/progress/evidence.ts';
 import { intervalCounts } from '../src/control/progress/collector.ts';
 import { buildL4Config } from '../src/control/service/l4.ts';
 import { copyName } from '../src/control/service/copies.ts';

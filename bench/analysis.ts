@@ -11,7 +11,8 @@
 // threshold by k margins.
 
 import { parseArgs } from 'node:util';
-import { judge, type Evidence } from '../src/control/progress/analysis.ts';
+import { judge } from '../src/control/progress/verdict.ts';
+import type { Evidence } from '../src/control/progress/evidence.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../src/api/types.ts';
 import { printPathTable } from './analysis-path.ts';
 import { grouped, percent, rollbacks } from './simulated-releases.ts';

@@ -1,11 +1,12 @@
-// The judgement of an interval (src/control/progress/analysis.ts), signal by signal, with confidence
+// The judgement of an interval (src/control/progress/verdict.ts), signal by signal, with confidence
 // on the counts: a threshold fails only when the counts show the canary beyond it, evidence
 // accumulates over inconclusive intervals, take-outs are their failed attempts, the share is judged
 // over the time the canary was eligible, and a dead canary is still rolled back.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
+import { judge } from '../../../src/control/progress/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';
 import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
 

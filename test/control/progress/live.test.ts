@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
+import { judge } from '../../../src/control/progress/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import { intervalCounts } from '../../../src/control/progress/collector.ts';
 import { snapshotCounters, type CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';

@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
+import { judge } from '../../../src/control/progress/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/types.ts';
 import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
 import { formatStatus } from '../../../src/plugin/view.ts';
