@@ -7,12 +7,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
+import type { CounterSnapshot } from '../counters/snapshot.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/patch.ts';
-import type { Runtime } from '../runtime/runtime.ts';
-import { snapshotCounters } from '../dataplane/stats/counters.ts';
 import { DEFAULT_INTERVAL_MS } from './progress/verdict.ts';
 import { hasCounts, type Evidence } from './progress/evidence.ts';
 import { applySteps, StepError, type ApplyTarget, type Written } from './loop/apply.ts';
@@ -28,8 +28,24 @@ import { API_VERSION, KIND, type CanaryRelease } from '../api/types.ts';
 import { analysisIntervalMs } from './progress/steps.ts';
 import { WorkLoop } from './loop/work-loop.ts';
 
+/**
+ * What the controller needs of the process it runs in (runtime/runtime.ts's Runtime is one): control
+ * imports neither the runtime nor the data plane, they are handed in.
+ */
+export interface ControlledProcess {
+  readonly log: Logger;
+  readonly registry: Registry;
+  /** The config the data plane serves, and the ports it listens on now. */
+  readonly dataplane: { readonly config: L4Config; listeningPorts(): { tcp: ReadonlySet<number>; udp: ReadonlySet<number> } };
+  /** Serves `config`; rejects, saying why, when the data plane refuses it. */
+  applyConfig(config: L4Config): Promise<unknown>;
+  setReady(ready: boolean): void;
+  /** This replica's counters, as the others serve theirs on /stats. */
+  counters(): CounterSnapshot;
+}
+
 export interface ControllerOptions {
-  readonly runtime: Pick<Runtime, 'log' | 'registry' | 'dataplane' | 'applyConfig' | 'setReady' | 'stats'>;
+  readonly runtime: ControlledProcess;
   readonly clients: KubeClients;
   readonly namespace: string;
   /** The CanaryRelease's name. */
@@ -121,7 +137,7 @@ export class Controller {
       onRestarted: () => this.#loop.retryNow(),
     });
     this.#collector = new EvidenceCollector({
-      local: () => snapshotCounters(options.runtime.stats, options.runtime.dataplane.config),
+      local: () => options.runtime.counters(),
       replicas: () => replicaStatsUrls(this.#caches.pods(), options.reconcile.proxySelector),
       intervalMs: () => collectionIntervalMs(this.#release()),
       // A release that is over has nothing left to count.

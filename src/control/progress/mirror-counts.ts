@@ -2,7 +2,7 @@
 // the recorded counts plus a new interval's, every replica summed. Pure.
 
 import type { MirrorCounts, PortStatus } from '../../api/types.ts';
-import { MIRROR_OUTCOMES } from '../../dataplane/stats/stats.ts';
+import { MIRROR_OUTCOMES } from '../../counters/snapshot.ts';
 import { listenerName } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
 import type { Evidence } from './evidence.ts';

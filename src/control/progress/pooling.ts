@@ -3,7 +3,7 @@
 // undecided before it, and what a side's pooled counts say of its samples. Pure.
 
 import type { AnalysisStatus, PooledSide, PortStatus } from '../../api/types.ts';
-import type { BackendCounters } from '../../dataplane/stats/counters.ts';
+import type { BackendCounters } from '../../counters/snapshot.ts';
 import { listenerName } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
 import type { Evidence } from './evidence.ts';

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { judge } from '../../../src/control/progress/verdict.ts';
 import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';
-import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
+import type { BackendCounters } from '../../../src/counters/snapshot.ts';
 
 const BUCKETS_MS = [1, 10];
 const PORT: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 };

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { addSides, heldOutOf, newFlows, poolOf, samplesOf, sides } from '../../../src/control/progress/pooling.ts';
 import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import type { AnalysisStatus, PooledSide, PortStatus } from '../../../src/api/types.ts';
-import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
+import type { BackendCounters } from '../../../src/counters/snapshot.ts';
 
 const TCP: PortStatus = {
   service: 'web',

@@ -10,7 +10,7 @@ import { intervalCounts, mergeEvidence, parseSnapshot } from '../../../src/contr
 import { analysisIntervalMs } from '../../../src/control/progress/steps.ts';
 import { affinityListeners } from '../../../src/control/service/l4.ts';
 import type { AnalysisSpec, CanaryReleaseSpec, PortStatus } from '../../../src/api/types.ts';
-import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
+import type { BackendCounters, CounterSnapshot } from '../../../src/counters/snapshot.ts';
 import { clone, conditionOf, converge, NOW, options, run, WEB_SPEC, webWorld, type World } from './world.ts';
 
 const MINUTE = 60_000;
