@@ -12,7 +12,8 @@
 //   workload/  the canary Deployment of spec.workloads and what transitions do to it
 //   release/   the release's phases: the plan of its Services, running, and the transitions
 //   loop/      the loop around the pure reconcile: caches, work loop, applier, own writes, reporting
-//   controller.ts, reconcile.ts, dry-run.ts — the loop itself, on top
+//   controller.ts, reconcile.ts, dry-run.ts — the loop itself, on top, with api-error-streak.ts (when a
+//              persisting API error is said in status)
 
 export { Controller, type ControllerOptions } from './controller.ts';
 export { dryRun, type ReleasePlan } from './dry-run.ts';
