@@ -10,7 +10,8 @@
 // more broken a canary, the less it serves — the evidence the binomial table never lacks.
 
 import type { V1Service } from '@kubernetes/client-node';
-import { judge, type Evidence } from '../src/control/progress/analysis.ts';
+import { judge } from '../src/control/progress/verdict.ts';
+import type { Evidence } from '../src/control/progress/evidence.ts';
 import { intervalCounts } from '../src/control/progress/collector.ts';
 import { buildL4Config } from '../src/control/service/l4.ts';
 import { copyName } from '../src/control/service/copies.ts';
@@ -18,7 +19,8 @@ import type { AnalysisSpec } from '../src/api/spec-types.ts';
 import type { AnalysisStatus, PortStatus } from '../src/api/status-types.ts';
 import { BackendHealth } from '../src/dataplane/choice/passive-health.ts';
 import { buildSnapshot, chooseBackend, type BackendRuntime } from '../src/dataplane/routing/routing.ts';
-import { snapshotCounters, type CounterSnapshot } from '../src/dataplane/stats/counters.ts';
+import type { CounterSnapshot } from '../src/counters/snapshot.ts';
+import { snapshotCounters } from '../src/dataplane/stats/counters.ts';
 import { StatsRegistry } from '../src/dataplane/stats/stats.ts';
 import { probed } from '../src/dataplane/tcp/recovery-probe.ts';
 import { grouped, percent, rollbacks } from './simulated-releases.ts';

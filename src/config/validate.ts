@@ -3,9 +3,9 @@
 // plane can use it without loading the YAML parser.
 // Validation reports every problem in one pass: each reader records what is wrong and returns a
 // placeholder so the walk can go on; the placeholders never escape, because validateConfig throws
-// as soon as one problem was recorded.
+// as soon as one problem was recorded. The listen addresses (listen-address.ts), the hosts
+// (hosts.ts) and the port clashes between listeners (port-clashes.ts) are read by their own files.
 
-import { isIP, isIPv4, isIPv6 } from 'node:net';
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FAIL_TIMEOUT_MS,
@@ -25,12 +25,14 @@ import {
   readList,
   readMapping,
 } from './fields.ts';
+import { readHost } from './hosts.ts';
+import { readListen } from './listen-address.ts';
+import { reportPortClashes } from './port-clashes.ts';
 import type {
   Affinity,
   BackendConfig,
   BalanceStrategy,
   L4Config,
-  ListenAddress,
   ListenerConfig,
   MirrorCompare,
   MirrorConfig,
@@ -234,89 +236,7 @@ function reportDuplicateNames(
   });
 }
 
-// ---- listen addresses and port clashes -------------------------------------------------------
-
-const LISTEN_EXPECTED = 'a port 1-65535, "port", "host:port" or "[ipv6]:port"';
-// Port 0 (a system-chosen port) is refused: the data plane keys listeners by address, and a
-// reload could not keep such a listener. So port 0 marks an invalid value, left out of the clash check.
-const UNBOUND: ListenAddress = Object.freeze({ host: undefined, port: 0 });
-
-function readListen(value: unknown, path: string, problems: string[]): ListenAddress {
-  if (value === undefined) {
-    problems.push(`${path}: is required (${LISTEN_EXPECTED})`);
-    return UNBOUND;
-  }
-  const address = parseListenAddress(value);
-  if (address !== undefined) return address;
-  const bracketHint =
-    typeof value === 'string' && /:.*:/.test(value) && !value.startsWith('[')
-      ? ' (an IPv6 address goes in brackets, as in "[::1]:8080")'
-      : '';
-  problems.push(`${path}: must be ${LISTEN_EXPECTED}, got ${describe(value)}${bracketHint}`);
-  return UNBOUND;
-}
-
-function parseListenAddress(value: unknown): ListenAddress | undefined {
-  if (typeof value === 'number') return listenPort(undefined, value);
-  if (typeof value !== 'string') return undefined;
-  if (/^\d{1,5}$/.test(value)) return listenPort(undefined, Number(value));
-  const bracketed = /^\[([^\]]+)\]:(\d{1,5})$/.exec(value);
-  if (bracketed?.[1] !== undefined && isIPv6(bracketed[1])) return listenPort(bracketed[1], Number(bracketed[2]));
-  const hostPort = /^([^:[\]]+):(\d{1,5})$/.exec(value);
-  const host = hostPort?.[1];
-  if (host === '*') return listenPort(undefined, Number(hostPort?.[2])); // nginx's spelling of "every address"
-  if (host !== undefined && (isIPv4(host) || isDnsName(host))) return listenPort(host, Number(hostPort?.[2]));
-  return undefined;
-}
-
-function listenPort(host: string | undefined, port: number): ListenAddress | undefined {
-  return Number.isInteger(port) && port >= 1 && port <= 65_535 ? Object.freeze({ host, port }) : undefined;
-}
-
-/** `*:8080`, `127.0.0.1:8080`, `[::1]:8080`: how logs and errors show a listen address. */
-export function formatListenAddress({ host, port }: ListenAddress): string {
-  if (host === undefined) return `*:${port}`;
-  return isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-function reportPortClashes(listeners: readonly (ListenerConfig | undefined)[], problems: string[]): void {
-  listeners.forEach((listener, index) => {
-    if (listener === undefined || listener.listen.port === UNBOUND.port) return; // already reported
-    const earlierIndex = listeners.findIndex(
-      (other, otherIndex) =>
-        otherIndex < index &&
-        other !== undefined &&
-        other.protocol === listener.protocol &&
-        other.listen.port === listener.listen.port &&
-        hostsOverlap(other.listen.host, listener.listen.host),
-    );
-    const earlier = listeners[earlierIndex];
-    if (earlier === undefined) return;
-    problems.push(
-      `listeners[${index}].listen: "${listener.name}" clashes with "${earlier.name}" (listeners[${earlierIndex}], ` +
-        `${formatListenAddress(earlier.listen)}) on ${listener.protocol} port ${listener.listen.port}, ` +
-        `got ${describe(formatListenAddress(listener.listen))}`,
-    );
-  });
-}
-
-/**
- * Whether two listen hosts can collide on one port. Every-address listeners take the port on every
- * address: undefined and "::" (dual-stack in Node) collide with anything, "0.0.0.0" with anything
- * but an IPv6 literal. Names are not resolved, so only equal names collide with each other.
- */
-function hostsOverlap(a: string | undefined, b: string | undefined): boolean {
-  if (a === undefined || b === undefined || a === '::' || b === '::') return true;
-  if (a === '0.0.0.0') return !isIPv6(b);
-  if (b === '0.0.0.0') return !isIPv6(a);
-  return normalizeHost(a) === normalizeHost(b);
-}
-
-function normalizeHost(host: string): string {
-  return host.toLowerCase().replace(/\.$/, '');
-}
-
-// ---- names and hosts -------------------------------------------------------------------------
+// ---- names -----------------------------------------------------------------------------------
 
 function readName(value: unknown, path: string, problems: string[]): string {
   if (value === undefined) {
@@ -326,26 +246,4 @@ function readName(value: unknown, path: string, problems: string[]): string {
   if (typeof value === 'string' && NAME_PATTERN.test(value)) return value;
   problems.push(`${path}: must be ${NAME_RULE}, got ${describe(value)}`);
   return '';
-}
-
-const HOST_EXPECTED = 'an IP address or a DNS name';
-
-function readHost(value: unknown, path: string, problems: string[]): string {
-  if (value === undefined) {
-    problems.push(`${path}: is required (${HOST_EXPECTED})`);
-    return '';
-  }
-  if (typeof value === 'string' && (isIP(value) !== 0 || isDnsName(value))) return value;
-  const bracketHint = typeof value === 'string' && value.startsWith('[') ? ' (write an IPv6 address without brackets)' : '';
-  problems.push(`${path}: must be ${HOST_EXPECTED}, got ${describe(value)}${bracketHint}`);
-  return '';
-}
-
-const DNS_LABEL = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
-
-function isDnsName(name: string): boolean {
-  const labels = name.replace(/\.$/, '').split('.');
-  const topLevel = labels.at(-1) ?? '';
-  // An all-numeric last label is a mistyped IPv4 address ("10.0.0.256"), never a name.
-  return name.length <= 253 && labels.every((label) => DNS_LABEL.test(label)) && !/^\d+$/.test(topLevel);
 }

@@ -7,15 +7,18 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
+import type { CounterSnapshot } from '../counters/snapshot.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
-import { apiFailure, describeError, isAlreadyExists, isConflict } from '../kube/patch.ts';
-import type { Runtime } from '../runtime/runtime.ts';
-import { snapshotCounters } from '../dataplane/stats/counters.ts';
-import { DEFAULT_INTERVAL_MS, hasCounts, type Evidence } from './progress/analysis.ts';
-import { applySteps, StepError, type ApplyTarget, type Written } from './loop/apply.ts';
-import { EvidenceCollector, mergeEvidence, replicaStatsUrls } from './progress/collector.ts';
+import { describeError } from '../kube/patch.ts';
+import { DEFAULT_INTERVAL_MS } from './progress/verdict.ts';
+import { hasCounts, type Evidence } from './progress/evidence.ts';
+import { ApiErrorStreak } from './api-error-streak.ts';
+import { applySteps, type ApplyTarget, type Written } from './loop/apply.ts';
+import { EvidenceCollector, replicaStatsUrls } from './progress/collector.ts';
+import { EvidenceQueue } from './progress/evidence-queue.ts';
 import { decisions } from './pass/decisions.ts';
 import { listenersStillTargeted } from './service/l4.ts';
 import { ReleaseCaches } from './loop/caches.ts';
@@ -29,8 +32,24 @@ import { analysisIntervalMs } from './progress/steps.ts';
 import { WorkLoop } from '../controller-kit/work-loop.ts';
 import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/constants.ts';
 
+/**
+ * What the controller needs of the process it runs in (runtime/runtime.ts's Runtime is one): control
+ * imports neither the runtime nor the data plane, they are handed in.
+ */
+export interface ControlledProcess {
+  readonly log: Logger;
+  readonly registry: Registry;
+  /** The config the data plane serves, and the ports it listens on now. */
+  readonly dataplane: { readonly config: L4Config; listeningPorts(): { tcp: ReadonlySet<number>; udp: ReadonlySet<number> } };
+  /** Serves `config`; rejects, saying why, when the data plane refuses it. */
+  applyConfig(config: L4Config): Promise<unknown>;
+  setReady(ready: boolean): void;
+  /** This replica's counters, as the others serve theirs on /stats. */
+  counters(): CounterSnapshot;
+}
+
 export interface ControllerOptions {
-  readonly runtime: Pick<Runtime, 'log' | 'registry' | 'dataplane' | 'applyConfig' | 'setReady' | 'stats'>;
+  readonly runtime: ControlledProcess;
   readonly clients: KubeClients;
   readonly namespace: string;
   /** The CanaryRelease's name. */
@@ -57,10 +76,6 @@ export interface ControllerOptions {
 const MAX_REPLANS = 2;
 /** Without spec.analysis the achieved split is brought up to date this often. */
 const COUNT_INTERVAL_MS = 10_000;
-/** Intervals kept while passes cannot count them (an API outage); older ones are merged. */
-const MAX_PENDING_INTERVALS = 30;
-/** An API error is said in status once it has failed this many passes in a row (one may be a blip). */
-const API_ERROR_PASSES = 2;
 /** How long the finalizer's removal waits for the pass's Events to be sent. */
 const EVENTS_BEFORE_FINALIZER_MS = 3_000;
 
@@ -83,11 +98,10 @@ export class Controller {
   #serveScheduled = false;
   /** The status the last pass reported, to tell what changed (Events). */
   #lastStatus: Desired['status'] | undefined;
-  /** The leader's collector of every replica's counters, and the latest interval it collected. */
+  /** The leader's collector of every replica's counters, and the intervals status has not counted yet. */
   readonly #collector: EvidenceCollector;
-  #evidence: Evidence[] = [];
-  /** The last pass's API failure and how many passes in a row failed with it. */
-  #apiError: { message: string; passes: number } | undefined;
+  readonly #evidence = new EvidenceQueue();
+  readonly #apiErrors = new ApiErrorStreak();
 
   constructor(options: ControllerOptions) {
     this.#options = options;
@@ -118,7 +132,7 @@ export class Controller {
       onRestarted: () => this.#loop.retryNow(),
     });
     this.#collector = new EvidenceCollector({
-      local: () => snapshotCounters(options.runtime.stats, options.runtime.dataplane.config),
+      local: () => options.runtime.counters(),
       replicas: () => replicaStatsUrls(this.#caches.pods(), options.reconcile.proxySelector),
       intervalMs: () => collectionIntervalMs(this.#release()),
       // A release that is over has nothing left to count.
@@ -126,9 +140,7 @@ export class Controller {
       onEvidence: (evidence) => {
         // Without analysis an interval with no traffic changes nothing in status: no write for it.
         if (this.#release()?.spec?.analysis === undefined && !hasCounts(evidence)) return;
-        // Queued until status counts it: a pass delayed past the next interval (a backoff) loses none.
         this.#evidence.push(evidence);
-        if (this.#evidence.length > MAX_PENDING_INTERVALS) this.#evidence.splice(0, 2, mergeEvidence(this.#evidence[0]!, this.#evidence[1]!));
         this.#loop.trigger();
       },
       log: this.#log,
@@ -162,16 +174,9 @@ export class Controller {
     return new Set([...tcp, ...udp]);
   }
 
-  /**
-   * The oldest interval status has not counted yet, one per pass (each pass's status write counts it,
-   * and the next pass takes the next). Only the leader's: it alone collects and writes, and a
-   * replica that stopped leading must not plan on intervals another leader counts.
-   */
+  /** The oldest interval status has not counted yet, one per pass (evidence-queue.ts). */
   #pendingEvidence(release: CanaryRelease): { evidence: Evidence } | undefined {
-    const countedAt = release.status?.countedAt;
-    const leading = this.#options.isLeader?.() ?? true;
-    this.#evidence = leading ? this.#evidence.filter((item) => countedAt === undefined || Date.parse(item.at) > Date.parse(countedAt)) : [];
-    const [oldest] = this.#evidence;
+    const oldest = this.#evidence.oldest(release.status?.countedAt, this.#options.isLeader?.() ?? true);
     return oldest === undefined ? undefined : { evidence: oldest };
   }
 
@@ -229,7 +234,7 @@ export class Controller {
     try {
       const result = await this.#pass();
       this.#reporter.passSucceeded();
-      this.#apiError = undefined;
+      this.#apiErrors.passed();
       return result;
     } catch (err) {
       this.#reporter.passFailed();
@@ -241,21 +246,14 @@ export class Controller {
   }
 
   /**
-   * An API error that persists reaches the Failure condition: when the failing write comes before
-   * the status write (a Service patch refused, say), the pass never gets to write status, so the
-   * status alone is written here, best effort. A conflict or an existing object only means the
-   * cache was behind; a refused config is said by the pass itself.
+   * An API error that persists reaches the Failure condition (api-error-streak.ts): when the failing
+   * write comes before the status write (a Service patch refused, say), the pass never gets to write
+   * status, so the status alone is written here, best effort.
    */
   async #reportApiError(err: unknown): Promise<void> {
-    const cause = err instanceof StepError ? err.cause : err;
-    if (apiFailure(cause) === undefined || isConflict(cause) || isAlreadyExists(cause)) {
-      this.#apiError = undefined;
-      return;
-    }
-    const message = describeError(err);
-    this.#apiError = { message, passes: this.#apiError?.message === message ? this.#apiError.passes + 1 : 1 };
+    const message = this.#apiErrors.failed(err);
     const release = this.#release();
-    if (this.#apiError.passes < API_ERROR_PASSES || release === undefined || !(this.#options.isLeader?.() ?? true)) return;
+    if (message === undefined || release === undefined || !(this.#options.isLeader?.() ?? true)) return;
     const statusSteps = this.#plan(release, new Date(), message).steps.filter((step) => step.kind === 'writeStatus' && step.reason === 'updateStatus');
     try {
       await applySteps(this.#target, statusSteps, (_step, written) => this.#ownWrites.record(written, Date.now()));

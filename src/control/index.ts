@@ -3,7 +3,7 @@
 // nothing). Everything else under control/ is the loop's own.
 //
 // The rooms, bottom to top (each imports only from the rooms below it and from api/, config/, kube/,
-// controller-kit/):
+// controller-kit/, and counters/ for the /stats document the analysis reads; never the data plane or runtime/):
 //   service/   the Service takeover and hand-back: selectors, saved originals, copies, proxy ports,
 //              patches, and the L4 config the release serves
 //   progress/  steps, analysis of each interval, the evidence collector, progress metrics
@@ -12,7 +12,8 @@
 //   workload/  the canary Deployment of spec.workloads and what transitions do to it
 //   release/   the release's phases: the plan of its Services, running, and the transitions
 //   loop/      the loop around the pure reconcile: caches, applier, own writes, reporting
-//   controller.ts, reconcile.ts, dry-run.ts — the loop itself, on top
+//   controller.ts, reconcile.ts, dry-run.ts — the loop itself, on top, with api-error-streak.ts (when a
+//              persisting API error is said in status)
 
 export { Controller, type ControllerOptions } from './controller.ts';
 export { dryRun, type ReleasePlan } from './dry-run.ts';

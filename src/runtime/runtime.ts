@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.ts';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
+import type { CounterSnapshot } from '../counters/snapshot.ts';
 import { ADMIN_MAX_CONNECTIONS } from '../defaults.ts';
 import { snapshotCounters } from '../dataplane/stats/counters.ts';
 import { DataPlane } from '../dataplane/dataplane.ts';
@@ -95,13 +96,18 @@ export class Runtime implements ConfigTarget {
         metrics: runtime.metrics,
         isReady: () => runtime.#ready,
         config: options.configEndpoint === false ? undefined : () => runtime.dataplane.config,
-        stats: () => snapshotCounters(runtime.stats, runtime.dataplane.config),
+        stats: () => runtime.counters(),
       },
       options.log,
     );
     // With --admin-port 0 this line is the only way to learn where /metrics and /readyz are.
     options.log.info({ adminAddress: options.adminHost ?? '*', adminPort: runtime.adminPort }, 'admin server listening');
     return runtime;
+  }
+
+  /** The data plane's counters as the `/stats` document: what the leader's analysis reads of this replica. */
+  counters(): CounterSnapshot {
+    return snapshotCounters(this.stats, this.dataplane.config);
   }
 
   setReady(ready: boolean): void {

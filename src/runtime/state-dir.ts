@@ -5,7 +5,8 @@
 
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { formatListenAddress, validateConfig } from '../config/validate.ts';
+import { formatListenAddress } from '../config/listen-address.ts';
+import { validateConfig } from '../config/validate.ts';
 import type { L4Config } from '../config/types.ts';
 
 const FILE = 'served-config.json';

@@ -6,10 +6,8 @@
 
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { BackendCounters, CounterSnapshot } from '../../dataplane/stats/counters.ts';
-import { MIRROR_OUTCOMES } from '../../dataplane/stats/stats.ts';
-import { TAKE_OUT_CAUSES } from '../../dataplane/stats/held-out.ts';
-import type { Evidence } from './analysis.ts';
+import { MIRROR_OUTCOMES, TAKE_OUT_CAUSES, type BackendCounters, type CounterSnapshot } from '../../counters/snapshot.ts';
+import type { Evidence } from './evidence.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import type { Labels } from '../../api/names.ts';
 

@@ -24,6 +24,9 @@ export const RATE_SIGNALS: readonly RateSignal[] = [
   { name: 'mirrorErrorRate', counts: (side) => ({ count: side.mirrorFailed, of: side.mirrored }) },
 ];
 
+/** A rate as a signal's result shows it: four decimals. */
+export const roundRate = (value: number | null): number | null => (value === null ? null : Math.round(value * 10_000) / 10_000);
+
 /** A threshold on a rate of bad events: the most it may be, and the most it may exceed the stable's by. */
 export interface BadRateLimits {
   readonly max?: number;

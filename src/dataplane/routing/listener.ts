@@ -2,7 +2,7 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import type { ListenAddress, ListenerConfig } from '../../config/types.ts';
-import { formatListenAddress } from '../../config/validate.ts';
+import { formatListenAddress } from '../../config/listen-address.ts';
 import type { DescriptorAccount } from '../resources/descriptor-budget.ts';
 import type { IdleReadBuffers } from '../resources/idle-read-buffers.ts';
 import type { ListenerSnapshot } from './routing.ts';

@@ -1,48 +1,12 @@
-// The data plane's per-backend counters as one JSON document (`/stats`): what a canary's analysis
-// judges, from every replica. Cumulative since the process started; `instance` tells a restarted
-// process (whose counters began again at zero) from the one before.
+// The data plane's per-backend counters as one JSON document (`/stats`, shaped as
+// counters/snapshot.ts says): what a canary's analysis judges, from every replica. Cumulative since
+// the process started; `instance` tells a restarted process (whose counters began again at zero)
+// from the one before.
 
 import { randomUUID } from 'node:crypto';
 import type { L4Config } from '../../config/types.ts';
-import { DURATION_BUCKETS, type MirrorCounts, type StatsRegistry } from './stats.ts';
-import type { TakeOutCause } from './held-out.ts';
-
-export interface BackendCounters {
-  /** TCP: established connections; UDP: sessions opened. */
-  readonly connections: number;
-  /** TCP connects that failed (every reason). */
-  readonly connectErrors: number;
-  /** Established TCP connections the backend reset. */
-  readonly resets: number;
-  /** Connect durations: counts per upper bound of `latencyBucketsMs`. */
-  readonly connectLatency: readonly number[];
-  /** UDP sessions that got at least one reply. */
-  readonly sessionsReplied: number;
-  /** Times passive health took the backend out of rotation. */
-  readonly markedDown: number;
-  /** Milliseconds passive health held it out of rotation, each take-out counted to its scheduled end
-   * (absent from a version before it: 0). */
-  readonly outMs?: number;
-  /** New connections and flows its weight offered it while passive health held it out, by what took
-   * it out (absent from a version before it: none). */
-  readonly heldOut?: Readonly<Record<TakeOutCause, number>>;
-  /** Of connectErrors, the connects the backend reset before they completed (absent from a version
-   * before it: none told apart) — a reset, to the user, whatever the socket calls it. */
-  readonly connectResets?: number;
-  /** Mirroring to this backend (a listener's `mirror.to`); absent: none counted. */
-  readonly mirror?: Readonly<MirrorCounts>;
-}
-
-export interface CounterSnapshot {
-  readonly instance: string;
-  /** Upper bounds, in milliseconds, of the connect latency buckets. */
-  readonly latencyBucketsMs: readonly number[];
-  /** By listener, then backend. */
-  readonly listeners: Readonly<Record<string, Readonly<Record<string, BackendCounters>>>>;
-  /** The weights served when the snapshot was taken, by listener, then backend: an interval in
-   * which they moved is not judged on each side's share. */
-  readonly weights: Readonly<Record<string, Readonly<Record<string, number>>>>;
-}
+import type { BackendCounters, CounterSnapshot } from '../../counters/snapshot.ts';
+import { DURATION_BUCKETS, type StatsRegistry } from './stats.ts';
 
 /** One per process: counters that start again from zero belong to another instance. */
 const INSTANCE = randomUUID();

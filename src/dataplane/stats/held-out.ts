@@ -13,13 +13,7 @@
 // failureLimit × interval plus one failTimeout), a flapping one's too (it never serves long
 // enough in a row to end its episode), and a blip's never.
 
-/**
- * What took a backend out of rotation: failed connects (or UDP sends, or silence past
- * firstByteTimeoutMs), or resets before the first byte (failOnReset). The offers are counted by
- * this cause, for the analysis to report under the signal it belongs to.
- */
-export const TAKE_OUT_CAUSES = ['connect', 'reset'] as const;
-export type TakeOutCause = (typeof TAKE_OUT_CAUSES)[number];
+import type { TakeOutCause } from '../../counters/snapshot.ts';
 
 /** Successes in a row that end a failing episode: a backend failing at random 3 % of the time ends its episodes (74 % of runs of 10 succeed), one failing half of the time does not (0.1 %). */
 export const EPISODE_END_SUCCESSES = 10;

@@ -2,7 +2,8 @@
 // labelled prom-client inc() costs ~160 ns (notes/performance.md), so the hot path only touches
 // these; the admin server turns them into Prometheus metrics at scrape time. Counters live as long
 // as the process, across reloads, so they stay monotonic.
-import { HeldOutOffers, type TakeOutCause } from './held-out.ts';
+import type { MirrorOutcome, TakeOutCause } from '../../counters/snapshot.ts';
+import { HeldOutOffers } from './held-out.ts';
 
 /** Upper bounds in seconds, shared by every duration histogram. */
 export const DURATION_BUCKETS: readonly number[] = [
@@ -74,14 +75,7 @@ export type LocalRefusal = 'fd_limit' | 'local_error';
 export type RefusalReason = 'no_backend' | 'max_connections' | 'draining' | LocalRefusal;
 export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full' | LocalRefusal;
 
-/**
- * What mirroring to a backend did (kept on the backend the mirror goes to). mirrored: connections or
- * flows also sent to it; compared: those whose replies were judged, equal or different; missing: a
- * reply of the stable's the mirror never matched in time; dropped: mirror legs given up (it failed,
- * fell behind, or no descriptor was left for it).
- */
-export type MirrorOutcome = 'mirrored' | 'compared' | 'equal' | 'different' | 'missing' | 'dropped';
-export const MIRROR_OUTCOMES: readonly MirrorOutcome[] = ['mirrored', 'compared', 'equal', 'different', 'missing', 'dropped'];
+/** What mirroring to a backend did, outcome by outcome (counters/snapshot.ts says what each one is). */
 export type MirrorCounts = Record<MirrorOutcome, number>;
 export const noMirrorCounts = (): MirrorCounts => ({ mirrored: 0, compared: 0, equal: 0, different: 0, missing: 0, dropped: 0 });
 

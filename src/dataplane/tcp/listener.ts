@@ -9,7 +9,7 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from '../stats/stats.ts';
-import type { TakeOutCause } from '../stats/held-out.ts';
+import type { TakeOutCause } from '../../counters/snapshot.ts';
 import { joinSockets, upstreamReads } from './pipe.ts';
 import { teeReads } from '../resources/socket-reads.ts';
 import { TcpMirrorLeg } from './mirror.ts';

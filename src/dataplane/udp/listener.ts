@@ -7,7 +7,7 @@ import net from 'node:net';
 import dns from 'node:dns';
 import type { Logger } from 'pino';
 import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
-import { formatListenAddress } from '../../config/validate.ts';
+import { formatListenAddress } from '../../config/listen-address.ts';
 import { Drain, bindListener, type Listener, type ListenerContext } from '../routing/listener.ts';
 import { UDP_SESSION_DESCRIPTORS } from '../resources/descriptor-budget.ts';
 import { openMirrorLeg } from '../routing/mirror.ts';

@@ -1,14 +1,15 @@
-// The judgement of an interval (src/control/progress/analysis.ts), signal by signal, with confidence
+// The judgement of an interval (src/control/progress/verdict.ts), signal by signal, with confidence
 // on the counts: a threshold fails only when the counts show the canary beyond it, evidence
 // accumulates over inconclusive intervals, take-outs are their failed attempts, the share is judged
 // over the time the canary was eligible, and a dead canary is still rolled back.
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
+import { judge } from '../../../src/control/progress/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import type { AnalysisSpec } from '../../../src/api/spec-types.ts';
 import type { AnalysisStatus, PortStatus } from '../../../src/api/status-types.ts';
-import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
+import type { BackendCounters } from '../../../src/counters/snapshot.ts';
 
 const BUCKETS_MS = [1, 10];
 const PORT: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 10, override: null, served: 10 };

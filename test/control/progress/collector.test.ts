@@ -8,9 +8,9 @@ import { once } from 'node:events';
 import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Evidence } from '../../../src/control/progress/analysis.ts';
+import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import { EvidenceCollector, intervalCounts, parseSnapshot, replicaStatsUrls } from '../../../src/control/progress/collector.ts';
-import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
+import type { BackendCounters, CounterSnapshot } from '../../../src/counters/snapshot.ts';
 import { waitFor } from '../../support/backends.ts';
 
 const BUCKETS = [1, 10];

@@ -5,9 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
+import { judge } from '../../../src/control/progress/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import { intervalCounts } from '../../../src/control/progress/collector.ts';
-import { snapshotCounters, type CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
+import type { CounterSnapshot } from '../../../src/counters/snapshot.ts';
+import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
 import type { AnalysisSpec } from '../../../src/api/spec-types.ts';
 import type { AnalysisStatus, PortStatus } from '../../../src/api/status-types.ts';
 import { askName, freePort, sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';

@@ -5,9 +5,10 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judge, type Evidence } from '../../../src/control/progress/analysis.ts';
+import { judge } from '../../../src/control/progress/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
-import type { BackendCounters } from '../../../src/dataplane/stats/counters.ts';
+import type { BackendCounters } from '../../../src/counters/snapshot.ts';
 import { formatStatus } from '../../../src/plugin/view.ts';
 import { conditionOf, converge, NOW, options, WEB_SPEC, webWorld, type World } from './world.ts';
 

@@ -4,14 +4,14 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Evidence } from '../../../src/control/progress/analysis.ts';
-import { hasCounts, judge } from '../../../src/control/progress/analysis.ts';
+import { hasCounts, type Evidence } from '../../../src/control/progress/evidence.ts';
+import { judge } from '../../../src/control/progress/verdict.ts';
 import { intervalCounts, mergeEvidence, parseSnapshot } from '../../../src/control/progress/collector.ts';
 import { analysisIntervalMs } from '../../../src/control/progress/steps.ts';
 import { affinityListeners } from '../../../src/control/service/l4.ts';
 import type { AnalysisSpec, CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import type { PortStatus } from '../../../src/api/status-types.ts';
-import type { BackendCounters, CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
+import type { BackendCounters, CounterSnapshot } from '../../../src/counters/snapshot.ts';
 import { clone, conditionOf, converge, NOW, options, run, WEB_SPEC, webWorld, type World } from './world.ts';
 
 const MINUTE = 60_000;
