@@ -1,6 +1,6 @@
 // `npm run bench -- --only analysis [--releases N] [--seed N]`: the analysis' operating
 // characteristics, measured by simulating releases through the real judging code
-// (src/control/progress/analysis.ts) with binomial counts from a seeded PRNG. Pure: no proxy, no
+// (src/control/progress/verdict.ts) with binomial counts from a seeded PRNG. Pure: no proxy, no
 // network; seconds. Prints the table the README carries; then the second one, releases simulated
 // connection by connection through the data path (analysis-path.ts; minutes).
 //
