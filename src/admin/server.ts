@@ -6,6 +6,7 @@
 import http from 'node:http';
 import type { Logger } from 'pino';
 import { ADMIN_MAX_CONNECTIONS } from '../defaults.ts';
+import { ConfigError } from '../errors.ts';
 import { ThrottledWarning } from '../log.ts';
 import type { L4Config } from '../config/types.ts';
 import { Slicer } from '../util/slicer.ts';
@@ -82,8 +83,10 @@ export async function startAdminServer({ host, port }: AdminAddress, sources: Ad
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
-        new Error(
-          `--admin-address ${host ?? '*'} --admin-port ${port}: cannot listen (${err.code ?? err.message}); choose another port (0: any free one) or an address of this host`,
+        new ConfigError(
+          `--admin-address ${host ?? '*'} --admin-port ${port}`,
+          [`cannot listen (${err.code ?? err.message}); choose another port (0: any free one) or an address of this host`],
+          { cause: err },
         ),
       ),
     );

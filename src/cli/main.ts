@@ -11,6 +11,7 @@ import { serveCommand } from './commands/serve.ts';
 import { demoCommand } from './commands/demo.ts';
 import { proxyCommand } from './commands/proxy.ts';
 import { managerCommand } from './commands/manager.ts';
+import { parseFailureMessage } from './parse-failures.ts';
 
 /** Startup failures a user can cause are one line per problem and a non-zero exit, no stack. */
 function exitWith(err: unknown): never {
@@ -19,8 +20,17 @@ function exitWith(err: unknown): never {
   process.exit(err instanceof ConfigError ? 2 : 1);
 }
 
+const COMMANDS = [serveCommand, proxyCommand, managerCommand, demoCommand].map(({ command }) => command);
+
+/** yargs's own parser state, which it has no type for: the flags of the command being parsed. */
+interface ParserState {
+  getOptions(): { key: Record<string, unknown> };
+}
+
+const args = hideBin(process.argv);
+const parser = yargs(args);
 try {
-  await yargs(hideBin(process.argv))
+  await parser
     .scriptName('canary-l4')
     .env('CANARY_L4')
     .command(serveCommand)
@@ -35,7 +45,8 @@ try {
     .epilog('Every flag can also be set in the environment as CANARY_L4_<FLAG>, e.g. CANARY_L4_ADMIN_PORT=9100.')
     .fail((message, err) => {
       if (err) throw err;
-      process.stderr.write(`canary-l4: ${message}\nRun canary-l4 --help for usage.\n`);
+      const knownFlags = Object.keys((parser as unknown as ParserState).getOptions().key);
+      process.stderr.write(`${parseFailureMessage(args, COMMANDS, knownFlags, message)}\n`);
       process.exit(2);
     })
     .parseAsync();

@@ -90,8 +90,8 @@ export function describe(value: unknown): string {
   return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
 }
 
-/** The known key a typo most likely meant, ignoring case, "_" and "-" (idle_timeout_ms). */
-function closestKey(key: string, knownKeys: readonly string[]): string | undefined {
+/** The known key a typo most likely meant, ignoring case, "_" and "-" (idle_timeout_ms); also a flag's. */
+export function closestKey(key: string, knownKeys: readonly string[]): string | undefined {
   const typed = looseForm(key);
   let best: string | undefined;
   let bestDistance = Infinity;

@@ -292,7 +292,7 @@ export class Controller {
     // Readiness is never withdrawn by a refused update: that would take the endpoints of the
     // ports that do work away too.
     if (refusal === undefined) this.#options.runtime.setReady(true);
-    const desired = refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now);
+    const desired = refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now, this.#listening());
     this.#reporter.report(desired, refusal === undefined ? this.#options.runtime.dataplane.config : undefined);
     // A follower only serves; the leader also writes, and stops writing the moment it loses the Lease.
     const leading = () => this.#options.isLeader?.() ?? true;

@@ -27,16 +27,24 @@ export function loadKubeConfig(file: string | undefined): KubeConfig {
     }
   }
   else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
-  else kc.loadFromDefault();
+  else {
+    try {
+      kc.loadFromDefault();
+    } catch (err) {
+      const where = process.env.KUBECONFIG ? `KUBECONFIG=${process.env.KUBECONFIG}` : '~/.kube/config';
+      throw new ConfigError(where, [`cannot be read as a kubeconfig: ${(err as Error).message}; pass --kubeconfig FILE or set KUBECONFIG`]);
+    }
+  }
+  const source = file === undefined ? 'kubeconfig' : `--kubeconfig ${file}`;
   const cluster = kc.getCurrentCluster();
   if (cluster === null) {
-    throw new Error(
-      `no Kubernetes cluster configured${file ? ` in --kubeconfig ${file}` : ''}: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod`,
-    );
+    throw new ConfigError(source, ['no Kubernetes cluster configured: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod']);
   }
   // client-node refuses plain http unless told to skip TLS checks; say so now, not on every call.
   if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {
-    throw new Error(`cluster ${cluster.name} (${cluster.server}) is plain http: set insecure-skip-tls-verify: true on it in the kubeconfig to allow that`);
+    throw new ConfigError(source, [
+      `cluster ${cluster.name} (${cluster.server}) is plain http: set insecure-skip-tls-verify: true on it in the kubeconfig to allow that`,
+    ]);
   }
   return kc;
 }

@@ -2,8 +2,11 @@
 // never holds up the caller: events queue, are sent one at a time, and a full queue or a failed
 // write drops the event (it is logged too). The same event again within the dedup window is
 // not sent twice, so a condition that holds across passes makes one event, not one per pass.
+// Each carries an eventTime (microsecond precision on the wire, strictly later than the recorder's
+// previous one): lastTimestamp is stored in whole seconds, so events of one second sorted by it come
+// out in any order, while `kubectl get events --sort-by=.eventTime` lists them as they happened.
 
-import type { CoreV1Api, CoreV1Event, V1ObjectReference } from '@kubernetes/client-node';
+import { V1MicroTime, type CoreV1Api, type CoreV1Event, type V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { CallOptions } from './client.ts';
 import { describeError } from './patch.ts';
@@ -34,6 +37,8 @@ export class EventRecorder {
   /** When each (object, type, reason, message) was last sent. */
   readonly #sent = new Map<string, number>();
   #sending = false;
+  /** The eventTime of the last event queued (ms since the epoch). */
+  #lastEventTime = 0;
   /** Settles when the queue is next empty. */
   #drained: Promise<void> = Promise.resolve();
 
@@ -65,6 +70,7 @@ export class EventRecorder {
 
   #event(object: V1ObjectReference, type: EventType, reason: string, message: string, now: Date): CoreV1Event {
     const { component, instance, namespace } = this.#options;
+    this.#lastEventTime = Math.max(now.getTime(), this.#lastEventTime + 1);
     return {
       apiVersion: 'v1',
       kind: 'Event',
@@ -76,6 +82,9 @@ export class EventRecorder {
       source: { component },
       reportingComponent: component,
       reportingInstance: instance,
+      // With an eventTime, kube-apiserver wants the action too: what the reason says was done.
+      action: reason,
+      eventTime: new V1MicroTime(this.#lastEventTime),
       firstTimestamp: now,
       lastTimestamp: now,
       count: 1,

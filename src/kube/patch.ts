@@ -14,6 +14,11 @@ export function jsonPatch(options?: CallOptions): CallOptions {
   return setHeaderOptions('Content-Type', PatchStrategy.JsonPatch, options);
 }
 
+/** Server-side apply (a JSON body is YAML): what `kubectl apply --server-side` sends. */
+export function serverSideApply(options?: CallOptions): CallOptions {
+  return setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply, options);
+}
+
 /** Strategic merge patch: built-in kinds only (a Deployment's template, merged by the apiserver). */
 export function strategicMergePatch(options?: CallOptions): CallOptions {
   return setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch, options);

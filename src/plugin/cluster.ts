@@ -2,9 +2,9 @@
 // KUBECONFIG or ~/.kube/config; --context; -n, else the context's namespace), one CanaryRelease
 // read and patched, and for `plan` the namespace's Services, Pods, Deployments and ReplicaSets.
 
-import type { V1Deployment, V1Service } from '@kubernetes/client-node';
+import type { V1Deployment, V1ObjectMeta, V1Service } from '@kubernetes/client-node';
 import { loadKubeConfig, makeClients, type KubeClients } from '../kube/client.ts';
-import { describeError, isNotFound, jsonPatch, mergePatch } from '../kube/patch.ts';
+import { apiFailure, describeError, isNotFound, jsonPatch, mergePatch, serverSideApply } from '../kube/patch.ts';
 import type { Observed } from '../control/index.ts';
 import { GROUP, PLURAL, VERSION } from '../api/names.ts';
 import type { CanaryRelease } from '../api/release-types.ts';
@@ -14,9 +14,21 @@ export interface Cluster {
   readonly namespace: string;
   release(name: string): Promise<CanaryRelease>;
   patchRelease(name: string, type: PatchType, patch: unknown): Promise<void>;
+  /**
+   * What the API server makes of `release` (from a file) on a dry-run server-side apply with strict
+   * field validation, as `kubectl apply` would: its schema refuses unknown fields and values out of
+   * range before any controller sees them.
+   */
+  admission(release: CanaryRelease): Promise<Admission>;
   /** The world the controller would see, with `release` (from a file) in place of the live one's spec. */
   observe(release: CanaryRelease): Promise<Observed>;
 }
+
+/** `refused`: the API server's words; `unchecked`: why it could not be asked (e.g. no write access: plan needs none). */
+export type Admission = { readonly refused?: string; readonly unchecked?: string };
+
+/** The manager of plan's dry-run applies: none is ever stored, but the API server wants a name. */
+const PLAN_FIELD_MANAGER = 'kubectl-canary-l4-plan';
 
 export function connect(flags: { kubeconfig?: string | undefined; context?: string | undefined; namespace?: string | undefined }): Cluster {
   const kubeConfig = loadKubeConfig(flags.kubeconfig);
@@ -48,6 +60,23 @@ export function connect(flags: { kubeconfig?: string | undefined; context?: stri
           type === 'merge' ? mergePatch() : jsonPatch());
       } catch (err) {
         throw new Error(`cannot patch ${where(name)}: ${describeError(err)}${type === 'json' ? ' (it changed meanwhile? run the command again)' : ''}`);
+      }
+    },
+    async admission(release) {
+      // The file's metadata less what only a stored object has (a stale resourceVersion would conflict).
+      const { labels, annotations } = release.metadata as V1ObjectMeta;
+      const name = release.metadata.name;
+      const body = { ...release, metadata: { name, namespace, labels, annotations } };
+      try {
+        await clients.custom.patchNamespacedCustomObject({
+          group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body,
+          dryRun: 'All', fieldManager: PLAN_FIELD_MANAGER, fieldValidation: 'Strict', force: true,
+        }, serverSideApply());
+        return {};
+      } catch (err) {
+        const failure = apiFailure(err);
+        if (failure?.code === 400 || failure?.code === 422) return { refused: failure.message };
+        return { unchecked: describeError(err) };
       }
     },
     async observe(release) {

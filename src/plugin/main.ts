@@ -82,9 +82,15 @@ async function planFile(argv: { filename: string; portBase: number; proxyOnHost:
     const name = release.metadata.name;
     const observed = await cluster.observe(release);
     const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
-    const plan = dryRun(observed, {
+    const admission = await cluster.admission(release);
+    const planned = dryRun(observed, {
       proxySelector, portBase, weightOverrides: [], handBackGraceMs: 0, now: new Date(), inPod: !argv.proxyOnHost, reservedPorts: new Set([DEFAULT_ADMIN_PORT]),
     });
+    const plan = {
+      ...planned,
+      problems: [...(admission.refused === undefined ? [] : [`kubectl apply would be refused: ${admission.refused}`]), ...planned.problems],
+      notes: [...planned.notes, ...(admission.unchecked === undefined ? [] : [`not checked against the API server's schema: ${admission.unchecked}`])],
+    };
     process.stdout.write(`${index === 0 ? '' : '\n'}${formatPlan(release, cluster.namespace, plan, `${where} of ${argv.filename}`)}`);
     if (plan.problems.length > 0) held.push(`${name} (${where})`);
   }

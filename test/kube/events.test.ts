@@ -57,3 +57,19 @@ describe('Events', () => {
     assert.equal((await events('Restored'))[0]?.message, 'two');
   });
 });
+
+describe('Events in order', () => {
+  it('events of one second list as they happened by eventTime, which is strictly later each time', async () => {
+    const ordered = recorder();
+    const second = new Date('2026-12-02T10:00:00.500Z');
+    const reasons = ['Retargeted', 'StablePatched', 'WeightChanged', 'HandedBack', 'Adopted'].map((reason) => `Ordered${reason}`);
+    for (const reason of reasons) ordered.record(object, 'Normal', reason, `${reason} at the same instant`, second);
+    await ordered.flushed(5_000);
+    const listed = (await core.listNamespacedEvent({ namespace: 'default', fieldSelector: 'involvedObject.name=web-v2' })).items
+      .filter((event) => event.reason?.startsWith('Ordered'));
+    assert.equal(listed.length, reasons.length);
+    const byEventTime = [...listed].sort((a, b) => String(a.eventTime).localeCompare(String(b.eventTime)));
+    assert.deepEqual(byEventTime.map((event) => event.reason), reasons);
+    assert.ok(listed.every((event) => event.action === event.reason && event.reportingComponent === 'canary-l4-proxy'));
+  });
+});

@@ -3,7 +3,7 @@
 // new one is invalid or cannot bind; --weight changes the split; SIGTERM drains a live transfer.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, constants, mkdtempSync, openSync, rmSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,6 +102,26 @@ listeners:
     await serve.stop();
     assert.equal(exit?.code, 2, serve.stderr());
     assert.match(serve.stderr(), /^canary-l4: open files: the limit of 96 \(ulimit -n\) leaves no descriptor for connections .*raise it, e\.g\. ulimit -n 65536/m);
+  });
+
+  test('an admin port in use exits 2, like every start-up error, naming both flags and the fix', async () => {
+    const holder = net.createServer().listen({ host: '127.0.0.1', port: 0 });
+    await once(holder, 'listening');
+    const dir = mkdtempSync(join(tmpdir(), 'canary-l4-test-'));
+    const path = join(dir, 'lb.yaml');
+    writeFileSync(path, 'listeners: []\n');
+    try {
+      const port = (holder.address() as net.AddressInfo).port;
+      const { exit, stderr } = await runCli(['serve', '--config', path, '--no-watch', '--admin-address', '127.0.0.1', '--admin-port', String(port)]);
+      assert.equal(exit.code, 2, stderr);
+      assert.match(
+        stderr,
+        new RegExp(`^canary-l4: --admin-address 127\\.0\\.0\\.1 --admin-port ${port}: cannot listen \\(EADDRINUSE\\); choose another port \\(0: any free one\\)`, 'm'),
+      );
+    } finally {
+      holder.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a listener that cannot bind at startup exits 2, like any config error: the file, the field path, the listener, the address', async () => {

@@ -105,6 +105,22 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     }
   });
 
+  it('plan refuses what kubectl apply would: an unknown field (protocl), by the API server\'s own schema; a good file passes it', async () => {
+    const entry = { service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 80, protocl: 'TCP' }] };
+    const file = await kubectl.manifest('typo.yaml', release('typo', { services: [entry] } as unknown as CanaryReleaseSpec));
+    const before = await versions(cluster);
+    const run = await plugin('plan', '-f', file);
+    assert.equal(await versions(cluster), before, 'a dry run writes nothing');
+    assert.equal(run.code, 1, run.stdout);
+    assert.match(run.stdout, /- kubectl apply would be refused: .*\.spec\.services\[0\]\.ports\[0\]\.protocl: field not declared in schema/);
+    await assert.rejects(kubectl('apply', '-f', file), /protocl/, 'kubectl apply refuses it too');
+
+    const good = await kubectl.manifest('good.yaml', release('typo', { services: [{ ...entry, ports: [{ port: 80 }] }] }));
+    const planned = await plugin('plan', '-f', good);
+    assert.equal(planned.code, 0, planned.stdout);
+    assert.doesNotMatch(planned.stdout, /would be refused|not checked against/);
+  });
+
   it('plan of a file that is not YAML says where, without a dangling colon', async () => {
     const file = await kubectl.manifest('bad.yaml', release('fine', { services: [{ service: 'web', ports: [{ port: 80 }] }] }));
     await writeFile(file, 'kind: CanaryRelease\nspec: {services: [\n');
