@@ -23,6 +23,7 @@ import { KIND, LABEL_RELEASE } from '../../src/api/types.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import { PROXY_CLUSTER_ROLE, type ManagedRelease } from '../../src/manager/types.ts';
 import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject } from './manifests.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const run = promisify(execFile);
 const MANAGER_NAMESPACE = 'canary-l4-system';
@@ -257,9 +258,7 @@ describe('deploy/monitoring: the optional ServiceMonitor', () => {
   });
 });
 
-const kubectl = await run('kubectl', ['version', '--client'], { timeout: 15_000 }).then(() => true, () => false);
-
-describe('kubectl kustomize', { skip: kubectl ? false : 'kubectl is not on PATH' }, () => {
+describe('kubectl kustomize', await requireTool('kubectl'), () => {
   const kustomize = async (dir: string): Promise<KubeObject[]> => {
     const home = await mkdtemp(join(tmpdir(), 'kustomize-home-'));
     try {

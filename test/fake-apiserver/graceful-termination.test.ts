@@ -16,7 +16,8 @@ import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer } fro
 import { type KubeProxy, startKubeProxy } from '../support/kube-proxy.ts';
 import { type PodServers, startPodServers } from '../support/pod-servers.ts';
 import { Pods } from '../support/pods.ts';
-import { hasKubectl, kubectlFor, refused, tcpAnswer, waitFor, watchPods } from './helpers.ts';
+import { requireTool } from '../support/process/required-tool.ts';
+import { kubectlFor, refused, tcpAnswer, waitFor, watchPods } from './helpers.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const TERMINATION_MS = 800;
@@ -130,7 +131,7 @@ describe('graceful pod termination (simulateDeployments)', () => {
     assert.equal(await read(first!.metadata!.name!), undefined, 'gone as the DELETE returned');
     await waitFor(() => refused(first!.status!.podIP!, PORT), 'its server closed');
 
-    if (await hasKubectl()) {
+    if ((await requireTool('kubectl')).skip === false) {
       const k = await kubectlFor(c.api);
       try {
         await k('delete', 'pod', second!.metadata!.name!, '--grace-period=0', '--force', '--wait=false');

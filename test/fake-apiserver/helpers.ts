@@ -142,14 +142,6 @@ export function fakeWithKubectl(options?: FakeApiServerOptions): { readonly api:
   return context;
 }
 
-/** Whether kubectl is on PATH (kubectl tests skip without it). */
-export async function hasKubectl(): Promise<boolean> {
-  return execFileAsync('kubectl', ['version', '--client'], { timeout: 15_000 }).then(
-    () => true,
-    () => false,
-  );
-}
-
 export interface Kubectl {
   /** Runs kubectl against the fake; resolves with stdout, rejects (with stderr) on a non-zero exit. */
   (...args: string[]): Promise<string>;
