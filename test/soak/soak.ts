@@ -21,7 +21,7 @@ import { metricValue } from '../support/dataplane.ts';
 import { MAIN } from '../support/serve-child.ts';
 import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../control/controller/cluster.ts';
 import { startTestbed, startTraffic, type Attempt, type Traffic } from '../control/controller/testbed.ts';
-import { seededRandom } from '../../src/util/seeded-random.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 const RELEASE = 'web-v2';
 const PORT_BASE = 27500;

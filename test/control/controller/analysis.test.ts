@@ -15,7 +15,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Socket } from 'node:net';
 import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec } from '../../../src/api/types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
-import { seededRandom } from '../../../src/util/seeded-random.ts';
+import { seededRandom } from '../../support/seeded-random.ts';
 import { sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
 import { conditionOf, createRelease, getRelease, startProxy, waitForRelease, type InProcessProxy } from './cluster.ts';
 import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
