@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { fakeWithKubectl } from '../fake-apiserver/helpers.ts';
+import { fakeWithKubectl } from '../support/cluster/api-fixtures.ts';
 import { allObjects, deployDir } from './manifests.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 

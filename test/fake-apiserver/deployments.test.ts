@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { podTemplateHash } from '../support/fake-apiserver/simulation/template-hash.ts';
-import { type Kubectl, kubectlFor, waitFor, watchPods } from './helpers.ts';
+import { type Kubectl, kubectlFor, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, CR, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
+import { apiError, clients, CR, type Kubectl, kubectlFor, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
 let api: FakeApiServer;

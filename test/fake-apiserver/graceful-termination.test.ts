@@ -13,11 +13,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { type KubeProxy, startKubeProxy } from '../support/kube-proxy.ts';
-import { type PodServers, startPodServers } from '../support/pod-servers.ts';
-import { Pods } from '../support/pods.ts';
+import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
+import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
+import { Pods } from '../support/cluster/pods.ts';
 import { requireTool } from '../support/process/required-tool.ts';
-import { kubectlFor, refused, tcpAnswer, waitFor, watchPods } from './helpers.ts';
+import { kubectlFor, refused, tcpAnswer, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const TERMINATION_MS = 800;

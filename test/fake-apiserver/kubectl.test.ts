@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { canaryCrd, clients, CR, type Kubectl, kubectlFor } from './helpers.ts';
+import { canaryCrd, clients, CR, type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
 describe('kubectl', await requireTool('kubectl'), () => {

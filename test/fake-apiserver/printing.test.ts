@@ -10,7 +10,7 @@ import { before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { humanDuration, jsonPath } from '../support/fake-apiserver/resources/table.ts';
-import { canaryCrd, fakeWithKubectl, type Kubectl } from './helpers.ts';
+import { canaryCrd, fakeWithKubectl, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

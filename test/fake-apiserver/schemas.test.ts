@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, type Kubectl, kubectlFor } from './helpers.ts';
+import { apiError, clients, type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
 const deployed = (file: string) => new URL(`../../deploy/${file}`, import.meta.url).pathname;

@@ -1,5 +1,5 @@
 /**
- * The kube-proxy simulation (test/support/kube-proxy.ts) against the fake apiserver: Services on
+ * The kube-proxy simulation (test/support/cluster/kube-proxy.ts) against the fake apiserver: Services on
  * 127.0.43.0/24 cluster IPs, pods played by backends on their own 127.0.44.x addresses.
  */
 import assert from 'node:assert/strict';
@@ -8,10 +8,10 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
-import { askName, countBy, exchange, startNamedBackend, startTcpBackend, startUdpEcho, type TcpBackend, udpAsk, waitFor } from '../support/backends.ts';
+import { askName, countBy, exchange, startNamedBackend, startTcpBackend, startUdpEcho, type TcpBackend, udpAsk, waitFor } from '../support/net/backends.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { type KubeProxy, startKubeProxy } from '../support/kube-proxy.ts';
-import { Pods } from '../support/pods.ts';
+import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
+import { Pods } from '../support/cluster/pods.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const ns = 'default';

@@ -18,15 +18,15 @@ import {
 } from '@kubernetes/client-node';
 import { LABEL_RELEASE, type CanaryRelease, type CanaryReleaseSpec } from '../../src/api/types.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION, type ManagedRelease } from '../../src/manager/types.ts';
-import { waitFor } from '../support/backends.ts';
-import { startKubelet, type Kubelet } from '../support/kubelet.ts';
-import { Pods } from '../support/pods.ts';
-import { MAIN } from '../support/serve-child.ts';
-import { apiError, kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
+import { waitFor } from '../support/net/backends.ts';
+import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';
+import { Pods } from '../support/cluster/pods.ts';
+import { MAIN } from '../support/process/serve-child.ts';
+import { apiError, kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import {
   conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, patchRelease, proxyGrantsWithoutWorkloads, roleGrants, serviceEntry, serving,
   split, startBackends, startCluster, waitForRelease, type Backends, type Cluster,
-} from '../control/controller/cluster.ts';
+} from '../support/cluster/release-cluster.ts';
 
 const SYSTEM = 'canary-l4-system';
 const MANAGER_USER = `system:serviceaccount:${SYSTEM}:canary-l4-manager`;

@@ -10,14 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { freePort, sleep, waitFor } from '../support/backends.ts';
+import { sleep, waitFor } from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
 import { validateConfig } from '../../src/config/validate.ts';
 import { saveServedConfig } from '../../src/runtime/state-dir.ts';
-import { MAIN, runCli } from '../support/serve-child.ts';
+import { MAIN, runCli } from '../support/process/serve-child.ts';
 import {
   createRelease, createService, getRelease, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, setWeight, startCluster,
   waitForRelease, writeProxyKubeconfig, type Cluster,
-} from '../control/controller/cluster.ts';
+} from '../support/cluster/release-cluster.ts';
 
 const PORT_BASE = 29500;
 

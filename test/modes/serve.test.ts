@@ -13,7 +13,6 @@ import {
   askName,
   countBy,
   exchange,
-  freePort,
   randomPayload,
   runConcurrently,
   sha256,
@@ -22,9 +21,10 @@ import {
   startTcpBackend,
   waitFor,
   type TcpBackend,
-} from '../support/backends.ts';
-import { metricValue } from '../support/dataplane.ts';
-import { runCli, runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/serve-child.ts';
+} from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { metricValue } from '../support/dataplane/test-plane.ts';
+import { runCli, runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/process/serve-child.ts';
 
 const MiB = 1024 * 1024;
 
@@ -64,7 +64,7 @@ listeners:
   });
 
   test('a missing config file exits 2 naming the file', async () => {
-    const { exit, stderr } = await (await import('../support/serve-child.ts')).runCli([
+    const { exit, stderr } = await (await import('../support/process/serve-child.ts')).runCli([
       'serve',
       '--config',
       '/nonexistent/canary-l4/lb.yaml',

@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { askName, countBy, freePort, runConcurrently, sleep, startNamedBackend, waitFor, type TcpBackend } from '../support/backends.ts';
-import { metricValue } from '../support/dataplane.ts';
-import { startServe, type ServeChild } from '../support/serve-child.ts';
+import { askName, countBy, runConcurrently, sleep, startNamedBackend, waitFor, type TcpBackend } from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { metricValue } from '../support/dataplane/test-plane.ts';
+import { startServe, type ServeChild } from '../support/process/serve-child.ts';
 
 function web(port: number, stablePort: number, canaryPort: number, canaryWeight: number) {
   return {

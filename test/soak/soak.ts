@@ -16,11 +16,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
 import { isTakeoverSelector } from '../../src/control/service/takeover.ts';
-import { freePort, sleep, waitFor } from '../support/backends.ts';
-import { metricValue } from '../support/dataplane.ts';
-import { MAIN } from '../support/serve-child.ts';
-import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../control/controller/cluster.ts';
-import { startTestbed, startTraffic, type Attempt, type Traffic } from '../control/controller/testbed.ts';
+import { sleep, waitFor } from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { metricValue } from '../support/dataplane/test-plane.ts';
+import { MAIN } from '../support/process/serve-child.ts';
+import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Attempt, type Traffic } from '../support/cluster/testbed.ts';
 import { seededRandom } from '../support/seeded-random.ts';
 
 const RELEASE = 'web-v2';

@@ -16,9 +16,9 @@ import type { Socket } from 'node:net';
 import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec } from '../../../src/api/types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
 import { seededRandom } from '../../support/seeded-random.ts';
-import { sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
-import { conditionOf, createRelease, getRelease, startProxy, waitForRelease, type InProcessProxy } from './cluster.ts';
-import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { sleep, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { conditionOf, createRelease, getRelease, startProxy, waitForRelease, type InProcessProxy } from '../../support/cluster/release-cluster.ts';
+import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 
 const INTERVAL_MS = 1_000;
 const FAILURE_LIMIT = 2;

@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL, LABEL_ROLE, type CanaryRelease } from '../../../src/api/types.ts';
-import { sleep } from '../../support/backends.ts';
-import { MAIN } from '../../support/serve-child.ts';
+import { sleep } from '../../support/net/backends.ts';
+import { MAIN } from '../../support/process/serve-child.ts';
 import {
   createRelease, createService, getRelease, getService, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, startCluster,
   writeProxyKubeconfig, type Cluster,
   takenOver,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
 
 const PORT_BASE = 31500;
 const SERVICE_PORT = 8800;

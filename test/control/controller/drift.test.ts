@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { waitFor } from '../../support/backends.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
+import { waitFor } from '../../support/net/backends.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   createRelease, createService, getService, NAMESPACE, serviceEntry, serving, split, startBackends, startCluster, startProxy,
   waitForRelease, waitForService, type Backends, type Cluster, type InProcessProxy,
   takenOver,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
 
 const PORT_BASE = 30500;
 const SERVICE_PORT = 8700;

@@ -4,12 +4,12 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/backends.ts';
-import { metricValue } from '../../support/dataplane.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
+import { metricValue } from '../../support/dataplane/test-plane.ts';
 import {
   conditionOf, createRelease, createService, PROXY_USER, serviceEntry, serving, setWeight, split, startBackends, startCluster,
   startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
 
 const PORT_BASE = 32000;
 const SERVICE_PORT = 8600;

@@ -8,9 +8,9 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import type { CanaryPortSpec, CanaryRelease, CanaryReleaseSpec } from '../../../src/api/types.ts';
-import { pluginFor, type Plugin } from '../../support/plugin.ts';
-import { conditionOf, createRelease, startProxy, waitForRelease, type InProcessProxy } from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
+import { conditionOf, createRelease, startProxy, waitForRelease, type InProcessProxy } from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 
 const POD_NET = '127.0.147';
 const DARK_BASE = 33700;

@@ -11,13 +11,13 @@ import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { defaultProxySelector } from '../../../src/api/types.ts';
 import { DEFAULT_ADMIN_PORT } from '../../../src/defaults.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
-import { sleep, waitFor } from '../../support/backends.ts';
-import { isPodReady } from '../../support/pods.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
+import { isPodReady } from '../../support/cluster/pods.ts';
 import {
   conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, serviceEntry, startProxy, takenOver, waitForRelease, waitForService, type InProcessProxy,
-} from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed } from './testbed.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 
 const NAMED_BASE = 34100;
 const ADMIN_BASE = 34200;

@@ -16,13 +16,13 @@ import { after, before, describe, it } from 'node:test';
 import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec, defaultProxySelector } from '../../../src/api/types.ts';
 import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
-import { sleep, startTcpBackend, waitFor } from '../../support/backends.ts';
-import { pluginFor, type Plugin } from '../../support/plugin.ts';
+import { sleep, startTcpBackend, waitFor } from '../../support/net/backends.ts';
+import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
 import {
   conditionOf, createRelease, getRelease, getService, startProxy, startUdpNamed, waitForRelease, writeProxyKubeconfig, type InProcessProxy,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
 import { isLeader, startReplica, type Replica } from './replicas.ts';
-import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 
 const REPLICAS_BASE = 25100;
 const RESETS_BASE = 25200;

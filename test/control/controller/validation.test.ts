@@ -7,13 +7,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CanaryRelease, CanaryReleaseSpec } from '../../../src/api/types.ts';
-import { sleep } from '../../support/backends.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
-import { kubectlFor, waitFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
+import { sleep } from '../../support/net/backends.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { kubectlFor, waitFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
 import {
   conditionOf, createService, getService, NAMESPACE, serving, split, startBackends, startCluster, startProxy, waitForRelease,
   type Backends, type Cluster, type InProcessProxy,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
 
 const PORT_BASE = 28500;
 const manifest = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });

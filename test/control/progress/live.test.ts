@@ -9,8 +9,9 @@ import { judge, type Evidence } from '../../../src/control/progress/analysis.ts'
 import { intervalCounts } from '../../../src/control/progress/collector.ts';
 import { snapshotCounters, type CounterSnapshot } from '../../../src/dataplane/stats/counters.ts';
 import type { AnalysisSpec, AnalysisStatus, PortStatus } from '../../../src/api/types.ts';
-import { askName, freePort, sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane.ts';
+import { askName, sleep, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { freePort } from '../../support/net/free-ports.ts';
+import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 const INTERVAL_MS = 500;
 const FAIL_TIMEOUT_MS = 3_000;
