@@ -18,10 +18,12 @@ import { type PodServers, startPodServers } from '../support/cluster/pod-servers
 import { Pods } from '../support/cluster/pods.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 import { kubectlFor, refused, tcpAnswer, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
+import { freePortBlock } from '../support/net/free-ports.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const TERMINATION_MS = 800;
-const PORT = 8080;
+/** The pods' container port: free on every address, as the pods share this host. */
+const PORT = await freePortBlock(1);
 const NS = 'default';
 
 const condition = (pod: V1Pod | undefined, type: string) => pod?.status?.conditions?.find((c) => c.type === type)?.status;

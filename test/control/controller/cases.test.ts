@@ -13,9 +13,10 @@ import {
   startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
 // Below the ephemeral range (32768+), where a client socket of this very test could hold the port.
-const PORT_BASE = 30000;
+const PORT_BASE = await freePortBlock(310, { udp: true });
 
 describe('release shapes', { timeout: suiteTimeout(30_000) }, () => {
   let cluster: Cluster;

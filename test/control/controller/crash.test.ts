@@ -18,8 +18,9 @@ import {
   writeProxyKubeconfig, type Cluster,
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 31500;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8800;
 const MUTATING = new Set(['create', 'update', 'patch', 'delete']);
 /** A proxy that made no write for this long after the phase looked done has converged. */

@@ -11,8 +11,9 @@ import {
   waitForRelease, waitForService, type Backends, type Cluster, type InProcessProxy,
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 30500;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8700;
 
 describe('drift of managed Services is repaired', { timeout: suiteTimeout(30_000) }, () => {

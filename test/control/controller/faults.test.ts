@@ -10,8 +10,9 @@ import {
   conditionOf, createRelease, createService, PROXY_USER, serviceEntry, serving, setWeight, split, startBackends, startCluster,
   startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 32000;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
 const OUTAGE_MS = 30_000;
 

@@ -16,8 +16,9 @@ import {
   waitForRelease, writeProxyKubeconfig, type Backends, type Cluster,
 } from '../../support/cluster/release-cluster.ts';
 import { isLeader, metric, startReplica as spawnReplica, type Replica } from './replicas.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 29800;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
 const LEASE_SECONDS = 2;
 

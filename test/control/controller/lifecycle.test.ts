@@ -18,8 +18,9 @@ import {
   startBackends, startCluster, startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 31000;
+const PORT_BASE = await freePortBlock(20);
 const SERVICE_PORT = 8000;
 
 /** What a release must leave exactly as it found it: everything but the server's bookkeeping. */

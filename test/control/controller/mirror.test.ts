@@ -11,10 +11,11 @@ import type { CanaryPortSpec, CanaryRelease, CanaryReleaseSpec } from '../../../
 import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
 import { conditionOf, createRelease, startProxy, waitForRelease, type InProcessProxy } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
 const POD_NET = '127.0.147';
-const DARK_BASE = 33700;
-const STEPPED_BASE = 33800;
+const DARK_BASE = await freePortBlock(10, { udp: true });
+const STEPPED_BASE = await freePortBlock(10, { udp: true });
 const DNS_PORT = 8353;
 
 /** A UDP DNS-like Service `name` on port 53-ish, its stable pod answering `answer:<query>`. */

@@ -18,9 +18,10 @@ import {
   conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, serviceEntry, startProxy, takenOver, waitForRelease, waitForService, type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const NAMED_BASE = 34100;
-const ADMIN_BASE = 34200;
+const NAMED_BASE = await freePortBlock(10, { udp: true });
+const ADMIN_BASE = await freePortBlock(10, { udp: true });
 
 const takenOverBy = (release: string) => (service: V1Service | undefined) => isTakeoverSelector(service?.spec?.selector, release);
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sleep, waitFor } from '../../support/net/backends.ts';
-import { freePort } from '../../support/net/free-ports.ts';
+import { freePort, freePortBlock } from '../../support/net/free-ports.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { MAIN } from '../../support/process/serve-child.ts';
 import {
@@ -19,8 +19,8 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 
-const CHILD_BASE = 27300;
-const IN_PROCESS_BASE = 27400;
+const CHILD_BASE = await freePortBlock(10, { udp: true });
+const IN_PROCESS_BASE = await freePortBlock(10, { udp: true });
 const OUTAGE_MS = 6_000;
 
 const service = (name: string, port: number) => ({

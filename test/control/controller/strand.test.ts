@@ -18,9 +18,10 @@ import {
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const FIRST_BASE = 27100;
-const SECOND_BASE = 27200;
+const FIRST_BASE = await freePortBlock(10, { udp: true });
+const SECOND_BASE = await freePortBlock(10, { udp: true });
 
 /** The owner's manifest, applied with kubectl: what GitOps re-applies on every sync. */
 const manifest = {

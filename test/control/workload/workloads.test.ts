@@ -15,8 +15,9 @@ import {
   createRelease, NAMESPACE, patchRelease, rbacUsed, roleGrants, serving, startProxy, waitForRelease, waitForService, WORKLOAD_ONLY_GRANTS, type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 27600;
+const PORT_BASE = await freePortBlock(20);
 const IMAGE = (version: number) => `example/web:${version}`;
 
 const stableManifests = [

@@ -41,15 +41,22 @@ const BLOCK_LOW = 10_000;
 const BLOCK_HIGH = 32_768;
 const BLOCK_TRIES = 50;
 
+/** Blocks this process handed out: one is not bound until its test starts, so a probe cannot see it. */
+const handedOut: { readonly base: number; readonly count: number }[] = [];
+
 /**
  * The first port of `count` contiguous ports that were all free a moment ago, for TCP (and UDP too
- * with `udp`) on every address (`host` 0.0.0.0, which clashes with a bind to any one address).
+ * with `udp`) on every address (`host` 0.0.0.0, which clashes with a bind to any one address), and
+ * overlapping no block handed out before in this process.
  */
 export async function freePortBlock(count: number, options: { readonly udp?: boolean; readonly host?: string } = {}): Promise<number> {
   const host = options.host ?? '0.0.0.0';
   for (let tries = 0; tries < BLOCK_TRIES; tries++) {
     const base = BLOCK_LOW + Math.floor(Math.random() * (BLOCK_HIGH - BLOCK_LOW - count));
-    if (await allBind(host, base, count, options.udp === true)) return base;
+    if (handedOut.some((block) => base < block.base + block.count && block.base < base + count)) continue;
+    if (!(await allBind(host, base, count, options.udp === true))) continue;
+    handedOut.push({ base, count });
+    return base;
   }
   throw new Error(`no ${count} contiguous free ports between ${BLOCK_LOW} and ${BLOCK_HIGH} in ${BLOCK_TRIES} tries`);
 }
