@@ -12,6 +12,7 @@ import { askName, countBy, exchange, startNamedBackend, startTcpBackend, startUd
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
 import { Pods } from '../support/cluster/pods.ts';
+import { freePortBlock } from '../support/net/free-ports.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const ns = 'default';
@@ -171,7 +172,7 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('a UDP client whose pod stops being an endpoint is moved to one that is, as kube-proxy flushes conntrack', async () => {
-    const port = 15356;
+    const port = await freePortBlock(1, { udp: true });
     for (const [name, host] of [['first', '127.0.44.34'], ['second', '127.0.44.35']] as const) {
       const socket = dgram.createSocket('udp4');
       socket.on('message', (datagram, from) => socket.send(`${name}:${datagram}`, from.port, from.address));
@@ -226,7 +227,7 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     await pod('outage-1', '127.0.44.51', { app: 'outage' }, (h) => startNamedBackend('o', h));
     const ip = await service('outage', { selector: { app: 'outage' }, ports: [{ port: 8080, targetPort: 'http' }] });
     const back = api.faults.refuseConnections(1500);
-    await sleep(200); // the watches have broken by now
+    await waitFor(() => api.openWatches() === 0, 'the watches to break');
     assert.equal(await askName(8080, ip), 'o');
     await back;
     const later = await service('after-outage', { selector: { app: 'outage' }, ports: [{ port: 8080, targetPort: 'http' }] });

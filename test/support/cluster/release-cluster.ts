@@ -239,6 +239,23 @@ export async function waitForRelease(cluster: Cluster, name: string, what: strin
 }
 
 /** Available=True with every listed port retargeted. */
+/**
+ * Whether the proxy has reported on the release's current spec: a pass began after its last edit.
+ * A check that an edit changes nothing waits on this, not on a sleep that proves no pass ran.
+ */
+export function judgedCurrentSpec(release: CanaryRelease | undefined): boolean {
+  return release?.status?.observedGeneration !== undefined && release.status.observedGeneration === release.metadata?.generation;
+}
+
+/**
+ * Whether the release reports an analysis interval that ended after `ms` (epoch): the pass that
+ * judged it ran after then, so it had its chance to act on whatever was due by `ms`.
+ */
+export function judgedAfter(release: CanaryRelease | undefined, ms: number): boolean {
+  const at = release?.status?.analysis?.at;
+  return at !== undefined && Date.parse(at) > ms;
+}
+
 export function serving(release: CanaryRelease | undefined): boolean {
   return conditionOf(release, 'Available')?.status === 'True' && conditionOf(release, 'Progressing')?.reason !== 'Retargeting';
 }
