@@ -1,7 +1,8 @@
 /**
  * Builds the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), and
- * the kubectl of the same release that the kubectl suites and .ci/run use, from the Go module in `go/` (its go.mod and go.sum pin every module; nothing else is downloaded) into a
- * cache directory keyed by those versions and the Go toolchain:
+ * the kubectl of the same release that the kubectl suites and .ci/run use, from the Go module in
+ * `go/` (its go.mod and go.sum pin every module; nothing else is downloaded) into a cache directory
+ * keyed by those versions and the Go toolchain:
  * `$XDG_CACHE_HOME/canary-l4/cluster/k8s-<v>-etcd-<v>-<go>-<go.sum hash>/`. A second call finds
  * the binaries there and builds nothing; two processes building at once build once (a lock directory).
  *
@@ -82,7 +83,9 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
   try {
     if (complete(dir)) return binaries;
     const started = Date.now();
-    log(`building etcd ${versions.etcd} and Kubernetes ${versions.kubernetes} (kube-apiserver, kube-controller-manager, kube-scheduler, kubectl) with ${go} into ${dir}; the first build takes 10-20 minutes`);
+    const built = 'kube-apiserver, kube-controller-manager, kube-scheduler, kubectl';
+    log(`building etcd ${versions.etcd} and Kubernetes ${versions.kubernetes} (${built}) with ${go} into ${dir}; `
+      + 'the first build takes 10-20 minutes');
     const staging = `${dir}.building`;
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });

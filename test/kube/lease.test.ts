@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 after(() => api.stop());
 
-/** The fake as `user` (its bearer token, which the request log records): tells one candidate's requests from another's. */
+/** The fake as `user`, its bearer token, which the request log records: one candidate's requests from another's. */
 function kubeConfigAs(user: string): KubeConfig {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
@@ -34,7 +34,8 @@ function kubeConfigAs(user: string): KubeConfig {
 }
 
 /** Requests `identity` has sent for `lease` so far. */
-const requestsOf = (identity: string, lease: string) => api.requests.filter((request) => request.user === identity && request.name === lease).length;
+const requestsOf = (identity: string, lease: string) =>
+  api.requests.filter((request) => request.user === identity && request.name === lease).length;
 
 /** Two candidates for one fresh lease, with fast timings; records who leads over time. */
 function candidates(names: string[]) {

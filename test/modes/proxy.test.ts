@@ -25,7 +25,8 @@ const PORT_BASE = await freePortBlock(60);
 /** Reconcile passes a proxy child has finished, by any result, from its admin server's /metrics. */
 async function passes(adminPort: number): Promise<number> {
   const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-  return [...metrics.matchAll(/^canary_l4_reconcile_total\{[^}]*\} (\d+)$/gm)].reduce((sum, [, count]) => sum + Number(count), 0);
+  const counts = [...metrics.matchAll(/^canary_l4_reconcile_total\{[^}]*\} (\d+)$/gm)];
+  return counts.reduce((sum, [, count]) => sum + Number(count), 0);
 }
 
 describe('canary-l4 proxy', { timeout: 90_000 }, () => {
@@ -117,7 +118,8 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
         assert.match(said, /holds the config of CanaryRelease default\/web-v1, not default\/web-v2/);
         // Its first pass done, successful or not: it had its chance to serve the saved listener.
         const adminPort = () => Number(/"adminPort":(\d+)/.exec(stdout)?.[1]);
-        await waitFor(async () => Number.isFinite(adminPort()) && (await passes(adminPort())) > 0, 'a first reconcile pass', 15_000);
+        const passed = async () => Number.isFinite(adminPort()) && (await passes(adminPort())) > 0;
+        await waitFor(passed, 'a first reconcile pass', 15_000);
         const refused = await new Promise<boolean>((resolve) => net.connect({ host: '127.0.0.1', port: savedPort })
           .once('connect', function (this: net.Socket) { this.destroy(); resolve(false); }).once('error', () => resolve(true)));
         assert.ok(refused, 'the other release\'s listener is not served');

@@ -82,7 +82,9 @@ describe('serve --workers 2', { timeout: 90_000 }, () => {
   test('a SIGHUP sent to the workers (a hang-up reaches the whole process group) leaves them serving', async () => {
     const workers = workerPids(serve.pid);
     for (const pid of workers) process.kill(pid, 'SIGHUP');
-    for (const pid of workers) assert.equal(await afterDelivery(pid, 'SIGHUP'), 'alive', `worker ${pid} died of SIGHUP`);
+    for (const pid of workers) {
+      assert.equal(await afterDelivery(pid, 'SIGHUP'), 'alive', `worker ${pid} died of SIGHUP`);
+    }
     assert.deepEqual(workerPids(serve.pid).sort(), [...workers].sort(), 'a worker died of SIGHUP and was replaced');
     assert.equal(serve.logs().filter((line) => line.msg === 'worker died; starting a replacement').length, 0);
     assert.deepEqual(await split(port, 20), { stable: 20 });

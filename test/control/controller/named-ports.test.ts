@@ -57,11 +57,15 @@ describe('named targetPorts: taken over only onto proxy pods that declare them, 
     assert.deepEqual(published?.status?.takeover?.namedPorts, [
       { name: 'http', containerPort: NAMED_BASE, protocol: 'TCP' }, { name: 'dns', containerPort: NAMED_BASE + 1, protocol: 'UDP' },
     ]);
-    await sleep(500);
+    // A pass that saw proxy-old without the names, and held: it had its chance to take the Service over.
+    const HELD = /proxy pods proxy-old do not carry its labels and named ports yet/;
+    const waiting = await waitForRelease(bed.cluster, release, 'held for proxy-old',
+      (found) => HELD.test(conditionOf(found, 'Progressing')?.message ?? ''));
+    await waitFor(() => tcp.attempts.length >= 5 && udp.attempts.length >= 5, 'connections and flows meanwhile');
     assert.deepEqual([...tcp.failures(), ...udp.failures()], [], 'no connection or flow failed while proxy-old lacks the names');
     assert.deepEqual([Object.keys(tcp.counts()), Object.keys(udp.counts())], [['stable'], ['stable']], 'the app\'s pods answer meanwhile');
     assert.deepEqual((await getService(bed.cluster, 'web'))?.spec?.selector, { app: 'web', version: 'v1' }, 'not taken over: proxy-old answers nothing on the names');
-    assert.match(conditionOf(await getRelease(bed.cluster, release), 'Progressing')?.message ?? '', /proxy pods proxy-old do not carry its labels and named ports yet/);
+    assert.match(conditionOf(waiting, 'Progressing')?.message ?? '', HELD);
 
     // The manager's rollout: the new pod, which declares the names, is Ready before the old one goes.
     await bed.startProxyPod(release, { name: 'proxy-new', podIP });

@@ -111,11 +111,13 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
       steps: [{ weight: 20, pause: { duration: '2s' } }, { weight: 40, pause: { duration: '10s' } }, { weight: 60, pause: {} }, { weight: 80, pause: { duration: '6s' } }],
       analysis: analysis({ connectErrorRate: { max: 0.05 }, resetRate: { max: 0.05 } }),
     });
-    const first = await waitForRelease(bed.cluster, 'db-v2', 'step 1 started: the Services are taken over', (found) => found?.status?.stepStartedAt !== undefined, 20_000);
+    const first = await waitForRelease(bed.cluster, 'db-v2', 'step 1 started: the Services are taken over',
+      (found) => found?.status?.stepStartedAt !== undefined, 20_000);
 
     // No traffic: the pause runs out, but too few samples never promote (judged by a pass after it ran out).
     const pauseEnd = Date.parse(first!.status!.stepStartedAt!) + 2000;
-    const held = await waitForRelease(bed.cluster, 'db-v2', 'an idle interval judged after the 2 s pause', (found) => judgedAfter(found, pauseEnd), 10_000);
+    const held = await waitForRelease(bed.cluster, 'db-v2', 'an idle interval judged after the 2 s pause',
+      (found) => judgedAfter(found, pauseEnd), 10_000);
     assert.equal(stepOf(held), 0, 'step 1 holds past its 2 s pause without samples');
     assert.match(held?.status?.pause?.reason ?? '', /step 1 waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/);
     assert.match(held?.status?.analysis?.message ?? '', /too few samples: 0 canary connections\/flows over \d+ interval\(s\), minSamples 20/);
@@ -156,7 +158,8 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     const pausing = await plugin('pause', 'db-v2');
     assert.equal(pausing.code, 0, pausing.stderr);
     const fourth = Date.parse((await getRelease(bed.cluster, 'db-v2'))!.status!.stepStartedAt!);
-    const paused = await waitForRelease(bed.cluster, 'db-v2', 'an interval judged after step 4\'s 6 s', (found) => judgedAfter(found, fourth + 6000), 15_000);
+    const paused = await waitForRelease(bed.cluster, 'db-v2', 'an interval judged after step 4\'s 6 s',
+      (found) => judgedAfter(found, fourth + 6000), 15_000);
     assert.equal(stepOf(paused), 3, 'paused: step 4 holds past its pause');
     assert.match(paused?.status?.pause?.reason ?? '', /paused \(spec.paused\)/);
     const achieved = paused?.status?.ports?.[0]?.achieved;

@@ -244,7 +244,8 @@ export async function waitForRelease(cluster: Cluster, name: string, what: strin
  * A check that an edit changes nothing waits on this, not on a sleep that proves no pass ran.
  */
 export function judgedCurrentSpec(release: CanaryRelease | undefined): boolean {
-  return release?.status?.observedGeneration !== undefined && release.status.observedGeneration === release.metadata?.generation;
+  const observed = release?.status?.observedGeneration;
+  return observed !== undefined && observed === release?.metadata?.generation;
 }
 
 /**

@@ -26,8 +26,8 @@ describe('free ports', () => {
   });
 
   it('freePortBlock: every port of a block binds, below 32768, and blocks do not overlap', async () => {
-    const blocks = [await freePortBlock(20, { udp: true }), await freePortBlock(20, { udp: true }), await freePortBlock(5)];
-    for (const base of blocks.slice(0, 2)) {
+    const blocks = [await freePortBlock(20, { udp: true }), await freePortBlock(20, { udp: true })];
+    for (const base of blocks) {
       assert.ok(base >= 10_000 && base + 20 <= 32_768, `${base} is below the ephemeral range`);
       for (let port = base; port < base + 20; port++) await bindBoth(port);
     }

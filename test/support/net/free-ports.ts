@@ -49,7 +49,8 @@ const handedOut: { readonly base: number; readonly count: number }[] = [];
  * with `udp`) on every address (`host` 0.0.0.0, which clashes with a bind to any one address), and
  * overlapping no block handed out before in this process.
  */
-export async function freePortBlock(count: number, options: { readonly udp?: boolean; readonly host?: string } = {}): Promise<number> {
+export async function freePortBlock(count: number, options: { readonly udp?: boolean; readonly host?: string } = {},
+): Promise<number> {
   const host = options.host ?? '0.0.0.0';
   for (let tries = 0; tries < BLOCK_TRIES; tries++) {
     const base = BLOCK_LOW + Math.floor(Math.random() * (BLOCK_HIGH - BLOCK_LOW - count));
@@ -74,8 +75,10 @@ async function allBind(host: string, base: number, count: number, udp: boolean):
       if (!udp) continue;
       const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
       socket.bind({ address: host, port });
-      const [event] = await Promise.race([once(socket, 'listening').then(() => ['listening']), once(socket, 'error').then(() => ['error'])]);
-      if (event === 'error') {
+      const bound = await Promise.race([
+        once(socket, 'listening').then(() => true), once(socket, 'error').then(() => false),
+      ]);
+      if (!bound) {
         socket.close();
         return false;
       }
