@@ -1,7 +1,7 @@
 // How the image runs canary-l4, read from deploy/Dockerfile so the bench cannot drift from it: the
 // Node flags of its ENTRYPOINT and the environment of its last stage (glibc's and V8's settings).
 // NODE_COMPILE_CACHE is left out: it names a path in the image; the bench keeps caches of its own.
-import { readDockerfile, runtimeOf } from '../test/support/dockerfile.ts';
+import { readDockerfile, runtimeOf } from '../test/support/process/dockerfile.ts';
 
 export interface CanarySettings {
   readonly nodeFlags: readonly string[];

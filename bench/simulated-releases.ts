@@ -1,6 +1,6 @@
 // What the two analysis simulations share (analysis.ts: binomial counts; analysis-path.ts: the data
 // path): releases run from one seeded PRNG, and how their cells are written.
-import { seededRandom } from '../src/util/seeded-random.ts';
+import { seededRandom } from '../test/support/seeded-random.ts';
 
 /** `releases` runs of `release` from one PRNG seeded with `seed`: when each was rolled back, sorted; those that were not are left out. */
 export function rollbacks(release: (random: () => number) => number | null, releases: number, seed: number): number[] {

@@ -2,7 +2,7 @@
 // slices so that a scrape of thousands of listeners does not hold traffic still.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createPlane, metricValue } from '../support/dataplane.ts';
+import { createPlane, metricValue } from '../support/dataplane/test-plane.ts';
 
 describe('data plane exposition', { timeout: 30_000 }, () => {
   test('a scrape of 5 000 listeners lets the event loop run while it renders, and every sample is there', async () => {

@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
   exchange,
-  freePort,
   randomPayload,
   sha256,
   startEchoBackend,
@@ -13,9 +12,10 @@ import {
   waitFor,
   type EchoBackend,
   type UdpBackend,
-} from '../support/backends.ts';
-import { metricValue } from '../support/dataplane.ts';
-import { startServe, type ServeChild } from '../support/serve-child.ts';
+} from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { metricValue } from '../support/dataplane/test-plane.ts';
+import { startServe, type ServeChild } from '../support/process/serve-child.ts';
 
 describe('admin server of serve', { timeout: 40_000 }, () => {
   let serve: ServeChild;

@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { describe, test } from 'node:test';
-import { askName, freePort, startNamedBackend, waitFor } from '../support/backends.ts';
-import { startServe, type ServeChild } from '../support/serve-child.ts';
+import { askName, startNamedBackend, waitFor } from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { startServe, type ServeChild } from '../support/process/serve-child.ts';
 
 const listenerTo = (port: number, backendPort: number) => ({
   listeners: [{ name: 'web', listen: `127.0.0.1:${port}`, backends: [{ name: 'stable', host: '127.0.0.1', port: backendPort, weight: 1 }] }],

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
-import { TYPE_STRIPPER_PROBE } from '../support/type-stripper-probe.ts';
+import { TYPE_STRIPPER_PROBE } from '../support/process/type-stripper-probe.ts';
 
 const projectDir = fileURLToPath(new URL('../../', import.meta.url));
 const bins = (JSON.parse(readFileSync(new URL('package.json', `file://${projectDir}`), 'utf8')) as { bin: Record<string, string> }).bin;

@@ -12,11 +12,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
-import { freePort } from '../support/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
 import { startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { MAIN } from '../support/serve-child.ts';
+import { MAIN } from '../support/process/serve-child.ts';
 
-const HOOK = fileURLToPath(new URL('../support/loaded-modules.ts', import.meta.url));
+const HOOK = fileURLToPath(new URL('../support/process/loaded-modules.ts', import.meta.url));
 const KUBERNETES_CLIENT = '/node_modules/@kubernetes/client-node/';
 const CONFIG_FILE_PARSING = ['/node_modules/yaml/', '/src/config/load.ts'];
 

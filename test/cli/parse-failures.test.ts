@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { parseFailureMessage, unknownFlags } from '../../src/cli/parse-failures.ts';
-import { MAIN } from '../support/serve-child.ts';
+import { MAIN } from '../support/process/serve-child.ts';
 
 const COMMANDS = ['serve', 'proxy', 'manager', 'demo'];
 const SERVE_FLAGS = ['help', 'version', 'log-level', 'admin-port', 'admin-address', 'admin-host', 'config', 'c', 'weight', 'watch', 'workers'];

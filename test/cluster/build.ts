@@ -1,7 +1,8 @@
 /**
- * Builds the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) from
- * the Go module in `go/` (its go.mod and go.sum pin every module; nothing else is downloaded) into a
- * cache directory keyed by those versions and the Go toolchain:
+ * Builds the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), and
+ * the kubectl of the same release that the kubectl suites and .ci/run use, from the Go module in
+ * `go/` (its go.mod and go.sum pin every module; nothing else is downloaded) into a cache directory
+ * keyed by those versions and the Go toolchain:
  * `$XDG_CACHE_HOME/canary-l4/cluster/k8s-<v>-etcd-<v>-<go>-<go.sum hash>/`. A second call finds
  * the binaries there and builds nothing; two processes building at once build once (a lock directory).
  *
@@ -21,12 +22,13 @@ import { promisify } from 'node:util';
 const MODULE_DIR = fileURLToPath(new URL('./go/', import.meta.url));
 const LOCK_STALE_MS = 60 * 60_000;
 
-/** The Go packages of the four binaries, by the name each binary gets. */
+/** The Go packages of the binaries, by the name each binary gets. */
 const PACKAGES = {
   etcd: 'go.etcd.io/etcd/server/v3',
   'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
   'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
   'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
+  kubectl: 'k8s.io/kubernetes/cmd/kubectl',
 } as const;
 
 export type Component = keyof typeof PACKAGES;
@@ -81,7 +83,9 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
   try {
     if (complete(dir)) return binaries;
     const started = Date.now();
-    log(`building etcd ${versions.etcd} and Kubernetes ${versions.kubernetes} (kube-apiserver, kube-controller-manager, kube-scheduler) with ${go} into ${dir}; the first build takes 10-20 minutes`);
+    const built = 'kube-apiserver, kube-controller-manager, kube-scheduler, kubectl';
+    log(`building etcd ${versions.etcd} and Kubernetes ${versions.kubernetes} (${built}) with ${go} into ${dir}; `
+      + 'the first build takes 10-20 minutes');
     const staging = `${dir}.building`;
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });
@@ -114,7 +118,7 @@ function tryLock(lock: string): boolean {
   }
 }
 
-/** One `go build` of all four (the toolchain links them in parallel), stamped with their versions. */
+/** One `go build` of them all (the toolchain links them in parallel), stamped with their versions. */
 async function goBuild(out: string, versions: { kubernetes: string; etcd: string }, log: (line: string) => void): Promise<void> {
   const [major, minor] = /^v(\d+)\.(\d+)/.exec(versions.kubernetes)!.slice(1);
   const buildDate = new Date().toISOString().replace(/\.\d+Z$/, 'Z');

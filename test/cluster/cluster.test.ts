@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { REAL_API } from '../support/api-under-test.ts';
-import { waitFor } from '../support/backends.ts';
-import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
+import { REAL_API } from '../support/cluster/api-under-test.ts';
+import { waitFor } from '../support/net/backends.ts';
+import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { pinnedVersions } from './build.ts';
 import { POD_NETWORK } from './pod-network.ts';
 

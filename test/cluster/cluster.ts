@@ -8,7 +8,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { startKubeProxy, type KubeProxy } from '../support/kube-proxy.ts';
+import { startKubeProxy, type KubeProxy } from '../support/cluster/kube-proxy.ts';
 import { kubeconfigYaml, startControlPlane, type ControlPlane } from './control-plane.ts';
 import { images } from './node/images.ts';
 import { startNodeKubelet, type NodeKubelet } from './node/kubelet.ts';

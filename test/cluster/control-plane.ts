@@ -15,10 +15,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { get as httpsGet } from 'node:https';
+import { freePort } from '../support/net/free-ports.ts';
 import { ensureBinaries, type Binaries, type Component } from './build.ts';
 import { makePki, type Pki } from './pki.ts';
 
@@ -66,15 +66,6 @@ const AUDIT_POLICY = JSON.stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Poli
 
 const READY_TIMEOUT_MS = 120_000;
 const STOP_GRACE_MS = 10_000;
-
-/** A port free on 127.0.0.1 now (the OS picks it; nothing else here binds ports from the kernel's ephemeral range on purpose). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The first address of an IPv4 CIDR (the `kubernetes` Service's cluster IP). */
 function firstAddress(cidr: string): string {

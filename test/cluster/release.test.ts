@@ -18,11 +18,11 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Service } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../src/api/names.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
-import { REAL_API } from '../support/api-under-test.ts';
-import { sleep, waitFor } from '../support/backends.ts';
-import { pluginFor, type Plugin } from '../support/plugin.ts';
-import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
-import { startTraffic, type Traffic } from '../control/controller/testbed.ts';
+import { REAL_API } from '../support/cluster/api-under-test.ts';
+import { sleep, waitFor } from '../support/net/backends.ts';
+import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
+import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
+import { startTraffic, type Traffic } from '../support/cluster/testbed.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
 import { APP_IMAGE_REGISTRY } from './node/images.ts';
 

@@ -2,7 +2,7 @@
  * `npm run test:cluster`: the Kubernetes side end to end on a real control plane. Builds the
  * binaries if the cache has none, then runs the suite with CANARY_TEST_API=real: every file
  * below starts its own control plane (as envtest does per suite) and node simulation. The files
- * that are e2e tests against the fake too run unchanged on both (test/support/api-under-test.ts);
+ * that are e2e tests against the fake too run unchanged on both (test/support/cluster/api-under-test.ts);
  * those under test/cluster/ need what only a real control plane has (its controllers, RBAC).
  * Extra arguments are passed to `node --test` (e.g. `--test-name-pattern`); test files among them
  * run instead of the suite.

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KeyedQueue } from '../../src/controller-kit/work-queue.ts';
-import { sleep, waitFor } from '../support/backends.ts';
+import { sleep, waitFor } from '../support/net/backends.ts';
 
 function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | void> = async () => {}) {
   const runs: string[] = [];

@@ -15,7 +15,6 @@ import {
   countBy,
   echoOnce,
   exchange,
-  freePort,
   sleep,
   startEchoBackend,
   startNamedBackend,
@@ -23,8 +22,9 @@ import {
   waitFor,
   type EchoBackend,
   type TcpBackend,
-} from '../support/backends.ts';
-import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../support/dataplane.ts';
+} from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../support/dataplane/test-plane.ts';
 
 describe('reload under load', { timeout: 30_000 }, () => {
   let plane: TestPlane;

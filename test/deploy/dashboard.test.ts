@@ -10,8 +10,14 @@ import pino from 'pino';
 import { validateConfig } from '../../src/config/validate.ts';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import {
-  exchange, startEchoBackend, startUdpEcho, udpAsk, withFreePort, type EchoBackend, type UdpBackend,
-} from '../support/backends.ts';
+  exchange,
+  startEchoBackend,
+  startUdpEcho,
+  udpAsk,
+  type EchoBackend,
+  type UdpBackend,
+} from '../support/net/backends.ts';
+import { withFreePort } from '../support/net/free-ports.ts';
 import { deployDir, theOnly, type KubeObject } from './manifests.ts';
 
 interface Panel {

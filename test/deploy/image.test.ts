@@ -18,10 +18,10 @@ import { DEFAULT_ADMIN_PORT } from '../../src/defaults.ts';
 import { KIND } from '../../src/api/names.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
-import { freePort } from '../support/backends.ts';
-import { TYPE_STRIPPER_PROBE } from '../support/type-stripper-probe.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { TYPE_STRIPPER_PROBE } from '../support/process/type-stripper-probe.ts';
 import { theOnly } from './manifests.ts';
-import { argDefault, instructions, readDockerfile, runtimeOf, type Stage } from '../support/dockerfile.ts';
+import { argDefault, instructions, readDockerfile, runtimeOf, type Stage } from '../support/process/dockerfile.ts';
 
 const run = promisify(execFile);
 const projectDir = fileURLToPath(new URL('../../', import.meta.url));

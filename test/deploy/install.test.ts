@@ -4,12 +4,13 @@
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { fakeWithKubectl, hasKubectl } from '../fake-apiserver/helpers.ts';
+import { fakeWithKubectl } from '../support/cluster/api-fixtures.ts';
 import { allObjects, deployDir } from './manifests.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const path = (file: string) => fileURLToPath(new URL(file, deployDir));
 
-describe('installing deploy/ with kubectl', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH', timeout: 60_000 }, () => {
+describe('installing deploy/ with kubectl', { ...(await requireTool('kubectl')), timeout: 60_000 }, () => {
   const fake = fakeWithKubectl({ serviceCidr: '127.0.66.0/24' });
   const kubectl = (...args: string[]) => fake.kubectl(...args);
 

@@ -24,6 +24,7 @@ import { renderProxy } from '../../src/manager/render.ts';
 import { PROXY_CLUSTER_ROLE } from '../../src/manager/types.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject } from './manifests.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const run = promisify(execFile);
 const MANAGER_NAMESPACE = 'canary-l4-system';
@@ -258,9 +259,7 @@ describe('deploy/monitoring: the optional ServiceMonitor', () => {
   });
 });
 
-const kubectl = await run('kubectl', ['version', '--client'], { timeout: 15_000 }).then(() => true, () => false);
-
-describe('kubectl kustomize', { skip: kubectl ? false : 'kubectl is not on PATH' }, () => {
+describe('kubectl kustomize', await requireTool('kubectl'), () => {
   const kustomize = async (dir: string): Promise<KubeObject[]> => {
     const home = await mkdtemp(join(tmpdir(), 'kustomize-home-'));
     try {

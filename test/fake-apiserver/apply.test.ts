@@ -8,7 +8,8 @@ import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/cli
 import { applyConfiguration } from '../support/fake-apiserver/verbs/apply.ts';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { builtinTypes } from '../support/fake-apiserver/resources/registry.ts';
-import { apiError, clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
+import { apiError, clients, CR, type Kubectl, kubectlFor, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const serviceMeta = builtinTypes().find((t) => t.plural === 'services')!.patchMeta;
 const deploymentMeta = builtinTypes().find((t) => t.plural === 'deployments')!.patchMeta;
@@ -154,7 +155,7 @@ describe('server-side apply over HTTP', () => {
   });
 });
 
-describe('GitOps re-apply after a takeover, through kubectl', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+describe('GitOps re-apply after a takeover, through kubectl', await requireTool('kubectl'), () => {
   let api: FakeApiServer;
   let core: ReturnType<typeof clients>['core'];
   let k: Kubectl;

@@ -9,7 +9,7 @@ import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import { tcpAnswer, waitFor } from './helpers.ts';
+import { tcpAnswer, waitFor } from '../support/cluster/api-fixtures.ts';
 
 const main = fileURLToPath(new URL('../support/fake-apiserver/main.ts', import.meta.url));
 

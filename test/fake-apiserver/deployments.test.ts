@@ -9,7 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { podTemplateHash } from '../support/fake-apiserver/simulation/template-hash.ts';
-import { hasKubectl, type Kubectl, kubectlFor, waitFor, watchPods } from './helpers.ts';
+import { type Kubectl, kubectlFor, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const READY_DELAY_MS = 200;
@@ -34,7 +35,7 @@ function deployment(name: string, image: string, spec: Record<string, unknown> =
 const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
 const isReady = (pod: V1Pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
-describe('Deployment simulation', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+describe('Deployment simulation', await requireTool('kubectl'), () => {
   let api: FakeApiServer;
   let k: Kubectl;
   let apps: AppsV1Api;

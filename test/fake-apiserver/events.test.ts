@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
+import { apiError, clients, CR, type Kubectl, kubectlFor, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
@@ -73,7 +74,7 @@ describe('core/v1 Events', () => {
   });
 });
 
-describe('Events through kubectl', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+describe('Events through kubectl', await requireTool('kubectl'), () => {
   let k: Kubectl;
   before(async () => (k = await kubectlFor(api)));
   after(() => k.cleanup());

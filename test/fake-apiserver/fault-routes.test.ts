@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, svc, waitFor } from './helpers.ts';
+import { apiError, clients, svc, waitFor } from '../support/cluster/api-fixtures.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 

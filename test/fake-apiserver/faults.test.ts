@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients } from './helpers.ts';
+import { apiError, clients } from '../support/cluster/api-fixtures.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

@@ -13,14 +13,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { ApiException, AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, type FakeApiServerOptions, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { type KubeProxy, startKubeProxy } from '../support/kube-proxy.ts';
-import { type PodServers, startPodServers } from '../support/pod-servers.ts';
-import { Pods } from '../support/pods.ts';
-import { hasKubectl, kubectlFor, refused, tcpAnswer, waitFor, watchPods } from './helpers.ts';
+import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
+import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
+import { Pods } from '../support/cluster/pods.ts';
+import { requireTool } from '../support/process/required-tool.ts';
+import { kubectlFor, refused, tcpAnswer, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
+import { freePortBlock } from '../support/net/free-ports.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const TERMINATION_MS = 800;
-const PORT = 8080;
+/** The pods' container port: free on every address, as the pods share this host. */
+const PORT = await freePortBlock(1);
 const NS = 'default';
 
 const condition = (pod: V1Pod | undefined, type: string) => pod?.status?.conditions?.find((c) => c.type === type)?.status;
@@ -130,7 +133,7 @@ describe('graceful pod termination (simulateDeployments)', () => {
     assert.equal(await read(first!.metadata!.name!), undefined, 'gone as the DELETE returned');
     await waitFor(() => refused(first!.status!.podIP!, PORT), 'its server closed');
 
-    if (await hasKubectl()) {
+    if ((await requireTool('kubectl')).skip === false) {
       const k = await kubectlFor(c.api);
       try {
         await k('delete', 'pod', second!.metadata!.name!, '--grace-period=0', '--force', '--wait=false');

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { type KubernetesObject, ListWatch, makeInformer, type V1Service, Watch } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { clients, CR, startFakeWithCrd, svc, waitFor } from './helpers.ts';
+import { clients, CR, startFakeWithCrd, svc, waitFor } from '../support/cluster/api-fixtures.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

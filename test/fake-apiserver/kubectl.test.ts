@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { canaryCrd, clients, CR, hasKubectl, type Kubectl, kubectlFor } from './helpers.ts';
+import { canaryCrd, clients, CR, type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
-describe('kubectl', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+describe('kubectl', await requireTool('kubectl'), () => {
   let api: FakeApiServer;
   let k: Kubectl;
   let crd: string, cr: string, service: string;

@@ -1,5 +1,5 @@
 /**
- * test/support/pod-servers.ts with the fake's Deployment simulation: a server per Running pod and
+ * test/support/cluster/pod-servers.ts with the fake's Deployment simulation: a server per Running pod and
  * container port (TCP and UDP) answering with the pod's image, following pods through a rollout, a
  * deletion and a relabel, and nothing left listening after stop().
  */
@@ -8,8 +8,8 @@ import { createSocket } from 'node:dgram';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { type PodServers, startPodServers } from '../support/pod-servers.ts';
-import { refused, tcpAnswer, waitFor } from './helpers.ts';
+import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
+import { refused, tcpAnswer, waitFor } from '../support/cluster/api-fixtures.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);

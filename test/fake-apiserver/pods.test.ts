@@ -1,11 +1,11 @@
-/** The Pods helper (test/support/pods.ts): the kubelet's part, played through the status subresource. */
+/** The Pods helper (test/support/cluster/pods.ts): the kubelet's part, played through the status subresource. */
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { isPodReady, Pods } from '../support/pods.ts';
-import { apiError, clients, startFakeWithCrd } from './helpers.ts';
+import { isPodReady, Pods } from '../support/cluster/pods.ts';
+import { apiError, clients, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

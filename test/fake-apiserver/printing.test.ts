@@ -10,7 +10,8 @@ import { before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { humanDuration, jsonPath } from '../support/fake-apiserver/resources/table.ts';
-import { canaryCrd, fakeWithKubectl, hasKubectl, type Kubectl } from './helpers.ts';
+import { canaryCrd, fakeWithKubectl, type Kubectl } from '../support/cluster/api-fixtures.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -28,7 +29,7 @@ crd.spec.versions[0]!.additionalPrinterColumns = [
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 
-describe('kubectl against the fake: an install\'s kinds and server-side printing', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+describe('kubectl against the fake: an install\'s kinds and server-side printing', await requireTool('kubectl'), () => {
   const fake = fakeWithKubectl({ serviceCidr: '127.0.62.0/24' });
   let api: FakeApiServer;
   let k: Kubectl;

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, hasKubectl, type Kubectl, kubectlFor } from './helpers.ts';
+import { apiError, clients, type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const deployed = (file: string) => new URL(`../../deploy/${file}`, import.meta.url).pathname;
 const canaryCrd = parseYaml(readFileSync(deployed('crd.yaml'), 'utf8'));
@@ -49,7 +50,7 @@ async function refusal(p: Promise<unknown>): Promise<string> {
   throw new Error('expected kubectl to fail');
 }
 
-describe('schemas, through kubectl', { skip: (await hasKubectl()) ? false : 'kubectl is not on PATH' }, () => {
+describe('schemas, through kubectl', await requireTool('kubectl'), () => {
   let api: FakeApiServer;
   let k: Kubectl;
 

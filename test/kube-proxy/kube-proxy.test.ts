@@ -1,5 +1,5 @@
 /**
- * The kube-proxy simulation (test/support/kube-proxy.ts) against the fake apiserver: Services on
+ * The kube-proxy simulation (test/support/cluster/kube-proxy.ts) against the fake apiserver: Services on
  * 127.0.43.0/24 cluster IPs, pods played by backends on their own 127.0.44.x addresses.
  */
 import assert from 'node:assert/strict';
@@ -8,10 +8,11 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
-import { askName, countBy, exchange, startNamedBackend, startTcpBackend, startUdpEcho, type TcpBackend, udpAsk, waitFor } from '../support/backends.ts';
+import { askName, countBy, exchange, startNamedBackend, startTcpBackend, startUdpEcho, type TcpBackend, udpAsk, waitFor } from '../support/net/backends.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { type KubeProxy, startKubeProxy } from '../support/kube-proxy.ts';
-import { Pods } from '../support/pods.ts';
+import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
+import { Pods } from '../support/cluster/pods.ts';
+import { freePortBlock } from '../support/net/free-ports.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const ns = 'default';
@@ -171,7 +172,7 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('a UDP client whose pod stops being an endpoint is moved to one that is, as kube-proxy flushes conntrack', async () => {
-    const port = 15356;
+    const port = await freePortBlock(1, { udp: true });
     for (const [name, host] of [['first', '127.0.44.34'], ['second', '127.0.44.35']] as const) {
       const socket = dgram.createSocket('udp4');
       socket.on('message', (datagram, from) => socket.send(`${name}:${datagram}`, from.port, from.address));
@@ -226,7 +227,7 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     await pod('outage-1', '127.0.44.51', { app: 'outage' }, (h) => startNamedBackend('o', h));
     const ip = await service('outage', { selector: { app: 'outage' }, ports: [{ port: 8080, targetPort: 'http' }] });
     const back = api.faults.refuseConnections(1500);
-    await sleep(200); // the watches have broken by now
+    await waitFor(() => api.openWatches() === 0, 'the watches to break');
     assert.equal(await askName(8080, ip), 'o');
     await back;
     const later = await service('after-outage', { selector: { app: 'outage' }, ports: [{ port: 8080, targetPort: 'http' }] });

@@ -1,7 +1,7 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
+import { CoordinationV1Api, KubeConfig, V1MicroTime } from '@kubernetes/client-node';
 import pino from 'pino';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { LeaderElector } from '../../src/kube/lease.ts';
@@ -21,6 +21,22 @@ afterEach(async () => {
 });
 after(() => api.stop());
 
+/** The fake as `user`, its bearer token, which the request log records: one candidate's requests from another's. */
+function kubeConfigAs(user: string): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'fake', server: api.url, skipTLSVerify: true }],
+    users: [{ name: user, token: user }],
+    contexts: [{ name: 'fake', cluster: 'fake', user }],
+    currentContext: 'fake',
+  });
+  return kubeConfig;
+}
+
+/** Requests `identity` has sent for `lease` so far. */
+const requestsOf = (identity: string, lease: string) =>
+  api.requests.filter((request) => request.user === identity && request.name === lease).length;
+
 /** Two candidates for one fresh lease, with fast timings; records who leads over time. */
 function candidates(names: string[]) {
   const lease = `lease-${++leaseCounter}`;
@@ -29,7 +45,7 @@ function candidates(names: string[]) {
   const electors = names.map(
     (identity) =>
       new LeaderElector({
-        coordination: api.kubeConfig.makeApiClient(CoordinationV1Api),
+        coordination: kubeConfigAs(identity).makeApiClient(CoordinationV1Api),
         namespace: 'default',
         name: lease,
         identity,
@@ -73,12 +89,12 @@ describe('leader election on a Lease', () => {
   });
 
   it('a leader that stops releases the lease and the follower takes over at once', async () => {
-    const { leading, electors } = candidates(['a', 'b']);
+    const { lease, leading, electors } = candidates(['a', 'b']);
     const [a, b] = electors as [LeaderElector, LeaderElector];
     a.start();
     await until(() => a.isLeader, 3_000, 'a to lead');
     b.start();
-    await sleep(300);
+    await until(() => requestsOf('b', lease) >= 3, 3_000, 'b to try the Lease three times');
     assert.equal(b.isLeader, false);
     const stoppedAt = Date.now();
     await a.stop();
@@ -128,7 +144,8 @@ describe('leader election on a Lease', () => {
     );
     await until(() => !a.isLeader, 1_000, 'a to step down');
     assert.deepEqual(history, ['+a', '-a'], 'onStoppedLeading called once');
-    await sleep(300); // three more retry periods
+    const asked = requestsOf('a', lease);
+    await until(() => requestsOf('a', lease) >= asked + 3, 3_000, 'a to read the Lease three more times');
     const taken = await coordination.readNamespacedLease({ name: lease, namespace: 'default' });
     assert.equal(taken.spec?.holderIdentity, 'b', 'a wrote itself back into the Lease');
     assert.equal(a.isLeader, false);

@@ -1,4 +1,4 @@
-// The kubelet simulation (test/support/kubelet.ts) does what the manager's tests rely on: pods for
+// The kubelet simulation (test/support/cluster/kubelet.ts) does what the manager's tests rely on: pods for
 // labelled Deployments, real processes with the pod's args and env, readiness from the probe, a
 // rollout on a template change, restarts, an image it cannot pull, and nothing left when the
 // Deployment goes.
@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
-import { waitFor } from '../support/backends.ts';
+import { waitFor } from '../support/net/backends.ts';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { startKubelet, type Kubelet } from '../support/kubelet.ts';
+import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';
 
 /** A tiny "image": an admin server whose /readyz answers, printing what it was started with. */
 const PROGRAM = `

@@ -14,7 +14,7 @@ import { renderProxy } from '../../src/manager/render.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { theOnly } from '../deploy/manifests.ts';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { MAIN, runCli } from '../support/serve-child.ts';
+import { MAIN, runCli } from '../support/process/serve-child.ts';
 
 /** The CLI with `env` added to the environment; its stderr once it exits (within 20 s). */
 function stderrWith(args: readonly string[], env: Record<string, string>): Promise<string> {

@@ -21,22 +21,25 @@ import type { CanaryRelease } from '../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/types.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
-import { waitFor } from '../support/backends.ts';
-import { startKubelet, type Kubelet } from '../support/kubelet.ts';
-import { Pods } from '../support/pods.ts';
-import { MAIN } from '../support/serve-child.ts';
-import { apiError, kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
+import { waitFor } from '../support/net/backends.ts';
+import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';
+import { Pods } from '../support/cluster/pods.ts';
+import { MAIN } from '../support/process/serve-child.ts';
+import { apiError, kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import {
   conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, patchRelease, proxyGrantsWithoutWorkloads, roleGrants, serviceEntry, serving,
   split, startBackends, startCluster, waitForRelease, type Backends, type Cluster,
-} from '../control/controller/cluster.ts';
+} from '../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../support/net/free-ports.ts';
 
 const SYSTEM = 'canary-l4-system';
 const MANAGER_USER = `system:serviceaccount:${SYSTEM}:canary-l4-manager`;
 const IMAGE_1 = 'canary-l4:test-1';
 const IMAGE_2 = 'canary-l4:test-2';
 /** Proxy ports per release: each pod would have its own network namespace; here they share the host. */
-const PORT_BASES: Record<string, number> = { 'web-v2': 28100, 'api-v2': 28200 };
+const PORT_BASES: Record<string, number> = { 'web-v2': await freePortBlock(10), 'api-v2': await freePortBlock(10) };
+/** Any other release's pods (none expected). */
+const OTHER_PORT_BASE = await freePortBlock(10);
 /** The proxies run in pods: they listen on the Service's own targetPort (with SO_REUSEPORT, as the pods share this host). */
 const WEB_TARGET_PORT = 9376;
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -144,7 +147,7 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
       podNet: '127.0.61',
       adminPort: { env: 'CANARY_L4_ADMIN_PORT', fromLog: /"adminPort":(\d+)/ },
       env: (pod) => ({
-        CANARY_L4_PORT_BASE: String(PORT_BASES[pod.metadata?.labels?.[LABEL_RELEASE] ?? ''] ?? 28900),
+        CANARY_L4_PORT_BASE: String(PORT_BASES[pod.metadata?.labels?.[LABEL_RELEASE] ?? ''] ?? OTHER_PORT_BASE),
         CANARY_L4_REUSE_PORT: 'true',
         CANARY_L4_LEASE_DURATION: '2',
         // No hand-back grace: the fake's kube-proxy-free world routes nothing stale.

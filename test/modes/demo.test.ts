@@ -2,8 +2,8 @@
 // and for TCP (smooth weighted round robin over 1000 connections) that split is exactly 90/10.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { freePort } from '../support/backends.ts';
-import { runCli } from '../support/serve-child.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { runCli } from '../support/process/serve-child.ts';
 
 test('demo --exit prints an exact 90/10 TCP split and a UDP split, then exits 0', { timeout: 60_000 }, async () => {
   const tcpPort = await freePort('127.0.0.1', 'tcp');

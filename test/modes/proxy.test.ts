@@ -10,16 +10,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { freePort, sleep, waitFor } from '../support/backends.ts';
+import { waitFor } from '../support/net/backends.ts';
+import { freePort, freePortBlock } from '../support/net/free-ports.ts';
 import { validateConfig } from '../../src/config/validate.ts';
 import { saveServedConfig } from '../../src/runtime/state-dir.ts';
-import { MAIN, runCli } from '../support/serve-child.ts';
+import { MAIN, runCli } from '../support/process/serve-child.ts';
 import {
   createRelease, createService, getRelease, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, setWeight, startCluster,
   waitForRelease, writeProxyKubeconfig, type Cluster,
-} from '../control/controller/cluster.ts';
+} from '../support/cluster/release-cluster.ts';
 
-const PORT_BASE = 29500;
+const PORT_BASE = await freePortBlock(60);
+
+/** Reconcile passes a proxy child has finished, by any result, from its admin server's /metrics. */
+async function passes(adminPort: number): Promise<number> {
+  const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const counts = [...metrics.matchAll(/^canary_l4_reconcile_total\{[^}]*\} (\d+)$/gm)];
+  return counts.reduce((sum, [, count]) => sum + Number(count), 0);
+}
 
 describe('canary-l4 proxy', { timeout: 90_000 }, () => {
   for (const [args, message] of [
@@ -108,7 +116,10 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
         await waitFor(() => stdout.includes('ignoring the saved config in --state-dir'), 'the proxy to say it ignores the other release\'s config', 15_000);
         const said = stdout.split('\n').find((line) => line.includes('ignoring the saved config'))!;
         assert.match(said, /holds the config of CanaryRelease default\/web-v1, not default\/web-v2/);
-        await sleep(300);
+        // Its first pass done, successful or not: it had its chance to serve the saved listener.
+        const adminPort = () => Number(/"adminPort":(\d+)/.exec(stdout)?.[1]);
+        const passed = async () => Number.isFinite(adminPort()) && (await passes(adminPort())) > 0;
+        await waitFor(passed, 'a first reconcile pass', 15_000);
         const refused = await new Promise<boolean>((resolve) => net.connect({ host: '127.0.0.1', port: savedPort })
           .once('connect', function (this: net.Socket) { this.destroy(); resolve(false); }).once('error', () => resolve(true)));
         assert.ok(refused, 'the other release\'s listener is not served');

@@ -13,7 +13,6 @@ import {
   askName,
   countBy,
   exchange,
-  freePort,
   randomPayload,
   runConcurrently,
   sha256,
@@ -22,9 +21,11 @@ import {
   startTcpBackend,
   waitFor,
   type TcpBackend,
-} from '../support/backends.ts';
-import { metricValue } from '../support/dataplane.ts';
-import { runCli, runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/serve-child.ts';
+} from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { metricValue } from '../support/dataplane/test-plane.ts';
+import { runCli, runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/process/serve-child.ts';
+import { afterDelivery } from '../support/process/signal-delivery.ts';
 
 const MiB = 1024 * 1024;
 
@@ -64,7 +65,7 @@ listeners:
   });
 
   test('a missing config file exits 2 naming the file', async () => {
-    const { exit, stderr } = await (await import('../support/serve-child.ts')).runCli([
+    const { exit, stderr } = await (await import('../support/process/serve-child.ts')).runCli([
       'serve',
       '--config',
       '/nonexistent/canary-l4/lb.yaml',
@@ -438,7 +439,8 @@ describe('serve: SIGHUP during start-up', { timeout: 30_000 }, () => {
       assert.ok(reading !== undefined, 'serve never read its config file');
       serve.child.kill('SIGHUP');
       serve.child.kill('SIGHUP');
-      await sleep(300); // time for a signal without a handler to end the process
+      // Once delivered, a signal without a handler would have begun to end the process.
+      assert.equal(await afterDelivery(serve.child.pid!, 'SIGHUP'), 'alive', 'serve died of a SIGHUP during start-up');
       assert.equal(serve.hasExited, false, `serve died of a SIGHUP during start-up: ${JSON.stringify(await Promise.race([serve.exited, sleep(0)]))}`);
       writeSync(reading, JSON.stringify({ listeners: [web(port, stable.port, canary.port, 100, 0)] }));
       closeSync(reading);

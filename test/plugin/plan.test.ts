@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { suiteTimeout } from '../support/api-under-test.ts';
+import { suiteTimeout } from '../support/cluster/api-under-test.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
-import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
-import { pluginFor, type Plugin } from '../support/plugin.ts';
-import { createService, NAMESPACE, startCluster, versions, type Cluster } from '../control/controller/cluster.ts';
+import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
+import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
+import { createService, NAMESPACE, startCluster, versions, type Cluster } from '../support/cluster/release-cluster.ts';
 
 const release = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });
 

@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { suiteTimeout } from '../support/api-under-test.ts';
+import { suiteTimeout } from '../support/cluster/api-under-test.ts';
 import { formatSaved, saveOriginal } from '../../src/control/service/originals.ts';
 import { ANNOTATION_ORIGINAL } from '../../src/api/names.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
-import { kubectlFor, type Kubectl } from '../fake-apiserver/helpers.ts';
-import { pluginFor, type Plugin } from '../support/plugin.ts';
-import { Pods } from '../support/pods.ts';
-import { createRelease, createService, getRelease, NAMESPACE, startCluster, versions, type Cluster } from '../control/controller/cluster.ts';
+import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
+import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
+import { Pods } from '../support/cluster/pods.ts';
+import { createRelease, createService, getRelease, NAMESPACE, startCluster, versions, type Cluster } from '../support/cluster/release-cluster.ts';
 
 const execFileAsync = promisify(execFile);
 

@@ -6,9 +6,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { askName, countBy, freePort, runConcurrently, sleep, startNamedBackend, waitFor, type TcpBackend } from '../support/backends.ts';
-import { metricValue } from '../support/dataplane.ts';
-import { startServe, type ServeChild } from '../support/serve-child.ts';
+import { askName, countBy, runConcurrently, startNamedBackend, waitFor, type TcpBackend } from '../support/net/backends.ts';
+import { freePort } from '../support/net/free-ports.ts';
+import { metricValue } from '../support/dataplane/test-plane.ts';
+import { startServe, type ServeChild } from '../support/process/serve-child.ts';
+import { afterDelivery } from '../support/process/signal-delivery.ts';
 
 function web(port: number, stablePort: number, canaryPort: number, canaryWeight: number) {
   return {
@@ -80,7 +82,9 @@ describe('serve --workers 2', { timeout: 90_000 }, () => {
   test('a SIGHUP sent to the workers (a hang-up reaches the whole process group) leaves them serving', async () => {
     const workers = workerPids(serve.pid);
     for (const pid of workers) process.kill(pid, 'SIGHUP');
-    await sleep(300);
+    for (const pid of workers) {
+      assert.equal(await afterDelivery(pid, 'SIGHUP'), 'alive', `worker ${pid} died of SIGHUP`);
+    }
     assert.deepEqual(workerPids(serve.pid).sort(), [...workers].sort(), 'a worker died of SIGHUP and was replaced');
     assert.equal(serve.logs().filter((line) => line.msg === 'worker died; starting a replacement').length, 0);
     assert.deepEqual(await split(port, 20), { stable: 20 });

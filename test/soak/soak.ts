@@ -16,15 +16,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
 import { isTakeoverSelector } from '../../src/control/service/takeover.ts';
-import { freePort, sleep, waitFor } from '../support/backends.ts';
-import { metricValue } from '../support/dataplane.ts';
-import { MAIN } from '../support/serve-child.ts';
-import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../control/controller/cluster.ts';
-import { startTestbed, startTraffic, type Attempt, type Traffic } from '../control/controller/testbed.ts';
-import { seededRandom } from '../../src/util/seeded-random.ts';
+import { sleep, waitFor } from '../support/net/backends.ts';
+import { freePort, freePortBlock } from '../support/net/free-ports.ts';
+import { metricValue } from '../support/dataplane/test-plane.ts';
+import { MAIN } from '../support/process/serve-child.ts';
+import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Attempt, type Traffic } from '../support/cluster/testbed.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 const RELEASE = 'web-v2';
-const PORT_BASE = 27500;
+const PORT_BASE = await freePortBlock(10, { udp: true });
 const PROXY_POD_IP = '127.0.55.250';
 /** After the steady state is seen again, how long a window stays open (clients in flight). */
 const WINDOW_TAIL_MS = 250;

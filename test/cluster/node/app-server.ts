@@ -1,6 +1,6 @@
 /**
  * The process an app image runs on the simulated node: the same servers the fake's pod servers
- * run (test/support/pod-servers.ts), on the pod's own address, one per container port. TCP writes
+ * run (test/support/cluster/pod-servers.ts), on the pod's own address, one per container port. TCP writes
  * the answer and ends; UDP replies `<answer>:<datagram>`. `FAKE_POD_FAULT` (the container's env)
  * makes it misbehave as a bad release would: `reset=30` resets 30 % of TCP connections, `udp-silent`
  * never replies. SIGTERM closes the listeners and exits, as a well-behaved server does.
@@ -8,7 +8,7 @@
  * Env (set by the kubelet simulation for the image, see images.ts): APP_POD_IP, APP_PORTS
  * (`8080/TCP,5353/UDP`), APP_ANSWER.
  */
-import { FAULT_ENV, parseFault, serveTcp, serveUdp, type Serving } from '../../support/pod-servers.ts';
+import { FAULT_ENV, parseFault, serveTcp, serveUdp, type Serving } from '../../support/cluster/pod-servers.ts';
 
 const ip = process.env.APP_POD_IP ?? '127.0.0.1';
 const answer = process.env.APP_ANSWER ?? 'app';

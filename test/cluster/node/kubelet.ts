@@ -31,8 +31,8 @@ import {
   CoreV1Api, PatchStrategy, setHeaderOptions,
   type KubeConfig, type ListWatch, type V1Container, type V1ContainerStatus, type V1Pod, type V1Probe,
 } from '@kubernetes/client-node';
-import { resolveContainerEnv } from '../../support/container-env.ts';
-import { keepWatching, OnePassAtATime } from '../../support/watching.ts';
+import { resolveContainerEnv } from '../../support/cluster/container-env.ts';
+import { keepWatching, OnePassAtATime } from '../../support/cluster/watching.ts';
 import { kubeconfigYaml } from '../control-plane.ts';
 import { registerNode, type RegisteredNode } from './node.ts';
 

@@ -16,14 +16,18 @@ import type { Socket } from 'node:net';
 import type { AnalysisSpec, CanaryServiceSpec } from '../../../src/api/spec-types.ts';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
-import { seededRandom } from '../../../src/util/seeded-random.ts';
-import { sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
-import { conditionOf, createRelease, getRelease, startProxy, waitForRelease, type InProcessProxy } from './cluster.ts';
-import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { seededRandom } from '../../support/seeded-random.ts';
+import { sleep, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { conditionOf, createRelease, getRelease, startProxy, waitForRelease, type InProcessProxy } from '../../support/cluster/release-cluster.ts';
+import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
 const INTERVAL_MS = 1_000;
 const FAILURE_LIMIT = 2;
-const PROXY_BASES = { equal: 26200, worse: 26300, dead: 26400, half: 26500, fifth: 26600 };
+const PROXY_BASES = {
+  equal: await freePortBlock(10), worse: await freePortBlock(10), dead: await freePortBlock(10),
+  half: await freePortBlock(10), fifth: await freePortBlock(10),
+};
 
 const analysis = (thresholds: AnalysisSpec['thresholds']): AnalysisSpec => ({ interval: `${INTERVAL_MS / 1000}s`, minSamples: 10, failureLimit: FAILURE_LIMIT, thresholds });
 const THRESHOLDS: AnalysisSpec['thresholds'] = { connectErrorRate: { max: 0.05 }, resetRate: { maxAboveStable: 0.02 } };

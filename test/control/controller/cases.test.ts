@@ -6,16 +6,17 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
-import { udpAsk, waitFor } from '../../support/backends.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { udpAsk, waitFor } from '../../support/net/backends.ts';
 import {
   conditionOf, createRelease, createService, getService, serviceEntry, serving, split, startBackends, startCluster,
   startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
   takenOver,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
 // Below the ephemeral range (32768+), where a client socket of this very test could hold the port.
-const PORT_BASE = 30000;
+const PORT_BASE = await freePortBlock(310, { udp: true });
 
 describe('release shapes', { timeout: suiteTimeout(30_000) }, () => {
   let cluster: Cluster;

@@ -12,15 +12,16 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL, LABEL_ROLE } from '../../../src/api/names.ts';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
-import { sleep } from '../../support/backends.ts';
-import { MAIN } from '../../support/serve-child.ts';
+import { sleep } from '../../support/net/backends.ts';
+import { MAIN } from '../../support/process/serve-child.ts';
 import {
   createRelease, createService, getRelease, getService, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, startCluster,
   writeProxyKubeconfig, type Cluster,
   takenOver,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 31500;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8800;
 const MUTATING = new Set(['create', 'update', 'patch', 'delete']);
 /** A proxy that made no write for this long after the phase looked done has converged. */

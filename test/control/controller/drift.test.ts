@@ -4,15 +4,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { waitFor } from '../../support/backends.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
+import { waitFor } from '../../support/net/backends.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   createRelease, createService, getService, NAMESPACE, serviceEntry, serving, split, startBackends, startCluster, startProxy,
   waitForRelease, waitForService, type Backends, type Cluster, type InProcessProxy,
   takenOver,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 30500;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8700;
 
 describe('drift of managed Services is repaired', { timeout: suiteTimeout(30_000) }, () => {

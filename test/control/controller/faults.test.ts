@@ -4,14 +4,15 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/backends.ts';
-import { metricValue } from '../../support/dataplane.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
+import { metricValue } from '../../support/dataplane/test-plane.ts';
 import {
   conditionOf, createRelease, createService, PROXY_USER, serviceEntry, serving, setWeight, split, startBackends, startCluster,
   startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 32000;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
 const OUTAGE_MS = 30_000;
 
@@ -60,9 +61,13 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
   });
 
   it('failing watches (500) are restarted with backoff', async () => {
+    const since = cluster.fake.requests.length;
     cluster.fake.faults.failNext({ verb: 'watch', code: 500, count: 6 });
     cluster.fake.faults.dropWatches();
-    await sleep(200);
+    // The patch lands while the watches are being refused, not before they broke.
+    const refused = () => cluster.fake.requests.slice(since)
+      .some((request) => request.verb === 'watch' && request.code === 500);
+    await waitFor(refused, 'a refused watch');
     await setWeight(cluster, 'api-v2', 0, 0, 30);
     await weightServed(30);
     assert.deepEqual(await split(PORT_BASE, 10), { stable: 7, canary: 3 });

@@ -9,15 +9,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/backends.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split, startBackends, startCluster,
   waitForRelease, writeProxyKubeconfig, type Backends, type Cluster,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
 import { isLeader, metric, startReplica as spawnReplica, type Replica } from './replicas.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 29800;
+const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
 const LEASE_SECONDS = 2;
 

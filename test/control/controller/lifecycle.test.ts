@@ -10,16 +10,17 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
-import { randomPayload, sha256, waitFor } from '../../support/backends.ts';
-import { metricValue } from '../../support/dataplane.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
+import { randomPayload, sha256, waitFor } from '../../support/net/backends.ts';
+import { metricValue } from '../../support/dataplane/test-plane.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   conditionOf, createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split,
   startBackends, startCluster, startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
   takenOver,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 31000;
+const PORT_BASE = await freePortBlock(20);
 const SERVICE_PORT = 8000;
 
 /** What a release must leave exactly as it found it: everything but the server's bookkeeping. */

@@ -9,13 +9,14 @@ import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import type { CanaryPortSpec, CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
-import { pluginFor, type Plugin } from '../../support/plugin.ts';
-import { conditionOf, createRelease, startProxy, waitForRelease, type InProcessProxy } from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
+import { conditionOf, createRelease, startProxy, waitForRelease, type InProcessProxy } from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
 const POD_NET = '127.0.147';
-const DARK_BASE = 33700;
-const STEPPED_BASE = 33800;
+const DARK_BASE = await freePortBlock(10, { udp: true });
+const STEPPED_BASE = await freePortBlock(10, { udp: true });
 const DNS_PORT = 8353;
 
 /** A UDP DNS-like Service `name` on port 53-ish, its stable pod answering `answer:<query>`. */

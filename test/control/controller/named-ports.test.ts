@@ -11,16 +11,17 @@ import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { defaultProxySelector } from '../../../src/api/names.ts';
 import { DEFAULT_ADMIN_PORT } from '../../../src/defaults.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
-import { sleep, waitFor } from '../../support/backends.ts';
-import { isPodReady } from '../../support/pods.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
+import { isPodReady } from '../../support/cluster/pods.ts';
 import {
   conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, serviceEntry, startProxy, takenOver, waitForRelease, waitForService, type InProcessProxy,
-} from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed } from './testbed.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const NAMED_BASE = 34100;
-const ADMIN_BASE = 34200;
+const NAMED_BASE = await freePortBlock(10, { udp: true });
+const ADMIN_BASE = await freePortBlock(10, { udp: true });
 
 const takenOverBy = (release: string) => (service: V1Service | undefined) => isTakeoverSelector(service?.spec?.selector, release);
 
@@ -56,11 +57,15 @@ describe('named targetPorts: taken over only onto proxy pods that declare them, 
     assert.deepEqual(published?.status?.takeover?.namedPorts, [
       { name: 'http', containerPort: NAMED_BASE, protocol: 'TCP' }, { name: 'dns', containerPort: NAMED_BASE + 1, protocol: 'UDP' },
     ]);
-    await sleep(500);
+    // A pass that saw proxy-old without the names, and held: it had its chance to take the Service over.
+    const HELD = /proxy pods proxy-old do not carry its labels and named ports yet/;
+    const waiting = await waitForRelease(bed.cluster, release, 'held for proxy-old',
+      (found) => HELD.test(conditionOf(found, 'Progressing')?.message ?? ''));
+    await waitFor(() => tcp.attempts.length >= 5 && udp.attempts.length >= 5, 'connections and flows meanwhile');
     assert.deepEqual([...tcp.failures(), ...udp.failures()], [], 'no connection or flow failed while proxy-old lacks the names');
     assert.deepEqual([Object.keys(tcp.counts()), Object.keys(udp.counts())], [['stable'], ['stable']], 'the app\'s pods answer meanwhile');
     assert.deepEqual((await getService(bed.cluster, 'web'))?.spec?.selector, { app: 'web', version: 'v1' }, 'not taken over: proxy-old answers nothing on the names');
-    assert.match(conditionOf(await getRelease(bed.cluster, release), 'Progressing')?.message ?? '', /proxy pods proxy-old do not carry its labels and named ports yet/);
+    assert.match(conditionOf(waiting, 'Progressing')?.message ?? '', HELD);
 
     // The manager's rollout: the new pod, which declares the names, is Ready before the old one goes.
     await bed.startProxyPod(release, { name: 'proxy-new', podIP });

@@ -10,16 +10,17 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { freePort, sleep, waitFor } from '../../support/backends.ts';
-import { metricValue } from '../../support/dataplane.ts';
-import { MAIN } from '../../support/serve-child.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
+import { freePort, freePortBlock } from '../../support/net/free-ports.ts';
+import { metricValue } from '../../support/dataplane/test-plane.ts';
+import { MAIN } from '../../support/process/serve-child.ts';
 import {
   conditionOf, createRelease, NAMESPACE, PROXY_USER, serviceEntry, serving, setWeight, startProxy, waitForRelease, writeProxyKubeconfig, type InProcessProxy,
-} from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed } from './testbed.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 
-const CHILD_BASE = 27300;
-const IN_PROCESS_BASE = 27400;
+const CHILD_BASE = await freePortBlock(10, { udp: true });
+const IN_PROCESS_BASE = await freePortBlock(10, { udp: true });
 const OUTAGE_MS = 6_000;
 
 const service = (name: string, port: number) => ({

@@ -18,18 +18,20 @@ import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { defaultProxySelector } from '../../../src/api/names.ts';
 import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
-import { sleep, startTcpBackend, waitFor } from '../../support/backends.ts';
-import { pluginFor, type Plugin } from '../../support/plugin.ts';
+import { sleep, startTcpBackend, waitFor } from '../../support/net/backends.ts';
+import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
 import {
-  conditionOf, createRelease, getRelease, getService, startProxy, startUdpNamed, waitForRelease, writeProxyKubeconfig, type InProcessProxy,
-} from './cluster.ts';
+  conditionOf, createRelease, getRelease, getService, judgedAfter, startProxy, startUdpNamed, waitForRelease, writeProxyKubeconfig,
+  type InProcessProxy,
+} from '../../support/cluster/release-cluster.ts';
 import { isLeader, startReplica, type Replica } from './replicas.ts';
-import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const REPLICAS_BASE = 25100;
-const RESETS_BASE = 25200;
-const UDP_BASE = 25300;
-const COUNTS_BASE = 25400;
+const REPLICAS_BASE = await freePortBlock(10);
+const RESETS_BASE = await freePortBlock(10);
+const UDP_BASE = await freePortBlock(10, { udp: true });
+const COUNTS_BASE = await freePortBlock(10);
 const LEASE_SECONDS = 2;
 const INTERVAL_MS = 1000;
 const FAILURE_LIMIT = 2;
@@ -111,12 +113,13 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
       steps: [{ weight: 20, pause: { duration: '2s' } }, { weight: 40, pause: { duration: '10s' } }, { weight: 60, pause: {} }, { weight: 80, pause: { duration: '6s' } }],
       analysis: analysis({ connectErrorRate: { max: 0.05 }, resetRate: { max: 0.05 } }),
     });
-    await waitForRelease(bed.cluster, 'db-v2', 'step 1 started: the Services are taken over', (found) => found?.status?.stepStartedAt !== undefined, 20_000);
+    const first = await waitForRelease(bed.cluster, 'db-v2', 'step 1 started: the Services are taken over',
+      (found) => found?.status?.stepStartedAt !== undefined, 20_000);
 
-    // No traffic: the pause runs out, but too few samples never promote.
-    await waitForRelease(bed.cluster, 'db-v2', 'an idle interval judged', (found) => found?.status?.analysis?.verdict === 'Inconclusive', 10_000);
-    await sleep(2500);
-    const held = await getRelease(bed.cluster, 'db-v2');
+    // No traffic: the pause runs out, but too few samples never promote (judged by a pass after it ran out).
+    const pauseEnd = Date.parse(first!.status!.stepStartedAt!) + 2000;
+    const held = await waitForRelease(bed.cluster, 'db-v2', 'an idle interval judged after the 2 s pause',
+      (found) => judgedAfter(found, pauseEnd), 10_000);
     assert.equal(stepOf(held), 0, 'step 1 holds past its 2 s pause without samples');
     assert.match(held?.status?.pause?.reason ?? '', /step 1 waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/);
     assert.match(held?.status?.analysis?.message ?? '', /too few samples: 0 canary connections\/flows over \d+ interval\(s\), minSamples 20/);
@@ -141,9 +144,10 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     assert.ok(advancedAfterMs >= 10_000, `never before the pause is over (${advancedAfterMs} ms)`);
     assert.ok(advancedAfterMs < 10_000 + LEASE_SECONDS * 1000, `resumed from the recorded start, not from the takeover (${advancedAfterMs} ms)`);
 
-    // Step 3 has no duration: it waits for a promotion.
-    await sleep(2000);
-    const waiting = await getRelease(bed.cluster, 'db-v2');
+    // Step 3 has no duration: it waits for a promotion, whatever an interval of its own judges.
+    const thirdStarted = Date.parse(third!.status!.stepStartedAt!);
+    const waiting = await waitForRelease(bed.cluster, 'db-v2', 'an interval of step 3 passed', (found) =>
+      found?.status?.analysis?.verdict === 'Passed' && judgedAfter(found, thirdStarted + INTERVAL_MS), 10_000);
     assert.equal(stepOf(waiting), 2);
     assert.match(waiting?.status?.pause?.reason ?? '', /step 3 waits for a promotion: kubectl canary-l4 promote/);
     const promoted = await plugin('promote', 'db-v2');
@@ -156,8 +160,8 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     const pausing = await plugin('pause', 'db-v2');
     assert.equal(pausing.code, 0, pausing.stderr);
     const fourth = Date.parse((await getRelease(bed.cluster, 'db-v2'))!.status!.stepStartedAt!);
-    await sleep(Math.max(0, fourth + 7000 - Date.now()));
-    const paused = await getRelease(bed.cluster, 'db-v2');
+    const paused = await waitForRelease(bed.cluster, 'db-v2', 'an interval judged after step 4\'s 6 s',
+      (found) => judgedAfter(found, fourth + 6000), 15_000);
     assert.equal(stepOf(paused), 3, 'paused: step 4 holds past its pause');
     assert.match(paused?.status?.pause?.reason ?? '', /paused \(spec.paused\)/);
     const achieved = paused?.status?.ports?.[0]?.achieved;

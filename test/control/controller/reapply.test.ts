@@ -12,13 +12,14 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
-import { sleep } from '../../support/backends.ts';
-import { conditionOf, createRelease, getService, patchRelease, startProxy, waitForRelease, waitForService, type InProcessProxy } from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { sleep } from '../../support/net/backends.ts';
+import { conditionOf, createRelease, getService, patchRelease, startProxy, waitForRelease, waitForService, type InProcessProxy } from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
 const RELEASE = 'web-v2';
-const PORT_BASE = 27600;
+const PORT_BASE = await freePortBlock(10);
 
 const manifest = {
   apiVersion: 'v1',

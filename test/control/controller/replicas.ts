@@ -3,7 +3,7 @@
 // server on an ephemeral loopback port.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { MAIN } from '../../support/serve-child.ts';
+import { MAIN } from '../../support/process/serve-child.ts';
 
 export interface Replica {
   readonly child: ChildProcess;

@@ -11,16 +11,17 @@ import type { V1Service } from '@kubernetes/client-node';
 import { parseSaved } from '../../../src/control/service/originals.ts';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
-import { sleep, waitFor } from '../../support/backends.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
 import {
   conditionOf, createRelease, getService, NAMESPACE, patchRelease, serviceEntry, serving, startProxy, waitForRelease, waitForService,
   type InProcessProxy,
-} from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const FIRST_BASE = 27100;
-const SECOND_BASE = 27200;
+const FIRST_BASE = await freePortBlock(10, { udp: true });
+const SECOND_BASE = await freePortBlock(10, { udp: true });
 
 /** The owner's manifest, applied with kubectl: what GitOps re-applies on every sync. */
 const manifest = {

@@ -8,15 +8,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
-import { sleep } from '../../support/backends.ts';
-import { suiteTimeout } from '../../support/api-under-test.ts';
-import { kubectlFor, waitFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
+import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { kubectlFor, waitFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
 import {
-  conditionOf, createService, getService, NAMESPACE, serving, split, startBackends, startCluster, startProxy, waitForRelease,
+  conditionOf, createService, getService, judgedCurrentSpec, NAMESPACE, patchRelease, serving, split, startBackends, startCluster,
+  startProxy, waitForRelease,
   type Backends, type Cluster, type InProcessProxy,
-} from './cluster.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 28500;
+const PORT_BASE = await freePortBlock(50);
 const manifest = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });
 const entry = (service: string, port: number, weight?: number) => ({
   service, canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port, ...(weight === undefined ? {} : { config: { weight } }) }],
@@ -55,8 +56,10 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     const held = await waitForRelease(cluster, 'stale-v2', 'held on spec.promotedStep', invalid('spec.promotedStep: 3 is past the last step'));
     assert.equal(conditionOf(held, 'Ready')?.status, 'False');
     assert.match(conditionOf(held, 'Ready')!.message, /spec.promotedStep/, 'READY says why');
-    await sleep(1500);
-    const still = await waitForRelease(cluster, 'stale-v2', 'still held', invalid('spec.promotedStep'));
+    // An edit that leaves it as wrong: once the proxy has judged it, it had its chance to go on.
+    await patchRelease(cluster, 'stale-v2', { spec: { promotedStep: 4 } });
+    const still = await waitForRelease(cluster, 'stale-v2', 'the edit judged, still held',
+      (found) => judgedCurrentSpec(found) && invalid('spec.promotedStep: 4')(found));
     assert.equal(still?.status?.transition ?? null, null, 'not adopted');
     assert.equal(still?.status?.currentStep, undefined, 'no step started, none skipped');
     assert.equal((await getService(cluster, 'stale'))?.metadata?.resourceVersion, service.metadata?.resourceVersion, 'the Service is byte-for-byte as it was');

@@ -9,9 +9,9 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ReleaseCaches } from '../../../src/control/loop/caches.ts';
 import { defaultProxySelector, GROUP, PLURAL, VERSION, type Labels } from '../../../src/api/names.ts';
 import { makeClients } from '../../../src/kube/client.ts';
-import { waitFor } from '../../support/backends.ts';
-import { Pods } from '../../support/pods.ts';
-import { NAMESPACE, startCluster, type Cluster } from '../controller/cluster.ts';
+import { waitFor } from '../../support/net/backends.ts';
+import { Pods } from '../../support/cluster/pods.ts';
+import { NAMESPACE, startCluster, type Cluster } from '../../support/cluster/release-cluster.ts';
 
 const RELEASE = 'web-v2';
 let cluster: Cluster;

@@ -11,7 +11,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import { EvidenceCollector, intervalCounts, parseSnapshot, replicaStatsUrls } from '../../../src/control/progress/collector.ts';
 import type { BackendCounters, CounterSnapshot } from '../../../src/counters/snapshot.ts';
-import { waitFor } from '../../support/backends.ts';
+import { waitFor } from '../../support/net/backends.ts';
 
 const BUCKETS = [1, 10];
 const snapshot = (instance: string, connections: number): CounterSnapshot => ({

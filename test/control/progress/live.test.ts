@@ -12,8 +12,9 @@ import type { CounterSnapshot } from '../../../src/counters/snapshot.ts';
 import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
 import type { AnalysisSpec } from '../../../src/api/spec-types.ts';
 import type { AnalysisStatus, PortStatus } from '../../../src/api/status-types.ts';
-import { askName, freePort, sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane.ts';
+import { askName, sleep, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { freePort } from '../../support/net/free-ports.ts';
+import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 const INTERVAL_MS = 500;
 const FAIL_TIMEOUT_MS = 3_000;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { binomial, FAILURE_LIMIT, simulate, withinShare } from '../../../bench/analysis.ts';
 import { PATH_ROWS, PROMISED_MS, simulatePath, withinMs } from '../../../bench/analysis-path.ts';
-import { seededRandom } from '../../../src/util/seeded-random.ts';
+import { seededRandom } from '../../support/seeded-random.ts';
 
 describe('the analysis\' operating characteristics', { timeout: 60_000 }, () => {
   it('draws binomial counts: the mean and the spread of Binomial(n, p)', () => {

@@ -20,7 +20,7 @@ import { describeStep as describeApplied } from '../../../src/control/loop/apply
 import type { Evidence } from '../../../src/control/progress/evidence.ts';
 import { formatWeights } from '../../../src/control/service/l4.ts';
 import { patchTemplate } from '../../../src/control/workload/strategic-merge.ts';
-import { removeDeployment, rollOut } from '../controller/deployments.ts';
+import { removeDeployment, rollOut } from './deployments.ts';
 
 export const NOW = new Date('2025-01-01T00:00:00.250Z');
 export const RELEASE = 'rel';

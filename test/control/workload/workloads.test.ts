@@ -9,14 +9,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { LABEL_TEMPLATE_HASH, LABEL_TRACK } from '../../../src/api/names.ts';
-import { sleep, waitFor } from '../../support/backends.ts';
-import { startPodServers, type PodServers } from '../../support/pod-servers.ts';
+import { sleep, waitFor } from '../../support/net/backends.ts';
+import { startPodServers, type PodServers } from '../../support/cluster/pod-servers.ts';
 import {
   createRelease, NAMESPACE, patchRelease, rbacUsed, roleGrants, serving, startProxy, waitForRelease, waitForService, WORKLOAD_ONLY_GRANTS, type InProcessProxy,
-} from '../controller/cluster.ts';
-import { startTestbed, startTraffic, type Testbed } from '../controller/testbed.ts';
+} from '../../support/cluster/release-cluster.ts';
+import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
+import { freePortBlock } from '../../support/net/free-ports.ts';
 
-const PORT_BASE = 27600;
+const PORT_BASE = await freePortBlock(20);
 const IMAGE = (version: number) => `example/web:${version}`;
 
 const stableManifests = [

@@ -10,8 +10,8 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ClientAffinity, clientAddressHash } from '../../../src/dataplane/choice/affinity.ts';
-import { startNamedBackend, startUdpEcho, udpAsk } from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane.ts';
+import { startNamedBackend, startUdpEcho, udpAsk } from '../../support/net/backends.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 /** 1 000 client addresses: 600 IPv4, 400 IPv6, spread like real ones. */
 const CLIENTS: readonly string[] = Array.from({ length: 1000 }, (_, i) =>

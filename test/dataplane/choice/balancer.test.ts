@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { carryOverPicker, createPicker, RandomPicker, SmoothWeightedRoundRobin, type Picker } from '../../../src/dataplane/choice/balancer.ts';
 import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
-import { askName, countBy, runConcurrently, startNamedBackend, type TcpBackend } from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane.ts';
+import { askName, countBy, runConcurrently, startNamedBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 const always = () => true;
 

@@ -9,9 +9,10 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { DescriptorBudget, TCP_CONNECTION_DESCRIPTORS } from '../../../src/dataplane/resources/descriptor-budget.ts';
-import { askName, exchange, freePort, startNamedBackend, startUdpEcho, udpAsk, waitFor } from '../../support/backends.ts';
-import { metricValue } from '../../support/dataplane.ts';
-import { startServe } from '../../support/serve-child.ts';
+import { askName, exchange, startNamedBackend, startUdpEcho, udpAsk, waitFor } from '../../support/net/backends.ts';
+import { freePort } from '../../support/net/free-ports.ts';
+import { metricValue } from '../../support/dataplane/test-plane.ts';
+import { startServe } from '../../support/process/serve-child.ts';
 
 /** How many `count`-descriptor acquisitions `account` gets before the budget says no. */
 function takeAll(account: { tryAcquire(count: number): boolean }, count = 1): number {
@@ -121,7 +122,7 @@ describe('a process out of descriptors (EMFILE) behind the budget\'s back', { ti
   test('refusals are counted as local_error; no backend is blamed, marked failed or counted as no_backend', async () => {
     const tcpBackend = await startNamedBackend('a');
     const udpBackend = await startUdpEcho('resolver');
-    const script = fileURLToPath(new URL('../../support/exhausted-plane.ts', import.meta.url));
+    const script = fileURLToPath(new URL('../../support/dataplane/exhausted-plane.ts', import.meta.url));
     const child = spawn('sh', ['-c', 'ulimit -n 200 && exec "$0" "$@"', process.execPath, script, String(tcpBackend.port), String(udpBackend.port)], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });

@@ -8,7 +8,10 @@ import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, it } from 'node:test';
+import { requireTool } from '../../support/process/required-tool.ts';
 import { noDelayOnListener, type ServerWithNoDelay } from '../../../src/dataplane/resources/listener-options.ts';
+
+const python3 = await requireTool('python3');
 
 describe('options on the listening socket', () => {
   it('the listening handle of this Node takes TCP_NODELAY, and no accepted socket sets it again', async () => {
@@ -28,7 +31,7 @@ describe('options on the listening socket', () => {
     }
   });
 
-  it('Linux copies TCP_NODELAY from the listening socket to the sockets it accepts', { skip: spawnSync('python3', ['--version']).status !== 0 && 'no python3' }, () => {
+  it('Linux copies TCP_NODELAY from the listening socket to the sockets it accepts', python3, () => {
     const script = `
 import socket
 listening = socket.socket()

@@ -6,8 +6,8 @@ import net from 'node:net';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { USER_BUFFER_READS, createReadForwarder, readAcceptedSocketInto } from '../../../src/dataplane/resources/socket-reads.ts';
-import { randomPayload, sha256, startEchoBackend, waitFor } from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, metricValue } from '../../support/dataplane.ts';
+import { randomPayload, sha256, startEchoBackend, waitFor } from '../../support/net/backends.ts';
+import { applyOnFreePort, createPlane, metricValue } from '../../support/dataplane/test-plane.ts';
 
 describe('reads into reused buffers', () => {
   it('the onread internals are where this Node keeps them', () => {

@@ -8,8 +8,8 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { randomPayload, sleep, startEchoBackend, startUdpEcho, waitFor, type EchoBackend, type UdpBackend } from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane.ts';
+import { randomPayload, sleep, startEchoBackend, startUdpEcho, waitFor, type EchoBackend, type UdpBackend } from '../../support/net/backends.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 const PROXY_HOST = '127.0.91.1';
 const CHUNK_BYTES = 1024;

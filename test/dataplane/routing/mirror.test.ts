@@ -9,8 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import {
   countBy, echoOnce, exchange, randomPayload, runConcurrently, sha256, startEchoBackend, startTcpBackend, startUdpEcho, udpAsk, waitFor,
   type EchoBackend, type TcpBackend, type UdpBackend,
-} from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane.ts';
+} from '../../support/net/backends.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 import { ReplyPairing, compareReplyPrefixes } from '../../../src/dataplane/routing/mirror.ts';
 import { noMirrorCounts } from '../../../src/dataplane/stats/stats.ts';
 

@@ -18,8 +18,9 @@ import { FastLeg, FastTcpConnection } from '../../../src/dataplane/tcp/fast-pipe
 import { TcpListener, fitsFastPath } from '../../../src/dataplane/tcp/listener.ts';
 import { RAW_TCP_REQUIREMENTS, connectTo, takeAccepts } from '../../../src/dataplane/tcp/raw-handles.ts';
 
-import { exchange, freePort, randomPayload, sha256, startEchoBackend } from '../../support/backends.ts';
-import { silentLog } from '../../support/dataplane.ts';
+import { exchange, randomPayload, sha256, startEchoBackend } from '../../support/net/backends.ts';
+import { freePort } from '../../support/net/free-ports.ts';
+import { silentLog } from '../../support/dataplane/test-plane.ts';
 
 const HOST = '127.0.95.1';
 

@@ -11,7 +11,6 @@ import {
   askName,
   countBy,
   exchange,
-  freePort,
   randomPayload,
   sleep,
   startEchoBackend,
@@ -20,9 +19,10 @@ import {
   waitFor,
   type EchoBackend,
   type TcpBackend,
-} from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane.ts';
-import { rssBytes, startServe, type ServeChild } from '../../support/serve-child.ts';
+} from '../../support/net/backends.ts';
+import { freePort } from '../../support/net/free-ports.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
+import { rssBytes, startServe, type ServeChild } from '../../support/process/serve-child.ts';
 import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
 
 const MiB = 1024 * 1024;

@@ -11,8 +11,8 @@ import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
 import type { ReadForwarder } from '../../../src/dataplane/resources/socket-reads.ts';
 import { BackendStats } from '../../../src/dataplane/stats/stats.ts';
 import { TcpConnection } from '../../../src/dataplane/tcp/pipe.ts';
-import { waitFor } from '../../support/backends.ts';
-import { applyOnFreePort, createPlane } from '../../support/dataplane.ts';
+import { waitFor } from '../../support/net/backends.ts';
+import { applyOnFreePort, createPlane } from '../../support/dataplane/test-plane.ts';
 
 const HOST = '127.0.100.1';
 

@@ -6,7 +6,6 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import {
   exchange,
-  freePort,
   randomPayload,
   sha256,
   sleep,
@@ -15,8 +14,9 @@ import {
   waitFor,
   type EchoBackend,
   type TcpBackend,
-} from '../../support/backends.ts';
-import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane.ts';
+} from '../../support/net/backends.ts';
+import { freePort } from '../../support/net/free-ports.ts';
+import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 const MiB = 1024 * 1024;
 

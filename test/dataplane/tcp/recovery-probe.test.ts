@@ -5,7 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
 import { BackendStats } from '../../../src/dataplane/stats/stats.ts';
 import { probeTcp, probed } from '../../../src/dataplane/tcp/recovery-probe.ts';
-import { freePort, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
+import { startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { freePort } from '../../support/net/free-ports.ts';
 
 describe('probeTcp: does the backend take a connection and keep it?', () => {
   const servers: TcpBackend[] = [];

@@ -7,8 +7,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startKubeProxy } from '../kube-proxy.ts';
-import { startPodServers } from '../pod-servers.ts';
+import { startKubeProxy } from '../cluster/kube-proxy.ts';
+import { startPodServers } from '../cluster/pod-servers.ts';
 import { DEFAULT_POD_CIDR, DEFAULT_POD_READY_DELAY_MS, DEFAULT_POD_TERMINATION_MS, startFakeApiServer } from './index.ts';
 
 const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--no-gc]

@@ -5,7 +5,7 @@
  * containers started but not ready; `podReadyDelayMs` after that they are Ready (Ready and
  * ContainersReady True), as if a readiness probe had passed. The address is freed when the pod is
  * deleted; a pod that finds the range full stays Pending until one is freed. Pods nobody's
- * ReplicaSet controls (a test's own, see test/support/pods.ts) are left to the test.
+ * ReplicaSet controls (a test's own, see test/support/cluster/pods.ts) are left to the test.
  *
  * Writes happen from timers, never inside a store event: a write there would reach watchers
  * before the event that caused it.

@@ -3,7 +3,7 @@
  * the kubelet do between a pod's DELETE and its removal. The DELETE (a client's, the garbage
  * collector's, the ReplicaSet controller's scale-down) only marks the pod: `deletionTimestamp` (now
  * + the grace period) and `deletionGracePeriodSeconds`, so endpoint watchers (kube-proxy) drop it at
- * once, while its containers (test/support/pod-servers.ts) keep answering the connections already
+ * once, while its containers (test/support/cluster/pod-servers.ts) keep answering the connections already
  * sent its way. Then, as the kubelet does, the pod is reported not Ready (still Running), and once
  * its containers have exited it is reported `Succeeded` (the kubelet puts a deleted pod in a
  * terminal phase) and deleted with a grace of 0, which removes it unless finalizers hold it. The

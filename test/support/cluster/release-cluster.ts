@@ -1,5 +1,5 @@
 // The proxy against the API under test (the fake kube-apiserver, or a real control plane with
-// CANARY_TEST_API=real: test/support/api-under-test.ts), with real traffic: the CRD and the proxy
+// CANARY_TEST_API=real: test/support/cluster/api-under-test.ts), with real traffic: the CRD and the proxy
 // ClusterRole from deploy/, the proxy in this process (or as a child process, see crash.test.ts)
 // with the identity a proxy has (on the real API the ServiceAccount canary-l4-proxy, bound to that
 // ClusterRole as the manager binds it), and backends that answer with their name, started on the
@@ -25,9 +25,9 @@ import { defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/n
 import { makeClients } from '../../../src/kube/client.ts';
 import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
-import { askName, startTcpBackend, waitFor, type TcpBackend } from '../../support/backends.ts';
-import type { FakeApiServer, FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
-import { startApiUnderTest, type ApiUnderTest } from '../../support/api-under-test.ts';
+import { askName, startTcpBackend, waitFor, type TcpBackend } from '../net/backends.ts';
+import type { FakeApiServer, FakeApiServerOptions } from '../fake-apiserver/index.ts';
+import { startApiUnderTest, type ApiUnderTest } from './api-under-test.ts';
 
 export const NAMESPACE = 'default';
 /** The proxy's ServiceAccount (real API), and its bearer token on the fake, which records it as the user: it tells the proxy's requests from the test's. */
@@ -242,6 +242,24 @@ export async function waitForRelease(cluster: Cluster, name: string, what: strin
 }
 
 /** Available=True with every listed port retargeted. */
+/**
+ * Whether the proxy has reported on the release's current spec: a pass began after its last edit.
+ * A check that an edit changes nothing waits on this, not on a sleep that proves no pass ran.
+ */
+export function judgedCurrentSpec(release: CanaryRelease | undefined): boolean {
+  const observed = release?.status?.observedGeneration;
+  return observed !== undefined && observed === release?.metadata?.generation;
+}
+
+/**
+ * Whether the release reports an analysis interval that ended after `ms` (epoch): the pass that
+ * judged it ran after then, so it had its chance to act on whatever was due by `ms`.
+ */
+export function judgedAfter(release: CanaryRelease | undefined, ms: number): boolean {
+  const at = release?.status?.analysis?.at;
+  return at !== undefined && Date.parse(at) > ms;
+}
+
 export function serving(release: CanaryRelease | undefined): boolean {
   return conditionOf(release, 'Available')?.status === 'True' && conditionOf(release, 'Progressing')?.reason !== 'Retargeting';
 }

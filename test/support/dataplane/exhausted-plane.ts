@@ -7,7 +7,7 @@
 // the data plane counted.
 import { closeSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { applyOnFreePort, createPlane } from './dataplane.ts';
+import { applyOnFreePort, createPlane } from './test-plane.ts';
 
 const [tcpBackendPort, udpBackendPort] = process.argv.slice(2).map(Number);
 const plane = createPlane();

@@ -1,6 +1,6 @@
 // Loopback backends and clients for data-plane tests: TCP echo / named / sink servers, a UDP echo,
-// free-port helpers, and small clients that collect what they receive. Everything binds to
-// loopback, and every server tracks its sockets so close() ends them all.
+// and small clients that collect what they receive. Everything binds to loopback, and every server
+// tracks its sockets so close() ends them all. Free ports are free-ports.ts's.
 import { createHash, randomBytes } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
@@ -117,35 +117,6 @@ export async function startUdpEcho(name: string, host = '127.0.0.1', replies = 1
   await once(socket, 'listening');
   (backend as { port: number }).port = socket.address().port;
   return backend;
-}
-
-/** A port that was free a moment ago: bind 0, read the port, close. */
-export async function freePort(host = '127.0.0.1', protocol: 'tcp' | 'udp' = 'tcp'): Promise<number> {
-  if (protocol === 'udp') {
-    const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
-    socket.bind({ address: host, port: 0 });
-    await once(socket, 'listening');
-    const { port } = socket.address();
-    await new Promise<void>((resolve) => socket.close(() => resolve()));
-    return port;
-  }
-  const server = net.createServer();
-  server.listen({ host, port: 0 });
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** Retries `attempt(port)` with fresh free ports while it fails with EADDRINUSE (a parallel test took the port). */
-export async function withFreePort<T>(attempt: (port: number) => Promise<T>, host = '127.0.0.1', tries = 5): Promise<T> {
-  for (let i = 1; ; i++) {
-    try {
-      return await attempt(await freePort(host));
-    } catch (err) {
-      if (i >= tries || !/EADDRINUSE/.test(String((err as Error).message) + String((err as NodeJS.ErrnoException).code))) throw err;
-    }
-  }
 }
 
 export interface Received {

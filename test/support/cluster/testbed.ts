@@ -1,7 +1,7 @@
 // A small cluster for end-to-end tests of a release with real traffic as clients see it: the API
-// under test (the fake, or a real control plane: test/support/api-under-test.ts), a kube-proxy
+// under test (the fake, or a real control plane: test/support/cluster/api-under-test.ts), a kube-proxy
 // simulation that routes every Service's cluster IP to its endpoints (the Ready pods its selector
-// matches on the fake; the real EndpointSlices on a real API: test/support/kube-proxy.ts), pods
+// matches on the fake; the real EndpointSlices on a real API: test/support/cluster/kube-proxy.ts), pods
 // played by named backends on their own addresses in the test's pod network, the proxy's own pod,
 // kubectl, and clients that keep connecting to a Service and count what answered. Used by the
 // never-strand tests and the soak.
@@ -10,12 +10,12 @@ import type { V1Container, V1ContainerPort, V1Service } from '@kubernetes/client
 import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/names.ts';
 import { renderProxy } from '../../../src/manager/render.ts';
 import type { ManagedRelease } from '../../../src/api/proxy-types.ts';
-import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../../support/backends.ts';
-import { kubectlFor, type Kubectl } from '../../fake-apiserver/helpers.ts';
-import type { FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';
-import { startKubeProxy, type KubeProxy } from '../../support/kube-proxy.ts';
-import { Pods } from '../../support/pods.ts';
-import { getRelease, getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './cluster.ts';
+import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../net/backends.ts';
+import { kubectlFor, type Kubectl } from './api-fixtures.ts';
+import type { FakeApiServerOptions } from '../fake-apiserver/index.ts';
+import { startKubeProxy, type KubeProxy } from './kube-proxy.ts';
+import { Pods } from './pods.ts';
+import { getRelease, getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './release-cluster.ts';
 import { takeoverValue } from '../../../src/control/service/takeover.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
 

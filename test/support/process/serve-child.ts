@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+export const MAIN = fileURLToPath(new URL('../../../src/cli/main.ts', import.meta.url));
 
 export interface Exit {
   readonly code: number | null;

@@ -34,7 +34,7 @@ import {
   type KubernetesListObject, type KubernetesObject, type ListWatch, type V1Container, type V1Deployment, type V1Pod, type V1PodCondition,
 } from '@kubernetes/client-node';
 import { resolveContainerEnv } from './container-env.ts';
-import { podTemplateHash } from './fake-apiserver/simulation/template-hash.ts';
+import { podTemplateHash } from '../fake-apiserver/simulation/template-hash.ts';
 import { keepWatching, OnePassAtATime } from './watching.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

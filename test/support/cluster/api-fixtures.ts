@@ -1,4 +1,4 @@
-/** Shared fixtures for the fake-apiserver conformance tests: client-node over HTTP, and kubectl. */
+/** Fixtures the fake-apiserver tests began and other suites share: client-node over HTTP, waits, kubectl. */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { after, before } from 'node:test';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Pod, Watch } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../support/fake-apiserver/index.ts';
+import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../fake-apiserver/index.ts';
 
 export const CR = { group: 'canary-l4.io', version: 'v1alpha1', plural: 'canaryreleases' } as const;
 
@@ -140,14 +140,6 @@ export function fakeWithKubectl(options?: FakeApiServerOptions): { readonly api:
     await context.kubectl?.cleanup();
   });
   return context;
-}
-
-/** Whether kubectl is on PATH (kubectl tests skip without it). */
-export async function hasKubectl(): Promise<boolean> {
-  return execFileAsync('kubectl', ['version', '--client'], { timeout: 15_000 }).then(
-    () => true,
-    () => false,
-  );
 }
 
 export interface Kubectl {

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The package's bin (package.json), as npm installs it: its launcher checks the Node version, then runs src/plugin/main.ts. */
-export const PLUGIN = fileURLToPath(new URL('../../bin/kubectl-canary_l4', import.meta.url));
+export const PLUGIN = fileURLToPath(new URL('../../../bin/kubectl-canary_l4', import.meta.url));
 
 export interface PluginRun {
   readonly code: number;

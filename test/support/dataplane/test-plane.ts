@@ -1,11 +1,11 @@
 // An in-process data plane for tests: a DataPlane with its counters, a silent logger, configs
 // validated exactly as a file would be, and the Prometheus view of the counters.
 import pino from 'pino';
-import { validateConfig } from '../../src/config/validate.ts';
-import { DataPlane, type DataPlaneOptions } from '../../src/dataplane/dataplane.ts';
-import { StatsRegistry, type BackendStats, type ListenerStats } from '../../src/dataplane/stats/stats.ts';
-import { metricsEndpoint } from '../../src/admin/metrics.ts';
-import { freePort } from './backends.ts';
+import { validateConfig } from '../../../src/config/validate.ts';
+import { DataPlane, type DataPlaneOptions } from '../../../src/dataplane/dataplane.ts';
+import { StatsRegistry, type BackendStats, type ListenerStats } from '../../../src/dataplane/stats/stats.ts';
+import { metricsEndpoint } from '../../../src/admin/metrics.ts';
+import { freePort } from '../net/free-ports.ts';
 
 export const silentLog = pino({ level: 'silent' });
 

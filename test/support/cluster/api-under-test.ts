@@ -15,10 +15,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { startRealCluster, type RealCluster } from '../cluster/cluster.ts';
-import { registerNode, type RegisteredNode } from '../cluster/node/node.ts';
-import { POD_NETWORK_PREFIX } from '../cluster/pod-network.ts';
-import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions, type RequestRecord } from './fake-apiserver/index.ts';
+import { startRealCluster, type RealCluster } from '../../cluster/cluster.ts';
+import { registerNode, type RegisteredNode } from '../../cluster/node/node.ts';
+import { POD_NETWORK_PREFIX } from '../../cluster/pod-network.ts';
+import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions, type RequestRecord } from '../fake-apiserver/index.ts';
 
 /** Whether this run's end-to-end tests run against a real control plane. (Not a CANARY_L4_ variable:
  * the commands read those as flags, and refuse one they do not know.) */

@@ -13,7 +13,7 @@ export interface Stage {
   readonly instructions: Instruction[];
 }
 
-export const DOCKERFILE = new URL('../../deploy/Dockerfile', import.meta.url);
+export const DOCKERFILE = new URL('../../../deploy/Dockerfile', import.meta.url);
 
 export function readDockerfile(text: string = readFileSync(DOCKERFILE, 'utf8')): { globalArgs: Map<string, string>; stages: Stage[] } {
   const globalArgs = new Map<string, string>();

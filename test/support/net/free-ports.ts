@@ -1,0 +1,91 @@
+// Ports from the OS instead of fixed numbers, so that test files running side by side (and anything
+// else on the machine) never fight over one: a single port by binding port 0, or a contiguous block
+// (a proxy's --port-base range) probed at random below the kernel's ephemeral range until every
+// port in it binds.
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import net from 'node:net';
+
+/** A port that was free a moment ago: bind 0, read the port, close. */
+export async function freePort(host = '127.0.0.1', protocol: 'tcp' | 'udp' = 'tcp'): Promise<number> {
+  if (protocol === 'udp') {
+    const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+    socket.bind({ address: host, port: 0 });
+    await once(socket, 'listening');
+    const { port } = socket.address();
+    await new Promise<void>((resolve) => socket.close(() => resolve()));
+    return port;
+  }
+  const server = net.createServer();
+  server.listen({ host, port: 0 });
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Retries `attempt(port)` with fresh free ports while it fails with EADDRINUSE (a parallel test took the port). */
+export async function withFreePort<T>(attempt: (port: number) => Promise<T>, host = '127.0.0.1', tries = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt(await freePort(host));
+    } catch (err) {
+      if (i >= tries || !/EADDRINUSE/.test(String((err as Error).message) + String((err as NodeJS.ErrnoException).code))) throw err;
+    }
+  }
+}
+
+// Blocks come from below Linux's default ephemeral range (32768-60999), where the kernel picks no
+// port for an outgoing connection or a bind to 0, so only another test's block can collide.
+const BLOCK_LOW = 10_000;
+const BLOCK_HIGH = 32_768;
+const BLOCK_TRIES = 50;
+
+/** Blocks this process handed out: one is not bound until its test starts, so a probe cannot see it. */
+const handedOut: { readonly base: number; readonly count: number }[] = [];
+
+/**
+ * The first port of `count` contiguous ports that were all free a moment ago, for TCP (and UDP too
+ * with `udp`) on every address (`host` 0.0.0.0, which clashes with a bind to any one address), and
+ * overlapping no block handed out before in this process.
+ */
+export async function freePortBlock(count: number, options: { readonly udp?: boolean; readonly host?: string } = {},
+): Promise<number> {
+  const host = options.host ?? '0.0.0.0';
+  for (let tries = 0; tries < BLOCK_TRIES; tries++) {
+    const base = BLOCK_LOW + Math.floor(Math.random() * (BLOCK_HIGH - BLOCK_LOW - count));
+    if (handedOut.some((block) => base < block.base + block.count && block.base < base + count)) continue;
+    if (!(await allBind(host, base, count, options.udp === true))) continue;
+    handedOut.push({ base, count });
+    return base;
+  }
+  throw new Error(`no ${count} contiguous free ports between ${BLOCK_LOW} and ${BLOCK_HIGH} in ${BLOCK_TRIES} tries`);
+}
+
+/** Whether every port of base..base+count-1 binds; closes what it bound either way. */
+async function allBind(host: string, base: number, count: number, udp: boolean): Promise<boolean> {
+  const opened: (() => Promise<void>)[] = [];
+  try {
+    for (let port = base; port < base + count; port++) {
+      const server = net.createServer();
+      server.listen({ host, port, exclusive: true });
+      await Promise.race([once(server, 'listening'), once(server, 'error')]);
+      if (!server.listening) return false;
+      opened.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+      if (!udp) continue;
+      const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+      socket.bind({ address: host, port });
+      const bound = await Promise.race([
+        once(socket, 'listening').then(() => true), once(socket, 'error').then(() => false),
+      ]);
+      if (!bound) {
+        socket.close();
+        return false;
+      }
+      opened.push(() => new Promise<void>((resolve) => socket.close(() => resolve())));
+    }
+    return true;
+  } finally {
+    await Promise.all(opened.map((close) => close()));
+  }
+}
