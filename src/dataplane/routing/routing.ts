@@ -70,7 +70,7 @@ function nextPicker(config: ListenerConfig, previousConfig: ListenerConfig | und
  * weighted backend is marked failed, try them anyway — a certain refusal is worse than a likely
  * one, and a recovered backend is found at once rather than after fail_timeout. Weight-0
  * backends are never chosen, not even for failover: weight 0 means "no traffic". `clientHash`
- * matters with client affinity only; `steering`, after a rebalance (lifetimes.ts).
+ * matters with client affinity only; `steering`, after a rebalance (flows/lifetimes.ts).
  */
 export function chooseBackend(
   snapshot: ListenerSnapshot,

@@ -8,7 +8,7 @@
 import net from 'node:net';
 import type { Logger } from 'pino';
 import type { ListenerSnapshot } from '../routing/routing.ts';
-import { FlowLifetimes } from '../routing/lifetimes.ts';
+import { FlowLifetimes } from '../flows/lifetimes.ts';
 import { noDelayOnListener } from '../resources/listener-options.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from '../routing/listener.ts';
 import { RAW_TCP_AVAILABLE, RAW_TCP_REQUIREMENTS, takeAccepts } from './raw-handles.ts';

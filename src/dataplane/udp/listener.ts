@@ -12,7 +12,7 @@ import { UDP_SESSION_DESCRIPTORS } from '../resources/descriptor-budget.ts';
 import { openMirrorLeg } from '../routing/mirror.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from '../stats/stats.ts';
 import { clientAddressHash } from '../choice/affinity.ts';
-import { FlowLifetimes } from '../routing/lifetimes.ts';
+import { FlowLifetimes } from '../flows/lifetimes.ts';
 import { UdpMirrorLeg } from './mirror.ts';
 import { datagramSender, receiveDatagrams, type DatagramSender } from './datagram-handle.ts';
 import { MirroredUdpSession, REPLY_LINGER_MS, UdpSession } from './session.ts';

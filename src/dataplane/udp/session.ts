@@ -4,7 +4,7 @@
 import type dgram from 'node:dgram';
 import type { BackendRuntime } from '../routing/routing.ts';
 import { clientAddressHash } from '../choice/affinity.ts';
-import { LiveFlow } from '../routing/lifetimes.ts';
+import { LiveFlow } from '../flows/live-flow.ts';
 import type { UdpMirrorLeg } from './mirror.ts';
 import { datagramSender, type DatagramSender } from './datagram-handle.ts';
 import { upstreamSocket } from './sockets.ts';
