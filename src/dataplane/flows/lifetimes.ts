@@ -6,7 +6,8 @@
 // of rebalance.ts and affinity.ts; how a flow ends gracefully is its listener's business.
 import { ClientAffinity } from '../choice/affinity.ts';
 import { jitteredAge, shortfalls, spreadOver, Steering, surplusPerBackend } from '../choice/rebalance.ts';
-import type { BackendRuntime, ListenerSnapshot } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
+import type { ListenerSnapshot } from '../routing/routing.ts';
 import type { LiveFlow } from './live-flow.ts';
 
 interface RebalanceTally {

@@ -1,7 +1,7 @@
 // A live flow: a TCP connection or a UDP session as the lifetime policies (lifetimes.ts) see it, the
 // base both protocols' flows extend: its backend, when it started, the end scheduled for it, and how
 // it is ended gracefully (each protocol's own business).
-import type { BackendRuntime } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import type { EndReason } from '../stats/stats.ts';
 
 /** A TCP connection or a UDP session, as the lifetime policies see it. */

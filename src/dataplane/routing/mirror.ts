@@ -3,7 +3,7 @@
 // tcp/mirror.ts and udp/mirror.ts.
 import type { MirrorConfig } from '../../config/types.ts';
 import { MIRROR_LEG_DESCRIPTORS, type DescriptorAccount } from '../resources/descriptor-budget.ts';
-import type { BackendRuntime } from './routing.ts';
+import type { BackendRuntime } from './backend-runtime.ts';
 import type { MirrorCounts } from '../stats/stats.ts';
 
 /** A listener's mirror as its routing snapshot holds it: the backend, and the share taken so far. */

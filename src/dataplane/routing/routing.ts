@@ -5,15 +5,9 @@ import type { BackendConfig, ListenerConfig } from '../../config/types.ts';
 import { ClientAffinity } from '../choice/affinity.ts';
 import { carryOverPicker, createPicker, type Picker } from '../choice/balancer.ts';
 import type { Steering } from '../choice/rebalance.ts';
-import type { BackendHealth } from '../choice/passive-health.ts';
 import { MirrorRoute } from './mirror.ts';
-import type { BackendStats, ListenerStats } from '../stats/stats.ts';
-
-export interface BackendRuntime {
-  readonly config: BackendConfig;
-  readonly health: BackendHealth;
-  readonly stats: BackendStats;
-}
+import type { ListenerStats } from '../stats/stats.ts';
+import type { BackendRuntime } from './backend-runtime.ts';
 
 export interface ListenerSnapshot {
   readonly config: ListenerConfig;

@@ -2,7 +2,8 @@
 // what a failed connect means (fail over, or refuse the client when the fault is this process's own),
 // passive health and its recovery probes, and the counters of an established connection and its end.
 import type { Logger } from 'pino';
-import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
+import { chooseBackend, type ListenerSnapshot } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from '../stats/stats.ts';
 import type { TakeOutCause } from '../stats/held-out.ts';
 import type { FlowLifetimes } from '../flows/lifetimes.ts';

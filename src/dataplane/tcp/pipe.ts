@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import { clientAddressHash } from '../choice/affinity.ts';
 import type { ReadingPair } from '../resources/idle-read-buffers.ts';
 import { LiveFlow } from '../flows/live-flow.ts';
-import type { BackendRuntime } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { createReadForwarder, discardReads, readAcceptedSocketInto, teeReads, type ReadForwarder } from '../resources/socket-reads.ts';
 import type { TcpMirrorLeg } from './mirror.ts';
 

@@ -3,7 +3,8 @@
 // the fast path's internals. The client waits paused until its upstream is connected, then the two
 // are joined (pipe.ts), with a mirror leg when the flow is mirrored.
 import net from 'node:net';
-import type { BackendRuntime, ListenerSnapshot } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
+import type { ListenerSnapshot } from '../routing/routing.ts';
 import { joinSockets, upstreamReads } from './pipe.ts';
 import { teeReads } from '../resources/socket-reads.ts';
 import { TcpMirrorLeg } from './mirror.ts';

@@ -5,7 +5,8 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import type { Logger } from 'pino';
-import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
+import { chooseBackend, type ListenerSnapshot } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { formatListenAddress } from '../../config/validate.ts';
 import { Drain, bindListener, type Listener, type ListenerContext } from '../routing/listener.ts';
 import { UDP_SESSION_DESCRIPTORS } from '../resources/descriptor-budget.ts';

@@ -2,7 +2,7 @@
 // picked when it began, and the lifetime hooks its listener's policies call. A mirrored session is a
 // class of its own, so that a listener without a mirror pays nothing per datagram.
 import type dgram from 'node:dgram';
-import type { BackendRuntime } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { clientAddressHash } from '../choice/affinity.ts';
 import { LiveFlow } from '../flows/live-flow.ts';
 import type { UdpMirrorLeg } from './mirror.ts';
