@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
-import { isTakeoverSelector } from '../../src/control/service/takeover.ts';
+import { isTakeoverSelector } from '../../src/control/service/takeover-selector.ts';
 import { freePort, sleep, waitFor } from '../support/backends.ts';
 import { metricValue } from '../support/dataplane.ts';
 import { MAIN } from '../support/serve-child.ts';

@@ -15,7 +15,7 @@ import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyP
 import { applyMergePatch, finalizerPatch } from '../service/patches.ts';
 import { disagreeingReplicas } from './replicas.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
-import { selectsProxy } from '../service/takeover.ts';
+import { selectsProxy } from '../service/takeover-selector.ts';
 import {
   ANNOTATION_ORIGINAL, FINALIZER, type AchievedSplit, type AnalysisStatus, type CanaryRelease, type CanaryReleaseStatus, type Labels, type Phase,
   type MirrorCounts, type PortStatus, type TakeoverStatus, type TransitionRecord, type WorkloadStatus,

@@ -5,7 +5,7 @@ import type { BackendConfig, ListenerConfig } from '../../config/types.ts';
 import { ClientAffinity } from '../choice/affinity.ts';
 import { carryOverPicker, createPicker, type Picker } from '../choice/balancer.ts';
 import type { Steering } from '../choice/rebalance.ts';
-import { MirrorRoute } from './mirror.ts';
+import { MirrorRoute } from './mirror-route.ts';
 import type { ListenerStats } from '../stats/stats.ts';
 import type { BackendRuntime } from './backend-runtime.ts';
 

@@ -7,10 +7,10 @@ import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import type { ListenerSnapshot } from '../routing/routing.ts';
 import { joinSockets, upstreamReads } from './pipe.ts';
 import { teeReads } from '../resources/socket-reads.ts';
-import { TcpMirrorLeg } from './mirror.ts';
+import { TcpMirrorLeg } from './tcp-mirror-leg.ts';
 import { clientAddressHash } from '../choice/affinity.ts';
 import { TCP_CONNECTION_DESCRIPTORS, type DescriptorAccount } from '../resources/descriptor-budget.ts';
-import { openMirrorLeg } from '../routing/mirror.ts';
+import { openMirrorLeg } from '../routing/mirror-route.ts';
 import { connectTimeout, type ConnectAttempts } from './connect-attempts.ts';
 
 export class SocketAccept {

@@ -5,7 +5,7 @@ import type dgram from 'node:dgram';
 import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { clientAddressHash } from '../choice/affinity.ts';
 import { LiveFlow } from '../flows/live-flow.ts';
-import type { UdpMirrorLeg } from './mirror.ts';
+import type { UdpMirrorLeg } from './udp-mirror-leg.ts';
 import { datagramSender, type DatagramSender } from './datagram-handle.ts';
 import { upstreamSocket } from './sockets.ts';
 

@@ -20,7 +20,7 @@ import { Controller } from '../../../src/control/controller.ts';
 import type { PortWeightOverride } from '../../../src/api/proxy-flags.ts';
 import { type CanaryRelease, type CanaryReleaseCondition, type CanaryReleaseSpec, type ConditionType, defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/types.ts';
 import { makeClients } from '../../../src/kube/client.ts';
-import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
 import { askName, startTcpBackend, waitFor, type TcpBackend } from '../../support/backends.ts';
 import type { FakeApiServer, FakeApiServerOptions } from '../../support/fake-apiserver/index.ts';

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec, defaultProxySelector } from '../../../src/api/types.ts';
-import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
 import { sleep, startTcpBackend, waitFor } from '../../support/backends.ts';
 import { pluginFor, type Plugin } from '../../support/plugin.ts';

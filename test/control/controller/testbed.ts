@@ -16,7 +16,7 @@ import type { FakeApiServerOptions } from '../../support/fake-apiserver/index.ts
 import { startKubeProxy, type KubeProxy } from '../../support/kube-proxy.ts';
 import { Pods } from '../../support/pods.ts';
 import { getRelease, getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './cluster.ts';
-import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
 
 export type Protocol = 'TCP' | 'UDP';
