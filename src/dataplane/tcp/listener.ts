@@ -11,7 +11,7 @@ import type { ListenerSnapshot } from '../routing/routing.ts';
 import { FlowLifetimes } from '../flows/lifetimes.ts';
 import { noDelayOnListener } from '../resources/listener-options.ts';
 import { Drain, bindListener, listenOptions, type Listener, type ListenerContext } from '../routing/listener.ts';
-import { RAW_TCP_AVAILABLE, RAW_TCP_REQUIREMENTS, takeAccepts } from './raw-handles.ts';
+import { RAW_TCP_AVAILABLE, RAW_TCP_REQUIREMENTS, takeAccepts, type AcceptedHandle } from './raw-handles.ts';
 import { ConnectAttempts } from './connect-attempts.ts';
 import { FastAccept } from './fast-accept.ts';
 import { SocketAccept } from './socket-accept.ts';
@@ -76,7 +76,8 @@ export class TcpListener implements Listener {
       this.#server.listen(listenOptions(config.listen, this.#context.reusePort), () => {
         this.#fastAccept.noDelayInherited = noDelayOnListener(this.#server);
         if (this.#context.tcpFastPath && RAW_TCP_AVAILABLE) {
-          this.#takesAccepts = takeAccepts(this.#server, (handle) => this.#fastAccept.take(handle, this.#snapshot, this.#fast));
+          const take = (handle: AcceptedHandle) => this.#fastAccept.take(handle, this.#snapshot, this.#fast);
+          this.#takesAccepts = takeAccepts(this.#server, take);
         }
         if (this.#context.tcpFastPath && !this.#takesAccepts) warnFastPathUnavailable(this.#log);
         this.#applyCap();

@@ -174,7 +174,8 @@ export class UdpListener implements Listener {
   #openMirror(snapshot: ListenerSnapshot, backend: BackendRuntime): UdpMirrorLeg | undefined {
     const route = snapshot.mirror;
     if (route === null || !route.take(backend)) return undefined;
-    return openMirrorLeg(route, this.#context.descriptors, (release) => new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), release));
+    const open = (release: () => void) => new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), release);
+    return openMirrorLeg(route, this.#context.descriptors, open);
   }
 
   #register(session: UdpSession): void {
@@ -186,7 +187,7 @@ export class UdpListener implements Listener {
     session.backend.stats.active++;
   }
 
-  /** The backend's replies to the client, from the listening socket; `compared`: also to the mirror leg to pair. */
+  /** The backend's replies to the client, from the listening socket; `compared`: also to that mirror leg, to pair. */
   #relayReplies(session: UdpSession, snapshot: ListenerSnapshot, compared: UdpMirrorLeg | undefined): void {
     const { backend } = session;
     const responses = snapshot.config.udp.responses;
