@@ -135,9 +135,7 @@ export class UdpListener implements Listener {
       ? new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession)
       : new MirroredUdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession, mirror);
     this.#register(session);
-    this.#relayReplies(session, snapshot, snapshot.mirror?.config.compare === 'replies' ? mirror : undefined);
-    this.#watchErrors(session, snapshot);
-    this.#connect(session, snapshot);
+    this.#wireUpstream(session, snapshot, snapshot.mirror?.config.compare === 'replies' ? mirror : undefined);
     return session;
   }
 
@@ -187,9 +185,13 @@ export class UdpListener implements Listener {
     session.backend.stats.active++;
   }
 
-  /** The backend's replies to the client, from the listening socket; `compared`: also to that mirror leg, to pair. */
-  #relayReplies(session: UdpSession, snapshot: ListenerSnapshot, compared: UdpMirrorLeg | undefined): void {
-    const { backend } = session;
+  /**
+   * The session's upstream socket: the backend's replies relayed to the client from the listening
+   * socket (`compared`: also to that mirror leg, to pair), its errors, and its connect. The closures
+   * share one scope per session; what they do past the relay is in the methods they call.
+   */
+  #wireUpstream(session: UdpSession, snapshot: ListenerSnapshot, compared: UdpMirrorLeg | undefined): void {
+    const { backend, upstream } = session;
     const responses = snapshot.config.udp.responses;
     const relay = (reply: Buffer) => {
       session.lastTick = this.#tick;
@@ -203,53 +205,52 @@ export class UdpListener implements Listener {
       }
       if (responses > 0 && session.replies >= responses) this.#end(session);
     };
-    receiveDatagrams(session.upstream, compared !== undefined ? (reply: Buffer) => {
+    receiveDatagrams(upstream, compared !== undefined ? (reply: Buffer) => {
       compared.stableReply(reply);
       relay(reply);
     } : relay);
+    upstream.on('error', (err: NodeJS.ErrnoException) => this.#upstreamError(session, snapshot, err));
+    // dgram hands a failed connect (a backend name that does not resolve, no route) to this
+    // callback rather than to 'error'; sending on the unconnected socket would then throw.
+    const { host, port } = backend.config;
+    upstream.connect(port, host, (err?: NodeJS.ErrnoException) => this.#connected(session, snapshot, err));
   }
 
   /** An error on the upstream socket ends the session; a refusal counts against the backend. */
-  #watchErrors(session: UdpSession, snapshot: ListenerSnapshot): void {
+  #upstreamError(session: UdpSession, snapshot: ListenerSnapshot, err: NodeJS.ErrnoException): void {
     const { backend } = session;
-    session.upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (isLocalResourceError(err)) {
-        this.#dropLocally('local_error', err);
-      } else if (err.code === 'ECONNREFUSED') {
-        backend.stats.connectErrors.refused++;
-        recordFailure(backend, snapshot);
-      } else {
-        backend.stats.connectErrors.other++;
-        this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
-      }
-      this.#end(session);
-    });
+    if (isLocalResourceError(err)) {
+      this.#dropLocally('local_error', err);
+    } else if (err.code === 'ECONNREFUSED') {
+      backend.stats.connectErrors.refused++;
+      recordFailure(backend, snapshot);
+    } else {
+      backend.stats.connectErrors.other++;
+      this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
+    }
+    this.#end(session);
   }
 
-  /** Connects the upstream socket, then sends what the client sent meanwhile. */
-  #connect(session: UdpSession, snapshot: ListenerSnapshot): void {
+  /** The upstream socket's connect: on success, what the client sent meanwhile goes out. */
+  #connected(session: UdpSession, snapshot: ListenerSnapshot, err: NodeJS.ErrnoException | undefined): void {
     const { backend } = session;
-    // dgram hands a failed connect (a backend name that does not resolve, no route) to this
-    // callback rather than to 'error'; sending on the unconnected socket would then throw.
-    session.upstream.connect(backend.config.port, backend.config.host, (err?: NodeJS.ErrnoException) => {
-      if (err && isLocalResourceError(err)) {
-        this.#dropLocally('local_error', err);
-        this.#end(session);
-        return;
-      }
-      if (err) {
-        const reason = connectErrorReason(err);
-        backend.stats.connectErrors[reason]++;
-        recordFailure(backend, snapshot);
-        this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
-        this.#end(session);
-        return;
-      }
-      backend.stats.connections++;
-      const pending = session.pending;
-      session.pending = null;
-      if (pending !== null) for (const datagram of pending) session.forward(datagram);
-    });
+    if (err && isLocalResourceError(err)) {
+      this.#dropLocally('local_error', err);
+      this.#end(session);
+      return;
+    }
+    if (err) {
+      const reason = connectErrorReason(err);
+      backend.stats.connectErrors[reason]++;
+      recordFailure(backend, snapshot);
+      this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
+      this.#end(session);
+      return;
+    }
+    backend.stats.connections++;
+    const pending = session.pending;
+    session.pending = null;
+    if (pending !== null) for (const datagram of pending) session.forward(datagram);
   }
 
   /**
