@@ -13,7 +13,7 @@ import { copyPatch } from './service/patches.ts';
 import { portKeyId } from './service/ports.ts';
 import { planSpec } from './reconcile.ts';
 import { checkSelectors, sidesReady } from './release/running.ts';
-import { planTakeover } from './release/takeover.ts';
+import { planTakeover } from './release/takeover-plan.ts';
 import type { Labels } from '../api/names.ts';
 import type { TakeoverStatus } from '../api/status-types.ts';
 

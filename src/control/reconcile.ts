@@ -8,7 +8,7 @@ import { finalizerStep, ignoredTransition, makeStatus, observe, pointsAtProxy, s
 import { copySource } from './service/copies.ts';
 import type { Desired, Observed, ReconcileOptions } from './pass/desired.ts';
 import { buildL4Config, withPortPolicies } from './service/l4.ts';
-import { withMirrors } from './service/mirror.ts';
+import { withMirrors } from './service/port-mirrors.ts';
 import { servicePorts, portProtocol } from './service/originals.ts';
 import { allocatePorts, followRenumbered, type Allocation, type LivePort, type PortKey, type WantedPort } from './service/ports.ts';
 import { planRunning } from './release/running.ts';

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
-import { isTakeoverSelector } from '../../src/control/service/takeover.ts';
+import { isTakeoverSelector } from '../../src/control/service/takeover-selector.ts';
 import { sleep, waitFor } from '../support/net/backends.ts';
 import { freePort, freePortBlock } from '../support/net/free-ports.ts';
 import { metricValue } from '../support/dataplane/test-plane.ts';

@@ -17,7 +17,7 @@ import { classifyOriginal, parseSaved, portIdOf, type OriginalState, type ProxyP
 import { applyMergePatch, finalizerPatch } from '../service/patches.ts';
 import { disagreeingReplicas } from './replicas.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
-import { selectsProxy } from '../service/takeover.ts';
+import { selectsProxy } from '../service/takeover-selector.ts';
 import { ANNOTATION_ORIGINAL, FINALIZER, type Labels } from '../../api/names.ts';
 import type {
   AchievedSplit, AnalysisStatus, CanaryReleaseStatus, Phase,

@@ -8,7 +8,7 @@ import { copyName, COPY_ROLES, isCopyOf } from '../service/copies.ts';
 import { portProtocol, saveOriginal, servicePorts, type OriginalState, type SavedOriginal, type Takeover } from '../service/originals.ts';
 import type { PortKey } from '../service/ports.ts';
 import { selectorMatches } from '../service/selectors.ts';
-import { takeoverSelector } from '../service/takeover.ts';
+import { takeoverSelector } from '../service/takeover-selector.ts';
 import { applyOperations, formatSelector } from '../../api/labels.ts';
 import { canarySideSelector, stableSideSelector, type WorkloadPlan } from '../workload/workloads.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec, CanaryServiceSpec } from '../../api/spec-types.ts';

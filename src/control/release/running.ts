@@ -16,8 +16,8 @@ import { formatSaved, liveFields, portProtocol, retargetFields, saveOriginal } f
 import { copyPatch, originalPatch } from '../service/patches.ts';
 import { portKeyId, type Allocation } from '../service/ports.ts';
 import { findOverlap, livePods, type SelectorOverlap } from '../service/selectors.ts';
-import { proxyPodsReady } from '../service/takeover.ts';
-import { planTakeover, type TakeoverPlan } from './takeover.ts';
+import { proxyPodsReady } from '../service/takeover-selector.ts';
+import { planTakeover, type TakeoverPlan } from './takeover-plan.ts';
 import { formatSelector } from '../../api/labels.ts';
 import type { ServicePlan } from './plan.ts';
 import type { StepPlan } from '../progress/steps.ts';

@@ -10,7 +10,7 @@ import {
   DEFAULT_UDP_IDLE_TIMEOUT_MS, DEFAULT_UDP_MAX_SESSIONS,
 } from '../../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
-import { selectsProxy } from './takeover.ts';
+import { selectsProxy } from './takeover-selector.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
 import type { CanaryPortSpec, CanaryReleaseSpec } from '../../api/spec-types.ts';
 import type { Labels } from '../../api/names.ts';

@@ -4,7 +4,7 @@
 
 import type { V1Service, V1ServicePort } from '@kubernetes/client-node';
 import { selectorContains, withoutKeys } from './selectors.ts';
-import { ownerSelectorBehind, selectsProxy } from './takeover.ts';
+import { ownerSelectorBehind, selectsProxy } from './takeover-selector.ts';
 import { ANNOTATION_ORIGINAL, type Labels } from '../../api/names.ts';
 
 export interface SavedPort {

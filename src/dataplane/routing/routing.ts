@@ -5,15 +5,9 @@ import type { BackendConfig, ListenerConfig } from '../../config/types.ts';
 import { ClientAffinity } from '../choice/affinity.ts';
 import { carryOverPicker, createPicker, type Picker } from '../choice/balancer.ts';
 import type { Steering } from '../choice/rebalance.ts';
-import type { BackendHealth } from '../choice/passive-health.ts';
-import { MirrorRoute } from './mirror.ts';
-import type { BackendStats, ListenerStats } from '../stats/stats.ts';
-
-export interface BackendRuntime {
-  readonly config: BackendConfig;
-  readonly health: BackendHealth;
-  readonly stats: BackendStats;
-}
+import { MirrorRoute } from './mirror-route.ts';
+import type { ListenerStats } from '../stats/stats.ts';
+import type { BackendRuntime } from './backend-runtime.ts';
 
 export interface ListenerSnapshot {
   readonly config: ListenerConfig;
@@ -70,7 +64,7 @@ function nextPicker(config: ListenerConfig, previousConfig: ListenerConfig | und
  * weighted backend is marked failed, try them anyway — a certain refusal is worse than a likely
  * one, and a recovered backend is found at once rather than after fail_timeout. Weight-0
  * backends are never chosen, not even for failover: weight 0 means "no traffic". `clientHash`
- * matters with client affinity only; `steering`, after a rebalance (lifetimes.ts).
+ * matters with client affinity only; `steering`, after a rebalance (flows/lifetimes.ts).
  */
 export function chooseBackend(
   snapshot: ListenerSnapshot,

@@ -8,8 +8,8 @@
 import { clientAddressHash } from '../choice/affinity.ts';
 import type { ReadingPair } from '../resources/idle-read-buffers.ts';
 import { FIRST_READ, MAX_READ_BYTES, MAX_RELEASES_PER_SOCKET, ownReadBuffer } from '../resources/socket-reads.ts';
-import { LiveFlow } from '../routing/lifetimes.ts';
-import type { BackendRuntime } from '../routing/routing.ts';
+import { LiveFlow } from '../flows/live-flow.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { GRACEFUL_END_MS, LINGER_MS, type PipeCounters } from './pipe.ts';
 import { RawStream, type AcceptedHandle, type RawStreamEvents } from './raw-handles.ts';
 

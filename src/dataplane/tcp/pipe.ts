@@ -5,10 +5,10 @@
 import type { Socket } from 'node:net';
 import { clientAddressHash } from '../choice/affinity.ts';
 import type { ReadingPair } from '../resources/idle-read-buffers.ts';
-import { LiveFlow } from '../routing/lifetimes.ts';
-import type { BackendRuntime } from '../routing/routing.ts';
+import { LiveFlow } from '../flows/live-flow.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { createReadForwarder, discardReads, readAcceptedSocketInto, teeReads, type ReadForwarder } from '../resources/socket-reads.ts';
-import type { TcpMirrorLeg } from './mirror.ts';
+import type { TcpMirrorLeg } from './tcp-mirror-leg.ts';
 
 export interface PipeCounters {
   bytesToBackend: number;

@@ -6,7 +6,8 @@
 // carries no client's bytes: it connects, waits a moment for the reset a backend that refuses at
 // accept sends, and closes.
 import net from 'node:net';
-import type { BackendRuntime, ListenerSnapshot } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
+import type { ListenerSnapshot } from '../routing/routing.ts';
 
 /** How long a connected probe waits for the reset of a backend that accepts and refuses at once. */
 const SETTLE_MS = 100;

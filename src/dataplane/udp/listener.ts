@@ -1,116 +1,26 @@
-// One UDP listener: a session per client address and port, each with its own connected upstream
-// socket to the backend picked when the session began; replies leave from the listening socket so
-// the client sees the address it sent to. Sessions end when idle, after `responses` replies, or when
-// the backend refuses (ICMP port unreachable).
+// One UDP listener: a session per client address and port (session.ts), each with its own connected
+// upstream socket to the backend picked when the session began; replies leave from the listening
+// socket so the client sees the address it sent to. Sessions end when idle, after `responses`
+// replies, or when the backend refuses (ICMP port unreachable).
 import dgram from 'node:dgram';
 import net from 'node:net';
-import dns from 'node:dns';
 import type { Logger } from 'pino';
-import { chooseBackend, type BackendRuntime, type ListenerSnapshot } from '../routing/routing.ts';
+import { chooseBackend, type ListenerSnapshot } from '../routing/routing.ts';
+import type { BackendRuntime } from '../routing/backend-runtime.ts';
 import { formatListenAddress } from '../../config/listen-address.ts';
 import { Drain, bindListener, type Listener, type ListenerContext } from '../routing/listener.ts';
 import { UDP_SESSION_DESCRIPTORS } from '../resources/descriptor-budget.ts';
-import { openMirrorLeg } from '../routing/mirror.ts';
+import { openMirrorLeg } from '../routing/mirror-route.ts';
 import { connectErrorReason, isLocalResourceError, type LocalRefusal } from '../stats/stats.ts';
 import { clientAddressHash } from '../choice/affinity.ts';
-import { FlowLifetimes, LiveFlow } from '../routing/lifetimes.ts';
-import { UdpMirrorLeg } from './mirror.ts';
+import { FlowLifetimes } from '../flows/lifetimes.ts';
+import { UdpMirrorLeg } from './udp-mirror-leg.ts';
 import { datagramSender, receiveDatagrams, type DatagramSender } from './datagram-handle.ts';
+import { MirroredUdpSession, REPLY_LINGER_MS, UdpSession } from './session.ts';
+import { RECEIVE_BUFFER_BYTES, immediateLookup, upstreamSocket } from './sockets.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
 const MAX_PENDING_DATAGRAMS = 64;
-/** Capped by net.core.rmem_max (4 MiB here; 208 KiB on a stock kernel); a limit, not an allocation. */
-const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
-/**
- * A session the lifetime policies end stops taking the client's datagrams at once (the next one
- * opens a session by the current weights), but its socket stays open this long for the replies
- * already on their way.
- */
-const REPLY_LINGER_MS = 1_000;
-
-/**
- * dgram looks up every destination, even an IP literal, and by default answers on a later tick.
- * Answering IP literals at once saves a deferred callback per connect, and per datagram where
- * datagram-handle.ts falls back to dgram's own send.
- */
-const immediateLookup = ((hostname: string, options: dns.LookupOptions | number, callback: (err: Error | null, address: string, family: number) => void) => {
-  const family = net.isIP(hostname);
-  if (family !== 0) return callback(null, hostname, family);
-  dns.lookup(hostname, { family: typeof options === 'number' ? options : (options.family ?? 0) }, callback);
-}) as unknown as NonNullable<dgram.SocketOptions['lookup']>;
-
-class UdpSession extends LiveFlow {
-  readonly upstream: dgram.Socket;
-  readonly toBackend: DatagramSender;
-  readonly clientAddress: string;
-  readonly clientPort: number;
-  lastTick: number;
-  replies = 0;
-  /** Datagrams waiting for the upstream socket to connect; null once connected. */
-  pending: Buffer[] | null = [];
-  #clientHash: number;
-  readonly #detach: (session: UdpSession) => void;
-
-  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number, clientHash: number, detach: (session: UdpSession) => void) {
-    super(backend, performance.now());
-    this.clientAddress = clientAddress;
-    this.clientPort = clientPort;
-    this.lastTick = tick;
-    this.#clientHash = clientHash;
-    this.#detach = detach;
-    this.upstream = upstreamSocket(backend.config.host);
-    this.toBackend = datagramSender(this.upstream);
-  }
-
-  /** A client datagram to the backend, once the upstream socket is connected. */
-  forward(datagram: Buffer): void {
-    this.toBackend.send(datagram);
-  }
-
-  /** The session is over: its sockets close. */
-  close(): void {
-    this.upstream.close();
-  }
-
-  clientHash(): number {
-    if (this.#clientHash === -1) this.#clientHash = clientAddressHash(this.clientAddress);
-    return this.#clientHash;
-  }
-
-  protected endGracefully(): void {
-    this.#detach(this);
-  }
-}
-
-/** A session whose datagrams also go to the mirror backend: a class of its own, so that a listener without a mirror pays nothing per datagram. */
-class MirroredUdpSession extends UdpSession {
-  readonly mirror: UdpMirrorLeg;
-
-  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number, clientHash: number, detach: (session: UdpSession) => void, mirror: UdpMirrorLeg) {
-    super(backend, clientAddress, clientPort, tick, clientHash, detach);
-    this.mirror = mirror;
-  }
-
-  override forward(datagram: Buffer): void {
-    this.toBackend.send(datagram);
-    this.mirror.send(datagram);
-  }
-
-  override close(): void {
-    this.upstream.close();
-    this.mirror.finish(REPLY_LINGER_MS);
-  }
-}
-
-function upstreamSocket(host: string): dgram.Socket {
-  return dgram.createSocket({
-    type: net.isIPv6(host) ? 'udp6' : 'udp4',
-    lookup: immediateLookup,
-    // Replies queue here while the event loop is busy (a GC pause, a burst from other flows):
-    // the default ~200 KiB holds a few milliseconds at 40 000 replies/s, then drops them.
-    recvBufferSize: RECEIVE_BUFFER_BYTES,
-  });
-}
 
 export class UdpListener implements Listener {
   readonly #socket: dgram.Socket;
@@ -212,46 +122,77 @@ export class UdpListener implements Listener {
     stats.bytesToBackend += msg.length;
   }
 
+  /** A new client's first datagram: its session, or undefined (counted) when none is admitted. */
   #open(address: string, port: number): UdpSession | undefined {
     const snapshot = this.#snapshot;
-    const listenerStats = snapshot.stats;
-    if (this.#drain.started) {
-      listenerStats.refused.draining++;
-      return undefined;
-    }
-    const { maxSessions } = snapshot.config.udp;
-    if (maxSessions > 0 && this.#live.size >= maxSessions) {
-      listenerStats.udpDropped.max_sessions++;
-      return undefined;
-    }
+    if (!this.#admits(snapshot)) return undefined;
     const clientHash = snapshot.config.affinity === 'clientIP' ? clientAddressHash(address) : -1;
-    const index = chooseBackend(snapshot, null, Date.now(), clientHash, this.#lifetimes.steering);
-    if (index === -1) {
-      listenerStats.udpDropped.no_backend++;
-      return undefined;
-    }
-    if (!this.#context.descriptors.tryAcquire(UDP_SESSION_DESCRIPTORS)) {
-      this.#dropLocally('fd_limit');
-      return undefined;
-    }
-    listenerStats.accepted++;
-    const backend = snapshot.backends[index]!;
-    const route = snapshot.mirror;
-    const mirror = route !== null && route.take(backend)
-      ? openMirrorLeg(route, this.#context.descriptors, (release) => new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), release))
-      : undefined;
+    const backend = this.#pick(snapshot, clientHash);
+    if (backend === undefined || !this.#reserveDescriptors()) return undefined;
+    snapshot.stats.accepted++;
+    const mirror = this.#openMirror(snapshot, backend);
     const session = mirror === undefined
       ? new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession)
       : new MirroredUdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession, mirror);
-    const responses = snapshot.config.udp.responses;
-    let byPort = this.#sessions.get(address);
-    if (byPort === undefined) this.#sessions.set(address, (byPort = new Map()));
-    byPort.set(port, session);
+    this.#register(session);
+    this.#wireUpstream(session, snapshot, snapshot.mirror?.config.compare === 'replies' ? mirror : undefined);
+    return session;
+  }
+
+  /** Not while draining, nor past maxSessions. */
+  #admits(snapshot: ListenerSnapshot): boolean {
+    if (this.#drain.started) {
+      snapshot.stats.refused.draining++;
+      return false;
+    }
+    const { maxSessions } = snapshot.config.udp;
+    if (maxSessions > 0 && this.#live.size >= maxSessions) {
+      snapshot.stats.udpDropped.max_sessions++;
+      return false;
+    }
+    return true;
+  }
+
+  #pick(snapshot: ListenerSnapshot, clientHash: number): BackendRuntime | undefined {
+    const index = chooseBackend(snapshot, null, Date.now(), clientHash, this.#lifetimes.steering);
+    if (index === -1) {
+      snapshot.stats.udpDropped.no_backend++;
+      return undefined;
+    }
+    return snapshot.backends[index]!;
+  }
+
+  #reserveDescriptors(): boolean {
+    if (this.#context.descriptors.tryAcquire(UDP_SESSION_DESCRIPTORS)) return true;
+    this.#dropLocally('fd_limit');
+    return false;
+  }
+
+  /** The mirror leg of a session placed on `backend`, when its flow is one the mirror takes. */
+  #openMirror(snapshot: ListenerSnapshot, backend: BackendRuntime): UdpMirrorLeg | undefined {
+    const route = snapshot.mirror;
+    if (route === null || !route.take(backend)) return undefined;
+    const open = (release: () => void) => new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), release);
+    return openMirrorLeg(route, this.#context.descriptors, open);
+  }
+
+  #register(session: UdpSession): void {
+    let byPort = this.#sessions.get(session.clientAddress);
+    if (byPort === undefined) this.#sessions.set(session.clientAddress, (byPort = new Map()));
+    byPort.set(session.clientPort, session);
     this.#live.add(session);
     this.#lifetimes.add(session);
-    backend.stats.active++;
+    session.backend.stats.active++;
+  }
 
-    const { upstream } = session;
+  /**
+   * The session's upstream socket: the backend's replies relayed to the client from the listening
+   * socket (`compared`: also to that mirror leg, to pair), its errors, and its connect. The closures
+   * share one scope per session; what they do past the relay is in the methods they call.
+   */
+  #wireUpstream(session: UdpSession, snapshot: ListenerSnapshot, compared: UdpMirrorLeg | undefined): void {
+    const { backend, upstream } = session;
+    const responses = snapshot.config.udp.responses;
     const relay = (reply: Buffer) => {
       session.lastTick = this.#tick;
       backend.stats.datagramsToClient++;
@@ -264,49 +205,53 @@ export class UdpListener implements Listener {
       }
       if (responses > 0 && session.replies >= responses) this.#end(session);
     };
-    const compared = mirror !== undefined && route?.config.compare === 'replies';
-    receiveDatagrams(upstream, compared ? (reply: Buffer) => {
-      mirror.stableReply(reply);
+    receiveDatagrams(upstream, compared !== undefined ? (reply: Buffer) => {
+      compared.stableReply(reply);
       relay(reply);
     } : relay);
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (isLocalResourceError(err)) {
-        this.#dropLocally('local_error', err);
-      } else if (err.code === 'ECONNREFUSED') {
-        backend.stats.connectErrors.refused++;
-        const now = Date.now();
-        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs, 'connect');
-      } else {
-        backend.stats.connectErrors.other++;
-        this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
-      }
-      this.#end(session);
-    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => this.#upstreamError(session, snapshot, err));
     // dgram hands a failed connect (a backend name that does not resolve, no route) to this
     // callback rather than to 'error'; sending on the unconnected socket would then throw.
-    upstream.connect(backend.config.port, backend.config.host, (err?: NodeJS.ErrnoException) => {
-      if (err && isLocalResourceError(err)) {
-        this.#dropLocally('local_error', err);
-        this.#end(session);
-        return;
-      }
-      if (err) {
-        const reason = connectErrorReason(err);
-        backend.stats.connectErrors[reason]++;
-        const now = Date.now();
-        if (backend.health.recordFailure(now, snapshot.config.maxFails, snapshot.config.failTimeoutMs)) backend.stats.takenOut(now, snapshot.config.failTimeoutMs, 'connect');
-        this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
-        this.#end(session);
-        return;
-      }
-      backend.stats.connections++;
-      const pending = session.pending;
-      session.pending = null;
-      if (pending !== null) for (const datagram of pending) session.forward(datagram);
-    });
-    return session;
+    const { host, port } = backend.config;
+    upstream.connect(port, host, (err?: NodeJS.ErrnoException) => this.#connected(session, snapshot, err));
   }
 
+  /** An error on the upstream socket ends the session; a refusal counts against the backend. */
+  #upstreamError(session: UdpSession, snapshot: ListenerSnapshot, err: NodeJS.ErrnoException): void {
+    const { backend } = session;
+    if (isLocalResourceError(err)) {
+      this.#dropLocally('local_error', err);
+    } else if (err.code === 'ECONNREFUSED') {
+      backend.stats.connectErrors.refused++;
+      recordFailure(backend, snapshot);
+    } else {
+      backend.stats.connectErrors.other++;
+      this.#log.warn({ err, backend: backend.config.name }, 'udp upstream socket error');
+    }
+    this.#end(session);
+  }
+
+  /** The upstream socket's connect: on success, what the client sent meanwhile goes out. */
+  #connected(session: UdpSession, snapshot: ListenerSnapshot, err: NodeJS.ErrnoException | undefined): void {
+    const { backend } = session;
+    if (err && isLocalResourceError(err)) {
+      this.#dropLocally('local_error', err);
+      this.#end(session);
+      return;
+    }
+    if (err) {
+      const reason = connectErrorReason(err);
+      backend.stats.connectErrors[reason]++;
+      recordFailure(backend, snapshot);
+      this.#log.warn({ err, backend: backend.config.name, reason }, 'udp upstream socket cannot connect');
+      this.#end(session);
+      return;
+    }
+    backend.stats.connections++;
+    const pending = session.pending;
+    session.pending = null;
+    if (pending !== null) for (const datagram of pending) session.forward(datagram);
+  }
 
   /**
    * The client's next datagram opens a new session (placed by the current weights); this one only
@@ -340,4 +285,11 @@ export class UdpListener implements Listener {
     this.#snapshot.stats.udpDropped[reason]++;
     this.#context.onLocalRefusal(reason, err);
   }
+}
+
+/** Passive health: a connect the backend refused or that failed counts against it (maxFails within failTimeoutMs). */
+function recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot): void {
+  const { maxFails, failTimeoutMs } = snapshot.config;
+  const now = Date.now();
+  if (backend.health.recordFailure(now, maxFails, failTimeoutMs)) backend.stats.takenOut(now, failTimeoutMs, 'connect');
 }

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Pod, V1Service } from '@kubernetes/client-node';
 import { defaultProxySelector } from '../../../src/api/names.ts';
 import { DEFAULT_ADMIN_PORT } from '../../../src/defaults.ts';
-import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
+import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { sleep, waitFor } from '../../support/net/backends.ts';
 import { isPodReady } from '../../support/cluster/pods.ts';

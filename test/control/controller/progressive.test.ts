@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AnalysisSpec, CanaryServiceSpec } from '../../../src/api/spec-types.ts';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { defaultProxySelector } from '../../../src/api/names.ts';
-import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
 import { sleep, startTcpBackend, waitFor } from '../../support/net/backends.ts';
 import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
-import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
+import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { sleep } from '../../support/net/backends.ts';
 import { conditionOf, createRelease, getService, patchRelease, startProxy, waitForRelease, waitForService, type InProcessProxy } from '../../support/cluster/release-cluster.ts';

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { parseSaved } from '../../../src/control/service/originals.ts';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
-import { isTakeoverSelector } from '../../../src/control/service/takeover.ts';
+import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { sleep, waitFor } from '../../support/net/backends.ts';
 import {

@@ -14,7 +14,7 @@ import type { CanaryReleaseStatus } from '../../../src/api/status-types.ts';
 import { formatSaved, parseSaved } from '../../../src/control/service/originals.ts';
 import { applyMergePatch } from '../../../src/control/service/patches.ts';
 import { selectorMatches, selectorsEqual } from '../../../src/control/service/selectors.ts';
-import { selectsProxy, takeoverValue } from '../../../src/control/service/takeover.ts';
+import { selectsProxy, takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
 import { describeStep as describeApplied } from '../../../src/control/loop/apply.ts';
 import type { Evidence } from '../../../src/control/progress/evidence.ts';

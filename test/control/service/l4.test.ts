@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { listenerName, listenersStillTargeted, withPortPolicies } from '../../../src/control/service/l4.ts';
 import type { L4Config, ListenerConfig } from '../../../src/config/types.ts';
-import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { PROXY, service } from '../reconcile/world.ts';
 
 function listener(port: number): ListenerConfig {

@@ -11,7 +11,7 @@ import {
   type EchoBackend, type TcpBackend, type UdpBackend,
 } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
-import { ReplyPairing, compareReplyPrefixes } from '../../../src/dataplane/routing/mirror.ts';
+import { ReplyPairing, compareReplyPrefixes } from '../../../src/dataplane/routing/mirror-route.ts';
 import { noMirrorCounts } from '../../../src/dataplane/stats/stats.ts';
 
 /** A UDP server that answers `answer(datagram)`, or nothing when it returns undefined. */

@@ -7,4 +7,4 @@ process.env['CANARY_L4_TCP_FAST_PATH'] = 'false';
 await import('./listener.test.ts');
 await import('./faults.test.ts');
 await import('./graceful-end.test.ts');
-await import('../routing/lifetimes.test.ts');
+await import('../flows/lifetimes.test.ts');

@@ -23,7 +23,7 @@ import type { CanaryReleaseCondition, ConditionType } from '../../../src/api/sta
 import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import { defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/names.ts';
 import { makeClients } from '../../../src/kube/client.ts';
-import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
 import { askName, startTcpBackend, waitFor, type TcpBackend } from '../net/backends.ts';
 import type { FakeApiServer, FakeApiServerOptions } from '../fake-apiserver/index.ts';

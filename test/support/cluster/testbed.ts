@@ -16,7 +16,7 @@ import type { FakeApiServerOptions } from '../fake-apiserver/index.ts';
 import { startKubeProxy, type KubeProxy } from './kube-proxy.ts';
 import { Pods } from './pods.ts';
 import { getRelease, getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './release-cluster.ts';
-import { takeoverValue } from '../../../src/control/service/takeover.ts';
+import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
 
 export type Protocol = 'TCP' | 'UDP';

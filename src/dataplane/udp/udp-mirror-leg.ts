@@ -2,7 +2,7 @@
 // of the leg's own; its replies are read, paired with the stable's (compare: replies) and dropped,
 // never sent to the client. A leg that fails is dropped and counted; the flow goes on untouched.
 import type dgram from 'node:dgram';
-import { ReplyPairing, type MirrorRoute } from '../routing/mirror.ts';
+import { ReplyPairing, type MirrorRoute } from '../routing/mirror-route.ts';
 import type { MirrorCounts } from '../stats/stats.ts';
 import { datagramSender, receiveDatagrams, type DatagramSender } from './datagram-handle.ts';
 

@@ -1,9 +1,9 @@
 // Mirroring (a dark canary): which new connections and flows are also sent to the mirror backend,
 // and how its replies are judged against the stable's. No I/O: the legs that carry the bytes are
-// tcp/mirror.ts and udp/mirror.ts.
+// tcp/tcp-mirror-leg.ts and udp/udp-mirror-leg.ts.
 import type { MirrorConfig } from '../../config/types.ts';
 import { MIRROR_LEG_DESCRIPTORS, type DescriptorAccount } from '../resources/descriptor-budget.ts';
-import type { BackendRuntime } from './routing.ts';
+import type { BackendRuntime } from './backend-runtime.ts';
 import type { MirrorCounts } from '../stats/stats.ts';
 
 /** A listener's mirror as its routing snapshot holds it: the backend, and the share taken so far. */

@@ -6,7 +6,7 @@
 import type { V1ServicePort } from '@kubernetes/client-node';
 import { portIdOf, portProtocol } from '../service/originals.ts';
 import { comparePortKeys, portKeyId, type Allocation } from '../service/ports.ts';
-import { takeoverKeys, takeoverValue } from '../service/takeover.ts';
+import { takeoverKeys, takeoverValue } from '../service/takeover-selector.ts';
 import { PROXY_ADMIN_PORT_NAME } from '../../api/names.ts';
 import type { NamedProxyPort, TakeoverStatus } from '../../api/status-types.ts';
 import type { ServicePlan } from './plan.ts';

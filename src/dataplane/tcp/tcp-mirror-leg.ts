@@ -4,7 +4,7 @@
 // never pauses the client, and a mirror that falls behind by more than a bounded buffer, or fails,
 // is dropped and counted while the real connection goes on.
 import net from 'node:net';
-import { ReplyPrefix, compareReplyPrefixes, countVerdict, type MirrorRoute } from '../routing/mirror.ts';
+import { ReplyPrefix, compareReplyPrefixes, countVerdict, type MirrorRoute } from '../routing/mirror-route.ts';
 import type { MirrorCounts } from '../stats/stats.ts';
 
 /** Client bytes queued for a mirror that is connecting or reading slowly; past this it is dropped. */
@@ -84,8 +84,8 @@ export class TcpMirrorLeg {
   }
 
   /**
-   * Judged as soon as the outcome cannot change: both sides sent the compared bytes (mirror.ts), or the stable is
-   * done and the mirror matched its length.
+   * Judged as soon as the outcome cannot change: both sides sent the compared bytes
+   * (routing/mirror-route.ts), or the stable is done and the mirror matched its length.
    */
   #judgeWhenKnown(): void {
     const prefixes = this.#prefixes;

@@ -1,4 +1,4 @@
-// Long-lived connections follow the weight (src/dataplane/routing/lifetimes.ts): maxConnectionAgeMs moves a
+// Long-lived connections follow the weight (src/dataplane/flows/lifetimes.ts): maxConnectionAgeMs moves a
 // pool of 20 connections to a new split within the age plus its jitter with no byte lost, a
 // rebalance ends exactly the surplus, a removed backend is drained after drainTimeoutMs, UDP
 // sessions follow too, and by default nothing is ever cut. Addresses 127.0.91.x.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { labelProblems } from '../../../src/api/labels.ts';
-import { isTakeoverSelector, ownerSelectorBehind, proxyPodsReady, takeoverSelector, takeoverValue } from '../../../src/control/service/takeover.ts';
+import { isTakeoverSelector, ownerSelectorBehind, proxyPodsReady, takeoverSelector, takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { pod } from '../reconcile/world.ts';
 
 describe('the takeover selector', () => {

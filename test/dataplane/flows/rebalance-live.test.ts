@@ -1,4 +1,4 @@
-// A rebalance as it plays out over live flows (src/dataplane/routing/lifetimes.ts), without sockets: the ends
+// A rebalance as it plays out over live flows (src/dataplane/flows/lifetimes.ts), without sockets: the ends
 // it scheduled are checked again when they fall due, a reload can call it off, and a reload that
 // only reorders the backends is no weight change.
 import assert from 'node:assert/strict';
@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, test } from 'node:test';
 import { validateConfig } from '../../../src/config/validate.ts';
 import type { ListenerConfig } from '../../../src/config/types.ts';
-import { FlowLifetimes, LiveFlow } from '../../../src/dataplane/routing/lifetimes.ts';
+import { FlowLifetimes } from '../../../src/dataplane/flows/lifetimes.ts';
+import { LiveFlow } from '../../../src/dataplane/flows/live-flow.ts';
 import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
 import { buildSnapshot, chooseBackend, type ListenerSnapshot } from '../../../src/dataplane/routing/routing.ts';
 import { BackendStats, ListenerStats } from '../../../src/dataplane/stats/stats.ts';
