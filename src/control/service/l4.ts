@@ -12,7 +12,7 @@ import {
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
 import { selectsProxy } from './takeover.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
-import type { CanaryPortSpec, CanaryReleaseSpec, Labels, NamedProxyPort, PortStatus } from '../../api/types.ts';
+import type { CanaryReleaseSpec, Labels, NamedProxyPort, PortStatus } from '../../api/types.ts';
 
 export function listenerName(port: Pick<PortStatus, 'service' | 'port' | 'protocol'>): string {
   return `${port.service}-${port.port}-${port.protocol.toLowerCase()}`;

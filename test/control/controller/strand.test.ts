@@ -17,7 +17,7 @@ import {
   conditionOf, createRelease, getService, NAMESPACE, patchRelease, serviceEntry, serving, startProxy, waitForRelease, waitForService,
   type InProcessProxy,
 } from './cluster.ts';
-import { startTestbed, startTraffic, type Testbed, type Traffic } from './testbed.ts';
+import { startTestbed, startTraffic, type Testbed } from './testbed.ts';
 
 const FIRST_BASE = 27100;
 const SECOND_BASE = 27200;

@@ -4,7 +4,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import type { Step } from '../../../src/control/reconcile.ts';
 import { ANNOTATION_ORIGINAL, type CanaryReleaseSpec } from '../../../src/api/types.ts';
 import {
-  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, PROXY, reasons, run, service, TAKEN, webWorld, WEB_SPEC, type World,
+  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, reasons, run, service, TAKEN, webWorld, WEB_SPEC, type World,
 } from './world.ts';
 
 function patchOf(steps: readonly Step[], reason: string, name: string) {

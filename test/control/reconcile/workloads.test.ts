@@ -8,7 +8,7 @@ import type { V1Deployment } from '@kubernetes/client-node';
 import type { Step } from '../../../src/control/pass/desired.ts';
 import { LABEL_TEMPLATE_HASH, LABEL_TRACK, type CanaryReleaseSpec, type Labels, type Transition } from '../../../src/api/types.ts';
 import { deployment, rollOut, templateHash } from '../controller/deployments.ts';
-import { assertCrashSafe, clone, conditionOf, converge, PROXY, reasons, TAKEN, release, run, service, webWorld, type World } from './world.ts';
+import { assertCrashSafe, clone, conditionOf, converge, reasons, TAKEN, release, run, service, webWorld, type World } from './world.ts';
 
 const IMAGE_2 = 'example/web:2';
 
