@@ -5,7 +5,7 @@
 // failing API. controller-runtime's workqueue, in small.
 
 export interface KeyedQueueOptions {
-  readonly reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | void>;
+  readonly reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | undefined>;
   readonly onError: (key: string, err: unknown, retryInMs: number) => void;
   readonly workers: number;
   readonly initialBackoffMs?: number;

@@ -8,7 +8,7 @@ import { PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/cli
 import { applyConfiguration } from '../support/fake-apiserver/verbs/apply.ts';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { builtinTypes } from '../support/fake-apiserver/resources/registry.ts';
-import { apiError, clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
+import { apiError, type clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
 
 const serviceMeta = builtinTypes().find((t) => t.plural === 'services')!.patchMeta;
 const deploymentMeta = builtinTypes().find((t) => t.plural === 'deployments')!.patchMeta;

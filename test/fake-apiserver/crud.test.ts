@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoordinationV1Api, KubernetesObjectApi, PatchStrategy, setHeaderOptions, V1MicroTime, Watch, type V1Pod } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, CR, startFakeWithCrd, svc } from './helpers.ts';
+import { apiError, type clients, CR, startFakeWithCrd, svc } from './helpers.ts';
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);

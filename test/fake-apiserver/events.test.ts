@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
+import { apiError, type clients, CR, hasKubectl, type Kubectl, kubectlFor, startFakeWithCrd } from './helpers.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { type KubernetesObject, ListWatch, makeInformer, type V1Service, Watch } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { clients, CR, startFakeWithCrd, svc, waitFor } from './helpers.ts';
+import { type clients, CR, startFakeWithCrd, svc, waitFor } from './helpers.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { isPodReady, Pods } from '../support/pods.ts';
-import { apiError, clients, startFakeWithCrd } from './helpers.ts';
+import { apiError, type clients, startFakeWithCrd } from './helpers.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { KeyedQueue } from '../../src/manager/queue.ts';
 import { sleep, waitFor } from '../support/backends.ts';
 
-function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | void> = async () => {}) {
+function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | undefined> = async () => {}) {
   const runs: string[] = [];
   const errors: [string, number][] = [];
   const queue = new KeyedQueue({

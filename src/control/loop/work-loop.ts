@@ -4,7 +4,7 @@
 // forever; a success resets the backoff. A periodic resync repairs drift no event announced.
 
 export interface WorkLoopOptions {
-  readonly reconcile: () => Promise<{ requeueAfterMs?: number } | void>;
+  readonly reconcile: () => Promise<{ requeueAfterMs?: number } | undefined>;
   readonly onError: (err: unknown, retryInMs: number) => void;
   readonly resyncMs: number;
   readonly initialBackoffMs?: number;

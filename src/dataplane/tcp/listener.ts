@@ -246,7 +246,7 @@ export class TcpListener implements Listener {
     }
     const { config } = snapshot;
     const started = performance.now();
-    const mirrorRoute = snapshot.mirror !== null && snapshot.mirror.take(backend) ? snapshot.mirror : null;
+    const mirrorRoute = snapshot.mirror?.take(backend) ? snapshot.mirror : null;
     // The leg opens once the stable is connected, before the stable's first byte can arrive.
     let mirror: TcpMirrorLeg | undefined;
     const plainForwarder = upstreamReads(client, backend.stats);

@@ -237,7 +237,7 @@ export class UdpListener implements Listener {
     listenerStats.accepted++;
     const backend = snapshot.backends[index]!;
     const route = snapshot.mirror;
-    const mirror = route !== null && route.take(backend)
+    const mirror = route?.take(backend)
       ? openMirrorLeg(route, this.#context.descriptors, (release) => new UdpMirrorLeg(route, upstreamSocket(route.backend.config.host), release))
       : undefined;
     const session = mirror === undefined

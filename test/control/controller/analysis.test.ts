@@ -13,7 +13,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Socket } from 'node:net';
-import { type AnalysisSpec, type CanaryRelease, type CanaryServiceSpec } from '../../../src/api/types.ts';
+import type { AnalysisSpec, CanaryRelease, CanaryServiceSpec } from '../../../src/api/types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
 import { seededRandom } from '../../../src/util/seeded-random.ts';
 import { sleep, startTcpBackend, type TcpBackend } from '../../support/backends.ts';
