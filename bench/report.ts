@@ -111,9 +111,9 @@ export function markdownTable(heading: string, proxies: readonly ProxyVariant[],
   ];
   if (footnotes.size > 0) lines.push('', ...[...footnotes].map(([text, number]) => `[${number}] ${text}`));
   // A rate reached by failing fast is no rate: say where the load generator saw errors.
-  const withErrors = measurements.filter((m) => (m.values['errors'] ?? 0) > 0);
+  const withErrors = measurements.filter((m) => (m.values.errors ?? 0) > 0);
   if (withErrors.length > 0) {
-    lines.push('', `Load generator errors: ${withErrors.map((m) => `${m.workload} · ${m.proxy} · repetition ${m.repetition + 1}: ${m.values['errors']}`).join('; ')}`);
+    lines.push('', `Load generator errors: ${withErrors.map((m) => `${m.workload} · ${m.proxy} · repetition ${m.repetition + 1}: ${m.values.errors}`).join('; ')}`);
   }
   return lines.join('\n');
 }

@@ -80,7 +80,9 @@ export function releaseProblems(spec: CanaryReleaseSpec | undefined): string[] {
   }
   stepsProblems(spec, problems);
   analysisProblems(spec, problems);
-  (spec?.workloads ?? []).forEach((workload, index, all) => workloadProblems(workload, `spec.workloads[${index}]`, all.slice(0, index), problems));
+  (spec?.workloads ?? []).forEach((workload, index, all) => {
+    workloadProblems(workload, `spec.workloads[${index}]`, all.slice(0, index), problems);
+  });
   return problems;
 }
 

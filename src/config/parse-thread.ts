@@ -5,6 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConfigError } from '../errors.ts';
 import { parseConfig, type ParseReply } from './load.ts';
+import type { L4Config } from './types.ts';
 
 /** Listeners per part: a millisecond or two to take in. */
 const LISTENERS_PER_PART = 200;
@@ -14,7 +15,7 @@ const port = parentPort!;
 const send = (reply: ParseReply) => port.postMessage(reply);
 const asked = () => new Promise((resolve) => port.once('message', resolve));
 
-let parsed;
+let parsed: L4Config | undefined;
 try {
   parsed = parseConfig(text, source);
 } catch (error) {

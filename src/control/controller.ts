@@ -221,7 +221,7 @@ export class Controller {
     });
   }
 
-  async #reconcile(): Promise<{ requeueAfterMs?: number } | void> {
+  async #reconcile(): Promise<{ requeueAfterMs?: number } | undefined> {
     const waitMs = this.#ownWrites.waitMs({
       service: (name) => this.#caches.service(name),
       deployment: (name) => this.#caches.deployment(name),
@@ -262,7 +262,7 @@ export class Controller {
     }
   }
 
-  async #pass(): Promise<{ requeueAfterMs?: number } | void> {
+  async #pass(): Promise<{ requeueAfterMs?: number } | undefined> {
     const release = this.#release();
     if (release === undefined) {
       // Closing listeners only: nothing to refuse. A Service may still point here (a finalizer

@@ -2,8 +2,7 @@
 // runs, and the dry run `kubectl canary-l4 plan` shows (the controller's own planning, changing
 // nothing). Everything else under control/ is the loop's own.
 //
-// The rooms, bottom to top (each imports only from the rooms below it and from api/, config/, kube/,
-// controller-kit/, and counters/ for the /stats document the analysis reads; never the data plane or runtime/):
+// The rooms, bottom to top (which room imports which is declared once, in biome.jsonc, and `npm run lint` checks it):
 //   service/   the Service takeover and hand-back: selectors, saved originals, copies, proxy ports,
 //              patches, and the L4 config the release serves
 //   progress/  steps, analysis of each interval, the evidence collector, progress metrics

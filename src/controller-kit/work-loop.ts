@@ -6,7 +6,7 @@
 import { KeyedQueue } from './work-queue.ts';
 
 export interface WorkLoopOptions {
-  readonly reconcile: () => Promise<{ requeueAfterMs?: number } | void>;
+  readonly reconcile: () => Promise<{ requeueAfterMs?: number } | undefined>;
   readonly onError: (err: unknown, retryInMs: number) => void;
   readonly resyncMs: number;
   readonly initialBackoffMs?: number;

@@ -7,7 +7,7 @@
 // controller-runtime's workqueue, in small.
 
 export interface KeyedQueueOptions {
-  readonly reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | void>;
+  readonly reconcile: (key: string) => Promise<{ requeueAfterMs?: number } | undefined>;
   readonly onError: (key: string, err: unknown, retryInMs: number) => void;
   readonly workers: number;
   /** Run a key again this long after each success (drift no event announced); none: only on events. */

@@ -2,7 +2,7 @@
 // for neither bookmarks nor a server timeout, so a half-open connection can stall it silently
 // (notes/kubernetes-api.md §1.4–1.5). This wrapper restarts it with capped exponential backoff,
 // asks for bookmarks and a server-side timeout, and restarts a watch that has gone quiet.
-import { KubeConfig, ListWatch, Watch, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import { type KubeConfig, ListWatch, Watch, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { describeError } from './patch.ts';
 
@@ -52,7 +52,9 @@ class TunedWatch extends Watch {
   override watch(
     path: string,
     queryParams: Record<string, string | number | boolean | undefined>,
+    // biome-ignore lint/suspicious/noExplicitAny: the signature of client-node's Watch.watch, which this overrides
     callback: (phase: string, apiObj: any, watchObj?: any) => void,
+    // biome-ignore lint/suspicious/noExplicitAny: as above
     done: (err: any) => void,
   ): Promise<AbortController> {
     const params = { ...queryParams, allowWatchBookmarks: true, timeoutSeconds: this.#timeoutSeconds };

@@ -193,7 +193,7 @@ export class ManagerController {
     return waitMs;
   }
 
-  async #reconcile(key: string): Promise<{ requeueAfterMs?: number } | void> {
+  async #reconcile(key: string): Promise<{ requeueAfterMs?: number } | undefined> {
     if (!this.#options.isLeader() || this.#stopped) return;
     const [namespace = '', name = ''] = key.split('/');
     const waitMs = this.#ownWritesWaitMs(key, namespace);

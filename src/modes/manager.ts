@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, type V1Container } from '@kubernetes/client-node';
 import { ConfigError } from '../errors.ts';
 import { boundedCall, loadKubeConfig } from '../kube/client.ts';
 import { startLeadership } from '../kube/leadership.ts';
@@ -81,7 +81,7 @@ async function ownImage(apis: ManagerApis, pod: ManagerOptions['pod'], timeoutMs
   if (pod.name === undefined || pod.namespace === undefined) {
     throw new ConfigError('--proxy-image', ['required unless --pod-name and --pod-namespace name the manager\'s own pod (whose image the proxies then run)']);
   }
-  let containers;
+  let containers: V1Container[];
   try {
     containers = (await apis.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }, boundedCall(new AbortController().signal, timeoutMs))).spec?.containers ?? [];
   } catch (err) {

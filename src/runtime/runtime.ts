@@ -2,7 +2,7 @@
 // SIGTERM/SIGINT (readiness false, stop accepting, drain up to the timeout, exit 0).
 import { ConfigError } from '../errors.ts';
 import type { Logger } from 'pino';
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
 import type { CounterSnapshot } from '../counters/snapshot.ts';
 import { ADMIN_MAX_CONNECTIONS } from '../defaults.ts';

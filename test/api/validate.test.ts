@@ -187,7 +187,7 @@ describe('podTemplateProblems: the patched template must still make pods of that
   const selector = { app: 'web' };
 
   it('passes containers with names and pullable images, and labels the selector matches', () => {
-    assert.deepEqual(podTemplateProblems(template([{ name: 'web', image: 'web:v2' }, { name: 'side', image: 'ghcr.io/org/side@sha256:' + 'a'.repeat(64) }]), selector, 'p'), []);
+    assert.deepEqual(podTemplateProblems(template([{ name: 'web', image: 'web:v2' }, { name: 'side', image: `ghcr.io/org/side@sha256:${'a'.repeat(64)}` }]), selector, 'p'), []);
   });
 
   for (const [name, built, problem] of [
@@ -206,7 +206,7 @@ describe('podTemplateProblems: the patched template must still make pods of that
   }
 
   it('tells image references from other text', () => {
-    for (const image of ['nginx', 'nginx:1.27', 'library/nginx:latest', 'registry.example:5000/a/b_c-d.e:v1.2-rc', 'localhost/app', 'app@sha256:' + '0'.repeat(64)]) {
+    for (const image of ['nginx', 'nginx:1.27', 'library/nginx:latest', 'registry.example:5000/a/b_c-d.e:v1.2-rc', 'localhost/app', `app@sha256:${'0'.repeat(64)}`]) {
       assert.ok(isImageReference(image), image);
     }
     for (const image of ['', 'Nginx', 'nginx:', 'nginx:-x', 'a b', 'nginx:1.27 ', '-nginx', 'app@sha256:short']) assert.ok(!isImageReference(image), image);

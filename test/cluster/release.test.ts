@@ -141,7 +141,7 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     await kubectl('apply', '-f', await kubectl.manifest('web-v2.yaml', release('web-v2', '2.0')));
     const running = await waitForRelease('web-v2', 'serving with two Ready proxies', (found) =>
       found?.status?.conditions?.find((c) => c.type === 'Available')?.status === 'True' && (found.status as { proxy?: { readyReplicas?: number } }).proxy?.readyReplicas === 2);
-    t.diagnostic(`proxy: ${JSON.stringify((running?.status as { proxy?: unknown }).proxy)}`);
+    t.diagnostic(`proxy: ${JSON.stringify((running?.status as { proxy?: unknown } | undefined)?.proxy)}`);
     assert.equal((await apps.readNamespacedDeployment({ name: 'web-canary', namespace: NS })).spec?.template.spec?.containers[0]?.image, IMAGE('2.0'));
     const from = clients.now();
     await waitFor(() => Object.values(clients.counts(from)).reduce((a, b) => a + b, 0) >= 200, '200 connections through the proxies', 60_000);

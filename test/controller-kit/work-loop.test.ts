@@ -11,7 +11,8 @@ function recorder(work: () => Promise<void> = async () => {}, resyncMs = 60_000)
   const loop = new WorkLoop({
     reconcile: async () => {
       runs++;
-      return work();
+      await work();
+      return undefined;
     },
     onError: (_err, retryInMs) => errors.push(retryInMs),
     resyncMs,

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { KeyedQueue } from '../../src/controller-kit/work-queue.ts';
 import { sleep, waitFor } from '../support/net/backends.ts';
 
-function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | void> = async () => {}) {
+function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | undefined> = async () => {}) {
   const runs: string[] = [];
   const errors: [string, number][] = [];
   const queue = new KeyedQueue({

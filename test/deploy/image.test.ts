@@ -59,6 +59,7 @@ describe('deploy/Dockerfile', () => {
   it('builds on the official Node 24 image, in stages', () => {
     assert.ok(stages.length >= 2, 'a build stage and a final stage');
     assert.match(globalArgs.get('NODE_IMAGE') ?? '', /^node:24[-.]/);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's ARG reference, as written
     for (const stage of stages) assert.equal(stage.from, '${NODE_IMAGE}');
   });
 

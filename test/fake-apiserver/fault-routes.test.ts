@@ -102,8 +102,8 @@ describe('POST /_fake/faults/refuse', () => {
   it('answers 202 first, then refuses connections for `ms`, then serves again', async () => {
     const r = await control('POST', '/_fake/faults/refuse', { ms: 300 });
     assert.deepEqual(r, { status: 202, body: { refusingForMs: 300 } });
-    await waitFor(async () => (await fetch(api.url + '/version').then(() => false, () => true)), 'connections to be refused', 2000);
-    await waitFor(async () => (await fetch(api.url + '/version').then((res) => res.ok, () => false)), 'the listener to reopen', 3000);
+    await waitFor(async () => (await fetch(`${api.url}/version`).then(() => false, () => true)), 'connections to be refused', 2000);
+    await waitFor(async () => (await fetch(`${api.url}/version`).then((res) => res.ok, () => false)), 'the listener to reopen', 3000);
   });
 });
 
@@ -132,7 +132,7 @@ describe('bad control requests', () => {
   }
 
   it('malformed JSON → 400; unknown action → 404; wrong method → 405; nothing was armed', async () => {
-    const res = await fetch(api.url + '/_fake/faults/latency', { method: 'POST', body: '{ms:' });
+    const res = await fetch(`${api.url}/_fake/faults/latency`, { method: 'POST', body: '{ms:' });
     assert.equal(res.status, 400);
     assert.equal((await control('POST', '/_fake/faults/compact-everything', {})).status, 404);
     assert.equal((await control('GET', '/_fake/faults/latency')).status, 405);

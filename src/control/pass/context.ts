@@ -157,6 +157,7 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
   const own = ignored === undefined ? drafts
     : { ...drafts, Progressing: { ...drafts.Progressing, message: [drafts.Progressing.message, ignored].filter((text) => text !== '').join('; ') } };
   const failure = outside.reduce((draft: ConditionDraft, extra) => (draft.status === 'True'
+    // biome-ignore lint/performance/noAccumulatingSpread: a condition per disagreeing replica, a handful at most
     ? { ...draft, message: `${draft.message}; ${extra.message}` }
     : condition(true, extra.reason, extra.message)), own.Failure);
   const all = { ...own, Failure: failure, Ready: readiness(phase, { ...own, Failure: failure }) };

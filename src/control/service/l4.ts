@@ -12,7 +12,7 @@ import {
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
 import { selectsProxy } from './takeover-selector.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
-import type { CanaryPortSpec, CanaryReleaseSpec } from '../../api/spec-types.ts';
+import type { CanaryReleaseSpec } from '../../api/spec-types.ts';
 import type { Labels } from '../../api/names.ts';
 import type { NamedProxyPort, PortStatus } from '../../api/status-types.ts';
 

@@ -1,5 +1,5 @@
 // What the data plane needs of a listener, whatever its protocol, and the address handling both share.
-import net from 'node:net';
+import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { ListenAddress, ListenerConfig } from '../../config/types.ts';
 import { formatListenAddress } from '../../config/listen-address.ts';

@@ -60,14 +60,14 @@ function binding(name: string): Binding | undefined {
 
 const tcpWrap = binding('tcp_wrap');
 const streamWrap = binding('stream_wrap');
-const TCP = tcpWrap?.['TCP'] as (new (type: number) => TcpHandle) | undefined;
-const TCPConnectWrap = tcpWrap?.['TCPConnectWrap'] as Constructor<ConnectRequest> | undefined;
-const SOCKET_TYPE = (tcpWrap?.['constants'] as Record<string, unknown> | undefined)?.['SOCKET'];
-const WriteWrap = streamWrap?.['WriteWrap'] as Constructor<WriteRequest> | undefined;
-const ShutdownWrap = streamWrap?.['ShutdownWrap'] as Constructor<ShutdownRequest> | undefined;
-const streamBaseState = streamWrap?.['streamBaseState'] as Int32Array | undefined;
-const kReadBytesOrError = streamWrap?.['kReadBytesOrError'];
-const kLastWriteWasAsync = streamWrap?.['kLastWriteWasAsync'];
+const TCP = tcpWrap?.TCP as (new (type: number) => TcpHandle) | undefined;
+const TCPConnectWrap = tcpWrap?.TCPConnectWrap as Constructor<ConnectRequest> | undefined;
+const SOCKET_TYPE = (tcpWrap?.constants as Record<string, unknown> | undefined)?.SOCKET;
+const WriteWrap = streamWrap?.WriteWrap as Constructor<WriteRequest> | undefined;
+const ShutdownWrap = streamWrap?.ShutdownWrap as Constructor<ShutdownRequest> | undefined;
+const streamBaseState = streamWrap?.streamBaseState as Int32Array | undefined;
+const kReadBytesOrError = streamWrap?.kReadBytesOrError;
+const kLastWriteWasAsync = streamWrap?.kLastWriteWasAsync;
 /** libuv's end-of-file status, read off the public error map. */
 const UV_EOF = [...getSystemErrorMap()].find(([, [name]]) => name === 'EOF')?.[0];
 const HANDLE_METHODS = ['readStart', 'readStop', 'useUserBuffer', 'writeBuffer', 'shutdown', 'close', 'reset', 'connect', 'connect6', 'getpeername', 'setNoDelay'] as const;

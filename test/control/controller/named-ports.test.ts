@@ -15,7 +15,7 @@ import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { sleep, waitFor } from '../../support/net/backends.ts';
 import { isPodReady } from '../../support/cluster/pods.ts';
 import {
-  conditionOf, createRelease, createService, getRelease, getService, NAMESPACE, serviceEntry, startProxy, takenOver, waitForRelease, waitForService, type InProcessProxy,
+  conditionOf, createRelease, createService, getService, NAMESPACE, serviceEntry, startProxy, takenOver, waitForRelease, waitForService, type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';

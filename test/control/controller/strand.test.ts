@@ -17,7 +17,7 @@ import {
   conditionOf, createRelease, getService, NAMESPACE, patchRelease, serviceEntry, serving, startProxy, waitForRelease, waitForService,
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
-import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 
 const FIRST_BASE = await freePortBlock(10, { udp: true });

@@ -29,7 +29,9 @@ async function serve(answer: () => string): Promise<{ url: string; server: Serve
 
 describe('the evidence collector', { timeout: 30_000 }, () => {
   const servers: Server[] = [];
-  after(() => servers.forEach((server) => server.close()));
+  after(() => {
+    for (const server of servers) server.close();
+  });
 
   it('sums the replicas that answer counters; one answering garbage is left out, and counting goes on', async () => {
     let local = 0;

@@ -5,7 +5,7 @@ import type { Step } from '../../../src/control/reconcile.ts';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import {
-  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, PROXY, reasons, run, service, TAKEN, webWorld, WEB_SPEC, type World,
+  applyStep, assertCrashSafe, assertServed, clone, conditionOf, converge, listen, options, pod, reasons, run, service, TAKEN, webWorld, WEB_SPEC, type World,
 } from './world.ts';
 
 function patchOf(steps: readonly Step[], reason: string, name: string) {

@@ -71,9 +71,9 @@ describe('steps', () => {
     let { world } = settle(stepped(), 0);
     ({ world } = settle(world, 2 * MINUTE));
     world.release = { ...world.release!, spec: { ...world.release!.spec, promotedStep: 1 } };
-    let last;
-    ({ world, last } = settle(world, 2 * MINUTE + 1000));
-    assert.deepEqual([world.release?.status?.currentStep, canaryWeight(last)], [2, 50]);
+    const promoted = settle(world, 2 * MINUTE + 1000);
+    world = promoted.world;
+    assert.deepEqual([world.release?.status?.currentStep, canaryWeight(promoted.last)], [2, 50]);
     ({ world } = settle(world, 4 * MINUTE));
     assert.equal(world.release?.status?.phase, 'Adopted');
     assert.equal(world.release?.status?.transition?.reason, 'StepsComplete');
@@ -92,9 +92,9 @@ describe('steps', () => {
     ({ world } = settle(world, 2 * MINUTE));
     assert.equal(world.release?.status?.step, '2/3');
     world.release = { ...world.release!, spec: { ...world.release!.spec, steps: [{ weight: 5, pause: { duration: '2m' } }] } };
-    let last;
-    ({ world, last } = settle(world, 3 * MINUTE));
-    assert.deepEqual([world.release?.status?.phase, world.release?.status?.currentStep, world.release?.status?.step, canaryWeight(last)], ['Running', 0, '1/1', 5]);
+    const cut = settle(world, 3 * MINUTE);
+    world = cut.world;
+    assert.deepEqual([world.release?.status?.phase, world.release?.status?.currentStep, world.release?.status?.step, canaryWeight(cut.last)], ['Running', 0, '1/1', 5]);
     assert.equal(world.release?.status?.stepStartedAt, new Date(NOW.getTime() + 3 * MINUTE).toISOString());
     ({ world } = settle(world, 5 * MINUTE));
     assert.equal(world.release?.status?.phase, 'Adopted', 'then its pause runs, and the release ends as its steps say');

@@ -331,21 +331,21 @@ describe('status says what is wrong, and the columns agree', () => {
 });
 
 describe('after the hand-back, the proxy serves on for the grace period', () => {
-  const grace = (world: World, at: number) => options({ handBackGraceMs: 10_000, now: new Date(NOW.getTime() + at) });
+  const grace = (at: number) => options({ handBackGraceMs: 10_000, now: new Date(NOW.getTime() + at) });
 
   it('the copies, listeners and status ports stay until the grace has run out since the hand-back, then go', () => {
     const start = requesting('Deprecated')(running());
-    const handedBack = converge(start, grace(start, 0));
+    const handedBack = converge(start, grace(0));
     assert.deepEqual(handedBack.world.services.get('web')?.spec?.selector, { app: 'web', version: 'v1' }, 'handed back at once');
     assert.equal(handedBack.last?.status.phase, 'Deprecating');
     assert.equal(handedBack.last && conditionOf(handedBack.last, 'Progressing').reason, 'HandBackGrace');
     assert.deepEqual(handedBack.last?.l4Config.listeners.map((listener) => listener.listen.port), [8080, 8081], 'still listening');
     assert.ok(handedBack.world.services.has('web-forked') && handedBack.world.services.has('web-canary'), 'the copies stay');
     assert.equal(handedBack.last?.requeueAfterMs, 10_000);
-    const later = converge(handedBack.world, grace(start, 4_000));
+    const later = converge(handedBack.world, grace(4_000));
     assert.equal(later.last?.requeueAfterMs, 6_000, 'a later pass waits out only the rest');
     assert.deepEqual(later.steps, [], 'nothing written while waiting');
-    const done = converge(handedBack.world, grace(start, 10_000));
+    const done = converge(handedBack.world, grace(10_000));
     assert.equal(done.world.release?.status?.phase, 'Deprecated');
     assert.equal(done.world.services.has('web-forked'), false);
     assert.deepEqual(done.last?.l4Config.listeners ?? [], []);
@@ -353,12 +353,12 @@ describe('after the hand-back, the proxy serves on for the grace period', () => 
 
   it('a crash during the grace resumes it from status, neither restarting nor skipping it', () => {
     const start = requesting('Adopted')(running());
-    for (let k = 0; k < converge(start, grace(start, 0)).steps.length; k += 1) {
-      const crashed = converge(start, grace(start, 0), k);
-      const resumed = converge(crashed.world, grace(start, 3_000));
+    for (let k = 0; k < converge(start, grace(0)).steps.length; k += 1) {
+      const crashed = converge(start, grace(0), k);
+      const resumed = converge(crashed.world, grace(3_000));
       assert.notEqual(resumed.world.release?.status?.phase, 'Adopted', `crash after ${k} steps: the grace is not skipped`);
       assert.ok(resumed.world.release?.status?.transition?.handedBackAt, `crash after ${k} steps: the hand-back time is recorded`);
-      assert.equal(converge(resumed.world, grace(start, 20_000)).world.release?.status?.phase, 'Adopted', `crash after ${k} steps`);
+      assert.equal(converge(resumed.world, grace(20_000)).world.release?.status?.phase, 'Adopted', `crash after ${k} steps`);
     }
   });
 });

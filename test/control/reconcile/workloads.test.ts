@@ -9,7 +9,7 @@ import type { Step } from '../../../src/control/pass/desired.ts';
 import { LABEL_TEMPLATE_HASH, LABEL_TRACK, type Labels } from '../../../src/api/names.ts';
 import type { CanaryReleaseSpec, Transition } from '../../../src/api/spec-types.ts';
 import { deployment, rollOut, templateHash } from './deployments.ts';
-import { assertCrashSafe, clone, conditionOf, converge, PROXY, reasons, TAKEN, release, run, service, webWorld, type World } from './world.ts';
+import { assertCrashSafe, clone, conditionOf, converge, reasons, TAKEN, release, run, service, webWorld, type World } from './world.ts';
 
 const IMAGE_2 = 'example/web:2';
 

@@ -173,7 +173,9 @@ describe('client affinity through the proxy', { timeout: 20_000 }, () => {
     const port = await applyOnFreePort(plane, (p) => config('tcp-affinity', 'tcp', `${PROXY_HOST}:${p}`, ports, 20), PROXY_HOST);
     const sides = async () => Promise.all(SOURCES.map(async (source) => [await askTcp(port, PROXY_HOST, source), await askTcp(port, PROXY_HOST, source), await askTcp(port, PROXY_HOST, source)]));
     const at20 = await sides();
-    at20.forEach((replies, i) => assert.deepEqual(replies, Array(3).fill(predicted(SOURCES[i]!, 20)), `client ${SOURCES[i]}`));
+    at20.forEach((replies, i) => {
+      assert.deepEqual(replies, Array(3).fill(predicted(SOURCES[i]!, 20)), `client ${SOURCES[i]}`);
+    });
     await plane.apply(config('tcp-affinity', 'tcp', `${PROXY_HOST}:${port}`, ports, 60));
     const at60 = await sides();
     at60.forEach((replies, i) => {

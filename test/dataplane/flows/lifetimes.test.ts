@@ -271,7 +271,11 @@ describe('UDP sessions follow the weight', { timeout: 20_000 }, () => {
         return socket;
       }),
     );
-    const timer = setInterval(() => clients.forEach((socket, i) => socket.send(`flow ${i}`, port, PROXY_HOST)), 20);
+    const timer = setInterval(() => {
+      clients.forEach((socket, i) => {
+        socket.send(`flow ${i}`, port, PROXY_HOST);
+      });
+    }, 20);
     await waitFor(() => last.every((name) => name !== ''), 'every flow answered');
     return { last, stop: () => clearInterval(timer) };
   }

@@ -37,7 +37,7 @@ describe('HeldOutOffers: what a held-out backend was offered counts against it o
     },
     {
       story: 'a blip with probes: a failed probe within the grace holds its offers back, the next good one clears the rest, the served run the held ones',
-      steps: ['out@0', 'offer×10', 'probe-failed@1000', 'offer×10', 'ok×1', 'ok×' + (EPISODE_END_SUCCESSES - 1)], failed: { connect: 0, reset: 0 }, cleared: 20,
+      steps: ['out@0', 'offer×10', 'probe-failed@1000', 'offer×10', 'ok×1', `ok×${EPISODE_END_SUCCESSES - 1}`], failed: { connect: 0, reset: 0 }, cleared: 20,
     },
     {
       story: 'dead without probes: the take-out ends, its next attempt fails a failTimeout later: all of them count',
@@ -60,17 +60,17 @@ describe('HeldOutOffers: what a held-out backend was offered counts against it o
     },
     {
       story: 'an episode ends after successes in a row: the next failure starts a new grace',
-      steps: ['out@0', 'offer×10', 'probe-failed@1000', 'ok×' + EPISODE_END_SUCCESSES, 'out@5000', 'offer×10', 'out@6000'],
+      steps: ['out@0', 'offer×10', 'probe-failed@1000', `ok×${EPISODE_END_SUCCESSES}`, 'out@5000', 'offer×10', 'out@6000'],
       failed: { connect: 0, reset: 0 }, cleared: 10,
     },
     {
       story: 'one success short of the end of an episode: the held offers stay held, and count when it fails past the grace',
-      steps: ['out@0', 'offer×10', 'probe-failed@1000', 'ok×' + (EPISODE_END_SUCCESSES - 1), 'out@5000'],
+      steps: ['out@0', 'offer×10', 'probe-failed@1000', `ok×${EPISODE_END_SUCCESSES - 1}`, 'out@5000'],
       failed: { connect: 10, reset: 0 }, cleared: 0,
     },
     {
       story: 'a failure between successes starts their count again: the episode goes on',
-      steps: ['out@0', 'offer×10', 'probe-failed@1000', 'ok×' + (EPISODE_END_SUCCESSES - 1), 'out@1500', 'ok×' + (EPISODE_END_SUCCESSES - 1), 'out@4000'],
+      steps: ['out@0', 'offer×10', 'probe-failed@1000', `ok×${EPISODE_END_SUCCESSES - 1}`, 'out@1500', `ok×${EPISODE_END_SUCCESSES - 1}`, 'out@4000'],
       failed: { connect: 10, reset: 0 }, cleared: 0,
     },
     {

@@ -38,7 +38,7 @@ describe('the Node internals of the TCP fast path', () => {
     await once(server, 'listening');
     try {
       let taken = 0;
-      assert.equal(takeAccepts(server, (handle) => (taken++, new FastLeg(handle).close(false), true)), true, "net.Server's _handle.onconnection is gone");
+      assert.equal(takeAccepts(server, (handle) => { taken++; new FastLeg(handle).close(false); return true; }), true, "net.Server's _handle.onconnection is gone");
       const client = net.connect({ host: HOST, port: (server.address() as net.AddressInfo).port });
       await once(client, 'close');
       assert.equal(taken, 1);
@@ -132,7 +132,7 @@ async function rawConnection(): Promise<RawConnection> {
   proxy.listen({ host: HOST, port: 0 });
   backend.listen({ host: HOST, port: 0 });
   await Promise.all([once(proxy, 'listening'), once(backend, 'listening')]);
-  const accepted = new Promise<FastLeg>((resolve) => takeAccepts(proxy, (handle) => (resolve(new FastLeg(handle)), true)));
+  const accepted = new Promise<FastLeg>((resolve) => takeAccepts(proxy, (handle) => { resolve(new FastLeg(handle)); return true; }));
   const backendSocket = once(backend, 'connection');
   const client = net.connect({ host: HOST, port: (proxy.address() as net.AddressInfo).port, allowHalfOpen: true });
   const clientLeg = await accepted;

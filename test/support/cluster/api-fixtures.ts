@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before } from 'node:test';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig, ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Pod, Watch } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig, ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Pod, Watch } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../fake-apiserver/index.ts';
 

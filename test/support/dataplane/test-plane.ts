@@ -28,7 +28,7 @@ export interface TestPlane {
 export function createPlane(listenerGraceMs = 200, options: Pick<DataPlaneOptions, 'idleBufferSweepMs'> = {}): TestPlane {
   const stats = new StatsRegistry();
   // As the CLI reads it: test/dataplane/tcp/net-path.test.ts runs the TCP tests again with it false.
-  const tcpFastPath = process.env['CANARY_L4_TCP_FAST_PATH'] !== 'false';
+  const tcpFastPath = process.env.CANARY_L4_TCP_FAST_PATH !== 'false';
   const dataplane = new DataPlane({ log: silentLog, stats, listenerGraceMs, tcpFastPath, ...options });
   const endpoint = metricsEndpoint(async () => '', dataplane);
   return {

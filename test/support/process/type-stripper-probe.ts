@@ -4,4 +4,5 @@
 
 /** A data: URL, so that the probe itself is plain JavaScript and needs no stripping. */
 export const TYPE_STRIPPER_PROBE =
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template literal of the probe's JavaScript
   'data:text/javascript,process.on("exit",()=>process.stderr.write(`type stripper loaded: ${process.moduleLoadList.some((name)=>name.includes("internal/deps/amaro/"))}\\n`))';

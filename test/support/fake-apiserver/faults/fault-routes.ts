@@ -4,7 +4,7 @@
  * requests bypass injected faults and latency and are not logged in `api.requests`. Bodies are
  * checked strictly (unknown fields too), so a typo is a 400 naming the field, not a silent no-op.
  */
-import { ApiError, errors } from '../wire/errors.ts';
+import { type ApiError, errors } from '../wire/errors.ts';
 import type { FailRule, FakeFaults } from './faults.ts';
 import { isObject } from '../wire/json.ts';
 

@@ -69,7 +69,7 @@ function resolveParent(doc: unknown, tokens: string[], pointer: string): { paren
   let cur: any = doc;
   for (const t of tokens.slice(0, -1)) {
     if (Array.isArray(cur)) cur = cur[arrayIndex(cur, t, false)];
-    else if (isObject(cur) && Object.prototype.hasOwnProperty.call(cur, t)) cur = cur[t];
+    else if (isObject(cur) && Object.hasOwn(cur, t)) cur = cur[t];
     else throw new PatchError('failed', `doc is missing path: "${pointer}"`);
   }
   if (!Array.isArray(cur) && !isObject(cur)) throw new PatchError('failed', `doc is missing path: "${pointer}"`);
@@ -81,7 +81,7 @@ function getAt(doc: unknown, pointer: string): unknown {
   if (tokens.length === 0) return doc;
   const { parent, key } = resolveParent(doc, tokens, pointer);
   if (Array.isArray(parent)) return parent[arrayIndex(parent, key, false)];
-  if (!Object.prototype.hasOwnProperty.call(parent, key)) throw new PatchError('failed', `doc is missing path: "${pointer}"`);
+  if (!Object.hasOwn(parent, key)) throw new PatchError('failed', `doc is missing path: "${pointer}"`);
   return parent[key];
 }
 
@@ -90,7 +90,7 @@ function removeAt(doc: unknown, pointer: string): unknown {
   if (tokens.length === 0) throw new PatchError('failed', 'cannot remove the document root');
   const { parent, key } = resolveParent(doc, tokens, pointer);
   if (Array.isArray(parent)) return parent.splice(arrayIndex(parent, key, false), 1)[0];
-  if (!Object.prototype.hasOwnProperty.call(parent, key))
+  if (!Object.hasOwn(parent, key))
     throw new PatchError('failed', `unable to remove nonexistent key: ${key}: missing value`);
   const v = parent[key];
   delete parent[key];

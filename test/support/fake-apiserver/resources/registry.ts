@@ -193,7 +193,7 @@ export class Registry {
   /** Look up by URL parts; `undefined` if the group/version/plural is not served. */
   lookup(group: string, version: string, plural: string): ResourceType | undefined {
     const t = this.#types.get(typeKey(group, plural));
-    return t && t.versions.includes(version) ? t : undefined;
+    return t?.versions.includes(version) ? t : undefined;
   }
 
   /** Find the type whose kind matches an object's apiVersion/kind (used by the GC). */

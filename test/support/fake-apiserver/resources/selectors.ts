@@ -73,7 +73,7 @@ export function parseLabelSelector(selector: string | undefined): LabelRequireme
 export function matchLabels(reqs: LabelRequirement[], labels: Labels): boolean {
   const l = labels ?? {};
   for (const r of reqs) {
-    const has = Object.prototype.hasOwnProperty.call(l, r.key);
+    const has = Object.hasOwn(l, r.key);
     const v = l[r.key];
     switch (r.op) {
       case 'eq':

@@ -106,7 +106,11 @@ function walkField(parent: KObject, key: string, schema: KObject | undefined, pa
 function walk(value: unknown, schema: KObject, path: string, unknown: string[]): void {
   if (schema['x-kubernetes-int-or-string'] === true) return;
   if (Array.isArray(value)) {
-    if (isObject(schema.items)) value.forEach((item, i) => walk(item, schema.items, `${path}[${i}]`, unknown));
+    if (isObject(schema.items)) {
+      value.forEach((item, i) => {
+        walk(item, schema.items, `${path}[${i}]`, unknown);
+      });
+    }
     return;
   }
   if (!isObject(value)) return;
@@ -174,7 +178,9 @@ function listTypeCauses(value: unknown, schema: KObject | undefined, path: strin
         seen.add(key);
       });
     }
-    value.forEach((item, index) => causes.push(...listTypeCauses(item, schema.items as KObject | undefined, `${path}[${index}]`)));
+    value.forEach((item, index) => {
+      causes.push(...listTypeCauses(item, schema.items as KObject | undefined, `${path}[${index}]`));
+    });
     return causes;
   }
   const properties = (schema.properties ?? {}) as Record<string, KObject>;

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { applyConfiguration } from './apply.ts';
-import { ApiError, errors } from '../wire/errors.ts';
+import { errors } from '../wire/errors.ts';
 import { clone, deepEqual, isObject, type KObject } from '../wire/json.ts';
 import { KindHooks } from '../resources/kinds.ts';
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from '../resources/patch.ts';

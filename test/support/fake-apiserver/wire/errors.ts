@@ -132,7 +132,7 @@ export const errors = {
     // An aggregate of several errors prints as a bracketed list (utilerrors.NewAggregate).
     const each = causes.map((c) => `${c.field}: ${c.message}`);
     const summary = each.length === 1 ? each[0] : `[${each.join(', ')}]`;
-    return new ApiError(422, 'Invalid', `${kind}${group ? '.' + group : ''} "${name}" is invalid: ${summary}`, {
+    return new ApiError(422, 'Invalid', `${kind}${group ? `.${group}` : ''} "${name}" is invalid: ${summary}`, {
       name,
       group,
       kind,
