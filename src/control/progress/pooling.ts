@@ -50,14 +50,18 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
   side.connectResets! += counters.connectResets ?? 0;
   side.established += counters.connections;
   side.resets += counters.resets;
-  counters.connectLatency.forEach((count, index) => (side.latency[index] = (side.latency[index] ?? 0) + count));
+  counters.connectLatency.forEach((count, index) => {
+    side.latency[index] = (side.latency[index] ?? 0) + count;
+  });
 }
 
 export function addSides(into: Side, from: PooledSide): void {
   // A pool written before mirroring was counted has no mirror fields: 0.
   for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown', 'heldOut', 'heldOutResets', 'udpHeldOut', 'connectResets',
     'mirrored', 'mirrorCompared', 'mirrorDifferent', 'mirrorFailed'] as const) into[key] = (into[key] ?? 0) + (from[key] ?? 0);
-  from.latency.forEach((count, index) => (into.latency[index] = (into.latency[index] ?? 0) + count));
+  from.latency.forEach((count, index) => {
+    into.latency[index] = (into.latency[index] ?? 0) + count;
+  });
 }
 
 interface PortSides {
