@@ -133,6 +133,11 @@ export function renderCliReference(): string {
     '',
     'Every command also takes `--help` (`-h`), which prints what this page says, and `--version`.',
     '',
+    'Exit status: 2 for a command line that does not parse (an unknown flag or command is named with the one it',
+    'likely meant and the command\'s own `--help`) and for every start-up error a user can fix (a bad config file, a',
+    'port taken, an unusable kubeconfig: one line naming the flag, field or variable); 1 for other failures, and for',
+    '`kubectl canary-l4 plan` when a release of the file has a problem; 0 otherwise.',
+    '',
     programSection('canary-l4', canaryL4Program(yargs([])), 'The balancer (`serve`, `demo`), the per-release proxy (`proxy`) and the Kubernetes manager (`manager`).'),
     programSection(PLUGIN, pluginProgram(yargs([])), 'The kubectl plugin (`kubectl-canary_l4` on PATH): reads and patches CanaryReleases, each action an ordinary patch it prints.'),
   ].join('\n');
