@@ -57,7 +57,11 @@ function flagsOf(parser: Argv, envPrefix: string | undefined): Flag[] {
   const state = parser as unknown as ParserState;
   const options = state.getOptions();
   const descriptions = state.getInternalMethods().getUsageInstance().getDescriptions();
-  const positionals = new Set(Object.entries(state.getGroups()).filter(([group]) => group.startsWith('Positionals')).flatMap(([, keys]) => keys));
+  const positionals = new Set(
+    Object.entries(state.getGroups())
+      .filter(([group]) => group.startsWith('Positionals'))
+      .flatMap(([, keys]) => keys),
+  );
   const aliases = new Set(Object.values(options.alias).flat());
   return Object.keys(options.key)
     .filter((key) => !BUILT_IN.includes(key) && !aliases.has(key) && !options.hiddenOptions.includes(key))
@@ -67,9 +71,14 @@ function flagsOf(parser: Argv, envPrefix: string | undefined): Flag[] {
       aliases: options.alias[key] ?? [],
       type: typeOf(key, options),
       default: key in options.demandedOptions ? 'required' : defaultOf(options.default[key]),
-      env: envPrefix === undefined || positionals.has(key) ? undefined : `${envPrefix}_${key.toUpperCase().replaceAll('-', '_')}`,
+      env: envPrefix === undefined || positionals.has(key) ? undefined : envName(envPrefix, key),
       description: (descriptions[key] ?? '').replace(YARGS_STRING, ''),
     }));
+}
+
+/** As yargs's `.env(prefix)` reads a flag: `CANARY_L4_ADMIN_PORT` for `--admin-port`. */
+function envName(prefix: string, key: string): string {
+  return `${prefix}_${key.toUpperCase().replaceAll('-', '_')}`;
 }
 
 function typeOf(key: string, options: ReturnType<ParserState['getOptions']>): string {
@@ -105,13 +114,23 @@ function programSection(name: string, program: Argv, intro: string): string {
   const globals = flagsOf(program, envPrefix);
   const commands = Object.values(state.getInternalMethods().getCommandInstance().getCommandHandlers());
   const parts = [`## ${name}\n\n${intro}\n`];
-  if (envPrefix !== undefined) parts.push(`Every flag can also be set in the environment as \`${envPrefix}_<FLAG>\` (upper case, \`-\` as \`_\`).\n`);
-  parts.push(commands.map((command) => `- [\`${name} ${command.original}\`](#${anchor(`${name} ${commandName(command)}`)}): ${command.description || ''}`).join('\n') + '\n');
-  if (globals.length > 0) parts.push(`Flags of every ${name} command:\n`, ...globals.map((flag) => flagEntry(name, flag)));
+  if (envPrefix !== undefined) {
+    const variable = `\`${envPrefix}_<FLAG>\``;
+    parts.push(`Every flag can also be set in the environment as ${variable} (upper case, \`-\` as \`_\`).\n`);
+  }
+  const index = commands.map((command) => {
+    const link = anchor(`${name} ${commandName(command)}`);
+    return `- [\`${name} ${command.original}\`](#${link}): ${command.description || ''}`;
+  });
+  parts.push(`${index.join('\n')}\n`);
+  if (globals.length > 0) {
+    parts.push(`Flags of every ${name} command:\n`, ...globals.map((flag) => flagEntry(name, flag)));
+  }
   for (const command of commands) {
     const title = `${name} ${commandName(command)}`;
     const flags = flagsOf(command.builder(yargs([])), envPrefix);
-    parts.push(`## ${title}\n\n${command.description || ''}\n\n\`\`\`\n${name} ${command.original}${flags.some((flag) => !flag.positional) ? ' [flags]' : ''}\n\`\`\`\n`);
+    const usage = `${name} ${command.original}${flags.some((flag) => !flag.positional) ? ' [flags]' : ''}`;
+    parts.push(`## ${title}\n\n${command.description || ''}\n\n\`\`\`\n${usage}\n\`\`\`\n`);
     parts.push(...flags.map((flag) => flagEntry(title, flag)));
   }
   return parts.join('\n');
@@ -129,7 +148,8 @@ export function renderCliReference(): string {
   return [
     '# CLI reference',
     '',
-    '<!-- Generated from the yargs definitions by `npm run docs:cli` (build/cli-reference.ts); edit those, not this page. -->',
+    '<!-- Generated from the yargs definitions by `npm run docs:cli` (build/cli-reference.ts);',
+    'edit those, not this page. -->',
     '',
     'Every command also takes `--help` (`-h`), which prints what this page says, and `--version`.',
     '',
@@ -138,8 +158,11 @@ export function renderCliReference(): string {
     'port taken, an unusable kubeconfig: one line naming the flag, field or variable); 1 for other failures, and for',
     '`kubectl canary-l4 plan` when a release of the file has a problem; 0 otherwise.',
     '',
-    programSection('canary-l4', canaryL4Program(yargs([])), 'The balancer (`serve`, `demo`), the per-release proxy (`proxy`) and the Kubernetes manager (`manager`).'),
-    programSection(PLUGIN, pluginProgram(yargs([])), 'The kubectl plugin (`kubectl-canary_l4` on PATH): reads and patches CanaryReleases, each action an ordinary patch it prints.'),
+    programSection('canary-l4', canaryL4Program(yargs([])),
+      'The balancer (`serve`, `demo`), the per-release proxy (`proxy`) and the Kubernetes manager (`manager`).'),
+    programSection(PLUGIN, pluginProgram(yargs([])),
+      'The kubectl plugin (`kubectl-canary_l4` on PATH): reads and patches CanaryReleases, '
+        + 'each action an ordinary patch it prints.'),
   ].join('\n');
 }
 

@@ -23,17 +23,25 @@ const root = crd.spec.versions[0]!.schema.openAPIV3Schema;
 function propertyPaths(schema: Schema, path: string): string[] {
   const items = schema.items;
   if (items !== undefined) return propertyPaths(items, `${path}[]`);
-  return Object.entries(schema.properties ?? {}).flatMap(([key, child]) => [`${path}.${key}`, ...propertyPaths(child, `${path}.${key}`)]);
+  return Object.entries(schema.properties ?? {}).flatMap(([key, child]) => {
+    const at = `${path}.${key}`;
+    return [at, ...propertyPaths(child, at)];
+  });
 }
 
 const page = readPage('canaryrelease.md');
 /** Each `### ` heading's text, and its section up to the next heading. */
-const sections = new Map([...page.matchAll(/^### (.+)\n([\s\S]*?)(?=^##)/gm)].map(([, heading, body]) => [heading!.replaceAll('`', ''), body!]));
+const sections = new Map(
+  [...page.matchAll(/^### (.+)\n([\s\S]*?)(?=^##)/gm)].map(([, title, body]) => [title!.replaceAll('`', ''), body!]),
+);
 
 /** `a.b[].c` → `a.b[]`, `a.b`, `a`: where an entry for it may be, nearest first. */
 function ancestors(path: string): string[] {
   const segments = path.split('.');
-  return segments.slice(1).map((_, index) => segments.slice(0, segments.length - 1 - index).join('.').replace(/\[\]$/, ''));
+  return segments.slice(1).map((_, index) => {
+    const ancestor = segments.slice(0, segments.length - 1 - index).join('.');
+    return ancestor.replace(/\[\]$/, '');
+  });
 }
 
 function documented(path: string): boolean {
@@ -46,7 +54,8 @@ function documented(path: string): boolean {
 test('docs/canaryrelease.md has an entry for every property of the CRD under spec and status', () => {
   const paths = ['spec', 'status'].flatMap((part) => propertyPaths(root.properties![part]!, part));
   assert.ok(paths.length > 100, 'the schema was read');
-  assert.deepEqual(paths.filter((path) => !documented(path)), [], 'properties of deploy/crd.yaml without an entry in docs/canaryrelease.md');
+  const missing = paths.filter((path) => !documented(path));
+  assert.deepEqual(missing, [], 'properties of deploy/crd.yaml without an entry in docs/canaryrelease.md');
 });
 
 test('docs/canaryrelease.md has a heading for every condition type, the manager\'s among them', () => {

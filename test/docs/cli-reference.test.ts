@@ -6,12 +6,22 @@ import { test } from 'node:test';
 import { CLI_REFERENCE, anchor, renderCliReference } from '../../build/cli-reference.ts';
 
 test('docs/cli.md is the reference the yargs definitions render (run npm run docs:cli)', () => {
-  assert.equal(readFileSync(CLI_REFERENCE, 'utf8'), renderCliReference(), 'docs/cli.md is out of date: run npm run docs:cli');
+  const written = readFileSync(CLI_REFERENCE, 'utf8');
+  assert.equal(written, renderCliReference(), 'docs/cli.md is out of date: run npm run docs:cli');
 });
 
 test('every flag of every command has a heading of its own, so a link can name it', () => {
-  const headings = renderCliReference().split('\n').filter((line) => line.startsWith('### ')).map((line) => anchor(line.slice(4)));
-  for (const expected of ['canary-l4-serve---config', 'canary-l4-proxy---canary-release', 'kubectl-canary-l4-plan---filename', 'kubectl-canary-l4-set-weight-target']) {
+  const headings = renderCliReference()
+    .split('\n')
+    .filter((line) => line.startsWith('### '))
+    .map((line) => anchor(line.slice(4)));
+  const links = [
+    'canary-l4-serve---config',
+    'canary-l4-proxy---canary-release',
+    'kubectl-canary-l4-plan---filename',
+    'kubectl-canary-l4-set-weight-target',
+  ];
+  for (const expected of links) {
     assert.ok(headings.includes(expected), `no heading #${expected}`);
   }
   assert.equal(new Set(headings).size, headings.length, 'two headings share an anchor');

@@ -7,8 +7,12 @@ import { registeredFamilies } from './registered-families.ts';
 
 test('docs/metrics.md has an entry for every family registered, and none for another, with its type', async () => {
   const registered = new Map((await registeredFamilies()).map((family) => [family.name, family.type]));
-  const documented = new Map(entriesOf(readPage('metrics.md')).map(({ heading, facts }) => [heading, facts.split(' · ')[0]]));
-  assert.deepEqual([...registered.keys()].filter((name) => !documented.has(name)), [], 'registered, not in docs/metrics.md');
-  assert.deepEqual([...documented.keys()].filter((name) => !registered.has(name)), [], 'in docs/metrics.md, not registered');
-  for (const [name, type] of registered) assert.equal(documented.get(name), type, `${name}: the type docs/metrics.md gives`);
+  // The facts line of an entry begins with the type: `counter · labels listener · connections`.
+  const entries = entriesOf(readPage('metrics.md'));
+  const documented = new Map(entries.map(({ heading, facts }) => [heading, facts.split(' · ')[0]]));
+  const undocumented = [...registered.keys()].filter((name) => !documented.has(name));
+  assert.deepEqual(undocumented, [], 'registered, not in docs/metrics.md');
+  const unregistered = [...documented.keys()].filter((name) => !registered.has(name));
+  assert.deepEqual(unregistered, [], 'in docs/metrics.md, not registered');
+  for (const [name, type] of registered) assert.equal(documented.get(name), type, `${name}: its type on the page`);
 });

@@ -15,7 +15,10 @@ export function readPage(name: string): string {
 }
 
 export function entriesOf(page: string): Entry[] {
-  return [...page.matchAll(/^### (.+)\n\n(.*)$/gm)].map(([, heading, facts]) => ({ heading: heading!.replaceAll('`', ''), facts: facts! }));
+  return [...page.matchAll(/^### (.+)\n\n(.*)$/gm)].map(([, heading, facts]) => ({
+    heading: heading!.replaceAll('`', ''),
+    facts: facts!,
+  }));
 }
 
 /** Every anchor a link can name on the page. */

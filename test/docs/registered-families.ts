@@ -36,7 +36,10 @@ export async function registeredFamilies(): Promise<Family[]> {
     const leader = new Registry();
     // Without an election the gauge is registered and set, and the API is never called.
     const noApi = undefined as unknown as CoordinationV1Api;
-    startLeadership({ coordination: noApi, namespace: 'shop', name: 'lease', identity: 'me', leaseDurationMs: undefined, log, registry: leader, onChange: () => {} });
+    startLeadership({
+      coordination: noApi, namespace: 'shop', name: 'lease', identity: 'me', leaseDurationMs: undefined,
+      log, registry: leader, onChange: () => {},
+    });
     const byMode: [Mode[], Map<string, string>][] = [
       [['serve', 'proxy', 'manager'], typesOf(exposition)],
       [['proxy'], typesOf(await proxy.metrics())],
