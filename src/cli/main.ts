@@ -7,11 +7,8 @@ import '../runtime/hangups.ts';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError } from '../errors.ts';
-import { serveCommand } from './commands/serve.ts';
-import { demoCommand } from './commands/demo.ts';
-import { proxyCommand } from './commands/proxy.ts';
-import { managerCommand } from './commands/manager.ts';
 import { parseFailureMessage } from './parse-failures.ts';
+import { COMMAND_NAMES, canaryL4Program } from './program.ts';
 
 /** Startup failures a user can cause are one line per problem and a non-zero exit, no stack. */
 function exitWith(err: unknown): never {
@@ -19,8 +16,6 @@ function exitWith(err: unknown): never {
   process.stderr.write(`canary-l4: ${message.split('\n').join('\ncanary-l4: ')}\n`);
   process.exit(err instanceof ConfigError ? 2 : 1);
 }
-
-const COMMANDS = [serveCommand, proxyCommand, managerCommand, demoCommand].map(({ command }) => command);
 
 /** yargs's own parser state, which it has no type for: the flags of the command being parsed. */
 interface ParserState {
@@ -30,23 +25,12 @@ interface ParserState {
 const args = hideBin(process.argv);
 const parser = yargs(args);
 try {
-  await parser
-    .scriptName('canary-l4')
-    .env('CANARY_L4')
-    .command(serveCommand)
-    .command(proxyCommand)
-    .command(managerCommand)
-    .command(demoCommand)
-    .demandCommand(1, 'name a command: serve, proxy, manager or demo (see --help)')
-    .strict()
-    .help()
-    .alias('h', 'help')
+  await canaryL4Program(parser)
     .wrap(Math.min(110, process.stdout.columns ?? 110))
-    .epilog('Every flag can also be set in the environment as CANARY_L4_<FLAG>, e.g. CANARY_L4_ADMIN_PORT=9100.')
     .fail((message, err) => {
       if (err) throw err;
       const knownFlags = Object.keys((parser as unknown as ParserState).getOptions().key);
-      process.stderr.write(`${parseFailureMessage(args, COMMANDS, knownFlags, message)}\n`);
+      process.stderr.write(`${parseFailureMessage(args, COMMAND_NAMES, knownFlags, message)}\n`);
       process.exit(2);
     })
     .parseAsync();

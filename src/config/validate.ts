@@ -83,6 +83,9 @@ const UDP_KEYS = ['responses', 'maxSessions'] as const satisfies readonly (keyof
 const MIRROR_KEYS = ['to', 'percent', 'compare', 'maxBytes'] as const satisfies readonly (keyof MirrorConfig)[];
 const MIRROR_POLICY_KEYS = MIRROR_KEYS.filter((key) => key !== 'to');
 
+/** Every key a config file may hold, by the mapping it goes in (docs/configuration.md has a heading for each). */
+export const CONFIG_KEYS = { root: ROOT_KEYS, listener: LISTENER_KEYS, backend: BACKEND_KEYS, udp: UDP_KEYS, mirror: MIRROR_KEYS } as const;
+
 const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
 const BALANCE_STRATEGIES: readonly BalanceStrategy[] = ['wrr', 'random'];
 const AFFINITIES: readonly Affinity[] = ['none', 'clientIP'];
