@@ -1,7 +1,7 @@
 // `npm run bench -- --only analysis [--releases N] [--seed N]`: the analysis' operating
 // characteristics, measured by simulating releases through the real judging code
 // (src/control/progress/verdict.ts) with binomial counts from a seeded PRNG. Pure: no proxy, no
-// network; seconds. Prints the table the README carries; then the second one, releases simulated
+// network; seconds. Prints the first table of docs/analysis.md; then the second one, releases simulated
 // connection by connection through the data path (analysis-path.ts; minutes).
 //
 // A release: 30 intervals, the canary at weight 10 % (the stable side gets 9 samples for each of

@@ -66,7 +66,7 @@ export class DataPlane {
     this.#idleReadBuffers = new IdleReadBuffers(options.idleBufferSweepMs ?? DEFAULT_IDLE_BUFFER_SWEEP_MS);
     this.#shortOfResources = new ThrottledWarning(
       options.log,
-      'new connections and UDP sessions refused for want of file descriptors or other local resources; raise the open-file limit (ulimit -n) or see README "File descriptors"',
+      'new connections and UDP sessions refused for want of file descriptors or other local resources; raise the open-file limit (ulimit -n) or see docs/operations.md "File descriptors"',
     );
   }
 

@@ -1,4 +1,4 @@
-// The README's install, as a user types it, against the fake apiserver with kubectl's default client
+// The install of docs/operations.md, as a user types it, against the fake apiserver with kubectl's default client
 // validation: `kubectl apply -k deploy/` (again: unchanged), a CanaryRelease, `kubectl get crel`;
 // and the standalone per-release proxy.
 import assert from 'node:assert/strict';

@@ -11,7 +11,7 @@
 // weight rises, the others staying, only gains clients; one whose weight falls only loses them.
 // (No stateless assignment can promise "only towards backends that gained weight" for every change
 // among three or more backends: a cycle of such changes would have to return a client to where it
-// started while every step forbade moving it — see README "Affinity".)
+// started while every step forbade moving it — see docs/architecture.md on client affinity.)
 import type { Picker } from './balancer.ts';
 
 /**

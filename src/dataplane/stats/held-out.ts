@@ -9,7 +9,7 @@
 //     grace passive health itself gives a backend): a canary that refused for a moment and then
 //     serves, the blip, has them cleared once it has served EPISODE_END_SUCCESSES in a row; one
 //     still failing after the grace has them all counted, and every later failed check's at once.
-// So a dead canary's offers count from one failTimeout after it died (the README's
+// So a dead canary's offers count from one failTimeout after it died (docs/analysis.md's
 // failureLimit × interval plus one failTimeout), a flapping one's too (it never serves long
 // enough in a row to end its episode), and a blip's never.
 

@@ -1,4 +1,4 @@
-// The README's GitOps settings (Argo CD ignoreDifferences, Flux driftIgnoreRules) checked against
+// The GitOps settings of docs/gitops.md (Argo CD ignoreDifferences, Flux driftIgnoreRules) checked against
 // what a release really changes on a Service: with them, the owner's manifest and the live,
 // taken-over Service differ in nothing the GitOps tool would look at; without them they do. The
 // fake runs neither tool, so this is as far as it can be tested; the re-apply itself is tested
@@ -12,9 +12,8 @@ import { parseAllDocuments } from 'yaml';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { converge, service, webWorld, WEB_SPEC } from '../reconcile/world.ts';
 
-const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
-const section = readme.slice(readme.indexOf('### GitOps'), readme.indexOf('\n## ', readme.indexOf('### GitOps')));
-const snippets = [...section.matchAll(/```yaml\n([\s\S]*?)```/g)].flatMap((match) => parseAllDocuments(match[1]!).map((document) => document.toJS()));
+const page = readFileSync(new URL('../../../docs/gitops.md', import.meta.url), 'utf8');
+const snippets = [...page.matchAll(/```yaml\n([\s\S]*?)```/g)].flatMap((match) => parseAllDocuments(match[1]!).map((document) => document.toJS()));
 const argo = snippets.find((item) => item.kind === 'Application');
 const flux = snippets.find((item) => item.kind === 'Kustomization');
 
@@ -64,7 +63,7 @@ function differs(ignored: (object: unknown) => string[]): boolean {
   return JSON.stringify(withoutPaths(seen, ignored(seen))) !== JSON.stringify(withoutPaths(desired, ignored(desired)));
 }
 
-describe('the README GitOps settings', () => {
+describe('the GitOps settings of docs/gitops.md', () => {
   it('a running release changes the Service where an apply would see it: the settings are needed', () => {
     assert.equal(differs(() => []), true);
   });

@@ -1,4 +1,4 @@
-// The analysis' operating characteristics (bench/analysis.ts, the README's table), replayed on its
+// The analysis' operating characteristics (bench/analysis.ts, the first table of docs/analysis.md), replayed on its
 // headline rows with a fixed seed through the real judging code: an equal canary is not rolled back,
 // one worse by twice the threshold's margin is, within failureLimit + 2 intervals.
 
@@ -37,7 +37,7 @@ describe('the analysis\' operating characteristics', { timeout: 60_000 }, () => 
   });
 });
 
-describe('through the data path (bench/analysis-path.ts, the README\'s second table), replayed with a fixed seed', { timeout: 60_000 }, () => {
+describe('through the data path (bench/analysis-path.ts, the second table of docs/analysis.md), replayed with a fixed seed', { timeout: 60_000 }, () => {
   const row = (label: string) => PATH_ROWS.find((candidate) => candidate.label === label)!;
 
   for (const label of ['equal: both reset 3 %', 'equal: both refuse 1 % and reset 3 %']) {
