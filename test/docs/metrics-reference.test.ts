@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { entriesOf, readPage } from './reference-page.ts';
-import { registeredFamilies } from './registered-families.ts';
+import { registeredFamilies } from '../support/registered-families.ts';
 
 test('docs/metrics.md has an entry for every family registered, and none for another, with its type', async () => {
   const registered = new Map((await registeredFamilies()).map((family) => [family.name, family.type]));
