@@ -32,16 +32,33 @@ export const PATH_FAILURE_LIMIT = 2;
 /** The margin of both thresholds. */
 export const PATH_MARGIN = 0.02;
 export const PATH_SPEC: AnalysisSpec = {
-  interval: `${PATH_INTERVAL_MS / 1000}s`, minSamples: 10, failureLimit: PATH_FAILURE_LIMIT, confidence: 0.99,
+  interval: `${PATH_INTERVAL_MS / 1000}s`,
+  minSamples: 10,
+  failureLimit: PATH_FAILURE_LIMIT,
+  confidence: 0.99,
   thresholds: { connectErrorRate: { maxAboveStable: PATH_MARGIN }, resetRate: { maxAboveStable: PATH_MARGIN } },
 };
-const PORT: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: 50, override: null, served: 50 };
-const service = (name: string, clusterIP: string): V1Service => ({ metadata: { name }, spec: { clusterIP, ports: [{ port: 80 }] } });
+const PORT: PortStatus = {
+  service: 'web',
+  port: 80,
+  protocol: 'TCP',
+  proxyPort: 8080,
+  weight: 50,
+  override: null,
+  served: 50,
+};
+const service = (name: string, clusterIP: string): V1Service => ({
+  metadata: { name },
+  spec: { clusterIP, ports: [{ port: 80 }] },
+});
 /** The listener a release at weight 50 runs (its failTimeout, maxFails and probes as rendered). */
-const CONFIG = buildL4Config([PORT], new Map([
-  [copyName('web', 'forked'), service(copyName('web', 'forked'), '10.96.0.10')],
-  [copyName('web', 'canary'), service(copyName('web', 'canary'), '10.96.0.11')],
-]));
+const CONFIG = buildL4Config(
+  [PORT],
+  new Map([
+    [copyName('web', 'forked'), service(copyName('web', 'forked'), '10.96.0.10')],
+    [copyName('web', 'canary'), service(copyName('web', 'canary'), '10.96.0.11')],
+  ]),
+);
 const LISTENER = CONFIG.listeners[0]!;
 const FAIL_TIMEOUT_MS = LISTENER.failTimeoutMs;
 const PROBE_INTERVAL_MS = LISTENER.probeIntervalMs ?? 0;
@@ -70,8 +87,15 @@ interface SimulatedBackend {
 /** A release through the data path: when it was rolled back (ms from its start), or null when it lasted its 30 intervals. */
 export function simulatePathRelease(random: () => number, scenario: PathScenario): number | null {
   const registry = new StatsRegistry();
-  const snapshot = buildSnapshot(LISTENER, registry.listener(LISTENER.name), (backend) => ({ health: new BackendHealth(), stats: registry.backend(LISTENER.name, backend.name) }));
-  const backends: SimulatedBackend[] = snapshot.backends.map((runtime) => ({ runtime, behaviour: runtime.config.name === 'canary' ? scenario.canary : scenario.stable, nextProbeAt: Infinity }));
+  const snapshot = buildSnapshot(LISTENER, registry.listener(LISTENER.name), (backend) => ({
+    health: new BackendHealth(),
+    stats: registry.backend(LISTENER.name, backend.name),
+  }));
+  const backends: SimulatedBackend[] = snapshot.backends.map((runtime) => ({
+    runtime,
+    behaviour: runtime.config.name === 'canary' ? scenario.canary : scenario.stable,
+    nextProbeAt: Infinity,
+  }));
   const spacingMs = PATH_INTERVAL_MS / (2 * scenario.offered);
   let previous = new Map<string, CounterSnapshot>();
   const look = (now: number) => {
@@ -95,7 +119,12 @@ export function simulatePathRelease(random: () => number, scenario: PathScenario
     }
     runProbes(backends, end, random);
     const counted = look(end);
-    const evidence: Evidence = { at: new Date(Date.UTC(2026, 0, 1) + end).toISOString(), intervalMs: PATH_INTERVAL_MS, latencyBucketsMs: previous.values().next().value!.latencyBucketsMs, ...counted };
+    const evidence: Evidence = {
+      at: new Date(Date.UTC(2026, 0, 1) + end).toISOString(),
+      intervalMs: PATH_INTERVAL_MS,
+      latencyBucketsMs: previous.values().next().value!.latencyBucketsMs,
+      ...counted,
+    };
     status = judge(evidence, PATH_SPEC, [PORT], status);
     if (status.failures >= PATH_FAILURE_LIMIT) return end;
   }
@@ -147,41 +176,80 @@ export function simulatePath(scenario: PathScenario, releases: number, seed: num
 }
 
 /** Share of releases rolled back within `ms`. */
-export const withinMs = (outcome: PathOutcome, ms: number) => outcome.rolledBackAtMs.filter((at) => at <= ms).length / outcome.releases;
+export const withinMs = (outcome: PathOutcome, ms: number) =>
+  outcome.rolledBackAtMs.filter((at) => at <= ms).length / outcome.releases;
 
 const NOISE: Behaviour = { refuse: 0, reset: 0.03 };
 /** The table's rows: the stable side resets 3 % (the noise) throughout; the first two are equal canaries. */
-export const PATH_ROWS: ReadonlyArray<{ readonly label: string; readonly stable: Behaviour; readonly canary: Behaviour }> = [
+export const PATH_ROWS: ReadonlyArray<{
+  readonly label: string;
+  readonly stable: Behaviour;
+  readonly canary: Behaviour;
+}> = [
   { label: 'equal: both reset 3 %', stable: NOISE, canary: NOISE },
-  { label: 'equal: both refuse 1 % and reset 3 %', stable: { refuse: 0.01, reset: 0.03 }, canary: { refuse: 0.01, reset: 0.03 } },
-  ...[1, 2, 5].map((k) => ({ label: `resets worse by ${k}× margin (${Math.round((0.03 + (1 + k) * PATH_MARGIN) * 100)} %)`, stable: NOISE, canary: { refuse: 0, reset: 0.03 + (1 + k) * PATH_MARGIN } })),
-  ...[0.2, 0.5, 1].map((share) => ({ label: `refuses ${share * 100} %`, stable: NOISE, canary: { refuse: share, reset: 0.03 } })),
-  ...[0.2, 0.5, 1].map((share) => ({ label: `resets ${share * 100} %`, stable: NOISE, canary: { refuse: 0, reset: share } })),
+  {
+    label: 'equal: both refuse 1 % and reset 3 %',
+    stable: { refuse: 0.01, reset: 0.03 },
+    canary: { refuse: 0.01, reset: 0.03 },
+  },
+  ...[1, 2, 5].map((k) => ({
+    label: `resets worse by ${k}× margin (${Math.round((0.03 + (1 + k) * PATH_MARGIN) * 100)} %)`,
+    stable: NOISE,
+    canary: { refuse: 0, reset: 0.03 + (1 + k) * PATH_MARGIN },
+  })),
+  ...[0.2, 0.5, 1].map((share) => ({
+    label: `refuses ${share * 100} %`,
+    stable: NOISE,
+    canary: { refuse: share, reset: 0.03 },
+  })),
+  ...[0.2, 0.5, 1].map((share) => ({
+    label: `resets ${share * 100} %`,
+    stable: NOISE,
+    canary: { refuse: 0, reset: share },
+  })),
 ];
 export const PATH_OFFERED = [10, 25, 100, 1_000, 10_000];
 /** A dead canary's promise: failureLimit × interval plus one failTimeout. */
 export const PROMISED_MS = PATH_FAILURE_LIMIT * PATH_INTERVAL_MS + FAIL_TIMEOUT_MS;
 
-
 function pathCell(outcome: PathOutcome, equal: boolean): string {
   if (equal) return `${outcome.rolledBackAtMs.length} in ${grouped(outcome.releases)}`;
   const median = outcome.rolledBackAtMs[Math.floor(outcome.releases / 2)];
-  return `${median === undefined ? `>${PATH_INTERVALS * PATH_INTERVAL_MS / 1000}` : median / 1000} s · ${percent(withinMs(outcome, PROMISED_MS))} · ${percent(withinMs(outcome, 10 * PATH_INTERVAL_MS))}`;
+  return `${median === undefined ? `>${(PATH_INTERVALS * PATH_INTERVAL_MS) / 1000}` : median / 1000} s · ${percent(withinMs(outcome, PROMISED_MS))} · ${percent(withinMs(outcome, 10 * PATH_INTERVAL_MS))}`;
 }
 
 /** Prints the second table of `npm run bench -- --only analysis`. */
 export function printPathTable(releases: number, seed: number): void {
   const worseReleases = Math.max(200, releases / 10);
-  console.log(`\nThrough the data path: ${releases} simulated releases of ${PATH_INTERVALS} intervals per cell (equal canary), ${worseReleases} per cell (the others), seed ${seed}.`);
-  console.log(`A release's listener (weight 50, maxFails ${LISTENER.maxFails}, failTimeout ${FAIL_TIMEOUT_MS / 1000} s, a recovery probe every ${PROBE_INTERVAL_MS / 1000} s), connection by connection through`);
-  console.log('the balancer, passive health and failover; judged every 10 s on connectErrorRate and resetRate maxAboveStable 0.02, minSamples 10, failureLimit 2, confidence 0.99.');
-  console.log(`Other cells: median time to the rollback · rolled back within failureLimit × interval + one failTimeout (${PROMISED_MS / 1000} s) · within 10 intervals.\n`);
-  console.log(`| canary (the stable resets 3 %) | ${PATH_OFFERED.map((offered) => `${grouped(offered)} offered / interval`).join(' | ')} |`);
+  console.log(
+    `\nThrough the data path: ${releases} simulated releases of ${PATH_INTERVALS} intervals per cell (equal canary), ${worseReleases} per cell (the others), seed ${seed}.`,
+  );
+  console.log(
+    `A release's listener (weight 50, maxFails ${LISTENER.maxFails}, failTimeout ${FAIL_TIMEOUT_MS / 1000} s, a recovery probe every ${PROBE_INTERVAL_MS / 1000} s), connection by connection through`,
+  );
+  console.log(
+    'the balancer, passive health and failover; judged every 10 s on connectErrorRate and resetRate maxAboveStable 0.02, minSamples 10, failureLimit 2, confidence 0.99.',
+  );
+  console.log(
+    `Other cells: median time to the rollback · rolled back within failureLimit × interval + one failTimeout (${PROMISED_MS / 1000} s) · within 10 intervals.\n`,
+  );
+  console.log(
+    `| canary (the stable resets 3 %) | ${PATH_OFFERED.map((offered) => `${grouped(offered)} offered / interval`).join(' | ')} |`,
+  );
   console.log(`|---|${PATH_OFFERED.map(() => '---|').join('')}`);
   let cell = 0;
   for (const row of PATH_ROWS) {
     const equal = row.label.startsWith('equal');
-    const cells = PATH_OFFERED.map((offered) => pathCell(simulatePath({ stable: row.stable, canary: row.canary, offered }, equal ? releases : worseReleases, seed + 1_000 + cell++), equal));
+    const cells = PATH_OFFERED.map((offered) =>
+      pathCell(
+        simulatePath(
+          { stable: row.stable, canary: row.canary, offered },
+          equal ? releases : worseReleases,
+          seed + 1_000 + cell++,
+        ),
+        equal,
+      ),
+    );
     console.log(`| ${row.label} | ${cells.join(' | ')} |`);
   }
 }

@@ -21,7 +21,15 @@ import { grouped, percent, rollbacks } from './simulated-releases.ts';
 export const INTERVALS = 30;
 const WEIGHT = 10;
 const STABLE_PER_CANARY = (100 - WEIGHT) / WEIGHT;
-const PORT: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 8080, weight: WEIGHT, override: null, served: WEIGHT };
+const PORT: PortStatus = {
+  service: 'web',
+  port: 80,
+  protocol: 'TCP',
+  proxyPort: 8080,
+  weight: WEIGHT,
+  override: null,
+  served: WEIGHT,
+};
 const BUCKETS_MS = [1, 10];
 export const FAILURE_LIMIT = 2;
 
@@ -57,15 +65,33 @@ export interface Scenario {
 }
 
 export const MARGIN = 0.01;
-export const SPEC: AnalysisSpec = { interval: '30s', minSamples: 10, failureLimit: FAILURE_LIMIT, confidence: 0.99, thresholds: { resetRate: { maxAboveStable: MARGIN } } };
+export const SPEC: AnalysisSpec = {
+  interval: '30s',
+  minSamples: 10,
+  failureLimit: FAILURE_LIMIT,
+  confidence: 0.99,
+  thresholds: { resetRate: { maxAboveStable: MARGIN } },
+};
 
 function interval(random: () => number, scenario: Scenario, canaryRate: number, index: number): Evidence {
-  const counters = (connections: number, rate: number) =>
-    ({ connections, connectErrors: 0, resets: binomial(random, connections, rate), connectLatency: [connections, 0], sessionsReplied: 0, markedDown: 0 });
+  const counters = (connections: number, rate: number) => ({
+    connections,
+    connectErrors: 0,
+    resets: binomial(random, connections, rate),
+    connectLatency: [connections, 0],
+    sessionsReplied: 0,
+    markedDown: 0,
+  });
   const stable = scenario.samples * STABLE_PER_CANARY;
   return {
-    at: new Date(Date.UTC(2026, 0, 1) + index * 30_000).toISOString(), intervalMs: 30_000, replicas: 1, latencyBucketsMs: BUCKETS_MS, weightsMoved: [],
-    listeners: { 'web-80-tcp': { forked: counters(stable, scenario.base), canary: counters(scenario.samples, canaryRate) } },
+    at: new Date(Date.UTC(2026, 0, 1) + index * 30_000).toISOString(),
+    intervalMs: 30_000,
+    replicas: 1,
+    latencyBucketsMs: BUCKETS_MS,
+    weightsMoved: [],
+    listeners: {
+      'web-80-tcp': { forked: counters(stable, scenario.base), canary: counters(scenario.samples, canaryRate) },
+    },
   };
 }
 
@@ -91,12 +117,12 @@ export function simulate(scenario: Scenario, releases: number, seed: number): Ou
 }
 
 /** Share of releases rolled back within `intervals`. */
-export const withinShare = (outcome: Outcome, intervals: number) => outcome.rolledBackAt.filter((at) => at <= intervals).length / outcome.releases;
+export const withinShare = (outcome: Outcome, intervals: number) =>
+  outcome.rolledBackAt.filter((at) => at <= intervals).length / outcome.releases;
 
 export const BASES = [0.001, 0.01, 0.05];
 export const SAMPLES = [10, 100, 1_000, 10_000];
 export const WORSE_BY = [1, 2, 5];
-
 
 function detectionCell(outcome: Outcome): string {
   const within = withinShare(outcome, FAILURE_LIMIT + 2);
@@ -107,22 +133,39 @@ function detectionCell(outcome: Outcome): string {
 
 /** Prints the table, from `npm run bench -- --only analysis [--releases N] [--seed N]`. */
 export function runAnalysisBench(argv: readonly string[]): void {
-  const { values } = parseArgs({ args: [...argv], options: { only: { type: 'string' }, releases: { type: 'string' }, seed: { type: 'string' } }, strict: false });
+  const { values } = parseArgs({
+    args: [...argv],
+    options: { only: { type: 'string' }, releases: { type: 'string' }, seed: { type: 'string' } },
+    strict: false,
+  });
   const releases = Number(values.releases ?? 1_000);
   const seed = Number(values.seed ?? 1);
-  if (!Number.isInteger(releases) || releases < 1 || !Number.isInteger(seed)) throw new Error('--releases must be a positive integer and --seed an integer');
+  if (!Number.isInteger(releases) || releases < 1 || !Number.isInteger(seed))
+    throw new Error('--releases must be a positive integer and --seed an integer');
   const started = performance.now();
-  console.log(`Analysis operating characteristics: ${releases} simulated releases of ${INTERVALS} intervals per cell (equal canary), ${Math.max(200, releases / 10)} per cell (worse canary), seed ${seed}`);
-  console.log(`resetRate maxAboveStable ${MARGIN} (the margin), minSamples 10, failureLimit 2, confidence 0.99, canary at weight 10 %; worse by k× margin: stable rate + (1 + k) × margin.`);
-  console.log('Worse cells: rolled back within failureLimit + 2 intervals · median interval of the rollback · rolled back within 30 intervals.\n');
-  console.log('| stable rate | canary samples / interval | false rollbacks, equal canary | worse by 1× margin | 2× | 5× |');
+  console.log(
+    `Analysis operating characteristics: ${releases} simulated releases of ${INTERVALS} intervals per cell (equal canary), ${Math.max(200, releases / 10)} per cell (worse canary), seed ${seed}`,
+  );
+  console.log(
+    `resetRate maxAboveStable ${MARGIN} (the margin), minSamples 10, failureLimit 2, confidence 0.99, canary at weight 10 %; worse by k× margin: stable rate + (1 + k) × margin.`,
+  );
+  console.log(
+    'Worse cells: rolled back within failureLimit + 2 intervals · median interval of the rollback · rolled back within 30 intervals.\n',
+  );
+  console.log(
+    '| stable rate | canary samples / interval | false rollbacks, equal canary | worse by 1× margin | 2× | 5× |',
+  );
   console.log('|---|---|---|---|---|---|');
   let cell = 0;
   for (const base of BASES) {
     for (const samples of SAMPLES) {
       const equal = simulate({ base, samples, worseBy: null }, releases, seed + cell++);
-      const worse = WORSE_BY.map((worseBy) => detectionCell(simulate({ base, samples, worseBy }, Math.max(200, releases / 10), seed + cell++)));
-      console.log(`| ${base * 100}% | ${grouped(samples)} | ${equal.rolledBackAt.length} in ${grouped(releases)} | ${worse.join(' | ')} |`);
+      const worse = WORSE_BY.map((worseBy) =>
+        detectionCell(simulate({ base, samples, worseBy }, Math.max(200, releases / 10), seed + cell++)),
+      );
+      console.log(
+        `| ${base * 100}% | ${grouped(samples)} | ${equal.rolledBackAt.length} in ${grouped(releases)} | ${worse.join(' | ')} |`,
+      );
     }
   }
   printPathTable(releases, seed);

@@ -21,13 +21,30 @@ export interface BackendPorts {
   readonly dnsB: number;
 }
 
-export const BACKEND_PORTS: BackendPorts = { iperf3: 15201, httpA: 15081, httpB: 15082, udpA: 15091, udpB: 15092, dnsA: 15353, dnsB: 15354 };
+export const BACKEND_PORTS: BackendPorts = {
+  iperf3: 15201,
+  httpA: 15081,
+  httpB: 15082,
+  udpA: 15091,
+  udpB: 15092,
+  dnsA: 15353,
+  dnsB: 15354,
+};
 
 const script = (name: string): string => fileURLToPath(new URL(name, import.meta.url));
 
 export async function startBackends(scratch: string): Promise<Child[]> {
   const ports = BACKEND_PORTS;
-  const iperf3 = startChild('iperf3 server', 'iperf3', ['--server', '--forceflush', '--idle-timeout', '30', '--bind', '127.0.0.1', '--port', String(ports.iperf3)]);
+  const iperf3 = startChild('iperf3 server', 'iperf3', [
+    '--server',
+    '--forceflush',
+    '--idle-timeout',
+    '30',
+    '--bind',
+    '127.0.0.1',
+    '--port',
+    String(ports.iperf3),
+  ]);
   const http = [
     startChild('http backend a', PROJECT_NODE, [script('http-backend.ts'), String(ports.httpA), 'a'], PROJECT_ROOT),
     startChild('http backend b', PROJECT_NODE, [script('http-backend.ts'), String(ports.httpB), 'b'], PROJECT_ROOT),
@@ -40,7 +57,8 @@ export async function startBackends(scratch: string): Promise<Child[]> {
   await waitFor('iperf3 server', async () => iperf3.outputTail().includes('Server listening'), iperf3, 10_000);
   await waitFor('http backend a', () => tcpPortOpen(ports.httpA), http[0], 10_000);
   await waitFor('http backend b', () => tcpPortOpen(ports.httpB), http[1], 10_000);
-  for (const server of udp) await waitFor(server.name, async () => server.outputTail().includes('to block on socket'), server, 10_000);
+  for (const server of udp)
+    await waitFor(server.name, async () => server.outputTail().includes('to block on socket'), server, 10_000);
   const knot = await startKnot(scratch, [ports.dnsA, ports.dnsB]);
   return [iperf3, ...http, ...udp, knot];
 }

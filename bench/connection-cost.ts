@@ -59,7 +59,7 @@ function openSession(port: number): Promise<UdpSocket> {
 
 async function openAll<T>(count: number, open: () => Promise<T>, opened: T[]): Promise<void> {
   for (let done = 0; done < count; done += OPEN_BATCH) {
-    opened.push(...await Promise.all(Array.from({ length: Math.min(OPEN_BATCH, count - done) }, open)));
+    opened.push(...(await Promise.all(Array.from({ length: Math.min(OPEN_BATCH, count - done) }, open))));
   }
 }
 
@@ -100,9 +100,19 @@ export const connectionCost: Workload = {
   title: `proxy memory per client (RSS of the process tree, a fresh proxy): ${IDLE_TCP_CONNECTIONS.toLocaleString('en-US')} idle TCP connections, ${UDP_SESSIONS.toLocaleString('en-US')} UDP sessions`,
   metrics: [
     { key: 'idleMiB', label: 'idle', unit: 'MiB', lowerIsBetter: true },
-    { key: 'idleTcpMiB', label: `${IDLE_TCP_CONNECTIONS.toLocaleString('en-US')} idle TCP connections`, unit: 'MiB', lowerIsBetter: true },
+    {
+      key: 'idleTcpMiB',
+      label: `${IDLE_TCP_CONNECTIONS.toLocaleString('en-US')} idle TCP connections`,
+      unit: 'MiB',
+      lowerIsBetter: true,
+    },
     { key: 'perTcpKiB', label: 'per TCP connection', unit: 'KiB', lowerIsBetter: true },
-    { key: 'udpSessionsMiB', label: `${UDP_SESSIONS.toLocaleString('en-US')} UDP sessions (after the TCP ones closed)`, unit: 'MiB', lowerIsBetter: true },
+    {
+      key: 'udpSessionsMiB',
+      label: `${UDP_SESSIONS.toLocaleString('en-US')} UDP sessions (after the TCP ones closed)`,
+      unit: 'MiB',
+      lowerIsBetter: true,
+    },
     { key: 'perUdpSessionKiB', label: 'per UDP session', unit: 'KiB', lowerIsBetter: true },
   ],
   recordsUsage: false,

@@ -45,7 +45,9 @@ export function writeQueryFile(dir: string): string {
 /** A query for www.<zone> A, as bytes. */
 export function dnsQuery(): Buffer {
   const header = Buffer.from([0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
-  const labels = ['www', ...DNS_ZONE.split('.')].map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label)]));
+  const labels = ['www', ...DNS_ZONE.split('.')].map((label) =>
+    Buffer.concat([Buffer.from([label.length]), Buffer.from(label)]),
+  );
   return Buffer.concat([header, ...labels, Buffer.from([0, 0, 1, 0, 1])]);
 }
 

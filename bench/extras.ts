@@ -2,9 +2,24 @@
 // canary-l4's metrics and UDP mirroring cost. Each is a workload of its own, selectable with --only.
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CANARY_METRICS_URL, CANARY_MIRROR, CANARY_NO_METRICS, type CanaryVariant, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import {
+  CANARY_METRICS_URL,
+  CANARY_MIRROR,
+  CANARY_NO_METRICS,
+  type CanaryVariant,
+  type ProxyVariant,
+  type RunningProxy,
+} from './proxies.ts';
 import { treeRssKiB } from './proc-usage.ts';
-import { dnsQueries, httpKeepalive, tcpBulk8, tcpShort, udpRoundTrips, type Workload, type WorkloadContext } from './workloads.ts';
+import {
+  dnsQueries,
+  httpKeepalive,
+  tcpBulk8,
+  tcpShort,
+  udpRoundTrips,
+  type Workload,
+  type WorkloadContext,
+} from './workloads.ts';
 import { bigConfigStalls } from './stalls.ts';
 import { connectionCost } from './connection-cost.ts';
 
@@ -54,7 +69,9 @@ export const slowReaders: Workload = {
     const rssBefore = treeRssKiB(pid);
     let peakRss = rssBefore;
     let bytesRead = 0;
-    const readers = Array.from({ length: SLOW_READERS }, () => slowReader(proxy.ports.http, (count) => (bytesRead += count)));
+    const readers = Array.from({ length: SLOW_READERS }, () =>
+      slowReader(proxy.ports.http, (count) => (bytesRead += count)),
+    );
     const startedAt = performance.now();
     try {
       while (performance.now() - startedAt < seconds * 1_000) {
@@ -81,7 +98,10 @@ const SCRAPE_INTERVAL_MS = 1_000;
 /** Runs `work` while scraping the metrics endpoint as Prometheus would. */
 async function whileScraped<T>(work: () => Promise<T>): Promise<T> {
   const timer = setInterval(() => {
-    fetch(CANARY_METRICS_URL).then((res) => res.arrayBuffer(), () => undefined);
+    fetch(CANARY_METRICS_URL).then(
+      (res) => res.arrayBuffer(),
+      () => undefined,
+    );
   }, SCRAPE_INTERVAL_MS);
   try {
     return await work();
@@ -98,12 +118,22 @@ type FeatureIn = 'canary-l4' | 'variant';
  * back to back, alternating which goes first per repetition. `around` wraps the runs of the one
  * with the feature (a scrape while it runs).
  */
-function pairedRatios(name: string, title: string, other: CanaryVariant, featureIn: FeatureIn, workloads: readonly Workload[],
-  around: <T>(work: () => Promise<T>) => Promise<T> = (work) => work()): Workload {
+function pairedRatios(
+  name: string,
+  title: string,
+  other: CanaryVariant,
+  featureIn: FeatureIn,
+  workloads: readonly Workload[],
+  around: <T>(work: () => Promise<T>) => Promise<T> = (work) => work(),
+): Workload {
   return {
     name,
     title,
-    metrics: workloads.map((workload) => ({ key: workload.name, label: `${workload.title}: ${workload.metrics[0]?.label ?? ''}`, unit: '×' })),
+    metrics: workloads.map((workload) => ({
+      key: workload.name,
+      label: `${workload.title}: ${workload.metrics[0]?.label ?? ''}`,
+      unit: '×',
+    })),
     recordsUsage: false,
     appliesTo: (proxy) => proxy === 'canary-l4',
     run: async (canary, context: WorkloadContext) => {
@@ -132,10 +162,28 @@ function pairedRatios(name: string, title: string, other: CanaryVariant, feature
  * Metrics on (and scraped) ÷ off. Off means no endpoint and no process-metrics sampling; the data
  * plane's counters are plain additions in both.
  */
-export const metricsCost = pairedRatios('metrics-cost', 'canary-l4 metrics on ÷ --no-metrics (1 = free)', CANARY_NO_METRICS, 'canary-l4',
-  [tcpBulk8, tcpShort, httpKeepalive, udpRoundTrips], whileScraped);
+export const metricsCost = pairedRatios(
+  'metrics-cost',
+  'canary-l4 metrics on ÷ --no-metrics (1 = free)',
+  CANARY_NO_METRICS,
+  'canary-l4',
+  [tcpBulk8, tcpShort, httpKeepalive, udpRoundTrips],
+  whileScraped,
+);
 
 /** Every UDP flow mirrored (a second upstream socket, every datagram sent twice, replies compared) ÷ no mirror. */
-export const mirrorCost = pairedRatios('mirror-cost', 'canary-l4 with 100 % UDP mirroring ÷ without (1 = free)', CANARY_MIRROR, 'variant', [udpRoundTrips, dnsQueries]);
+export const mirrorCost = pairedRatios(
+  'mirror-cost',
+  'canary-l4 with 100 % UDP mirroring ÷ without (1 = free)',
+  CANARY_MIRROR,
+  'variant',
+  [udpRoundTrips, dnsQueries],
+);
 
-export const EXTRA_WORKLOADS: readonly Workload[] = [connectionCost, slowReaders, metricsCost, mirrorCost, bigConfigStalls];
+export const EXTRA_WORKLOADS: readonly Workload[] = [
+  connectionCost,
+  slowReaders,
+  metricsCost,
+  mirrorCost,
+  bigConfigStalls,
+];

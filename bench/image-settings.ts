@@ -16,9 +16,14 @@ export function imageSettings(dockerfile?: string): CanarySettings {
 
 /** `A=1 B=2` as an environment ('' is none). */
 export function parseEnv(flag: string, text: string): Record<string, string> {
-  return Object.fromEntries(text.split(/\s+/).filter((word) => word !== '').map((word) => {
-    const [name, value] = word.split('=', 2);
-    if (!name || value === undefined) throw new Error(`--${flag}: expected NAME=VALUE words, got "${word}"`);
-    return [name, value];
-  }));
+  return Object.fromEntries(
+    text
+      .split(/\s+/)
+      .filter((word) => word !== '')
+      .map((word) => {
+        const [name, value] = word.split('=', 2);
+        if (!name || value === undefined) throw new Error(`--${flag}: expected NAME=VALUE words, got "${word}"`);
+        return [name, value];
+      }),
+  );
 }

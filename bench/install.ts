@@ -32,13 +32,18 @@ export function ensureInstalled(tools: readonly Tool[]): void {
     .map((requirement) => requirement.debianPackage);
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) {
-    throw new Error(`missing Debian packages ${missing.join(' ')}; install them as root (apt-get install ${missing.join(' ')})`);
+    throw new Error(
+      `missing Debian packages ${missing.join(' ')}; install them as root (apt-get install ${missing.join(' ')})`,
+    );
   }
   console.log(`Installing missing Debian packages: ${missing.join(', ')} (apt-get update, then apt-get install -y)`);
   // Inherit stdio so a slow mirror is visible instead of looking like a hang.
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const update = spawnSync('apt-get', ['update'], { stdio: 'inherit', env });
   if (update.status !== 0) throw new Error(`apt-get update failed (exit ${update.status})`);
-  const install = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], { stdio: 'inherit', env });
+  const install = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], {
+    stdio: 'inherit',
+    env,
+  });
   if (install.status !== 0) throw new Error(`apt-get install ${missing.join(' ')} failed (exit ${install.status})`);
 }

@@ -61,7 +61,10 @@ export interface ResourceUsage {
 }
 
 /** Samples CPU (utime+stime delta) and peak RSS of a process tree while `work` runs. */
-export async function measureWhile<T>(rootPid: number | undefined, work: () => Promise<T>): Promise<{ result: T; usage: ResourceUsage | undefined }> {
+export async function measureWhile<T>(
+  rootPid: number | undefined,
+  work: () => Promise<T>,
+): Promise<{ result: T; usage: ResourceUsage | undefined }> {
   if (rootPid === undefined) return { result: await work(), usage: undefined };
   const startTicks = treeCpuTicks(rootPid);
   const startedAt = performance.now();

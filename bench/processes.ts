@@ -9,7 +9,8 @@ const RAISE_HARD_FD_LIMIT = `ulimit -Hn ${WANTED_FD_LIMIT} 2>/dev/null`;
 
 /** The fd limit children get: 65 536 where root may raise the hard limit, else the hard limit
  * (containers without CAP_SYS_RESOURCE). Config generators and the idle workload size to it. */
-export const CHILD_FD_LIMIT = Number(spawnSync('sh', ['-c', `${RAISE_HARD_FD_LIMIT}; ulimit -Hn`], { encoding: 'utf8' }).stdout.trim()) || 1_024;
+export const CHILD_FD_LIMIT =
+  Number(spawnSync('sh', ['-c', `${RAISE_HARD_FD_LIMIT}; ulimit -Hn`], { encoding: 'utf8' }).stdout.trim()) || 1_024;
 const OUTPUT_TAIL_CHARS = 2_000;
 
 export interface Child {
@@ -53,7 +54,13 @@ function installExitHooks(): void {
 
 /** Spawns `command args` via a shell that raises the fd limit first (root may raise the hard limit);
  * `env` is set over this process's environment (undefined removes a variable). */
-export function startChild(name: string, command: string, args: readonly string[], cwd?: string, env: NodeJS.ProcessEnv = {}): Child {
+export function startChild(
+  name: string,
+  command: string,
+  args: readonly string[],
+  cwd?: string,
+  env: NodeJS.ProcessEnv = {},
+): Child {
   installExitHooks();
   const raiseLimitThenExec = `${RAISE_HARD_FD_LIMIT}; ulimit -n ${CHILD_FD_LIMIT}; exec "$@"`;
   const proc = spawn('sh', ['-c', raiseLimitThenExec, 'sh', command, ...args], {
@@ -121,11 +128,17 @@ export async function runBounded(command: string, args: readonly string[], timeo
 /** runBounded, and only the stdout of a successful run. */
 export async function runToCompletion(command: string, args: readonly string[], timeoutMs: number): Promise<string> {
   const { exitCode, stdout, outputTail } = await runBounded(command, args, timeoutMs);
-  if (exitCode !== 0) throw new Error(`${command} ${args.join(' ')} failed (${exitCode ?? 'killed'}): ${outputTail.slice(-500)}`);
+  if (exitCode !== 0)
+    throw new Error(`${command} ${args.join(' ')} failed (${exitCode ?? 'killed'}): ${outputTail.slice(-500)}`);
   return stdout;
 }
 
-export async function waitFor(what: string, check: () => Promise<boolean>, child: Child | undefined, timeoutMs: number): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  child: Child | undefined,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child?.exited()) throw new Error(`${child.name} exited before ${what}: ${child.outputTail()}`);

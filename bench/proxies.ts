@@ -65,32 +65,71 @@ interface Split {
 function splits(ports: ListenPorts): Split[] {
   const b = BACKEND_PORTS;
   const tcpAndUdp: Split[] = [
-    { name: 'bulk', protocol: 'tcp', port: ports.bulk, backends: [{ name: 'a', port: b.iperf3, weight: 90 }, { name: 'b', port: b.iperf3, weight: 10 }] },
-    { name: 'http', protocol: 'tcp', port: ports.http, backends: [{ name: 'a', port: b.httpA, weight: 90 }, { name: 'b', port: b.httpB, weight: 10 }] },
+    {
+      name: 'bulk',
+      protocol: 'tcp',
+      port: ports.bulk,
+      backends: [
+        { name: 'a', port: b.iperf3, weight: 90 },
+        { name: 'b', port: b.iperf3, weight: 10 },
+      ],
+    },
+    {
+      name: 'http',
+      protocol: 'tcp',
+      port: ports.http,
+      backends: [
+        { name: 'a', port: b.httpA, weight: 90 },
+        { name: 'b', port: b.httpB, weight: 10 },
+      ],
+    },
   ];
   if (ports.udp !== undefined) {
-    tcpAndUdp.push({ name: 'udp', protocol: 'udp', port: ports.udp, backends: [{ name: 'a', port: b.udpA, weight: 90 }, { name: 'b', port: b.udpB, weight: 10 }] });
+    tcpAndUdp.push({
+      name: 'udp',
+      protocol: 'udp',
+      port: ports.udp,
+      backends: [
+        { name: 'a', port: b.udpA, weight: 90 },
+        { name: 'b', port: b.udpB, weight: 10 },
+      ],
+    });
   }
   if (ports.dns !== undefined) {
-    tcpAndUdp.push({ name: 'dns', protocol: 'udp', port: ports.dns, backends: [{ name: 'a', port: b.dnsA, weight: 90 }, { name: 'b', port: b.dnsB, weight: 10 }] });
+    tcpAndUdp.push({
+      name: 'dns',
+      protocol: 'udp',
+      port: ports.dns,
+      backends: [
+        { name: 'a', port: b.dnsA, weight: 90 },
+        { name: 'b', port: b.dnsB, weight: 10 },
+      ],
+    });
   }
   return tcpAndUdp;
 }
 
-const portsFrom = (base: number, udp: boolean): ListenPorts => ({ bulk: base + 1, http: base + 2, udp: udp ? base + 3 : undefined, dns: udp ? base + 4 : undefined });
+const portsFrom = (base: number, udp: boolean): ListenPorts => ({
+  bulk: base + 1,
+  http: base + 2,
+  udp: udp ? base + 3 : undefined,
+  dns: udp ? base + 4 : undefined,
+});
 
 // ---- config generators (pure) ----------------------------------------------------------------
 
 /** nginx defaults otherwise (proxy_buffer_size 16k, tcp_nodelay on): nginx as people run it. */
 export function nginxConfig(ports: ListenPorts, workers: number, dir: string): string {
-  const blocks = splits(ports).map((split) => `
+  const blocks = splits(ports).map(
+    (split) => `
   upstream ${split.name} {
 ${split.backends.map((backend) => `    server 127.0.0.1:${backend.port} weight=${backend.weight};`).join('\n')}
   }
   server {
     listen 127.0.0.1:${split.port}${split.protocol === 'udp' ? ' udp' : ''} reuseport;
     proxy_pass ${split.name};
-  }`);
+  }`,
+  );
   return `load_module ${NGINX_STREAM_MODULE};
 worker_processes ${workers};
 worker_rlimit_nofile ${CHILD_FD_LIMIT};
@@ -109,7 +148,8 @@ const HAPROXY_MAXCONN = Math.floor((CHILD_FD_LIMIT - 200) / 2);
 export function haproxyConfig(ports: ListenPorts, workers: number): string {
   const sections = splits(ports)
     .filter((split) => split.protocol === 'tcp')
-    .map((split) => `
+    .map(
+      (split) => `
 frontend ${split.name}
   bind 127.0.0.1:${split.port}
   default_backend ${split.name}
@@ -117,7 +157,8 @@ frontend ${split.name}
 backend ${split.name}
   balance roundrobin
 ${split.backends.map((backend) => `  server ${backend.name} 127.0.0.1:${backend.port} weight ${backend.weight}`).join('\n')}
-`);
+`,
+    );
   return `global
   nbthread ${workers}
   maxconn ${HAPROXY_MAXCONN}
@@ -137,11 +178,20 @@ ${sections.join('')}`;
  */
 export function canaryConfig(ports: ListenPorts, mirrorUdp = false): string {
   const listeners = splits(ports).map((split) => {
-    const backends = split.backends.map((backend) => ({ name: backend.name, host: '127.0.0.1', port: backend.port, weight: backend.weight }));
+    const backends = split.backends.map((backend) => ({
+      name: backend.name,
+      host: '127.0.0.1',
+      port: backend.port,
+      weight: backend.weight,
+    }));
     const listener = { name: split.name, protocol: split.protocol, listen: `127.0.0.1:${split.port}`, backends };
     if (!mirrorUdp || split.protocol !== 'udp') return listener;
     const mirrorPort = split.backends.at(-1)!.port;
-    return { ...listener, backends: [...backends, { name: 'mirror', host: '127.0.0.1', port: mirrorPort, weight: 0 }], mirror: { to: 'mirror', percent: 100, compare: 'replies' } };
+    return {
+      ...listener,
+      backends: [...backends, { name: 'mirror', host: '127.0.0.1', port: mirrorPort, weight: 0 }],
+      mirror: { to: 'mirror', percent: 100, compare: 'replies' },
+    };
   });
   return `${JSON.stringify({ listeners }, null, 2)}\n`;
 }
@@ -157,14 +207,25 @@ const canaryPortBase = (name: 'canary-l4' | 'baseline' | CanaryVariant): number 
 /** canary-l4's (metrics on) Prometheus endpoint. */
 export const CANARY_METRICS_URL = `http://127.0.0.1:${canaryPortBase('canary-l4') + 90}/metrics`;
 
-async function whenReady(name: ProxyVariant, ports: ListenPorts, child: Child, ready: () => Promise<void>): Promise<RunningProxy> {
+async function whenReady(
+  name: ProxyVariant,
+  ports: ListenPorts,
+  child: Child,
+  ready: () => Promise<void>,
+): Promise<RunningProxy> {
   try {
     await ready();
   } catch (error) {
     await child.stop();
     throw error;
   }
-  return { name, ports, pid: child.pid, exitReport: () => (child.exited() ? child.outputTail() : undefined), stop: () => child.stop() };
+  return {
+    name,
+    ports,
+    pid: child.pid,
+    exitReport: () => (child.exited() ? child.outputTail() : undefined),
+    stop: () => child.stop(),
+  };
 }
 
 async function waitForTcpListeners(ports: ListenPorts, child: Child): Promise<void> {
@@ -178,12 +239,22 @@ function workdir(root: string, name: string): string {
   return dir;
 }
 
-export async function startProxy(name: ProxyVariant, workers: number, scratchRoot: string, runs: CanaryRuns): Promise<RunningProxy> {
+export async function startProxy(
+  name: ProxyVariant,
+  workers: number,
+  scratchRoot: string,
+  runs: CanaryRuns,
+): Promise<RunningProxy> {
   switch (name) {
     case 'direct':
       return {
         name,
-        ports: { bulk: BACKEND_PORTS.iperf3, http: BACKEND_PORTS.httpA, udp: BACKEND_PORTS.udpA, dns: BACKEND_PORTS.dnsA },
+        ports: {
+          bulk: BACKEND_PORTS.iperf3,
+          http: BACKEND_PORTS.httpA,
+          udp: BACKEND_PORTS.udpA,
+          dns: BACKEND_PORTS.dnsA,
+        },
         pid: undefined,
         exitReport: () => undefined,
         stop: async () => {},
@@ -208,7 +279,8 @@ export async function startProxy(name: ProxyVariant, workers: number, scratchRoo
     case CANARY_NO_METRICS:
     case CANARY_MIRROR: {
       const baseline = name === 'baseline';
-      if (baseline && runs.baselineRoot === undefined) throw new Error('--baseline DIR names the checkout to compare with');
+      if (baseline && runs.baselineRoot === undefined)
+        throw new Error('--baseline DIR names the checkout to compare with');
       const base = canaryPortBase(name);
       const ports = portsFrom(base, true);
       const adminPort = base + 90;

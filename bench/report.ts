@@ -46,12 +46,18 @@ export function median(values: readonly number[]): number | undefined {
   return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
-export function summarize(workloads: readonly AnyWorkload[], proxies: readonly ProxyVariant[], measurements: readonly Measurement[]): SummaryRow[] {
+export function summarize(
+  workloads: readonly AnyWorkload[],
+  proxies: readonly ProxyVariant[],
+  measurements: readonly Measurement[],
+): SummaryRow[] {
   const rows: SummaryRow[] = [];
   for (const workload of workloads) {
     const ofWorkload = measurements.filter((m) => m.workload === workload.name);
     if (ofWorkload.length === 0) continue;
-    const baselineByRepetition = new Map(ofWorkload.filter((m) => m.proxy === BASELINE && m.error === undefined).map((m) => [m.repetition, m]));
+    const baselineByRepetition = new Map(
+      ofWorkload.filter((m) => m.proxy === BASELINE && m.error === undefined).map((m) => [m.repetition, m]),
+    );
     for (const metric of metricsOf(workload)) {
       const cells: Partial<Record<ProxyVariant, Cell>> = {};
       for (const proxy of proxies) {
@@ -82,7 +88,12 @@ function formatNumber(value: number): string {
   return value.toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
-export function markdownTable(heading: string, proxies: readonly ProxyVariant[], rows: readonly SummaryRow[], measurements: readonly Measurement[]): string {
+export function markdownTable(
+  heading: string,
+  proxies: readonly ProxyVariant[],
+  rows: readonly SummaryRow[],
+  measurements: readonly Measurement[],
+): string {
   const footnotes = new Map<string, number>();
   const footnote = (error: string): string => {
     const text = error.replace(/\s+/g, ' ').slice(0, 300);
@@ -91,7 +102,8 @@ export function markdownTable(heading: string, proxies: readonly ProxyVariant[],
   };
   const renderCell = (cell: Cell | undefined, proxy: ProxyVariant): string => {
     if (cell === undefined) return '—';
-    const failures = cell.errors.length === 0 ? '' : ` (${cell.errors.length} failed ${footnote(cell.errors[0] ?? '')})`;
+    const failures =
+      cell.errors.length === 0 ? '' : ` (${cell.errors.length} failed ${footnote(cell.errors[0] ?? '')})`;
     if (cell.median === undefined) return cell.errors.length > 0 ? `failed ${footnote(cell.errors[0] ?? '')}` : '—';
     const ratio = proxy !== BASELINE && cell.ratioToNginx !== undefined ? ` ×${cell.ratioToNginx.toFixed(2)}` : '';
     return `${formatNumber(cell.median)}${ratio}${failures}`;
@@ -113,14 +125,23 @@ export function markdownTable(heading: string, proxies: readonly ProxyVariant[],
   // A rate reached by failing fast is no rate: say where the load generator saw errors.
   const withErrors = measurements.filter((m) => (m.values.errors ?? 0) > 0);
   if (withErrors.length > 0) {
-    lines.push('', `Load generator errors: ${withErrors.map((m) => `${m.workload} · ${m.proxy} · repetition ${m.repetition + 1}: ${m.values.errors}`).join('; ')}`);
+    lines.push(
+      '',
+      `Load generator errors: ${withErrors.map((m) => `${m.workload} · ${m.proxy} · repetition ${m.repetition + 1}: ${m.values.errors}`).join('; ')}`,
+    );
   }
   return lines.join('\n');
 }
 
 export function writeResultsJson(report: object, startedAt: Date): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `${startedAt.toISOString().replace(/:/g, '-').replace(/\.\d+Z$/, 'Z')}.json`);
+  const file = join(
+    RESULTS_DIR,
+    `${startedAt
+      .toISOString()
+      .replace(/:/g, '-')
+      .replace(/\.\d+Z$/, 'Z')}.json`,
+  );
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   return file;
 }

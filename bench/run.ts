@@ -10,10 +10,27 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureInstalled, type Tool } from './install.ts';
 import { startBackends } from './backends.ts';
-import { CANARY_MIRROR, CANARY_NO_METRICS, PROXY_NAMES, startProxy, type CanaryRuns, type ProxyName, type ProxyVariant, type RunningProxy } from './proxies.ts';
+import {
+  CANARY_MIRROR,
+  CANARY_NO_METRICS,
+  PROXY_NAMES,
+  startProxy,
+  type CanaryRuns,
+  type ProxyName,
+  type ProxyVariant,
+  type RunningProxy,
+} from './proxies.ts';
 import { killAllChildren, type Child } from './processes.ts';
 import { measureWhile } from './proc-usage.ts';
-import { isStandalone, MAIN_WORKLOADS, perCpuSecondKey, type AnyWorkload, type StandaloneWorkload, type Workload, type WorkloadContext } from './workloads.ts';
+import {
+  isStandalone,
+  MAIN_WORKLOADS,
+  perCpuSecondKey,
+  type AnyWorkload,
+  type StandaloneWorkload,
+  type Workload,
+  type WorkloadContext,
+} from './workloads.ts';
 import { writeQueryFile } from './dns-server.ts';
 import { EXTRA_WORKLOADS } from './extras.ts';
 import { runAnalysisBench } from './analysis.ts';
@@ -43,7 +60,13 @@ function positiveInteger(flag: string, text: string | undefined, fallback: numbe
   return value;
 }
 
-function pickByName<T>(flag: string, text: string | undefined, all: readonly T[], nameOf: (item: T) => string, groupOf: (item: T) => string | undefined = () => undefined): T[] {
+function pickByName<T>(
+  flag: string,
+  text: string | undefined,
+  all: readonly T[],
+  nameOf: (item: T) => string,
+  groupOf: (item: T) => string | undefined = () => undefined,
+): T[] {
   if (text === undefined) return [...all];
   return text.split(',').flatMap((name) => {
     const found = all.filter((item) => nameOf(item) === name.trim() || groupOf(item) === name.trim());
@@ -82,7 +105,13 @@ function parseOptions(argv: readonly string[]): Options {
     workers: positiveInteger('workers', values.workers, 1),
     repeats: positiveInteger('repeats', values.repeats, values.quick ? 1 : 3),
     seconds: positiveInteger('seconds', values.seconds, values.quick ? 2 : 3),
-    workloads: pickByName('only', values.only, ALL_WORKLOADS, (workload) => workload.name, (workload) => workload.group),
+    workloads: pickByName(
+      'only',
+      values.only,
+      ALL_WORKLOADS,
+      (workload) => workload.name,
+      (workload) => workload.group,
+    ),
     proxies: pickByName('proxies', values.proxies, defaultProxies, (name) => name),
     canary: {
       settings: settings(values['node-flags'], 'env', values.env),
@@ -136,7 +165,12 @@ function deathReport(proxyName: ProxyVariant, proxy: RunningProxy, backends: rea
   return deadBackend === undefined ? undefined : `backend "${deadBackend.name}" exited: ${deadBackend.outputTail()}`;
 }
 
-async function measureOnce(workload: Workload, proxyName: ProxyVariant, context: WorkloadContext, backends: readonly Child[]): Promise<Measurement> {
+async function measureOnce(
+  workload: Workload,
+  proxyName: ProxyVariant,
+  context: WorkloadContext,
+  backends: readonly Child[],
+): Promise<Measurement> {
   const base = { repetition: context.repetition, workload: workload.name, proxy: proxyName };
   const proxy = context.proxies.get(proxyName) ?? new Error('not started');
   if (proxy instanceof Error) return { ...base, values: {}, error: `did not start: ${proxy.message}` };
@@ -145,10 +179,12 @@ async function measureOnce(workload: Workload, proxyName: ProxyVariant, context:
   try {
     const pid = workload.recordsUsage ? proxy.pid : undefined;
     const { result, usage } = await measureWhile(pid, () => workload.run(proxy, context));
-    const values: Record<string, number> = usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
+    const values: Record<string, number> =
+      usage === undefined ? result : { ...result, cpuPercent: usage.cpuPercent, peakRssMiB: usage.peakRssKiB / 1024 };
     // Work per second of the proxy's own CPU: what it would do with a core to itself.
     const rate = workload.efficiencyOf === undefined ? undefined : values[workload.efficiencyOf];
-    if (usage !== undefined && rate !== undefined && usage.cpuPercent > 0) values[perCpuSecondKey(workload.efficiencyOf!)] = rate / (usage.cpuPercent / 100);
+    if (usage !== undefined && rate !== undefined && usage.cpuPercent > 0)
+      values[perCpuSecondKey(workload.efficiencyOf!)] = rate / (usage.cpuPercent / 100);
     // Something that died mid-run makes any figure meaningless (UDP would just show 0 round trips).
     const deadDuring = deathReport(proxyName, proxy, backends);
     return deadDuring === undefined ? { ...base, values } : { ...base, values: {}, error: deadDuring };
@@ -159,12 +195,21 @@ async function measureOnce(workload: Workload, proxyName: ProxyVariant, context:
 }
 
 /** A workload that starts its own canary-l4 processes, from this checkout or the baseline's. */
-async function measureAlone(workload: StandaloneWorkload, proxyName: ProxyVariant, repetition: number, canary: CanaryRuns): Promise<Measurement> {
+async function measureAlone(
+  workload: StandaloneWorkload,
+  proxyName: ProxyVariant,
+  repetition: number,
+  canary: CanaryRuns,
+): Promise<Measurement> {
   const base = { repetition, workload: workload.name, proxy: proxyName };
   const baseline = proxyName === 'baseline';
-  if (baseline && canary.baselineRoot === undefined) return { ...base, values: {}, error: '--baseline DIR names the checkout to compare with' };
+  if (baseline && canary.baselineRoot === undefined)
+    return { ...base, values: {}, error: '--baseline DIR names the checkout to compare with' };
   try {
-    const values = await workload.runAlone(baseline ? canary.baselineRoot! : PROJECT_ROOT, baseline ? canary.baselineSettings : canary.settings);
+    const values = await workload.runAlone(
+      baseline ? canary.baselineRoot! : PROJECT_ROOT,
+      baseline ? canary.baselineSettings : canary.settings,
+    );
     return { ...base, values };
   } catch (error) {
     return { ...base, values: {}, error: error instanceof Error ? error.message : String(error) };
@@ -173,7 +218,10 @@ async function measureAlone(workload: StandaloneWorkload, proxyName: ProxyVarian
 
 async function main(): Promise<void> {
   // The analysis' operating characteristics: a pure simulation, no proxy, no tool to install.
-  if (parseArgs({ args: process.argv.slice(2), options: { only: { type: 'string' } }, strict: false }).values.only === 'analysis') {
+  if (
+    parseArgs({ args: process.argv.slice(2), options: { only: { type: 'string' } }, strict: false }).values.only ===
+    'analysis'
+  ) {
     runAnalysisBench(process.argv.slice(2));
     return;
   }
@@ -185,16 +233,22 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), 'canary-l4-bench-'));
   process.on('exit', () => rmSync(scratch, { recursive: true, force: true }));
 
-  if (needsProxies) console.log(`Starting backends (iperf3, 2 HTTP, 2 sockperf servers, knotd) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`);
+  if (needsProxies)
+    console.log(
+      `Starting backends (iperf3, 2 HTTP, 2 sockperf servers, knotd) and proxies: ${options.proxies.join(', ')} with ${options.workers} worker(s)`,
+    );
   const backends = needsProxies ? await startBackends(scratch) : [];
   const dnsQueryFile = writeQueryFile(scratch);
   const variants: ProxyVariant[] = needsProxies ? [...options.proxies] : [];
-  const wanted = (workload: string) => options.proxies.includes('canary-l4') && options.workloads.some((item) => item.name === workload);
+  const wanted = (workload: string) =>
+    options.proxies.includes('canary-l4') && options.workloads.some((item) => item.name === workload);
   if (wanted('metrics-cost')) variants.push(CANARY_NO_METRICS);
   if (wanted('mirror-cost')) variants.push(CANARY_MIRROR);
   const proxies = new Map<ProxyVariant, RunningProxy | Error>();
   const start = async (name: ProxyVariant): Promise<void> => {
-    const proxy = await startProxy(name, options.workers, scratch, options.canary).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+    const proxy = await startProxy(name, options.workers, scratch, options.canary).catch((error: unknown) =>
+      error instanceof Error ? error : new Error(String(error)),
+    );
     proxies.set(name, proxy);
     if (proxy instanceof Error) console.log(`  ${name}: FAILED to start — ${proxy.message.split('\n')[0]}`);
   };
@@ -215,7 +269,10 @@ async function main(): Promise<void> {
           ? await measureAlone(workload, proxyName, repetition, options.canary)
           : await measureOnce(workload, proxyName, context, backends);
         measurements.push(measurement);
-        const outcome = measurement.error === undefined ? describe(measurement.values) : `FAILED: ${measurement.error.split('\n')[0]}`;
+        const outcome =
+          measurement.error === undefined
+            ? describe(measurement.values)
+            : `FAILED: ${measurement.error.split('\n')[0]}`;
         const took = ((performance.now() - startedRunAt) / 1_000).toFixed(1);
         console.log(`[${repetition + 1}/${options.repeats}] ${workload.name} · ${proxyName}: ${outcome} (${took} s)`);
         await sleep(PAUSE_BETWEEN_RUNS_MS);

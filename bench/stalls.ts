@@ -136,25 +136,35 @@ async function measureAt(listeners: number): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-bench-stalls-'));
   const configPath = join(dir, 'big.json');
   writeFileSync(configPath, bigConfig(listeners, [90, 10]));
-  const child: Child = startChild(`canary-l4 with ${listeners} listeners`, PROJECT_NODE, [
-    '--max-semi-space-size=2',
-    'src/cli/main.ts',
-    'serve',
-    '--config',
-    configPath,
-    '--admin-address',
-    '127.0.0.1',
-    '--admin-port',
-    String(ADMIN_PORT),
-    '--no-watch',
-    '--drain-timeout',
-    '1',
-  ], PROJECT_ROOT);
+  const child: Child = startChild(
+    `canary-l4 with ${listeners} listeners`,
+    PROJECT_NODE,
+    [
+      '--max-semi-space-size=2',
+      'src/cli/main.ts',
+      'serve',
+      '--config',
+      configPath,
+      '--admin-address',
+      '127.0.0.1',
+      '--admin-port',
+      String(ADMIN_PORT),
+      '--no-watch',
+      '--drain-timeout',
+      '1',
+    ],
+    PROJECT_ROOT,
+  );
   const lines: string[] = [];
   child.process.stdout?.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n')));
   let probe: Probe | undefined;
   try {
-    await waitFor(`${listeners} listeners ready`, () => httpOk(`http://127.0.0.1:${ADMIN_PORT}/readyz`), child, READY_TIMEOUT_MS);
+    await waitFor(
+      `${listeners} listeners ready`,
+      () => httpOk(`http://127.0.0.1:${ADMIN_PORT}/readyz`),
+      child,
+      READY_TIMEOUT_MS,
+    );
     probe = new Probe(PROBE_PORT);
     const idle = await stallDuring(probe, () => sleep(IDLE_WINDOW_MS));
 
@@ -168,7 +178,12 @@ async function measureAt(listeners: number): Promise<Record<string, number>> {
       const before = logLineCount(lines, done);
       writeFileSync(configPath, text);
       child.process.kill('SIGHUP');
-      await waitFor(`"${done}" after a reload`, async () => logLineCount(lines, done) > before, child, EVENT_TIMEOUT_MS);
+      await waitFor(
+        `"${done}" after a reload`,
+        async () => logLineCount(lines, done) > before,
+        child,
+        EVENT_TIMEOUT_MS,
+      );
     };
     const reload = await stallDuring(probe, reloadWith(bigConfig(listeners, [80, 20]), 'config reloaded'));
     const invalid = await stallDuring(probe, reloadWith(bigConfig(listeners, [80, 20], 101), 'config reload refused'));
@@ -201,18 +216,44 @@ const PER_SIZE: readonly MetricSpec[] = [
   { key: 'scrapeProbeMs', label: '/metrics scrape: worst probe round trip', unit: 'ms', lowerIsBetter: true },
   { key: 'scrapeSeconds', label: '/metrics scrape: took', unit: 's', lowerIsBetter: true },
   { key: 'scrapeMiB', label: '/metrics scrape: size', unit: 'MiB', lowerIsBetter: true },
-  { key: 'reloadLoopMs', label: 'reload changing every weight: worst event-loop stall', unit: 'ms', lowerIsBetter: true },
-  { key: 'reloadProbeMs', label: 'reload changing every weight: worst probe round trip', unit: 'ms', lowerIsBetter: true },
+  {
+    key: 'reloadLoopMs',
+    label: 'reload changing every weight: worst event-loop stall',
+    unit: 'ms',
+    lowerIsBetter: true,
+  },
+  {
+    key: 'reloadProbeMs',
+    label: 'reload changing every weight: worst probe round trip',
+    unit: 'ms',
+    lowerIsBetter: true,
+  },
   { key: 'reloadSeconds', label: 'reload changing every weight: took', unit: 's', lowerIsBetter: true },
-  { key: 'invalidReloadLoopMs', label: 'refused (invalid) reload: worst event-loop stall', unit: 'ms', lowerIsBetter: true },
-  { key: 'invalidReloadProbeMs', label: 'refused (invalid) reload: worst probe round trip', unit: 'ms', lowerIsBetter: true },
+  {
+    key: 'invalidReloadLoopMs',
+    label: 'refused (invalid) reload: worst event-loop stall',
+    unit: 'ms',
+    lowerIsBetter: true,
+  },
+  {
+    key: 'invalidReloadProbeMs',
+    label: 'refused (invalid) reload: worst probe round trip',
+    unit: 'ms',
+    lowerIsBetter: true,
+  },
   { key: 'invalidReloadSeconds', label: 'refused (invalid) reload: took', unit: 's', lowerIsBetter: true },
 ];
 
 export const bigConfigStalls: Workload = {
   name: 'big-config-stalls',
   title: 'traffic stalls with a big config (canary-l4 alone, its own process)',
-  metrics: SIZES.flatMap((size) => PER_SIZE.map((metric) => ({ ...metric, key: `${metric.key}@${size}`, label: `${sizeLabel(size)}: ${metric.label}` }))),
+  metrics: SIZES.flatMap((size) =>
+    PER_SIZE.map((metric) => ({
+      ...metric,
+      key: `${metric.key}@${size}`,
+      label: `${sizeLabel(size)}: ${metric.label}`,
+    })),
+  ),
   recordsUsage: false,
   appliesTo: (proxy) => proxy === 'canary-l4',
   run: async () => {

@@ -39,13 +39,37 @@ export function parseSockperf(output: string): SockperfResult {
 
 /** One flow, one datagram in flight: each reply sends the next. */
 export async function sockperfPingPong(port: number, seconds: number): Promise<SockperfResult> {
-  const args = ['ping-pong', '-i', '127.0.0.1', '-p', String(port), '-t', String(seconds), '-m', String(SOCKPERF_MESSAGE_BYTES)];
+  const args = [
+    'ping-pong',
+    '-i',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-t',
+    String(seconds),
+    '-m',
+    String(SOCKPERF_MESSAGE_BYTES),
+  ];
   return parseSockperf(await runToCompletion('sockperf', args, seconds * 1_000 + PROCESS_SLACK_MS));
 }
 
 /** One flow at `perSecond` datagrams a second, each answered: what does not come back was lost. */
 export async function sockperfAtRate(port: number, seconds: number, perSecond: number): Promise<SockperfResult> {
-  const args = ['under-load', '-i', '127.0.0.1', '-p', String(port), '-t', String(seconds), '-m', String(SOCKPERF_MESSAGE_BYTES), '--mps', String(perSecond), '--reply-every', '1'];
+  const args = [
+    'under-load',
+    '-i',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-t',
+    String(seconds),
+    '-m',
+    String(SOCKPERF_MESSAGE_BYTES),
+    '--mps',
+    String(perSecond),
+    '--reply-every',
+    '1',
+  ];
   return parseSockperf(await runToCompletion('sockperf', args, seconds * 1_000 + PROCESS_SLACK_MS));
 }
 
@@ -60,11 +84,26 @@ export function parseDnsperf(output: string): DnsperfResult {
   if (qps === undefined) throw new Error(`dnsperf: no "Queries per second" in its output: ${output.slice(-400)}`);
   const lost = /Queries lost:\s+\d+ \(([\d.]+)%\)/.exec(output)?.[1];
   const latency = /Average Latency \(s\):\s+([\d.]+)/.exec(output)?.[1];
-  return { queriesPerSecond: Number(qps), lostPercent: Number(lost ?? Number.NaN), averageLatencyMs: Number(latency ?? Number.NaN) * 1_000 };
+  return {
+    queriesPerSecond: Number(qps),
+    lostPercent: Number(lost ?? Number.NaN),
+    averageLatencyMs: Number(latency ?? Number.NaN) * 1_000,
+  };
 }
 
 /** dnsperf's default: as fast as answers come, up to 100 queries outstanding, over DNSPERF_CLIENTS sockets. */
 export async function dnsperf(port: number, seconds: number, queryFile: string): Promise<DnsperfResult> {
-  const args = ['-s', '127.0.0.1', '-p', String(port), '-d', queryFile, '-l', String(seconds), '-c', String(DNSPERF_CLIENTS)];
+  const args = [
+    '-s',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-d',
+    queryFile,
+    '-l',
+    String(seconds),
+    '-c',
+    String(DNSPERF_CLIENTS),
+  ];
   return parseDnsperf(await runToCompletion('dnsperf', args, seconds * 1_000 + PROCESS_SLACK_MS));
 }

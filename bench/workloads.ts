@@ -79,10 +79,23 @@ export function parseIperf3Gbps(json: string): number {
 }
 
 async function iperf3Gbps(port: number, streams: number, seconds: number): Promise<number> {
-  const args = ['--client', '127.0.0.1', '--port', String(port), '--time', String(seconds), '--parallel', String(streams), '--connect-timeout', '3000', '--json'];
+  const args = [
+    '--client',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--time',
+    String(seconds),
+    '--parallel',
+    String(streams),
+    '--connect-timeout',
+    '3000',
+    '--json',
+  ];
   // iperf3 -J reports its own errors as JSON on stdout and exits non-zero: parse stdout either way.
   const { exitCode, stdout, outputTail } = await runBounded('iperf3', args, seconds * 1_000 + PROCESS_SLACK_MS);
-  if (!stdout.trimStart().startsWith('{')) throw new Error(`iperf3 failed (${exitCode ?? 'killed'}): ${outputTail.slice(-500)}`);
+  if (!stdout.trimStart().startsWith('{'))
+    throw new Error(`iperf3 failed (${exitCode ?? 'killed'}): ${outputTail.slice(-500)}`);
   return parseIperf3Gbps(stdout);
 }
 
@@ -114,7 +127,17 @@ export function parseWrk(output: string): WrkResult {
 }
 
 async function wrk(port: number, seconds: number, oneRequestPerConnection: boolean): Promise<WrkResult> {
-  const args = ['--threads', '1', '--connections', String(WRK_CONNECTIONS), '--duration', `${seconds}s`, '--timeout', '2s', '--latency'];
+  const args = [
+    '--threads',
+    '1',
+    '--connections',
+    String(WRK_CONNECTIONS),
+    '--duration',
+    `${seconds}s`,
+    '--timeout',
+    '2s',
+    '--latency',
+  ];
   if (oneRequestPerConnection) args.push('--script', CONNECTION_CLOSE_SCRIPT);
   args.push(`http://127.0.0.1:${port}/`);
   return parseWrk(await runToCompletion('wrk', args, seconds * 1_000 + PROCESS_SLACK_MS));
@@ -152,7 +175,10 @@ export const tcpBulk8 = tcpBulk(8);
 export const tcpShort: Workload = {
   name: 'tcp-short',
   title: 'Short connections (HTTP, Connection: close)',
-  metrics: [{ key: 'connectionsPerSecond', label: 'rate', unit: 'conn/s' }, perCpuSecond('connectionsPerSecond', 'conn')],
+  metrics: [
+    { key: 'connectionsPerSecond', label: 'rate', unit: 'conn/s' },
+    perCpuSecond('connectionsPerSecond', 'conn'),
+  ],
   recordsUsage: true,
   efficiencyOf: 'connectionsPerSecond',
   appliesTo: anyProxy,
@@ -176,7 +202,12 @@ export const httpKeepalive: Workload = {
   appliesTo: anyProxy,
   run: async (proxy, { seconds }) => {
     const result = await wrk(proxy.ports.http, seconds, false);
-    return { requestsPerSecond: result.requestsPerSecond, p50Ms: result.p50Ms ?? Number.NaN, p99Ms: result.p99Ms ?? Number.NaN, errors: result.errors };
+    return {
+      requestsPerSecond: result.requestsPerSecond,
+      p50Ms: result.p50Ms ?? Number.NaN,
+      p99Ms: result.p99Ms ?? Number.NaN,
+      errors: result.errors,
+    };
   },
 };
 
@@ -226,4 +257,12 @@ export const dnsQueries: Workload = {
   },
 };
 
-export const MAIN_WORKLOADS: readonly Workload[] = [tcpBulk1, tcpBulk8, tcpShort, httpKeepalive, udpRoundTrips, udpLoss, dnsQueries];
+export const MAIN_WORKLOADS: readonly Workload[] = [
+  tcpBulk1,
+  tcpBulk8,
+  tcpShort,
+  httpKeepalive,
+  udpRoundTrips,
+  udpLoss,
+  dnsQueries,
+];

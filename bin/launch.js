@@ -28,7 +28,9 @@ const NEEDED_MAJOR = 24;
 export async function launch(name, entry, bundle) {
   const major = Number(process.versions.node.split('.')[0]);
   if (major < NEEDED_MAJOR) {
-    process.stderr.write(`${name}: needs Node.js ${NEEDED_MAJOR} or later, but this is Node.js ${process.versions.node} (${process.execPath}); put Node 24 first on PATH (in the project: export PATH=$PWD/node_modules/.bin:$PATH)\n`);
+    process.stderr.write(
+      `${name}: needs Node.js ${NEEDED_MAJOR} or later, but this is Node.js ${process.versions.node} (${process.execPath}); put Node 24 first on PATH (in the project: export PATH=$PWD/node_modules/.bin:$PATH)\n`,
+    );
     process.exit(1);
   }
   await enablePrivateCompileCache(name);
@@ -77,7 +79,10 @@ async function enablePrivateCompileCache(name) {
   if (cache.refusal !== undefined) {
     // Each worker of serve --workers runs this bin again: the primary has said it.
     const { default: cluster } = await import('node:cluster');
-    if (cluster.isPrimary) process.stderr.write(`${name}: not using the compile cache ${cache.dir}: ${cache.refusal}; Node runs what it reads back from there, so it must be this user's alone (mode 0700)\n`);
+    if (cluster.isPrimary)
+      process.stderr.write(
+        `${name}: not using the compile cache ${cache.dir}: ${cache.refusal}; Node runs what it reads back from there, so it must be this user's alone (mode 0700)\n`,
+      );
     return;
   }
   const { enableCompileCache } = await import('node:module');
@@ -95,8 +100,10 @@ function privateCacheDir() {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const stat = lstatSync(dir);
     if (!stat.isDirectory()) return { dir, refusal: 'it is not a directory (a symbolic link is not followed)' };
-    if (typeof process.getuid === 'function' && stat.uid !== process.getuid()) return { dir, refusal: `it belongs to uid ${stat.uid}, not to this user (uid ${process.getuid()})` };
-    if ((stat.mode & 0o077) !== 0) return { dir, refusal: `its group or others have access (mode 0${(stat.mode & 0o777).toString(8)})` };
+    if (typeof process.getuid === 'function' && stat.uid !== process.getuid())
+      return { dir, refusal: `it belongs to uid ${stat.uid}, not to this user (uid ${process.getuid()})` };
+    if ((stat.mode & 0o077) !== 0)
+      return { dir, refusal: `its group or others have access (mode 0${(stat.mode & 0o777).toString(8)})` };
     return { dir };
   } catch {
     return undefined;

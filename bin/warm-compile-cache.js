@@ -20,8 +20,26 @@ const SOURCES = new URL('../src/', import.meta.url);
 const BUNDLE = new URL('../dist/', import.meta.url);
 /** What runs: the sources where they are (a checkout), else the bundle alone (the image). */
 const [root, layout] = existsSync(SOURCES)
-  ? [SOURCES, { cli: 'cli/main.ts', plugin: 'plugin/main.ts', parseThread: 'config/parse-thread.ts', module: /\.ts$/, skip: /\.d\.ts$/ }]
-  : [BUNDLE, { cli: 'canary-l4.js', plugin: 'kubectl-canary_l4.js', parseThread: 'chunks/parse-thread.js', module: /\.js$/, skip: /^$/ }];
+  ? [
+      SOURCES,
+      {
+        cli: 'cli/main.ts',
+        plugin: 'plugin/main.ts',
+        parseThread: 'config/parse-thread.ts',
+        module: /\.ts$/,
+        skip: /\.d\.ts$/,
+      },
+    ]
+  : [
+      BUNDLE,
+      {
+        cli: 'canary-l4.js',
+        plugin: 'kubectl-canary_l4.js',
+        parseThread: 'chunks/parse-thread.js',
+        module: /\.js$/,
+        skip: /^$/,
+      },
+    ];
 
 /** Modules that run when imported (the entries, the parsing thread): each is started once the way it runs, with nothing to do. */
 const modules = readdirSync(root, { recursive: true, encoding: 'utf8' })
@@ -30,14 +48,20 @@ const modules = readdirSync(root, { recursive: true, encoding: 'utf8' })
 for (const path of modules) await import(new URL(path, root).href);
 
 for (const entry of [layout.cli, layout.plugin]) {
-  execFileSync(process.execPath, [...process.execArgv, fileURLToPath(new URL(entry, root)), '--help'], { stdio: 'ignore' });
+  execFileSync(process.execPath, [...process.execArgv, fileURLToPath(new URL(entry, root)), '--help'], {
+    stdio: 'ignore',
+  });
 }
 await new Promise((resolve, reject) => {
-  const thread = new Worker(new URL(layout.parseThread, root), { workerData: { text: 'listeners: []', source: 'warm-compile-cache' } });
+  const thread = new Worker(new URL(layout.parseThread, root), {
+    workerData: { text: 'listeners: []', source: 'warm-compile-cache' },
+  });
   thread.on('message', () => {});
   thread.once('error', reject);
   thread.once('exit', resolve);
 });
-process.stdout.write(`warm-compile-cache: ${modules.length + 3} modules of canary-l4 (${root === BUNDLE ? 'the bundle' : 'the sources'}) and their dependencies compiled into ${process.env.NODE_COMPILE_CACHE}\n`);
+process.stdout.write(
+  `warm-compile-cache: ${modules.length + 3} modules of canary-l4 (${root === BUNDLE ? 'the bundle' : 'the sources'}) and their dependencies compiled into ${process.env.NODE_COMPILE_CACHE}\n`,
+);
 // The cache is written as the process exits; hangups.ts holds SIGHUP, nothing else keeps it alive.
 process.exit(0);

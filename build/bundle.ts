@@ -23,7 +23,11 @@ const started = performance.now();
 const result = await build({
   absWorkingDir: root,
   // The config's parsing thread (config/load.ts) is a chunk of its own, beside the code that starts it.
-  entryPoints: { 'canary-l4': 'src/cli/main.ts', 'kubectl-canary_l4': 'src/plugin/main.ts', 'chunks/parse-thread': 'src/config/parse-thread.ts' },
+  entryPoints: {
+    'canary-l4': 'src/cli/main.ts',
+    'kubectl-canary_l4': 'src/plugin/main.ts',
+    'chunks/parse-thread': 'src/config/parse-thread.ts',
+  },
   define: { CANARY_L4_BUNDLED: 'true' },
   outdir,
   bundle: true,
@@ -43,4 +47,6 @@ const result = await build({
 writeFileSync(resolve(outdir, 'meta.json'), JSON.stringify(result.metafile));
 const outputs = Object.entries(result.metafile.outputs).filter(([file]) => file.endsWith('.js'));
 const bytes = outputs.reduce((sum, [, output]) => sum + output.bytes, 0);
-console.log(`canary-l4 build: ${outputs.length} files, ${(bytes / 1024 / 1024).toFixed(1)} MiB in ${outdir} (${Math.round(performance.now() - started)} ms)`);
+console.log(
+  `canary-l4 build: ${outputs.length} files, ${(bytes / 1024 / 1024).toFixed(1)} MiB in ${outdir} (${Math.round(performance.now() - started)} ms)`,
+);

@@ -83,9 +83,10 @@ function envName(prefix: string, key: string): string {
 
 function typeOf(key: string, options: ReturnType<ParserState['getOptions']>): string {
   const choices = options.choices[key];
-  const base = choices !== undefined
-    ? `one of ${choices.map((choice) => `\`${choice}\``).join(', ')}`
-    : (['boolean', 'number', 'string'] as const).find((type) => options[type].includes(key)) ?? 'string';
+  const base =
+    choices !== undefined
+      ? `one of ${choices.map((choice) => `\`${choice}\``).join(', ')}`
+      : ((['boolean', 'number', 'string'] as const).find((type) => options[type].includes(key)) ?? 'string');
   return options.array.includes(key) ? `${base}, repeatable` : base;
 }
 
@@ -140,7 +141,10 @@ const commandName = (command: CommandHandler) => command.original.split(' ')[0] 
 
 /** GitHub's heading anchors: lower case, spaces as '-', punctuation other than '-' and '_' dropped. */
 export function anchor(heading: string): string {
-  return heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 /** docs/cli.md as the parsers define it today. */
@@ -154,15 +158,21 @@ export function renderCliReference(): string {
     'Every command also takes `--help` (`-h`), which prints what this page says, and `--version`.',
     '',
     'Exit status: 2 for a command line that does not parse (an unknown flag or command is named with the one it',
-    'likely meant and the command\'s own `--help`) and for every start-up error a user can fix (a bad config file, a',
+    "likely meant and the command's own `--help`) and for every start-up error a user can fix (a bad config file, a",
     'port taken, an unusable kubeconfig: one line naming the flag, field or variable); 1 for other failures, and for',
     '`kubectl canary-l4 plan` when a release of the file has a problem; 0 otherwise.',
     '',
-    programSection('canary-l4', canaryL4Program(yargs([])),
-      'The balancer (`serve`, `demo`), the per-release proxy (`proxy`) and the Kubernetes manager (`manager`).'),
-    programSection(PLUGIN, pluginProgram(yargs([])),
-      'The kubectl plugin (`kubectl-canary_l4` on PATH): reads and patches CanaryReleases, '
-        + 'each action an ordinary patch it prints.'),
+    programSection(
+      'canary-l4',
+      canaryL4Program(yargs([])),
+      'The balancer (`serve`, `demo`), the per-release proxy (`proxy`) and the Kubernetes manager (`manager`).',
+    ),
+    programSection(
+      PLUGIN,
+      pluginProgram(yargs([])),
+      'The kubectl plugin (`kubectl-canary_l4` on PATH): reads and patches CanaryReleases, ' +
+        'each action an ordinary patch it prints.',
+    ),
   ].join('\n');
 }
 

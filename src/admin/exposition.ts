@@ -3,7 +3,13 @@
 // so these families are rendered here as a stream of chunks, yielding to the event loop between
 // slices (see slicer.ts). Names are [A-Za-z0-9_.-] (config validation), so labels need no escaping.
 import { METRIC_PREFIX } from '../defaults.ts';
-import { DURATION_BUCKETS, type BackendStats, type DurationHistogram, type ListenerStats, type StatsRegistry } from '../dataplane/stats/stats.ts';
+import {
+  DURATION_BUCKETS,
+  type BackendStats,
+  type DurationHistogram,
+  type ListenerStats,
+  type StatsRegistry,
+} from '../dataplane/stats/stats.ts';
 import type { BackendState } from '../dataplane/dataplane.ts';
 import { Slicer } from '../util/slicer.ts';
 
@@ -33,12 +39,16 @@ interface Family {
 
 const labelsOf = (listener: string, backend: string) => `listener="${listener}",backend="${backend}"`;
 
-function* perListener(view: DataPlaneView, render: (listener: string, stats: ListenerStats) => string): Iterable<string> {
+function* perListener(
+  view: DataPlaneView,
+  render: (listener: string, stats: ListenerStats) => string,
+): Iterable<string> {
   for (const [listener, stats] of view.stats.listeners) yield render(listener, stats);
 }
 
 function* perBackend(view: DataPlaneView, render: (labels: string, stats: BackendStats) => string): Iterable<string> {
-  for (const [listener, backends] of view.stats.backends) for (const [backend, stats] of backends) yield render(labelsOf(listener, backend), stats);
+  for (const [listener, backends] of view.stats.backends)
+    for (const [backend, stats] of backends) yield render(labelsOf(listener, backend), stats);
 }
 
 /** One sample per key of `record`, labelled `label="<key>"`. */
@@ -58,11 +68,18 @@ function histogram(name: string, labels: string, histogram: DurationHistogram): 
   return `${lines}${name}_bucket{${labels},le="+Inf"} ${histogram.count}\n${name}_sum{${labels}} ${histogram.sum}\n${name}_count{${labels}} ${histogram.count}\n`;
 }
 
-function* backendStateLines(view: DataPlaneView, name: string, value: (state: BackendState) => number): Iterable<string> {
-  for (const state of view.backendStates()) yield `${name}{${labelsOf(state.listener, state.backend)}} ${value(state)}\n`;
+function* backendStateLines(
+  view: DataPlaneView,
+  name: string,
+  value: (state: BackendState) => number,
+): Iterable<string> {
+  for (const state of view.backendStates())
+    yield `${name}{${labelsOf(state.listener, state.backend)}} ${value(state)}\n`;
 }
 
-const single = (value: (view: DataPlaneView) => number) => (view: DataPlaneView, name: string) => [`${name} ${value(view)}\n`];
+const single = (value: (view: DataPlaneView) => number) => (view: DataPlaneView, name: string) => [
+  `${name} ${value(view)}\n`,
+];
 
 const FAMILIES: readonly Family[] = [
   {
@@ -75,7 +92,8 @@ const FAMILIES: readonly Family[] = [
     name: 'connections_refused_total',
     help: 'New connections refused, by reason (no_backend: all weights 0 or every backend failed; fd_limit: the descriptor budget is spent; local_error: the system refused a socket).',
     type: 'counter',
-    lines: (view, name) => perListener(view, (listener, s) => byKey(name, `listener="${listener}"`, 'reason', s.refused)),
+    lines: (view, name) =>
+      perListener(view, (listener, s) => byKey(name, `listener="${listener}"`, 'reason', s.refused)),
   },
   {
     name: 'backend_connections_total',
@@ -94,7 +112,9 @@ const FAMILIES: readonly Family[] = [
     help: 'Bytes proxied, per backend and direction.',
     type: 'counter',
     lines: (view, name) =>
-      perBackend(view, (labels, s) => byKey(name, labels, 'direction', { to_backend: s.bytesToBackend, to_client: s.bytesToClient })),
+      perBackend(view, (labels, s) =>
+        byKey(name, labels, 'direction', { to_backend: s.bytesToBackend, to_client: s.bytesToClient }),
+      ),
   },
   {
     name: 'connect_errors_total',
@@ -112,11 +132,18 @@ const FAMILIES: readonly Family[] = [
     name: 'held_out_offers_total',
     help: "New connections and UDP flows the backend's weight offered it while passive health held it out (they went to the others), by how the take-out ended: failed_connect, failed_reset (it still failed: a recovery probe or its next attempt; by what had taken it out: failed connects or sends, resets before the first byte) or cleared (it came back).",
     type: 'counter',
-    lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'outcome', { failed_connect: s.heldOut.failed.connect, failed_reset: s.heldOut.failed.reset, cleared: s.heldOut.cleared })),
+    lines: (view, name) =>
+      perBackend(view, (labels, s) =>
+        byKey(name, labels, 'outcome', {
+          failed_connect: s.heldOut.failed.connect,
+          failed_reset: s.heldOut.failed.reset,
+          cleared: s.heldOut.cleared,
+        }),
+      ),
   },
   {
     name: 'recovery_probes_total',
-    help: 'Connections of the proxy\'s own tried to a held-out backend (probeIntervalMs), by result: ok brought it back, failed kept it out.',
+    help: "Connections of the proxy's own tried to a held-out backend (probeIntervalMs), by result: ok brought it back, failed kept it out.",
     type: 'counter',
     lines: (view, name) => perBackend(view, (labels, s) => byKey(name, labels, 'result', s.probes)),
   },
@@ -137,13 +164,16 @@ const FAMILIES: readonly Family[] = [
     help: 'UDP datagrams proxied, per backend and direction.',
     type: 'counter',
     lines: (view, name) =>
-      perBackend(view, (labels, s) => byKey(name, labels, 'direction', { to_backend: s.datagramsToBackend, to_client: s.datagramsToClient })),
+      perBackend(view, (labels, s) =>
+        byKey(name, labels, 'direction', { to_backend: s.datagramsToBackend, to_client: s.datagramsToClient }),
+      ),
   },
   {
     name: 'udp_dropped_datagrams_total',
     help: 'UDP datagrams dropped, by reason (fd_limit, local_error: no socket for a new session).',
     type: 'counter',
-    lines: (view, name) => perListener(view, (listener, s) => byKey(name, `listener="${listener}"`, 'reason', s.udpDropped)),
+    lines: (view, name) =>
+      perListener(view, (listener, s) => byKey(name, `listener="${listener}"`, 'reason', s.udpDropped)),
   },
   {
     name: 'connections_ended_total',
@@ -162,7 +192,8 @@ const FAMILIES: readonly Family[] = [
     help: '1 when the listener places clients by their address (affinity: clientIP), else 0.',
     type: 'gauge',
     lines: function* (view, name) {
-      for (const [listener, clientIP] of view.listenerAffinities()) yield `${name}{listener="${listener}"} ${clientIP ? 1 : 0}\n`;
+      for (const [listener, clientIP] of view.listenerAffinities())
+        yield `${name}{listener="${listener}"} ${clientIP ? 1 : 0}\n`;
     },
   },
   {

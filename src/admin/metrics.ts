@@ -46,9 +46,13 @@ export function registerReloadMetrics(
       { labels: { result: 'unchanged' }, value: stats.reloadsUnchanged },
     ],
   );
-  computed(registry, 'config_last_reload_success_timestamp_seconds', 'When the running config was applied.', 'gauge', () => [
-    { labels: {}, value: stats.lastReloadSuccessSeconds },
-  ]);
+  computed(
+    registry,
+    'config_last_reload_success_timestamp_seconds',
+    'When the running config was applied.',
+    'gauge',
+    () => [{ labels: {}, value: stats.lastReloadSuccessSeconds }],
+  );
 }
 
 /** A prom-client metric whose samples are read from plain numbers on each scrape. */
@@ -60,6 +64,12 @@ function computed(
   collect: () => { labels: Record<string, string>; value: number }[],
 ): void {
   const fullName = METRIC_PREFIX + name;
-  const metric = { name: fullName, help, type, aggregator: 'sum', get: () => ({ name: fullName, help, type, aggregator: 'sum', values: collect() }) };
+  const metric = {
+    name: fullName,
+    help,
+    type,
+    aggregator: 'sum',
+    get: () => ({ name: fullName, help, type, aggregator: 'sum', values: collect() }),
+  };
   registry.registerMetric(metric as unknown as client.Metric);
 }

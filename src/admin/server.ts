@@ -42,9 +42,18 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-export async function startAdminServer({ host, port }: AdminAddress, sources: AdminSources, log: Logger): Promise<AdminServer> {
+export async function startAdminServer(
+  { host, port }: AdminAddress,
+  sources: AdminSources,
+  log: Logger,
+): Promise<AdminServer> {
   const server = http.createServer(
-    { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS },
+    {
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: 1_000,
+      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    },
     (req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       const send = (status: number, contentType: string, body: string) => {
@@ -62,7 +71,8 @@ export async function startAdminServer({ host, port }: AdminAddress, sources: Ad
         case '/readyz':
           return sources.isReady() ? send(200, 'text/plain', 'ready\n') : send(503, 'text/plain', 'not ready\n');
         case '/config':
-          if (sources.config === undefined) return send(404, 'text/plain', 'the config endpoint is off (--no-config-endpoint)\n');
+          if (sources.config === undefined)
+            return send(404, 'text/plain', 'the config endpoint is off (--no-config-endpoint)\n');
           void streamBody(res, 'application/json', configJson(sources.config()), req.method === 'HEAD', log);
           return;
         case '/stats':
@@ -79,13 +89,17 @@ export async function startAdminServer({ host, port }: AdminAddress, sources: Ad
     log,
     `admin server at its ${ADMIN_MAX_CONNECTIONS} connections: new ones are closed at once (a client that opens many and sends nothing is held ${HEADERS_TIMEOUT_MS / 1000} s at most)`,
   );
-  server.on('drop', (dropped?: { remoteAddress?: string }) => capReached.note(() => ({ remoteAddress: dropped?.remoteAddress })));
+  server.on('drop', (dropped?: { remoteAddress?: string }) =>
+    capReached.note(() => ({ remoteAddress: dropped?.remoteAddress })),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', (err: NodeJS.ErrnoException) =>
       reject(
         new ConfigError(
           `--admin-address ${host ?? '*'} --admin-port ${port}`,
-          [`cannot listen (${err.code ?? err.message}); choose another port (0: any free one) or an address of this host`],
+          [
+            `cannot listen (${err.code ?? err.message}); choose another port (0: any free one) or an address of this host`,
+          ],
           { cause: err },
         ),
       ),
@@ -107,7 +121,13 @@ export async function startAdminServer({ host, port }: AdminAddress, sources: Ad
  * Writes a body as it is rendered, waiting for the client to take each chunk: a scrape of 100 MB
  * neither sits whole in memory nor outruns a slow reader.
  */
-async function streamBody(res: http.ServerResponse, contentType: string, body: AsyncIterable<string>, headOnly: boolean, log: Logger): Promise<void> {
+async function streamBody(
+  res: http.ServerResponse,
+  contentType: string,
+  body: AsyncIterable<string>,
+  headOnly: boolean,
+  log: Logger,
+): Promise<void> {
   const chunks = body[Symbol.asyncIterator]();
   try {
     // The first chunk before the headers: a failure there can still be a 500.

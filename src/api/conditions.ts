@@ -24,12 +24,17 @@ export function formatTime(now: Date): string {
   return now.toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
-export function buildConditions(previous: readonly CanaryReleaseCondition[] | undefined, drafts: ConditionDrafts,
-  generation: number, now: Date): readonly CanaryReleaseCondition[] {
+export function buildConditions(
+  previous: readonly CanaryReleaseCondition[] | undefined,
+  drafts: ConditionDrafts,
+  generation: number,
+  now: Date,
+): readonly CanaryReleaseCondition[] {
   const own = CONDITION_TYPES.map((type) => {
     const draft = drafts[type];
     const before = previous?.find((item) => item.type === type);
-    const lastTransitionTime = before !== undefined && before.status === draft.status ? before.lastTransitionTime : formatTime(now);
+    const lastTransitionTime =
+      before !== undefined && before.status === draft.status ? before.lastTransitionTime : formatTime(now);
     return { type, ...draft, lastTransitionTime, observedGeneration: generation };
   });
   // Another controller's conditions (the manager's ProxyAvailable) are kept as they are: the

@@ -25,11 +25,19 @@ export function labelProblems(labels: Labels): string[] {
     const slash = key.lastIndexOf('/');
     const prefix = slash < 0 ? undefined : key.slice(0, slash);
     const name = slash < 0 ? key : key.slice(slash + 1);
-    if ((prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) || name.length > 63 || !LABEL_NAME.test(name)) {
-      problems.push(`label key "${key}" is not valid (an optional DNS prefix and "/", then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`);
+    if (
+      (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) ||
+      name.length > 63 ||
+      !LABEL_NAME.test(name)
+    ) {
+      problems.push(
+        `label key "${key}" is not valid (an optional DNS prefix and "/", then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`,
+      );
     }
     if (value.length > 63 || (value !== '' && !LABEL_NAME.test(value))) {
-      problems.push(`label value "${value}" of ${key} is not valid (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`);
+      problems.push(
+        `label value "${value}" of ${key} is not valid (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)`,
+      );
     }
   }
   return problems;
@@ -42,6 +50,9 @@ export function takeoverLabels(takeover: Pick<TakeoverStatus, 'keys' | 'value'>)
 
 /** `a=1,b=2`, keys sorted, as kubectl prints selectors. */
 export function formatSelector(selector: Labels): string {
-  const text = Object.keys(selector).sort().map((key) => `${key}=${selector[key]}`).join(',');
+  const text = Object.keys(selector)
+    .sort()
+    .map((key) => `${key}=${selector[key]}`)
+    .join(',');
   return text === '' ? '<empty>' : text;
 }

@@ -20,7 +20,8 @@ export function parsePortWeight(flag: string): PortWeightOverride {
   const port = Number(match?.[3]);
   const weight = Number(match?.[4]);
   const service = match?.[1];
-  if (service === undefined || port < 1 || port > 65_535 || weight > 100) throw new ConfigError(`--weight ${JSON.stringify(flag)}`, [WEIGHT_EXPECTED]);
+  if (service === undefined || port < 1 || port > 65_535 || weight > 100)
+    throw new ConfigError(`--weight ${JSON.stringify(flag)}`, [WEIGHT_EXPECTED]);
   return { service, port, weight };
 }
 
@@ -30,7 +31,9 @@ export function parsePortWeights(flags: readonly string[]): PortWeightOverride[]
   overrides.forEach((override, index) => {
     const earlier = overrides.findIndex((other) => other.service === override.service && other.port === override.port);
     if (earlier !== index) {
-      throw new ConfigError(`--weight ${JSON.stringify(flags[index])}`, [`port ${override.service}:${override.port} is already set by --weight ${JSON.stringify(flags[earlier])}`]);
+      throw new ConfigError(`--weight ${JSON.stringify(flags[index])}`, [
+        `port ${override.service}:${override.port} is already set by --weight ${JSON.stringify(flags[earlier])}`,
+      ]);
     }
   });
   return overrides;
@@ -61,6 +64,7 @@ export function parseSelector(flag: string): Labels {
 
 /** `--port-base`: the first proxy port (the plugin's `plan` takes it too). */
 export function checkPortBase(base: number): number {
-  if (!Number.isInteger(base) || base < 1 || base > 65_535) throw new ConfigError('--port-base', [`must be an integer 1-65535, got ${base}`]);
+  if (!Number.isInteger(base) || base < 1 || base > 65_535)
+    throw new ConfigError('--port-base', [`must be an integer 1-65535, got ${base}`]);
   return base;
 }

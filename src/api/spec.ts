@@ -19,11 +19,14 @@ export function normalizeProtocol(protocol: SpecProtocol | undefined): PortProto
  */
 export function checkPortSpec(port: CanaryPortSpec, where: string, problems: string[]): PortProtocol | undefined {
   if (port.protocol !== undefined && !SPEC_PROTOCOLS.includes(port.protocol)) {
-    problems.push(`${where}.protocol: ${JSON.stringify(port.protocol)} is not supported; write TCP or UDP (upper case), or HTTP or HTTPS (proxied as TCP)`);
+    problems.push(
+      `${where}.protocol: ${JSON.stringify(port.protocol)} is not supported; write TCP or UDP (upper case), or HTTP or HTTPS (proxied as TCP)`,
+    );
     return undefined;
   }
   const weight = port.config?.weight ?? 0;
-  if (!Number.isInteger(weight) || weight < 0 || weight > 100) problems.push(`${where}.config.weight: must be an integer 0–100, got ${weight}`);
+  if (!Number.isInteger(weight) || weight < 0 || weight > 100)
+    problems.push(`${where}.config.weight: must be an integer 0–100, got ${weight}`);
   readConnectionPolicies(port.config ?? {}, (key) => `${where}.config.${key}`, problems);
   readPortMirror(port.config?.mirror, `${where}.config.mirror`, problems);
   return normalizeProtocol(port.protocol);

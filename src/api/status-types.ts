@@ -155,7 +155,14 @@ export interface AnalysisStatus {
   readonly message: string;
 }
 
-export type TransitionReason = 'Requested' | 'ReleaseDeleted' | 'ServiceDeleted' | 'SelectorChanged' | 'StableChanged' | 'StepsComplete' | 'AnalysisFailed';
+export type TransitionReason =
+  | 'Requested'
+  | 'ReleaseDeleted'
+  | 'ServiceDeleted'
+  | 'SelectorChanged'
+  | 'StableChanged'
+  | 'StepsComplete'
+  | 'AnalysisFailed';
 
 /** A transition, recorded before its first step so that it survives the trigger going away
  * (a restored Service no longer shows the selector change that started the deprecation). */

@@ -51,21 +51,24 @@ export const SIGNAL_THRESHOLDS = {
 /** The signal names spec.analysis.thresholds knows. */
 export const SIGNAL_NAMES: readonly string[] = Object.keys(SIGNAL_THRESHOLDS);
 
-const KIND_RULES: Readonly<Record<ThresholdKind, { readonly ok: (value: number) => boolean; readonly says: string }>> = {
-  rate: { ok: (value) => value >= 0 && value <= 1, says: 'a rate from 0 to 1 (0.01 = 1 %)' },
-  ratio: { ok: (value) => value >= 1, says: 'a ratio of at least 1 (1.5 = 50 % slower than stable)' },
-  milliseconds: { ok: (value) => value >= 1, says: 'milliseconds, at least 1' },
-};
+const KIND_RULES: Readonly<Record<ThresholdKind, { readonly ok: (value: number) => boolean; readonly says: string }>> =
+  {
+    rate: { ok: (value) => value >= 0 && value <= 1, says: 'a rate from 0 to 1 (0.01 = 1 %)' },
+    ratio: { ok: (value) => value >= 1, says: 'a ratio of at least 1 (1.5 = 50 % slower than stable)' },
+    milliseconds: { ok: (value) => value >= 1, says: 'milliseconds, at least 1' },
+  };
 
 const TRANSITIONS: readonly string[] = ['', 'Adopted', 'Deprecated'];
 
 const show = (value: unknown) => (value === undefined ? 'nothing' : JSON.stringify(value));
 const isInteger = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value);
-const isMap = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isMap = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `field: must be an integer min–MAX_REPLICAS, got …`, or undefined when `value` is such an integer. */
 export function replicasProblem(value: unknown, field: string, min: number, why = ''): string | undefined {
-  return isInteger(value) && value >= min && value <= MAX_REPLICAS ? undefined
+  return isInteger(value) && value >= min && value <= MAX_REPLICAS
+    ? undefined
     : `${field}: must be an integer ${min}–${MAX_REPLICAS}${why}, got ${show(value)}`;
 }
 
@@ -76,7 +79,9 @@ export function releaseProblems(spec: CanaryReleaseSpec | undefined): string[] {
   const transition = spec?.transition;
   if (transition !== undefined && !TRANSITIONS.includes(transition)) {
     const exact = TRANSITIONS.find((known) => known !== '' && known.toLowerCase() === String(transition).toLowerCase());
-    problems.push(`spec.transition: ${show(transition)} is not a transition; write ${exact ?? 'Adopted or Deprecated'}${exact === undefined ? '' : ' (capitalised)'}, or "" while the release runs`);
+    problems.push(
+      `spec.transition: ${show(transition)} is not a transition; write ${exact ?? 'Adopted or Deprecated'}${exact === undefined ? '' : ' (capitalised)'}, or "" while the release runs`,
+    );
   }
   stepsProblems(spec, problems);
   analysisProblems(spec, problems);
@@ -91,7 +96,8 @@ function servicesProblems(spec: CanaryReleaseSpec | undefined, problems: string[
   if (entries.length === 0) problems.push('spec.services is empty');
   entries.forEach((entry, index) => {
     const at = `spec.services[${index}]`;
-    if (entries.slice(0, index).some((other) => other.service === entry.service)) problems.push(`${at}: Service ${entry.service} is listed twice`);
+    if (entries.slice(0, index).some((other) => other.service === entry.service))
+      problems.push(`${at}: Service ${entry.service} is listed twice`);
     const listed = new Set<string>();
     (entry.ports ?? []).forEach((port, portIndex) => {
       const where = `${at}.ports[${portIndex}]`;
@@ -102,7 +108,8 @@ function servicesProblems(spec: CanaryReleaseSpec | undefined, problems: string[
       listed.add(id);
     });
     for (const operations of ['canaryServiceOperations', 'forkedServiceOperations'] as const) {
-      for (const problem of labelProblems(entry[operations]?.add ?? {})) problems.push(`${at}.${operations}.add: ${problem}`);
+      for (const problem of labelProblems(entry[operations]?.add ?? {}))
+        problems.push(`${at}.${operations}.add: ${problem}`);
     }
   });
 }
@@ -110,30 +117,41 @@ function servicesProblems(spec: CanaryReleaseSpec | undefined, problems: string[
 function stepsProblems(spec: CanaryReleaseSpec | undefined, problems: string[]): void {
   const steps = spec?.steps;
   if (steps !== undefined && steps.length === 0) {
-    problems.push('spec.steps: is empty, so no step would set a weight; list at least one step, or leave spec.steps out and set spec.services[].ports[].config.weight');
+    problems.push(
+      'spec.steps: is empty, so no step would set a weight; list at least one step, or leave spec.steps out and set spec.services[].ports[].config.weight',
+    );
   }
   (steps ?? []).forEach((step, index) => {
     for (const field of ['weight', 'mirror'] as const) {
       const value = step[field];
-      if (value !== undefined && !(isInteger(value) && value >= 0 && value <= 100)) problems.push(`spec.steps[${index}].${field}: must be an integer 0–100, got ${show(value)}`);
+      if (value !== undefined && !(isInteger(value) && value >= 0 && value <= 100))
+        problems.push(`spec.steps[${index}].${field}: must be an integer 0–100, got ${show(value)}`);
     }
-    if (step.weight === undefined && step.mirror === undefined) problems.push(`spec.steps[${index}]: sets neither weight nor mirror; give it one or both`);
+    if (step.weight === undefined && step.mirror === undefined)
+      problems.push(`spec.steps[${index}]: sets neither weight nor mirror; give it one or both`);
     const duration = step.pause?.duration;
     if (duration === undefined) return;
     const ms = parseDuration(duration);
-    if (ms === undefined) problems.push(`spec.steps[${index}].pause.duration: "${duration}" is not a duration like 30s, 2m or 1h`);
+    if (ms === undefined)
+      problems.push(`spec.steps[${index}].pause.duration: "${duration}" is not a duration like 30s, 2m or 1h`);
     else if (ms > MAX_PAUSE_MS) {
-      problems.push(`spec.steps[${index}].pause.duration: "${duration}" is longer than ${MAX_PAUSE_MS / 3_600_000}h; for a longer hold leave the duration out (the step then waits for kubectl canary-l4 promote)`);
+      problems.push(
+        `spec.steps[${index}].pause.duration: "${duration}" is longer than ${MAX_PAUSE_MS / 3_600_000}h; for a longer hold leave the duration out (the step then waits for kubectl canary-l4 promote)`,
+      );
     }
   });
   const promoted = spec?.promotedStep;
   if (promoted === undefined) return;
   const count = steps?.length ?? 0;
-  if (!isInteger(promoted) || promoted < 0) problems.push(`spec.promotedStep: must be a step's index (an integer >= 0), got ${show(promoted)}`);
-  else if (count === 0) problems.push(`spec.promotedStep: is ${promoted} but the release has no spec.steps to promote; remove it`);
+  if (!isInteger(promoted) || promoted < 0)
+    problems.push(`spec.promotedStep: must be a step's index (an integer >= 0), got ${show(promoted)}`);
+  else if (count === 0)
+    problems.push(`spec.promotedStep: is ${promoted} but the release has no spec.steps to promote; remove it`);
   else if (promoted >= count) {
-    problems.push(`spec.promotedStep: ${promoted} is past the last step (there are ${count}, indexed 0–${count - 1}), so it would skip every pause and analysis gate; `
-      + `set it to the step to release (kubectl canary-l4 promote does), or remove it`);
+    problems.push(
+      `spec.promotedStep: ${promoted} is past the last step (there are ${count}, indexed 0–${count - 1}), so it would skip every pause and analysis gate; ` +
+        `set it to the step to release (kubectl canary-l4 promote does), or remove it`,
+    );
   }
 }
 
@@ -143,17 +161,24 @@ function analysisProblems(spec: CanaryReleaseSpec | undefined, problems: string[
   const interval = analysis.interval;
   if (interval !== undefined) {
     const ms = parseDuration(interval);
-    if (ms === undefined || ms < MIN_INTERVAL_MS) problems.push(`spec.analysis.interval: "${interval}" is not a duration of at least 1s`);
-    else if (ms > MAX_INTERVAL_MS) problems.push(`spec.analysis.interval: "${interval}" is longer than 1h; judge at least once an hour (e.g. 30s, 5m)`);
+    if (ms === undefined || ms < MIN_INTERVAL_MS)
+      problems.push(`spec.analysis.interval: "${interval}" is not a duration of at least 1s`);
+    else if (ms > MAX_INTERVAL_MS)
+      problems.push(
+        `spec.analysis.interval: "${interval}" is longer than 1h; judge at least once an hour (e.g. 30s, 5m)`,
+      );
   }
   for (const field of ['minSamples', 'failureLimit'] as const) {
     const value = analysis[field];
     const min = field === 'failureLimit' ? 1 : 0;
-    if (value !== undefined && (!isInteger(value) || value < min)) problems.push(`spec.analysis.${field}: must be an integer >= ${min}, got ${show(value)}`);
+    if (value !== undefined && (!isInteger(value) || value < min))
+      problems.push(`spec.analysis.${field}: must be an integer >= ${min}, got ${show(value)}`);
   }
   const confidence = analysis.confidence;
   if (confidence !== undefined && !(typeof confidence === 'number' && confidence > 0.5 && confidence < 1)) {
-    problems.push(`spec.analysis.confidence: must be a number above 0.5 and below 1 (e.g. 0.99), got ${show(confidence)}`);
+    problems.push(
+      `spec.analysis.confidence: must be a number above 0.5 and below 1 (e.g. 0.99), got ${show(confidence)}`,
+    );
   }
   const thresholds: unknown = analysis.thresholds;
   if (thresholds === undefined) return;
@@ -163,7 +188,9 @@ function analysisProblems(spec: CanaryReleaseSpec | undefined, problems: string[
   }
   for (const [signal, bounds] of Object.entries(thresholds)) {
     const at = `spec.analysis.thresholds.${signal}`;
-    const keys: Readonly<Record<string, ThresholdKind>> | undefined = (SIGNAL_THRESHOLDS as Record<string, Record<string, ThresholdKind>>)[signal];
+    const keys: Readonly<Record<string, ThresholdKind>> | undefined = (
+      SIGNAL_THRESHOLDS as Record<string, Record<string, ThresholdKind>>
+    )[signal];
     if (keys === undefined) {
       problems.push(`${at}: no such signal, so it would never be judged; the signals are ${SIGNAL_NAMES.join(', ')}`);
       continue;
@@ -175,7 +202,9 @@ function analysisProblems(spec: CanaryReleaseSpec | undefined, problems: string[
     for (const [key, value] of Object.entries(bounds)) {
       const kind = keys[key];
       if (kind === undefined) {
-        problems.push(`${at}.${key}: no such bound of ${signal}, so it would never be judged; write ${Object.keys(keys).join(' or ')}`);
+        problems.push(
+          `${at}.${key}: no such bound of ${signal}, so it would never be judged; write ${Object.keys(keys).join(' or ')}`,
+        );
       } else if (typeof value !== 'number' || !Number.isFinite(value) || !KIND_RULES[kind].ok(value)) {
         problems.push(`${at}.${key}: must be ${KIND_RULES[kind].says}, got ${show(value)}`);
       }
@@ -186,11 +215,20 @@ function analysisProblems(spec: CanaryReleaseSpec | undefined, problems: string[
 /** Deployment names are DNS subdomains; `<name>-canary` must be one, with room for the pods' suffixes. */
 const MAX_WORKLOAD_NAME = 253 - '-canary'.length - '-0123456789-abcde'.length;
 
-function workloadProblems(workload: WorkloadSpec, at: string, before: readonly WorkloadSpec[], problems: string[]): void {
-  if (workload.kind !== undefined && workload.kind !== 'Deployment') problems.push(`${at}.kind: "${workload.kind}" is not supported; only Deployment`);
-  if (typeof workload.name !== 'string' || workload.name === '') problems.push(`${at}.name: must name a Deployment of the namespace, got ${show(workload.name)}`);
-  else if (workload.name.length > MAX_WORKLOAD_NAME) problems.push(`${at}.name: ${workload.name} is too long for its canary ${workload.name}-canary`);
-  if (before.some((other) => other.name === workload.name)) problems.push(`${at}.name: Deployment ${workload.name} is listed twice`);
+function workloadProblems(
+  workload: WorkloadSpec,
+  at: string,
+  before: readonly WorkloadSpec[],
+  problems: string[],
+): void {
+  if (workload.kind !== undefined && workload.kind !== 'Deployment')
+    problems.push(`${at}.kind: "${workload.kind}" is not supported; only Deployment`);
+  if (typeof workload.name !== 'string' || workload.name === '')
+    problems.push(`${at}.name: must name a Deployment of the namespace, got ${show(workload.name)}`);
+  else if (workload.name.length > MAX_WORKLOAD_NAME)
+    problems.push(`${at}.name: ${workload.name} is too long for its canary ${workload.name}-canary`);
+  if (before.some((other) => other.name === workload.name))
+    problems.push(`${at}.name: Deployment ${workload.name} is listed twice`);
   const replicas = replicasProblem(workload.replicas ?? 1, `${at}.replicas`, 0);
   if (replicas !== undefined) problems.push(replicas);
 }
@@ -199,8 +237,10 @@ function workloadProblems(workload: WorkloadSpec, at: string, before: readonly W
 // registry host[:port]/, lower-case path components, then :tag and/or @digest.
 const HOST_PART = '(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])';
 const PATH_PART = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
-const IMAGE_REFERENCE = new RegExp(`^(?:${HOST_PART}(?:\\.${HOST_PART})*(?::[0-9]+)?/)?${PATH_PART}(?:/${PATH_PART})*`
-  + '(?::[\\w][\\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$');
+const IMAGE_REFERENCE = new RegExp(
+  `^(?:${HOST_PART}(?:\\.${HOST_PART})*(?::[0-9]+)?/)?${PATH_PART}(?:/${PATH_PART})*` +
+    '(?::[\\w][\\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$',
+);
 
 /** Whether `image` is a reference a container runtime can pull (`nginx:1.27`, `ghcr.io/org/app@sha256:…`). */
 export function isImageReference(image: string): boolean {
@@ -217,21 +257,32 @@ export function podTemplateProblems(template: V1PodTemplateSpec, selector: Label
   const problems: string[] = [];
   const containers: unknown = template.spec?.containers;
   if (!Array.isArray(containers) || containers.length === 0) {
-    problems.push(`${where}: leaves the pod template without containers; patch containers by name instead of replacing or deleting them`);
+    problems.push(
+      `${where}: leaves the pod template without containers; patch containers by name instead of replacing or deleting them`,
+    );
   } else {
     containers.forEach((container: unknown, index) => {
-      const name = isMap(container) && typeof container.name === 'string' && container.name !== '' ? container.name : undefined;
+      const name =
+        isMap(container) && typeof container.name === 'string' && container.name !== '' ? container.name : undefined;
       const what = `${where}.spec.containers[${name === undefined ? index : `name=${name}`}]`;
       if (name === undefined) problems.push(`${what}: a container has no name; every container needs one`);
       const image = isMap(container) ? container.image : undefined;
-      if (typeof image !== 'string' || image.trim() === '') problems.push(`${what}.image: the container has no image; set one (e.g. registry.example/app:v2)`);
-      else if (!isImageReference(image)) problems.push(`${what}.image: "${image}" is not an image reference; write [registry/]repository[:tag][@digest], lower-case, e.g. registry.example/app:v2`);
+      if (typeof image !== 'string' || image.trim() === '')
+        problems.push(`${what}.image: the container has no image; set one (e.g. registry.example/app:v2)`);
+      else if (!isImageReference(image))
+        problems.push(
+          `${what}.image: "${image}" is not an image reference; write [registry/]repository[:tag][@digest], lower-case, e.g. registry.example/app:v2`,
+        );
     });
   }
   const labels = template.metadata?.labels ?? {};
-  const lost = Object.entries(selector).filter(([key]) => labels[key] === undefined).map(([key, value]) => `${key}=${value}`);
+  const lost = Object.entries(selector)
+    .filter(([key]) => labels[key] === undefined)
+    .map(([key, value]) => `${key}=${value}`);
   if (lost.length > 0) {
-    problems.push(`${where}.metadata.labels: drops ${lost.join(', ')}, which the Deployment's selector needs; keep these labels (change their values to tell the canary apart if need be)`);
+    problems.push(
+      `${where}.metadata.labels: drops ${lost.join(', ')}, which the Deployment's selector needs; keep these labels (change their values to tell the canary apart if need be)`,
+    );
   }
   return problems;
 }

@@ -10,10 +10,21 @@ import { ConfigError } from '../errors.ts';
  * `adminAddress`: where the admin server listens unless told. Every address by default: in a pod
  * the kubelet's probes and Prometheus come from outside; `serve` and `demo` ask for loopback.
  */
-export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: string } = { adminAddress: EVERY_ADDRESS }) {
+export function withCommonOptions<T>(
+  yargs: Argv<T>,
+  defaults: { adminAddress: string } = { adminAddress: EVERY_ADDRESS },
+) {
   return yargs
-    .option('log-level', { choices: LOG_LEVELS, default: 'info' as LogLevel, describe: 'Log level of the JSON logs on stdout' })
-    .option('admin-port', { type: 'number', default: DEFAULT_ADMIN_PORT, describe: 'Port of the admin HTTP server (/metrics /healthz /readyz /config); 0 = any free port' })
+    .option('log-level', {
+      choices: LOG_LEVELS,
+      default: 'info' as LogLevel,
+      describe: 'Log level of the JSON logs on stdout',
+    })
+    .option('admin-port', {
+      type: 'number',
+      default: DEFAULT_ADMIN_PORT,
+      describe: 'Port of the admin HTTP server (/metrics /healthz /readyz /config); 0 = any free port',
+    })
     .option('admin-address', {
       alias: 'admin-host',
       type: 'string',
@@ -25,7 +36,11 @@ export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: s
       default: true,
       describe: 'Serve /config, the running config with every backend address (--no-config-endpoint: 404)',
     })
-    .option('drain-timeout', { type: 'number', default: DEFAULT_DRAIN_TIMEOUT_MS / 1000, describe: 'Seconds live connections may take to finish after SIGTERM/SIGINT' })
+    .option('drain-timeout', {
+      type: 'number',
+      default: DEFAULT_DRAIN_TIMEOUT_MS / 1000,
+      describe: 'Seconds live connections may take to finish after SIGTERM/SIGINT',
+    })
     .option('metrics', {
       type: 'boolean',
       default: true,
@@ -34,20 +49,29 @@ export function withCommonOptions<T>(yargs: Argv<T>, defaults: { adminAddress: s
     .option('tcp-fast-path', {
       type: 'boolean',
       default: true,
-      describe: 'Plain TCP pipes on the runtime\'s own handles where this Node has them (--no-tcp-fast-path: every TCP listener on net.Socket)',
+      describe:
+        "Plain TCP pipes on the runtime's own handles where this Node has them (--no-tcp-fast-path: every TCP listener on net.Socket)",
     })
-    .option('listener-grace', { type: 'number', default: DEFAULT_LISTENER_GRACE_MS / 1000, describe: 'Seconds a listener removed by a reload keeps serving its live connections' })
+    .option('listener-grace', {
+      type: 'number',
+      default: DEFAULT_LISTENER_GRACE_MS / 1000,
+      describe: 'Seconds a listener removed by a reload keeps serving its live connections',
+    })
     .check((argv) => {
       const port = argv['admin-port'];
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError('--admin-port', [`must be an integer 0-65535, got ${port}`]);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new ConfigError('--admin-port', [`must be an integer 0-65535, got ${port}`]);
       // An empty address would bind every address: /config with it, unasked.
       const address: unknown = argv['admin-address'];
       if (typeof address !== 'string' || address.trim() === '') {
-        throw new ConfigError('--admin-address', [`must be one address of this host, or ${EVERY_ADDRESS} for every address, got ${JSON.stringify(address)}`]);
+        throw new ConfigError('--admin-address', [
+          `must be one address of this host, or ${EVERY_ADDRESS} for every address, got ${JSON.stringify(address)}`,
+        ]);
       }
       for (const flag of ['drain-timeout', 'listener-grace'] as const) {
         const value = argv[flag];
-        if (!Number.isFinite(value) || value < 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds >= 0, got ${value}`]);
+        if (!Number.isFinite(value) || value < 0)
+          throw new ConfigError(`--${flag}`, [`must be a number of seconds >= 0, got ${value}`]);
       }
       return true;
     });

@@ -55,7 +55,10 @@ export function unknownFlags(args: readonly string[], known: readonly string[]):
 export function unknownFlagsMessage(command: string, unknown: readonly UnknownFlag[]): string {
   const help = `${command} --help lists its flags`;
   return unknown
-    .map(({ typed, meant }) => `${command}: unknown flag ${typed}${meant === undefined ? '' : `, did you mean ${meant}?`} (${help})`)
+    .map(
+      ({ typed, meant }) =>
+        `${command}: unknown flag ${typed}${meant === undefined ? '' : `, did you mean ${meant}?`} (${help})`,
+    )
     .join('\n');
 }
 

@@ -24,6 +24,7 @@ export function canaryL4Program(parser: Argv): Argv {
     .strict()
     .help()
     .alias('h', 'help')
-    .epilog(`Every flag can also be set in the environment as ${ENV_PREFIX}_<FLAG>, `
-      + `e.g. ${ENV_PREFIX}_ADMIN_PORT=9100.`);
+    .epilog(
+      `Every flag can also be set in the environment as ${ENV_PREFIX}_<FLAG>, ` + `e.g. ${ENV_PREFIX}_ADMIN_PORT=9100.`,
+    );
 }

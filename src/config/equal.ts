@@ -8,7 +8,8 @@ import type { L4Config } from './types.ts';
 /** Whether `a` and `b` hold the same listeners with the same settings, in the same order. */
 export async function configsEqual(a: L4Config, b: L4Config): Promise<boolean> {
   if (a === b) return true;
-  if (a.listeners.length !== b.listeners.length || !isDeepStrictEqual({ ...a, listeners: [] }, { ...b, listeners: [] })) return false;
+  if (a.listeners.length !== b.listeners.length || !isDeepStrictEqual({ ...a, listeners: [] }, { ...b, listeners: [] }))
+    return false;
   const slicer = new Slicer();
   for (let i = 0; i < a.listeners.length; i++) {
     if (!isDeepStrictEqual(a.listeners[i], b.listeners[i])) return false;

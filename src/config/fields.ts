@@ -17,7 +17,12 @@ export function isMapping(value: unknown): value is Mapping {
 }
 
 /** A mapping whose keys are all known; an unknown key gets a "did you mean" when one is close. */
-export function readMapping(value: unknown, path: string, knownKeys: readonly string[], problems: string[]): Mapping | undefined {
+export function readMapping(
+  value: unknown,
+  path: string,
+  knownKeys: readonly string[],
+  problems: string[],
+): Mapping | undefined {
   if (!isMapping(value)) {
     problems.push(`${path}: must be a mapping, got ${describe(value)}`);
     return undefined;
@@ -31,7 +36,13 @@ export function readMapping(value: unknown, path: string, knownKeys: readonly st
   return value;
 }
 
-export function readList(value: unknown, path: string, minLength: number, expected: string, problems: string[]): readonly unknown[] {
+export function readList(
+  value: unknown,
+  path: string,
+  minLength: number,
+  expected: string,
+  problems: string[],
+): readonly unknown[] {
   if (value === undefined) {
     problems.push(`${path}: is required (${expected})`);
     return [];
@@ -44,7 +55,13 @@ export function readList(value: unknown, path: string, minLength: number, expect
 }
 
 /** An integer within the rule; `fallback` is the default, and without one the field is required. */
-export function readInteger(value: unknown, path: string, rule: IntegerRule, problems: string[], fallback?: number): number {
+export function readInteger(
+  value: unknown,
+  path: string,
+  rule: IntegerRule,
+  problems: string[],
+  fallback?: number,
+): number {
   if (value === undefined) {
     if (fallback !== undefined) return fallback;
     problems.push(`${path}: is required (${rule.expected})`);
@@ -62,11 +79,19 @@ export function readBoolean(value: unknown, path: string, problems: string[], fa
   return fallback;
 }
 
-export function readChoice<T extends string>(value: unknown, path: string, choices: readonly T[], fallback: T, problems: string[]): T {
+export function readChoice<T extends string>(
+  value: unknown,
+  path: string,
+  choices: readonly T[],
+  fallback: T,
+  problems: string[],
+): T {
   if (value === undefined) return fallback;
   const choice = choices.find((candidate) => candidate === value);
   if (choice !== undefined) return choice;
-  problems.push(`${path}: must be ${choices.map((candidate) => `"${candidate}"`).join(' or ')}, got ${describe(value)}`);
+  problems.push(
+    `${path}: must be ${choices.map((candidate) => `"${candidate}"`).join(' or ')}, got ${describe(value)}`,
+  );
   return fallback;
 }
 

@@ -13,7 +13,8 @@ export function readHost(value: unknown, path: string, problems: string[]): stri
     return '';
   }
   if (typeof value === 'string' && (isIP(value) !== 0 || isDnsName(value))) return value;
-  const bracketHint = typeof value === 'string' && value.startsWith('[') ? ' (write an IPv6 address without brackets)' : '';
+  const bracketHint =
+    typeof value === 'string' && value.startsWith('[') ? ' (write an IPv6 address without brackets)' : '';
   problems.push(`${path}: must be ${HOST_EXPECTED}, got ${describe(value)}${bracketHint}`);
   return '';
 }

@@ -53,8 +53,12 @@ export function parseOffThread(text: string, source: string): Promise<L4Config> 
       for (const listener of reply.listeners) listeners.push(deepFreeze(listener));
       thread.postMessage('next');
     });
-    thread.once('error', (error) => reject(new ConfigError(source, [`could not be parsed: ${error.message}`], { cause: error })));
-    thread.once('exit', (code) => reject(new ConfigError(source, [`could not be parsed: the parsing thread exited (${code})`])));
+    thread.once('error', (error) =>
+      reject(new ConfigError(source, [`could not be parsed: ${error.message}`], { cause: error })),
+    );
+    thread.once('exit', (code) =>
+      reject(new ConfigError(source, [`could not be parsed: the parsing thread exited (${code})`])),
+    );
   });
 }
 

@@ -49,7 +49,11 @@ export function applyWeightOverrides(config: L4Config, overrides: readonly Weigh
   });
 }
 
-function overrideProblem(config: L4Config, override: WeightOverride, earlierFlag: string | undefined): string | undefined {
+function overrideProblem(
+  config: L4Config,
+  override: WeightOverride,
+  earlierFlag: string | undefined,
+): string | undefined {
   // Overrides may be built in code (the proxy command), not only parsed from a flag.
   if (!isWeight(override.weight)) return EXPECTED_FORM;
   const listener = config.listeners.find((candidate) => candidate.name === override.listener);

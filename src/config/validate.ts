@@ -84,7 +84,13 @@ const MIRROR_KEYS = ['to', 'percent', 'compare', 'maxBytes'] as const satisfies 
 const MIRROR_POLICY_KEYS = MIRROR_KEYS.filter((key) => key !== 'to');
 
 /** Every key a config file may hold, by the mapping it goes in (docs/configuration.md has a heading for each). */
-export const CONFIG_KEYS = { root: ROOT_KEYS, listener: LISTENER_KEYS, backend: BACKEND_KEYS, udp: UDP_KEYS, mirror: MIRROR_KEYS } as const;
+export const CONFIG_KEYS = {
+  root: ROOT_KEYS,
+  listener: LISTENER_KEYS,
+  backend: BACKEND_KEYS,
+  udp: UDP_KEYS,
+  mirror: MIRROR_KEYS,
+} as const;
 
 const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
 const BALANCE_STRATEGIES: readonly BalanceStrategy[] = ['wrr', 'random'];
@@ -96,7 +102,11 @@ const BACKEND_PORT: IntegerRule = { min: 1, max: 65_535, expected: 'an integer 1
 // setTimeout's ceiling: a longer delay does not wait, it fires at once.
 const MILLISECONDS: IntegerRule = { min: 1, max: 2_147_483_647, expected: 'an integer 1-2147483647 (milliseconds)' };
 const POSITIVE: IntegerRule = { min: 1, max: Number.MAX_SAFE_INTEGER, expected: 'a positive integer' };
-const TIMEOUT_OR_OFF: IntegerRule = { min: 0, max: MILLISECONDS.max, expected: 'an integer 0-2147483647 (milliseconds; 0 = off)' };
+const TIMEOUT_OR_OFF: IntegerRule = {
+  min: 0,
+  max: MILLISECONDS.max,
+  expected: 'an integer 0-2147483647 (milliseconds; 0 = off)',
+};
 const NON_NEGATIVE: IntegerRule = { min: 0, max: Number.MAX_SAFE_INTEGER, expected: 'an integer >= 0' };
 const PERCENT: IntegerRule = { min: 0, max: 100, expected: 'an integer 0-100 (percent)' };
 /** 1 GiB: a mirrored connection copies this much at most; the copy is bounded by its buffer anyway. */
@@ -129,7 +139,8 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
   const idleTimeoutDefault = protocol === 'udp' ? DEFAULT_UDP_IDLE_TIMEOUT_MS : DEFAULT_IDLE_TIMEOUT_MS;
   // Judged by a TCP backend's first byte: on a udp listener they would be taken and do nothing.
   if (protocol === 'udp') {
-    for (const key of ['failOnReset', 'firstByteTimeoutMs', 'probeIntervalMs'] as const) if (fields[key] !== undefined) problems.push(`${at(key)}: applies to tcp listeners only; remove it`);
+    for (const key of ['failOnReset', 'firstByteTimeoutMs', 'probeIntervalMs'] as const)
+      if (fields[key] !== undefined) problems.push(`${at(key)}: applies to tcp listeners only; remove it`);
   }
   return Object.freeze({
     name,
@@ -137,11 +148,23 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
     listen,
     balance,
     backends: Object.freeze(backends.filter((backend) => backend !== undefined)),
-    connectTimeoutMs: readInteger(fields.connectTimeoutMs, at('connectTimeoutMs'), MILLISECONDS, problems, DEFAULT_CONNECT_TIMEOUT_MS),
+    connectTimeoutMs: readInteger(
+      fields.connectTimeoutMs,
+      at('connectTimeoutMs'),
+      MILLISECONDS,
+      problems,
+      DEFAULT_CONNECT_TIMEOUT_MS,
+    ),
     idleTimeoutMs: readInteger(fields.idleTimeoutMs, at('idleTimeoutMs'), MILLISECONDS, problems, idleTimeoutDefault),
     maxConnections: readInteger(fields.maxConnections, at('maxConnections'), NON_NEGATIVE, problems, 0),
     maxFails: readInteger(fields.maxFails, at('maxFails'), POSITIVE, problems, DEFAULT_MAX_FAILS),
-    failTimeoutMs: readInteger(fields.failTimeoutMs, at('failTimeoutMs'), MILLISECONDS, problems, DEFAULT_FAIL_TIMEOUT_MS),
+    failTimeoutMs: readInteger(
+      fields.failTimeoutMs,
+      at('failTimeoutMs'),
+      MILLISECONDS,
+      problems,
+      DEFAULT_FAIL_TIMEOUT_MS,
+    ),
     failOnReset: readBoolean(fields.failOnReset, at('failOnReset'), problems, false),
     firstByteTimeoutMs: readInteger(fields.firstByteTimeoutMs, at('firstByteTimeoutMs'), TIMEOUT_OR_OFF, problems, 0),
     probeIntervalMs: readInteger(fields.probeIntervalMs, at('probeIntervalMs'), TIMEOUT_OR_OFF, problems, 0),
@@ -152,14 +175,20 @@ function readListener(raw: unknown, path: string, problems: string[]): ListenerC
 }
 
 /** `mirror` of a listener: the policy, and `to` naming one of its backends (weight 0 allowed). */
-function readListenerMirror(raw: unknown, path: string, backends: readonly (BackendConfig | undefined)[], problems: string[]): { mirror?: MirrorConfig } {
+function readListenerMirror(
+  raw: unknown,
+  path: string,
+  backends: readonly (BackendConfig | undefined)[],
+  problems: string[],
+): { mirror?: MirrorConfig } {
   if (raw === undefined) return {};
   const fields = readMapping(raw, path, MIRROR_KEYS, problems);
   if (fields === undefined) return {};
   const names = backends.flatMap((backend) => (backend === undefined || backend.name === '' ? [] : [backend.name]));
   const expected = `the name of one of this listener's backends (${names.join(', ')})`;
   if (fields.to === undefined) problems.push(`${path}.to: is required (${expected})`);
-  else if (typeof fields.to !== 'string' || !names.includes(fields.to)) problems.push(`${path}.to: must be ${expected}, got ${describe(fields.to)}`);
+  else if (typeof fields.to !== 'string' || !names.includes(fields.to))
+    problems.push(`${path}.to: must be ${expected}, got ${describe(fields.to)}`);
   const to = typeof fields.to === 'string' ? fields.to : '';
   return { mirror: Object.freeze({ to, ...readMirrorPolicy(fields, (key) => `${path}.${key}`, problems) }) };
 }
@@ -171,7 +200,12 @@ export type MirrorPolicy = Omit<MirrorConfig, 'to'>;
  * The mirror policy among `fields` (compare default none; maxBytes default 64 KiB; percent required
  * unless `percentDefault`), each problem at `at(key)`.
  */
-function readMirrorPolicy(fields: Readonly<Record<string, unknown>>, at: (key: string) => string, problems: string[], percentDefault?: number): MirrorPolicy {
+function readMirrorPolicy(
+  fields: Readonly<Record<string, unknown>>,
+  at: (key: string) => string,
+  problems: string[],
+  percentDefault?: number,
+): MirrorPolicy {
   return {
     percent: readInteger(fields.percent, at('percent'), PERCENT, problems, percentDefault),
     compare: readChoice(fields.compare, at('compare'), MIRROR_COMPARES, 'none', problems),
@@ -190,13 +224,19 @@ export function readPortMirror(raw: unknown, path: string, problems: string[]): 
 }
 
 /** What a listener does with its live connections (lifetimes.ts, affinity.ts); every one opt-in. */
-export type ConnectionPolicies = Required<Pick<ListenerConfig, 'maxConnectionAgeMs' | 'rebalanceWindowMs' | 'drainTimeoutMs' | 'affinity'>>;
+export type ConnectionPolicies = Required<
+  Pick<ListenerConfig, 'maxConnectionAgeMs' | 'rebalanceWindowMs' | 'drainTimeoutMs' | 'affinity'>
+>;
 
 /**
  * The connection policies among `fields` — a listener's, or a CanaryRelease port's `config` — each
  * problem at `at(key)`.
  */
-export function readConnectionPolicies(fields: Readonly<Record<string, unknown>>, at: (key: string) => string, problems: string[]): ConnectionPolicies {
+export function readConnectionPolicies(
+  fields: Readonly<Record<string, unknown>>,
+  at: (key: string) => string,
+  problems: string[],
+): ConnectionPolicies {
   return {
     maxConnectionAgeMs: readInteger(fields.maxConnectionAgeMs, at('maxConnectionAgeMs'), TIMEOUT_OR_OFF, problems, 0),
     rebalanceWindowMs: readInteger(fields.rebalanceWindowMs, at('rebalanceWindowMs'), TIMEOUT_OR_OFF, problems, 0),
@@ -221,7 +261,13 @@ function readUdpOptions(raw: unknown, path: string, problems: string[]): UdpOpti
   const fields = raw === undefined ? {} : (readMapping(raw, path, UDP_KEYS, problems) ?? {});
   return Object.freeze({
     responses: readInteger(fields.responses, `${path}.responses`, NON_NEGATIVE, problems, 0),
-    maxSessions: readInteger(fields.maxSessions, `${path}.maxSessions`, NON_NEGATIVE, problems, DEFAULT_UDP_MAX_SESSIONS),
+    maxSessions: readInteger(
+      fields.maxSessions,
+      `${path}.maxSessions`,
+      NON_NEGATIVE,
+      problems,
+      DEFAULT_UDP_MAX_SESSIONS,
+    ),
   });
 }
 
@@ -235,7 +281,10 @@ function reportDuplicateNames(
     if (item === undefined || item.name === '') return; // already reported
     const firstIndex = firstIndexByName.get(item.name);
     if (firstIndex === undefined) firstIndexByName.set(item.name, index);
-    else problems.push(`${pathOf(index)}.name: must be unique, ${pathOf(firstIndex)} has it too, got ${describe(item.name)}`);
+    else
+      problems.push(
+        `${pathOf(index)}.name: must be unique, ${pathOf(firstIndex)} has it too, got ${describe(item.name)}`,
+      );
   });
 }
 

@@ -13,7 +13,9 @@ export interface ConfigWarning {
 /** Listeners whose backends all have weight 0. */
 export function allZeroWeights(config: L4Config): ConfigWarning[] {
   return config.listeners.flatMap((listener, index) =>
-    listener.backends.every((backend) => backend.weight === 0) ? [{ field: `listeners[${index}].backends`, listener: listener.name }] : [],
+    listener.backends.every((backend) => backend.weight === 0)
+      ? [{ field: `listeners[${index}].backends`, listener: listener.name }]
+      : [],
   );
 }
 
@@ -21,7 +23,9 @@ export function allZeroWeights(config: L4Config): ConfigWarning[] {
 export function namedBackendHosts(config: L4Config): (ConfigWarning & { readonly host: string })[] {
   return config.listeners.flatMap((listener, index) =>
     listener.backends.flatMap((backend, backendIndex) =>
-      isIP(backend.host) === 0 ? [{ field: `listeners[${index}].backends[${backendIndex}].host`, listener: listener.name, host: backend.host }] : [],
+      isIP(backend.host) === 0
+        ? [{ field: `listeners[${index}].backends[${backendIndex}].host`, listener: listener.name, host: backend.host }]
+        : [],
     ),
   );
 }

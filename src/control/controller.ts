@@ -40,7 +40,10 @@ export interface ControlledProcess {
   readonly log: Logger;
   readonly registry: Registry;
   /** The config the data plane serves, and the ports it listens on now. */
-  readonly dataplane: { readonly config: L4Config; listeningPorts(): { tcp: ReadonlySet<number>; udp: ReadonlySet<number> } };
+  readonly dataplane: {
+    readonly config: L4Config;
+    listeningPorts(): { tcp: ReadonlySet<number>; udp: ReadonlySet<number> };
+  };
   /** Serves `config`; rejects, saying why, when the data plane refuses it. */
   applyConfig(config: L4Config): Promise<unknown>;
   setReady(ready: boolean): void;
@@ -106,7 +109,12 @@ export class Controller {
   constructor(options: ControllerOptions) {
     this.#options = options;
     this.#log = options.runtime.log.child({ release: options.release, namespace: options.namespace });
-    this.#reporter = new PassReporter({ registry: options.runtime.registry, log: this.#log, release: options.release, namespace: options.namespace });
+    this.#reporter = new PassReporter({
+      registry: options.runtime.registry,
+      log: this.#log,
+      release: options.release,
+      namespace: options.namespace,
+    });
     const { core, apps, custom } = options.clients;
     const { namespace, release } = options;
     const callOptions = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
@@ -118,7 +126,12 @@ export class Controller {
       maxBackoffMs: WORK_MAX_BACKOFF_MS,
     });
     this.#events = new EventRecorder({
-      core, namespace, component: 'canary-l4-proxy', instance: options.identity ?? 'canary-l4-proxy', log: this.#log, callOptions,
+      core,
+      namespace,
+      component: 'canary-l4-proxy',
+      instance: options.identity ?? 'canary-l4-proxy',
+      log: this.#log,
+      callOptions,
     });
     // Every change is served at once, whatever the API writes of the work loop are doing; the work
     // loop follows with the writes and status.
@@ -127,7 +140,13 @@ export class Controller {
       this.#serveSoon();
     };
     this.#caches = new ReleaseCaches({
-      clients: options.clients, namespace, release, proxySelector: options.reconcile.proxySelector, callOptions, onChange: trigger, log: this.#log,
+      clients: options.clients,
+      namespace,
+      release,
+      proxySelector: options.reconcile.proxySelector,
+      callOptions,
+      onChange: trigger,
+      log: this.#log,
       // A watch back after an outage: the API answers again, so stop waiting out the backoff.
       onRestarted: () => this.#loop.retryNow(),
     });
@@ -216,17 +235,21 @@ export class Controller {
         const release = this.#release();
         if (release === undefined || this.#stopped || !this.#caches.settled()) return;
         const planned = this.#plan(release, new Date());
-        if (await this.#serve(planned.l4Config) === undefined) this.#reporter.reportWeights(planned, this.#options.runtime.dataplane.config);
+        if ((await this.#serve(planned.l4Config)) === undefined)
+          this.#reporter.reportWeights(planned, this.#options.runtime.dataplane.config);
       });
     });
   }
 
   async #reconcile(): Promise<{ requeueAfterMs?: number } | undefined> {
-    const waitMs = this.#ownWrites.waitMs({
-      service: (name) => this.#caches.service(name),
-      deployment: (name) => this.#caches.deployment(name),
-      release: () => this.#release(),
-    }, Date.now());
+    const waitMs = this.#ownWrites.waitMs(
+      {
+        service: (name) => this.#caches.service(name),
+        deployment: (name) => this.#caches.deployment(name),
+        release: () => this.#release(),
+      },
+      Date.now(),
+    );
     if (waitMs > 0) return { requeueAfterMs: waitMs };
     // The Pods watch is switching selectors; the switch triggers a pass once it has its list.
     if (!this.#caches.settled()) return;
@@ -254,7 +277,9 @@ export class Controller {
     const message = this.#apiErrors.failed(err);
     const release = this.#release();
     if (message === undefined || release === undefined || !(this.#options.isLeader?.() ?? true)) return;
-    const statusSteps = this.#plan(release, new Date(), message).steps.filter((step) => step.kind === 'writeStatus' && step.reason === 'updateStatus');
+    const statusSteps = this.#plan(release, new Date(), message).steps.filter(
+      (step) => step.kind === 'writeStatus' && step.reason === 'updateStatus',
+    );
     try {
       await applySteps(this.#target, statusSteps, (_step, written) => this.#ownWrites.record(written, Date.now()));
     } catch (statusErr) {
@@ -267,7 +292,16 @@ export class Controller {
     if (release === undefined) {
       // Closing listeners only: nothing to refuse. A Service may still point here (a finalizer
       // removed by hand): its listeners stay.
-      await this.#serialized(() => this.#serve(listenersStillTargeted(this.#options.runtime.dataplane.config, this.#caches.services(), this.#options.release, this.#options.reconcile.proxySelector)));
+      await this.#serialized(() =>
+        this.#serve(
+          listenersStillTargeted(
+            this.#options.runtime.dataplane.config,
+            this.#caches.services(),
+            this.#options.release,
+            this.#options.reconcile.proxySelector,
+          ),
+        ),
+      );
       this.#reporter.releaseMissing();
       return;
     }
@@ -282,7 +316,11 @@ export class Controller {
       // Listeners just opened or closed change what may be retargeted and what status says: plan
       // again with what listens now, rather than write a status that is already out of date (a
       // restarted proxy would otherwise say "waiting for the proxy to listen" on every start).
-      for (let replans = 0; refusal === undefined && replans < MAX_REPLANS && !isDeepStrictEqual(this.#listening(), listening); replans++) {
+      for (
+        let replans = 0;
+        refusal === undefined && replans < MAX_REPLANS && !isDeepStrictEqual(this.#listening(), listening);
+        replans++
+      ) {
         listening = this.#listening();
         planned = this.#plan(release, now);
         refusal = await this.#serve(planned.l4Config);
@@ -292,7 +330,8 @@ export class Controller {
     // Readiness is never withdrawn by a refused update: that would take the endpoints of the
     // ports that do work away too.
     if (refusal === undefined) this.#options.runtime.setReady(true);
-    const desired = refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now, this.#listening());
+    const desired =
+      refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now, this.#listening());
     this.#reporter.report(desired, refusal === undefined ? this.#options.runtime.dataplane.config : undefined);
     // A follower only serves; the leader also writes, and stops writing the moment it loses the Lease.
     const leading = () => this.#options.isLeader?.() ?? true;
@@ -308,7 +347,12 @@ export class Controller {
     const finalizerGoes = (step: Step) => step.kind === 'patchRelease' && step.reason === 'removeFinalizer';
     let recorded = false;
     try {
-      await applySteps(this.#target, desired.steps.filter((step) => !finalizerGoes(step)), onWritten, leading);
+      await applySteps(
+        this.#target,
+        desired.steps.filter((step) => !finalizerGoes(step)),
+        onWritten,
+        leading,
+      );
       const last = desired.steps.filter(finalizerGoes);
       if (last.length > 0 && leading()) {
         this.#recordDecisions(release, desired, done);
@@ -319,9 +363,13 @@ export class Controller {
     } finally {
       if (!recorded && leading()) this.#recordDecisions(release, desired, done);
     }
-    if (refusal !== undefined) throw new Error(`the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`);
+    if (refusal !== undefined)
+      throw new Error(
+        `the data plane refused the config of CanaryRelease ${namespace}/${release.metadata.name}: ${refusal}`,
+      );
     const phase = release.status?.phase;
-    if (desired.mode === 'archived' && desired.steps.length === 0 && (phase === 'Adopted' || phase === 'Deprecated')) this.#options.onOver?.(phase);
+    if (desired.mode === 'archived' && desired.steps.length === 0 && (phase === 'Adopted' || phase === 'Deprecated'))
+      this.#options.onOver?.(phase);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };
     if (desired.requeueAfterMs !== undefined) return { requeueAfterMs: desired.requeueAfterMs };
@@ -331,7 +379,11 @@ export class Controller {
   #recordDecisions(release: CanaryRelease, desired: Desired, done: readonly Step[]): void {
     const { name, namespace, uid } = release.metadata;
     const object: V1ObjectReference = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid };
-    for (const decision of decisions(this.#lastStatus === undefined ? undefined : { ...desired, status: this.#lastStatus }, desired, done)) {
+    for (const decision of decisions(
+      this.#lastStatus === undefined ? undefined : { ...desired, status: this.#lastStatus },
+      desired,
+      done,
+    )) {
       this.#events.record(object, decision.type, decision.reason, decision.message);
     }
     this.#lastStatus = desired.status;
@@ -347,12 +399,14 @@ export class Controller {
       } catch (err) {
         return (err as Error).message;
       }
-      this.#log.info({ listeners: config.listeners.map((listener) => `${listener.name}@${listener.listen.port}`) }, 'data plane config applied');
+      this.#log.info(
+        { listeners: config.listeners.map((listener) => `${listener.name}@${listener.listen.port}`) },
+        'data plane config applied',
+      );
       this.#options.onServed?.(config);
     }
     return undefined;
   }
-
 }
 
 function byName<T extends { metadata?: { name?: string } }>(objects: readonly T[]): Map<string, T> {
@@ -367,5 +421,8 @@ function isArchived(release: CanaryRelease | undefined): boolean {
 
 /** A release holding on a bad interval is counted at the default pace meanwhile. */
 function collectionIntervalMs(release: CanaryRelease | undefined): number {
-  return analysisIntervalMs(release?.spec) ?? (release?.spec?.analysis === undefined ? COUNT_INTERVAL_MS : DEFAULT_INTERVAL_MS);
+  return (
+    analysisIntervalMs(release?.spec) ??
+    (release?.spec?.analysis === undefined ? COUNT_INTERVAL_MS : DEFAULT_INTERVAL_MS)
+  );
 }

@@ -59,33 +59,75 @@ export interface ReleasePlan {
   readonly deployments: readonly V1Deployment[];
 }
 
-const NOTHING: Omit<ReleasePlan, 'problems' | 'waiting' | 'notes' | 'inPod'> = { creates: [], updates: [], originals: [], proxyPorts: [], takeover: undefined, deployments: [] };
+const NOTHING: Omit<ReleasePlan, 'problems' | 'waiting' | 'notes' | 'inPod'> = {
+  creates: [],
+  updates: [],
+  originals: [],
+  proxyPorts: [],
+  takeover: undefined,
+  deployments: [],
+};
 
 export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePlan {
   const phase = observed.release.status?.phase;
   if (phase === 'Adopted' || phase === 'Deprecated') {
-    return { ...NOTHING, inPod: options.inPod === true, problems: [`CanaryRelease ${observed.release.metadata.name} is ${phase}: a finished release does nothing again; delete it or give the new one another name`], waiting: [], notes: [] };
+    return {
+      ...NOTHING,
+      inPod: options.inPod === true,
+      problems: [
+        `CanaryRelease ${observed.release.metadata.name} is ${phase}: a finished release does nothing again; delete it or give the new one another name`,
+      ],
+      waiting: [],
+      notes: [],
+    };
   }
   const context = observe(observed, options);
   const planned = planSpec(context);
-  if (!planned.ok) return { ...NOTHING, inPod: options.inPod === true, problems: planned.problems, waiting: planned.waiting.map((item) => item.message), notes: [] };
+  if (!planned.ok)
+    return {
+      ...NOTHING,
+      inPod: options.inPod === true,
+      problems: planned.problems,
+      waiting: planned.waiting.map((item) => item.message),
+      notes: [],
+    };
   const findings = checkSelectors(context, planned.plans, sidesReady(context, planned.plans));
-  const copies = planned.plans.flatMap((plan) => COPY_ROLES.map((role) => ({
-    desired: desiredCopy(observed.release, plan.name, plan.saved, role, role === 'forked' ? plan.forkedSelector : plan.canarySelector),
-    live: observed.services.get(copyName(plan.name, role)),
-  })));
-  const weights = new Map(planned.plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port.weight] as const)));
-  const takeover = planTakeover(context.name, planned.plans, planned.allocations, options.inPod === true, options.reservedPorts ?? new Set());
+  const copies = planned.plans.flatMap((plan) =>
+    COPY_ROLES.map((role) => ({
+      desired: desiredCopy(
+        observed.release,
+        plan.name,
+        plan.saved,
+        role,
+        role === 'forked' ? plan.forkedSelector : plan.canarySelector,
+      ),
+      live: observed.services.get(copyName(plan.name, role)),
+    })),
+  );
+  const weights = new Map(
+    planned.plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port.weight] as const)),
+  );
+  const takeover = planTakeover(
+    context.name,
+    planned.plans,
+    planned.allocations,
+    options.inPod === true,
+    options.reservedPorts ?? new Set(),
+  );
   return {
     problems: findings.failures,
     waiting: [],
     notes: findings.notes,
     creates: copies.filter((copy) => copy.live === undefined).map((copy) => copy.desired),
-    updates: copies.filter((copy) => copy.live !== undefined && copyPatch(copy.live, copy.desired) !== undefined).map((copy) => copy.desired),
+    updates: copies
+      .filter((copy) => copy.live !== undefined && copyPatch(copy.live, copy.desired) !== undefined)
+      .map((copy) => copy.desired),
     originals: planned.plans.map((plan): OriginalChange => {
       const live = plan.state.service;
       const after = retargetFields(live, plan.saved, plan.takeover, (port) => {
-        const proxyPort = planned.allocations.find((item) => item.service === plan.name && item.port === port.port && item.protocol === portProtocol(port))?.proxyPort;
+        const proxyPort = planned.allocations.find(
+          (item) => item.service === plan.name && item.port === port.port && item.protocol === portProtocol(port),
+        )?.proxyPort;
         return proxyPort === undefined ? undefined : takeover.targetPortOf(plan, port, proxyPort);
       });
       return {
@@ -102,6 +144,8 @@ export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePl
     proxyPorts: planned.allocations.map((item) => ({ ...item, weight: weights.get(portKeyId(item)) ?? 0 })),
     takeover: takeover.status,
     inPod: options.inPod === true,
-    deployments: planned.workloads.filter((workload) => !observed.deployments.has(workload.canary.metadata?.name ?? '')).map((workload) => workload.canary),
+    deployments: planned.workloads
+      .filter((workload) => !observed.deployments.has(workload.canary.metadata?.name ?? ''))
+      .map((workload) => workload.canary),
   };
 }

@@ -25,7 +25,10 @@ export class WorkLoop {
 
   constructor({ reconcile, onError, ...backoff }: WorkLoopOptions) {
     this.#queue = new KeyedQueue({
-      ...backoff, workers: 1, reconcile: () => reconcile(), onError: (_key, err, retryInMs) => onError(err, retryInMs),
+      ...backoff,
+      workers: 1,
+      reconcile: () => reconcile(),
+      onError: (_key, err, retryInMs) => onError(err, retryInMs),
     });
   }
 

@@ -56,11 +56,14 @@ export class KeyedQueue {
   /** Reconcile `key` after `delayMs` (an earlier add wins). */
   addAfter(key: string, delayMs: number): void {
     if (this.#stopped || this.#timers.has(key)) return;
-    this.#timers.set(key, setTimeout(() => {
-      this.#timers.delete(key);
-      if (this.#running.has(key)) this.#dirty.add(key);
-      else this.#enqueue(key);
-    }, delayMs));
+    this.#timers.set(
+      key,
+      setTimeout(() => {
+        this.#timers.delete(key);
+        if (this.#running.has(key)) this.#dirty.add(key);
+        else this.#enqueue(key);
+      }, delayMs),
+    );
   }
 
   /** The API answers again (a watch came back): end `key`'s backoff and run it now. */

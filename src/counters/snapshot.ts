@@ -10,7 +10,14 @@
  * fell behind, or no descriptor was left for it).
  */
 export type MirrorOutcome = 'mirrored' | 'compared' | 'equal' | 'different' | 'missing' | 'dropped';
-export const MIRROR_OUTCOMES: readonly MirrorOutcome[] = ['mirrored', 'compared', 'equal', 'different', 'missing', 'dropped'];
+export const MIRROR_OUTCOMES: readonly MirrorOutcome[] = [
+  'mirrored',
+  'compared',
+  'equal',
+  'different',
+  'missing',
+  'dropped',
+];
 
 /**
  * What took a backend out of rotation: failed connects (or UDP sends, or silence past

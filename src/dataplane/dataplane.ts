@@ -102,14 +102,20 @@ export class DataPlane {
 
   /** Every listener of the running config with its affinity setting. */
   *listenerAffinities(): Generator<readonly [listener: string, clientIP: boolean]> {
-    for (const { snapshot } of this.#running.values()) yield [snapshot.config.name, snapshot.config.affinity === 'clientIP'] as const;
+    for (const { snapshot } of this.#running.values())
+      yield [snapshot.config.name, snapshot.config.affinity === 'clientIP'] as const;
   }
 
   /** Weight and health of every backend of the running config. */
   *backendStates(now = Date.now()): Generator<BackendState> {
     for (const { snapshot } of this.#running.values()) {
       for (const backend of snapshot.backends) {
-        yield { listener: snapshot.config.name, backend: backend.config.name, weight: backend.config.weight, healthy: backend.health.isAvailable(now) };
+        yield {
+          listener: snapshot.config.name,
+          backend: backend.config.name,
+          weight: backend.config.weight,
+          healthy: backend.health.isAvailable(now),
+        };
       }
     }
   }
@@ -131,7 +137,9 @@ export class DataPlane {
     const running = [...this.#running.values()];
     this.#running.clear();
     // Listeners a reload removed may have a longer grace than the shutdown's: drain(graceMs) shortens it.
-    await Promise.all([...running.map(({ listener }) => listener), ...this.#draining].map((listener) => listener.drain(graceMs)));
+    await Promise.all(
+      [...running.map(({ listener }) => listener), ...this.#draining].map((listener) => listener.drain(graceMs)),
+    );
     this.#idleReadBuffers.stop();
   }
 
@@ -148,7 +156,8 @@ export class DataPlane {
       if (this.#running.has(key)) continue;
       const snapshot = this.#snapshot(listenerConfig);
       const context = this.#listenerContext(listenerConfig);
-      const listener = listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, context) : new UdpListener(snapshot, context);
+      const listener =
+        listenerConfig.protocol === 'tcp' ? new TcpListener(snapshot, context) : new UdpListener(snapshot, context);
       added.push([key, { listener, snapshot }]);
       try {
         await listener.listen();
@@ -168,7 +177,8 @@ export class DataPlane {
     for (const [key, running] of this.#running) {
       const listenerConfig = wanted.get(key)?.listener;
       if (listenerConfig === undefined) removed.push(key);
-      else if (!isDeepStrictEqual(listenerConfig, running.snapshot.config)) updated.push([running, this.#snapshot(listenerConfig, running.snapshot)]);
+      else if (!isDeepStrictEqual(listenerConfig, running.snapshot.config))
+        updated.push([running, this.#snapshot(listenerConfig, running.snapshot)]);
       if (slicer.due()) await slicer.pause();
     }
     for (const key of removed) {
@@ -196,7 +206,14 @@ export class DataPlane {
         descriptorsInUse: budget.inUse,
         descriptorBudget: budget.capacity,
       }));
-    return { log, reusePort, tcpFastPath, descriptors: budget.open(), onLocalRefusal, idleReadBuffers: this.#idleReadBuffers };
+    return {
+      log,
+      reusePort,
+      tcpFastPath,
+      descriptors: budget.open(),
+      onLocalRefusal,
+      idleReadBuffers: this.#idleReadBuffers,
+    };
   }
 
   /** `previous`: the listener's snapshot so far, whose balancing state carries over. */
@@ -235,7 +252,10 @@ export class DataPlane {
   #drainInBackground(running: RunningListener): void {
     const { name } = running.snapshot.config;
     const { log, listenerGraceMs } = this.#options;
-    log.info({ listener: name, active: running.listener.activeConnections }, 'listener removed; draining its connections');
+    log.info(
+      { listener: name, active: running.listener.activeConnections },
+      'listener removed; draining its connections',
+    );
     this.#draining.add(running.listener);
     void running.listener.drain(listenerGraceMs).then(() => {
       this.#draining.delete(running.listener);

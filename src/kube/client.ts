@@ -1,8 +1,15 @@
 // Where the Kubernetes clients come from. `--kubeconfig FILE` wins; without it, in a pod, the
 // in-cluster service account; elsewhere the usual KUBECONFIG / ~/.kube/config order.
 import {
-  AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, Observable,
-  type ConfigurationOptions, type ObservableMiddleware, type RequestContext,
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  Observable,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
 } from '@kubernetes/client-node';
 import { ConfigError } from '../errors.ts';
 
@@ -25,20 +32,23 @@ export function loadKubeConfig(file: string | undefined): KubeConfig {
     } catch (err) {
       throw new ConfigError(`--kubeconfig ${file}`, [`cannot be read as a kubeconfig: ${(err as Error).message}`]);
     }
-  }
-  else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  } else if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
   else {
     try {
       kc.loadFromDefault();
     } catch (err) {
       const where = process.env.KUBECONFIG ? `KUBECONFIG=${process.env.KUBECONFIG}` : '~/.kube/config';
-      throw new ConfigError(where, [`cannot be read as a kubeconfig: ${(err as Error).message}; pass --kubeconfig FILE or set KUBECONFIG`]);
+      throw new ConfigError(where, [
+        `cannot be read as a kubeconfig: ${(err as Error).message}; pass --kubeconfig FILE or set KUBECONFIG`,
+      ]);
     }
   }
   const source = file === undefined ? 'kubeconfig' : `--kubeconfig ${file}`;
   const cluster = kc.getCurrentCluster();
   if (cluster === null) {
-    throw new ConfigError(source, ['no Kubernetes cluster configured: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod']);
+    throw new ConfigError(source, [
+      'no Kubernetes cluster configured: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod',
+    ]);
   }
   // client-node refuses plain http unless told to skip TLS checks; say so now, not on every call.
   if (cluster.server.startsWith('http:') && !cluster.skipTLSVerify) {

@@ -96,7 +96,10 @@ export class EventRecorder {
     try {
       for (let event = this.#queue.shift(); event !== undefined; event = this.#queue.shift()) {
         try {
-          await this.#options.core.createNamespacedEvent({ namespace: this.#options.namespace, body: event }, this.#options.callOptions);
+          await this.#options.core.createNamespacedEvent(
+            { namespace: this.#options.namespace, body: event },
+            this.#options.callOptions,
+          );
         } catch (err) {
           this.#options.log.debug({ reason: event.reason, error: describeError(err) }, 'could not record an event');
         }

@@ -2,7 +2,13 @@
 // for neither bookmarks nor a server timeout, so a half-open connection can stall it silently
 // (notes/kubernetes-api.md §1.4–1.5). This wrapper restarts it with capped exponential backoff,
 // asks for bookmarks and a server-side timeout, and restarts a watch that has gone quiet.
-import { type KubeConfig, ListWatch, Watch, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  type KubeConfig,
+  ListWatch,
+  Watch,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { describeError } from './patch.ts';
 
@@ -37,7 +43,11 @@ const INITIAL_BACKOFF_MS = 500;
 
 /** What a controller's informers run with: a server-side watch timeout, a restart of a watch silent
  * for long, and retries at least every 3 s, so recovery after an API outage is prompt. */
-export const CONTROLLER_INFORMER_TUNING = { watchTimeoutSeconds: 300, staleAfterMs: 10 * 60_000, maxBackoffMs: 3_000 } as const;
+export const CONTROLLER_INFORMER_TUNING = {
+  watchTimeoutSeconds: 300,
+  staleAfterMs: 10 * 60_000,
+  maxBackoffMs: 3_000,
+} as const;
 
 class TunedWatch extends Watch {
   readonly #timeoutSeconds: number;
@@ -81,7 +91,14 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
     touch();
     return list;
   };
-  const informer = new ListWatch<T>(options.path, watch, listAndTouch, false, options.labelSelector, options.fieldSelector);
+  const informer = new ListWatch<T>(
+    options.path,
+    watch,
+    listAndTouch,
+    false,
+    options.labelSelector,
+    options.fieldSelector,
+  );
   for (const event of ['add', 'update', 'delete'] as const) informer.on(event, options.onChange);
 
   let stopped = false;
@@ -131,14 +148,23 @@ export function startInformer<T extends KubernetesObject>(options: InformerOptio
   };
   informer.on('error', (err) => (watchdogRestart !== undefined ? restartAfterWatchdog() : restartLater(err)));
 
-  const watchdog = setInterval(() => {
-    if (stopped || restartTimer !== undefined || watchdogRestart !== undefined || Date.now() - lastActivity < options.staleAfterMs) return;
-    log.warn({ path: options.path, quietForMs: Date.now() - lastActivity }, 'watch went quiet; restarting it');
-    touch();
-    // Should the watch have ended already, no end will be reported: start anyway after a while.
-    watchdogRestart = setTimeout(restartAfterWatchdog, 1_000);
-    void informer.stop();
-  }, Math.max(1000, Math.floor(options.staleAfterMs / 4)));
+  const watchdog = setInterval(
+    () => {
+      if (
+        stopped ||
+        restartTimer !== undefined ||
+        watchdogRestart !== undefined ||
+        Date.now() - lastActivity < options.staleAfterMs
+      )
+        return;
+      log.warn({ path: options.path, quietForMs: Date.now() - lastActivity }, 'watch went quiet; restarting it');
+      touch();
+      // Should the watch have ended already, no end will be reported: start anyway after a while.
+      watchdogRestart = setTimeout(restartAfterWatchdog, 1_000);
+      void informer.stop();
+    },
+    Math.max(1000, Math.floor(options.staleAfterMs / 4)),
+  );
   watchdog.unref();
 
   start();

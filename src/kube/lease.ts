@@ -102,7 +102,10 @@ export class LeaderElector {
     } catch (err) {
       if (!isNotFound(err)) throw err;
       try {
-        await coordination.createNamespacedLease({ namespace, body: { metadata: { name, namespace }, spec: this.#spec(0) } }, this.#call);
+        await coordination.createNamespacedLease(
+          { namespace, body: { metadata: { name, namespace }, spec: this.#spec(0) } },
+          this.#call,
+        );
         return true;
       } catch (createErr) {
         if (isAlreadyExists(createErr) || isConflict(createErr)) return false;
@@ -120,7 +123,10 @@ export class LeaderElector {
     const transitions = (spec.leaseTransitions ?? 0) + (holder === identity ? 0 : 1);
     const body: V1Lease = {
       ...lease,
-      spec: { ...this.#spec(transitions), acquireTime: holder === identity ? spec.acquireTime : new V1MicroTime(this.#now()) },
+      spec: {
+        ...this.#spec(transitions),
+        acquireTime: holder === identity ? spec.acquireTime : new V1MicroTime(this.#now()),
+      },
     };
     try {
       await coordination.replaceNamespacedLease({ name, namespace, body }, this.#call);
@@ -151,22 +157,40 @@ export class LeaderElector {
       if (lease.spec?.holderIdentity !== identity) return;
       // An empty holder with a 1 s duration: any candidate may take it at its next attempt.
       await coordination.replaceNamespacedLease(
-        { name, namespace, body: { ...lease, spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(this.#now()) } } },
+        {
+          name,
+          namespace,
+          body: {
+            ...lease,
+            spec: {
+              ...lease.spec,
+              holderIdentity: '',
+              leaseDurationSeconds: 1,
+              renewTime: new V1MicroTime(this.#now()),
+            },
+          },
+        },
         call,
       );
       log.info({ lease: name }, 'lease released');
     } catch (err) {
       // Forbidden or gone: the rights went with the release (its RoleBinding is collected with it).
       const over = isNotFound(err) || apiFailure(err)?.code === 403;
-      log[over ? 'info' : 'warn']({ lease: name, error: describeError(err) }, over
-        ? 'lease left to expire: this proxy may no longer touch it (its release is over)'
-        : 'could not release the lease; it expires by itself');
+      log[over ? 'info' : 'warn'](
+        { lease: name, error: describeError(err) },
+        over
+          ? 'lease left to expire: this proxy may no longer touch it (its release is over)'
+          : 'could not release the lease; it expires by itself',
+      );
     }
   }
 
   #setLeading(leading: boolean): void {
     this.#leading = leading;
-    this.#options.log.info({ lease: this.#options.name, identity: this.#options.identity, leading }, leading ? 'became leader' : 'stopped leading');
+    this.#options.log.info(
+      { lease: this.#options.name, identity: this.#options.identity, leading },
+      leading ? 'became leader' : 'stopped leading',
+    );
     if (leading) this.#options.onStartedLeading();
     else this.#options.onStoppedLeading();
   }

@@ -42,7 +42,9 @@ export function apiFailure(err: unknown): ApiFailure | undefined {
     return { code: err.code, reason: status?.reason ?? '', message: status?.message ?? err.message };
   }
   const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;
-  return typeof statusCode === 'number' ? { code: statusCode, reason: '', message: String((err as Error).message) } : undefined;
+  return typeof statusCode === 'number'
+    ? { code: statusCode, reason: '', message: String((err as Error).message) }
+    : undefined;
 }
 
 export const isNotFound = (err: unknown): boolean => apiFailure(err)?.code === 404;

@@ -3,7 +3,14 @@
 // is read or diffed here: plan.ts built every body.
 
 import {
-  PolicyV1Api, RbacAuthorizationV1Api, type AppsV1Api, type CoreV1Api, type CustomObjectsApi, type KubeConfig, type KubernetesObject, type V1DeleteOptions,
+  PolicyV1Api,
+  RbacAuthorizationV1Api,
+  type AppsV1Api,
+  type CoreV1Api,
+  type CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1DeleteOptions,
 } from '@kubernetes/client-node';
 import { makeClients, type CallOptions } from '../kube/client.ts';
 import { mergePatch } from '../kube/patch.ts';
@@ -22,7 +29,13 @@ export interface ManagerApis {
 /** The clients every command has (kube/client.ts), and the two only the manager writes with. */
 export function makeManagerApis(kubeConfig: KubeConfig): ManagerApis {
   const { core, apps, custom } = makeClients(kubeConfig);
-  return { core, apps, custom, policy: kubeConfig.makeApiClient(PolicyV1Api), rbac: kubeConfig.makeApiClient(RbacAuthorizationV1Api) };
+  return {
+    core,
+    apps,
+    custom,
+    policy: kubeConfig.makeApiClient(PolicyV1Api),
+    rbac: kubeConfig.makeApiClient(RbacAuthorizationV1Api),
+  };
 }
 
 /** What a write left: the object's resourceVersion, or undefined for one that is gone. */
@@ -40,32 +53,80 @@ interface Verbs {
 
 type Call = CallOptions;
 type Create<T> = (request: { namespace: string; body: T; fieldManager: string }, call: Call) => Promise<T>;
-type Replace<T> = (request: { namespace: string; name: string; body: T; fieldManager: string }, call: Call) => Promise<T>;
+type Replace<T> = (
+  request: { namespace: string; name: string; body: T; fieldManager: string },
+  call: Call,
+) => Promise<T>;
 type Delete = (request: { namespace: string; name: string; body: V1DeleteOptions }, call: Call) => Promise<unknown>;
 
 /** One kind's generated client methods, bound to its API object, as the three verbs the steps use. */
-function verbs<T extends KubernetesObject>(api: object, create: Create<T>, replace: Replace<T>, remove: Delete, call: Call): Verbs {
+function verbs<T extends KubernetesObject>(
+  api: object,
+  create: Create<T>,
+  replace: Replace<T>,
+  remove: Delete,
+  call: Call,
+): Verbs {
   const fieldManager = FIELD_MANAGER;
   return {
     create: (namespace, body) => create.call(api, { namespace, body: body as T, fieldManager }, call),
     replace: (namespace, name, body) => replace.call(api, { namespace, name, body: body as T, fieldManager }, call),
     // The uid precondition: never an object of the same name made since.
-    delete: (namespace, name, uid) => remove.call(api, { namespace, name, body: { propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) } }, call),
+    delete: (namespace, name, uid) =>
+      remove.call(
+        api,
+        {
+          namespace,
+          name,
+          body: { propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) },
+        },
+        call,
+      ),
   };
 }
 
 function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ChildKind, call: Call): Verbs {
   switch (child) {
     case 'serviceAccount':
-      return verbs(core, core.createNamespacedServiceAccount, core.replaceNamespacedServiceAccount, core.deleteNamespacedServiceAccount, call);
+      return verbs(
+        core,
+        core.createNamespacedServiceAccount,
+        core.replaceNamespacedServiceAccount,
+        core.deleteNamespacedServiceAccount,
+        call,
+      );
     case 'roleBinding':
-      return verbs(rbac, rbac.createNamespacedRoleBinding, rbac.replaceNamespacedRoleBinding, rbac.deleteNamespacedRoleBinding, call);
+      return verbs(
+        rbac,
+        rbac.createNamespacedRoleBinding,
+        rbac.replaceNamespacedRoleBinding,
+        rbac.deleteNamespacedRoleBinding,
+        call,
+      );
     case 'deployment':
-      return verbs(apps, apps.createNamespacedDeployment, apps.replaceNamespacedDeployment, apps.deleteNamespacedDeployment, call);
+      return verbs(
+        apps,
+        apps.createNamespacedDeployment,
+        apps.replaceNamespacedDeployment,
+        apps.deleteNamespacedDeployment,
+        call,
+      );
     case 'podDisruptionBudget':
-      return verbs(policy, policy.createNamespacedPodDisruptionBudget, policy.replaceNamespacedPodDisruptionBudget, policy.deleteNamespacedPodDisruptionBudget, call);
+      return verbs(
+        policy,
+        policy.createNamespacedPodDisruptionBudget,
+        policy.replaceNamespacedPodDisruptionBudget,
+        policy.deleteNamespacedPodDisruptionBudget,
+        call,
+      );
     case 'metricsService':
-      return verbs(core, core.createNamespacedService, core.replaceNamespacedService, core.deleteNamespacedService, call);
+      return verbs(
+        core,
+        core.createNamespacedService,
+        core.replaceNamespacedService,
+        core.deleteNamespacedService,
+        call,
+      );
   }
 }
 
@@ -76,26 +137,61 @@ export type StepFailure = FailedStep<Step>;
  * Runs the steps for the release `namespace/name` while `mayWrite()` holds; `onDone` hears of each
  * as it succeeds. Stops at the first failure and resolves with it (undefined: all done).
  */
-export async function applyManagerSteps(apis: ManagerApis, namespace: string, name: string, steps: readonly Step[], call: CallOptions,
-  onDone: (step: Step, written: Written) => void, mayWrite: () => boolean): Promise<StepFailure | undefined> {
+export async function applyManagerSteps(
+  apis: ManagerApis,
+  namespace: string,
+  name: string,
+  steps: readonly Step[],
+  call: CallOptions,
+  onDone: (step: Step, written: Written) => void,
+  mayWrite: () => boolean,
+): Promise<StepFailure | undefined> {
   return runSteps(steps, (step) => applyStep(apis, namespace, name, step, call), onDone, mayWrite);
 }
 
-async function applyStep(apis: ManagerApis, namespace: string, release: string, step: Step, call: CallOptions): Promise<Written> {
+async function applyStep(
+  apis: ManagerApis,
+  namespace: string,
+  release: string,
+  step: Step,
+  call: CallOptions,
+): Promise<Written> {
   if (step.kind === 'writeStatus') {
     const patched = await apis.custom.patchNamespacedCustomObjectStatus(
-      { group: GROUP, version: VERSION, namespace, plural: PLURAL, name: release, body: step.patch, fieldManager: FIELD_MANAGER }, mergePatch(call));
-    return { child: 'release', name: release, resourceVersion: (patched as KubernetesObject).metadata?.resourceVersion };
+      {
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+        name: release,
+        body: step.patch,
+        fieldManager: FIELD_MANAGER,
+      },
+      mergePatch(call),
+    );
+    return {
+      child: 'release',
+      name: release,
+      resourceVersion: (patched as KubernetesObject).metadata?.resourceVersion,
+    };
   }
   const verbs = verbsOf(apis, step.child, call);
   switch (step.kind) {
     case 'create': {
       const created = await verbs.create(namespace, step.object);
-      return { child: step.child, name: created.metadata?.name ?? '', resourceVersion: created.metadata?.resourceVersion };
+      return {
+        child: step.child,
+        name: created.metadata?.name ?? '',
+        resourceVersion: created.metadata?.resourceVersion,
+      };
     }
     case 'replace': {
       const replaced = await verbs.replace(namespace, step.object.metadata?.name ?? '', step.object);
-      return { child: step.child, name: replaced.metadata?.name ?? '', resourceVersion: replaced.metadata?.resourceVersion };
+      return {
+        child: step.child,
+        name: replaced.metadata?.name ?? '',
+        resourceVersion: replaced.metadata?.resourceVersion,
+      };
     }
     case 'delete':
       await ignoringNotFound(verbs.delete(namespace, step.name, step.uid));

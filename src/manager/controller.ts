@@ -4,7 +4,13 @@
 // steps. Only the Lease holder writes. Failures retry with backoff per release (the others go
 // on); a periodic resync repairs what no event announced.
 
-import type { KubeConfig, KubernetesListObject, KubernetesObject, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  KubernetesListObject,
+  KubernetesObject,
+  V1ObjectReference,
+  V1Pod,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { boundedCall, type CallOptions } from '../kube/client.ts';
@@ -60,28 +66,68 @@ interface Source {
 }
 
 /** How each watched kind is listed and watched, in one namespace ('' for all of them). */
-function source({ core, apps, policy, rbac, custom }: ManagerApis, kind: Watched, namespace: string, call: CallOptions): Source {
+function source(
+  { core, apps, policy, rbac, custom }: ManagerApis,
+  kind: Watched,
+  namespace: string,
+  call: CallOptions,
+): Source {
   const at = (base: string, plural: string) => `${base}${namespace === '' ? '' : `/namespaces/${namespace}`}/${plural}`;
   // What the manager keeps, by its label; the generated client's two list methods of the kind.
   const kept = (api: object, base: string, plural: string, inNamespace: ListIn, everywhere: ListAll): Source => ({
     path: at(base, plural),
     labelSelector: MANAGED_SELECTOR,
-    list: () => (namespace === '' ? everywhere.call(api, { labelSelector: MANAGED_SELECTOR }, call) : inNamespace.call(api, { namespace, labelSelector: MANAGED_SELECTOR }, call)),
+    list: () =>
+      namespace === ''
+        ? everywhere.call(api, { labelSelector: MANAGED_SELECTOR }, call)
+        : inNamespace.call(api, { namespace, labelSelector: MANAGED_SELECTOR }, call),
   });
   const releases = { group: GROUP, version: VERSION };
   switch (kind) {
     case 'release':
       return {
         path: at(`/apis/${GROUP}/${VERSION}`, PLURAL),
-        list: () => (namespace === '' ? custom.listCustomObjectForAllNamespaces({ ...releases, resourcePlural: PLURAL }, call)
-          : custom.listNamespacedCustomObject({ ...releases, plural: PLURAL, namespace }, call)) as Promise<List>,
+        list: () =>
+          (namespace === ''
+            ? custom.listCustomObjectForAllNamespaces({ ...releases, resourcePlural: PLURAL }, call)
+            : custom.listNamespacedCustomObject({ ...releases, plural: PLURAL, namespace }, call)) as Promise<List>,
       };
-    case 'deployment': return kept(apps, '/apis/apps/v1', 'deployments', apps.listNamespacedDeployment, apps.listDeploymentForAllNamespaces);
-    case 'podDisruptionBudget': return kept(policy, '/apis/policy/v1', 'poddisruptionbudgets', policy.listNamespacedPodDisruptionBudget, policy.listPodDisruptionBudgetForAllNamespaces);
-    case 'roleBinding': return kept(rbac, '/apis/rbac.authorization.k8s.io/v1', 'rolebindings', rbac.listNamespacedRoleBinding, rbac.listRoleBindingForAllNamespaces);
-    case 'serviceAccount': return kept(core, '/api/v1', 'serviceaccounts', core.listNamespacedServiceAccount, core.listServiceAccountForAllNamespaces);
-    case 'metricsService': return kept(core, '/api/v1', 'services', core.listNamespacedService, core.listServiceForAllNamespaces);
-    case 'pod': return kept(core, '/api/v1', 'pods', core.listNamespacedPod, core.listPodForAllNamespaces);
+    case 'deployment':
+      return kept(
+        apps,
+        '/apis/apps/v1',
+        'deployments',
+        apps.listNamespacedDeployment,
+        apps.listDeploymentForAllNamespaces,
+      );
+    case 'podDisruptionBudget':
+      return kept(
+        policy,
+        '/apis/policy/v1',
+        'poddisruptionbudgets',
+        policy.listNamespacedPodDisruptionBudget,
+        policy.listPodDisruptionBudgetForAllNamespaces,
+      );
+    case 'roleBinding':
+      return kept(
+        rbac,
+        '/apis/rbac.authorization.k8s.io/v1',
+        'rolebindings',
+        rbac.listNamespacedRoleBinding,
+        rbac.listRoleBindingForAllNamespaces,
+      );
+    case 'serviceAccount':
+      return kept(
+        core,
+        '/api/v1',
+        'serviceaccounts',
+        core.listNamespacedServiceAccount,
+        core.listServiceAccountForAllNamespaces,
+      );
+    case 'metricsService':
+      return kept(core, '/api/v1', 'services', core.listNamespacedService, core.listServiceForAllNamespaces);
+    case 'pod':
+      return kept(core, '/api/v1', 'pods', core.listNamespacedPod, core.listPodForAllNamespaces);
   }
 }
 
@@ -123,13 +169,16 @@ export class ManagerController {
     for (const scope of scopes) {
       const informers = new Map<Watched, Informer<KubernetesObject>>();
       for (const kind of kinds) {
-        informers.set(kind, startInformer<KubernetesObject>({
-          ...source(options.apis, kind, scope, this.#call),
-          kubeConfig: options.kubeConfig,
-          onChange: (object) => this.#queue.add(keyOf(kind, object)),
-          log: this.#log,
-          ...CONTROLLER_INFORMER_TUNING,
-        }));
+        informers.set(
+          kind,
+          startInformer<KubernetesObject>({
+            ...source(options.apis, kind, scope, this.#call),
+            kubeConfig: options.kubeConfig,
+            onChange: (object) => this.#queue.add(keyOf(kind, object)),
+            log: this.#log,
+            ...CONTROLLER_INFORMER_TUNING,
+          }),
+        );
       }
       this.#informers.set(scope, informers);
     }
@@ -158,7 +207,9 @@ export class ManagerController {
     clearInterval(this.#resync);
     this.#cancel.abort();
     await this.#queue.stop();
-    await Promise.all([...this.#informers.values()].flatMap((informers) => [...informers.values()].map((informer) => informer.stop())));
+    await Promise.all(
+      [...this.#informers.values()].flatMap((informers) => [...informers.values()].map((informer) => informer.stop())),
+    );
   }
 
   #informer(kind: Watched, namespace: string): Informer<KubernetesObject> | undefined {
@@ -168,7 +219,8 @@ export class ManagerController {
   /** Every release, and everything left of one (an object the manager keeps for a release that is gone). */
   #enqueueAll(): void {
     for (const informers of this.#informers.values()) {
-      for (const [kind, informer] of informers) for (const object of informer.list()) this.#queue.add(keyOf(kind, object));
+      for (const [kind, informer] of informers)
+        for (const object of informer.list()) this.#queue.add(keyOf(kind, object));
     }
   }
 
@@ -178,8 +230,9 @@ export class ManagerController {
       const found = this.#informer(kind, namespace)?.get(childName(kind, name), namespace);
       if (found !== undefined) children[kind] = found;
     }
-    const pods = (this.#informer('pod', namespace)?.list() ?? [])
-      .filter((pod) => pod.metadata?.namespace === namespace && pod.metadata.labels?.[LABEL_RELEASE] === name) as V1Pod[];
+    const pods = (this.#informer('pod', namespace)?.list() ?? []).filter(
+      (pod) => pod.metadata?.namespace === namespace && pod.metadata.labels?.[LABEL_RELEASE] === name,
+    ) as V1Pod[];
     const release = this.#informer('release', namespace)?.get(name, namespace) as ManagedRelease | undefined;
     return { namespace, name, release, children, pods };
   }
@@ -201,7 +254,11 @@ export class ManagerController {
     const passed = this.#metrics.pass();
     const observed = this.#observe(namespace, name);
     const refusal = this.#refusals.get(key);
-    const planned = plan({ ...observed, ...(refusal === undefined ? {} : { refusal }) }, this.#options.settings, new Date());
+    const planned = plan(
+      { ...observed, ...(refusal === undefined ? {} : { refusal }) },
+      this.#options.settings,
+      new Date(),
+    );
     this.#report(namespace, name, observed.release, planned);
     const failure = await this.#apply(key, namespace, name, planned.steps);
     if (failure !== undefined) {
@@ -219,16 +276,28 @@ export class ManagerController {
 
   /** Runs the steps, keeping what they wrote for the next pass to wait for; the first failure, if any. */
   async #apply(key: string, namespace: string, name: string, steps: readonly Step[]): Promise<StepFailure | undefined> {
-    return applyManagerSteps(this.#options.apis, namespace, name, steps, this.#call, (step, written) => {
-      this.#ownWritesOf(key).record(written, Date.now());
-      this.#sayStep(namespace, name, step);
-    }, () => this.#options.isLeader() && !this.#stopped);
+    return applyManagerSteps(
+      this.#options.apis,
+      namespace,
+      name,
+      steps,
+      this.#call,
+      (step, written) => {
+        this.#ownWritesOf(key).record(written, Date.now());
+        this.#sayStep(namespace, name, step);
+      },
+      () => this.#options.isLeader() && !this.#stopped,
+    );
   }
 
   #ownWritesOf(key: string): OwnWrites<Written, Lookup> {
     let writes = this.#ownWrites.get(key);
     if (writes === undefined) {
-      writes = new OwnWrites({ maxWaitMs: OWN_WRITES_WAIT_MS, objectOf: (written) => `${written.child}/${written.name}`, shown });
+      writes = new OwnWrites({
+        maxWaitMs: OWN_WRITES_WAIT_MS,
+        objectOf: (written) => `${written.child}/${written.name}`,
+        shown,
+      });
       this.#ownWrites.set(key, writes);
     }
     return writes;
@@ -242,15 +311,29 @@ export class ManagerController {
   async #reportRefusal(key: string, namespace: string, name: string, { step, error }: StepFailure): Promise<void> {
     const failure = apiFailure(error);
     const taken = step.kind === 'create' && isAlreadyExists(error);
-    if (failure === undefined || step.kind === 'writeStatus' || (failure.code === 409 && !taken) || failure.code >= 500 || failure.code === 429) return;
-    const refusal = taken && step.kind === 'create'
-      ? `${KIND_OF[step.child]} ${step.object.metadata?.name ?? ''} already exists and is not the manager's (a standalone proxy?): delete it, or rename the release`
-      : `${KIND_OF[step.child]}: ${describeError(error)}`;
+    if (
+      failure === undefined ||
+      step.kind === 'writeStatus' ||
+      (failure.code === 409 && !taken) ||
+      failure.code >= 500 ||
+      failure.code === 429
+    )
+      return;
+    const refusal =
+      taken && step.kind === 'create'
+        ? `${KIND_OF[step.child]} ${step.object.metadata?.name ?? ''} already exists and is not the manager's (a standalone proxy?): delete it, or rename the release`
+        : `${KIND_OF[step.child]}: ${describeError(error)}`;
     this.#refusals.set(key, refusal);
     const observed = this.#observe(namespace, name);
-    const statusOnly = plan({ ...observed, refusal }, this.#options.settings, new Date()).steps.filter((item) => item.kind === 'writeStatus');
+    const statusOnly = plan({ ...observed, refusal }, this.#options.settings, new Date()).steps.filter(
+      (item) => item.kind === 'writeStatus',
+    );
     const statusFailure = await this.#apply(key, namespace, name, statusOnly);
-    if (statusFailure !== undefined) this.#log.debug({ release: name, namespace, error: describeError(statusFailure.error) }, 'could not report the refusal in status either');
+    if (statusFailure !== undefined)
+      this.#log.debug(
+        { release: name, namespace, error: describeError(statusFailure.error) },
+        'could not report the refusal in status either',
+      );
   }
 
   /** Metrics, logs and Events for the state this pass found. */
@@ -261,15 +344,21 @@ export class ManagerController {
     // an older ProxyAvailable for a moment (its cache lags this write), which is no news either.
     const condition = planned.condition;
     const key = `${namespace}/${name}`;
-    const before = this.#reported.get(key) ?? (release?.status?.conditions ?? []).find((item) => (item.type as string) === PROXY_CONDITION)?.reason;
+    const before =
+      this.#reported.get(key) ??
+      (release?.status?.conditions ?? []).find((item) => (item.type as string) === PROXY_CONDITION)?.reason;
     if (release === undefined || condition === undefined) {
       this.#reported.delete(key);
       return;
     }
     this.#reported.set(key, condition.reason);
     if (before === condition.reason) return;
-    const warning = condition.status === 'False' && condition.reason !== 'NoReadyProxy' && condition.reason !== 'ReleaseFinished';
-    this.#log[warning ? 'warn' : 'info']({ release: name, namespace, reason: condition.reason }, `${PROXY_CONDITION}: ${condition.message}`);
+    const warning =
+      condition.status === 'False' && condition.reason !== 'NoReadyProxy' && condition.reason !== 'ReleaseFinished';
+    this.#log[warning ? 'warn' : 'info'](
+      { release: name, namespace, reason: condition.reason },
+      `${PROXY_CONDITION}: ${condition.message}`,
+    );
     this.#record(release, warning ? 'Warning' : 'Normal', condition.reason, condition.message);
   }
 
@@ -277,7 +366,14 @@ export class ManagerController {
     const { name, namespace = '', uid } = release.metadata;
     let recorder = this.#recorders.get(namespace);
     if (recorder === undefined) {
-      recorder = new EventRecorder({ core: this.#options.apis.core, namespace, component: MANAGED_BY, instance: this.#options.identity, log: this.#log, callOptions: this.#call });
+      recorder = new EventRecorder({
+        core: this.#options.apis.core,
+        namespace,
+        component: MANAGED_BY,
+        instance: this.#options.identity,
+        log: this.#log,
+        callOptions: this.#call,
+      });
       this.#recorders.set(namespace, recorder);
     }
     const object: V1ObjectReference = { apiVersion: API_VERSION, kind: KIND, name, namespace, uid };

@@ -17,7 +17,7 @@ export class ManagerMetrics {
     this.#passes = new PassMetrics({
       registry,
       prefix: `${METRIC_PREFIX}manager_`,
-      passesHelp: 'Reconcile passes of a CanaryRelease\'s proxy, by result.',
+      passesHelp: "Reconcile passes of a CanaryRelease's proxy, by result.",
       durationHelp: 'Duration of a manager reconcile pass, API writes included.',
     });
     this.#replicas = new Gauge({
@@ -43,7 +43,11 @@ export class ManagerMetrics {
     for (const state of STATES) {
       const labels = { release_namespace: namespace, release, state };
       if (proxy === null) this.#replicas.remove(labels);
-      else this.#replicas.set(labels, state === 'desired' ? proxy.replicas : state === 'ready' ? proxy.readyReplicas : proxy.updatedReplicas);
+      else
+        this.#replicas.set(
+          labels,
+          state === 'desired' ? proxy.replicas : state === 'ready' ? proxy.readyReplicas : proxy.updatedReplicas,
+        );
     }
   }
 }

@@ -13,10 +13,20 @@ import type { ManagedRelease, ProxyStatus } from '../api/proxy-types.ts';
 
 export type ChildKind = keyof RenderedProxy;
 /** The order objects are created in; deleted in reverse (the metrics Service and the PDB before the Deployment). */
-export const CHILD_KINDS: readonly ChildKind[] = ['serviceAccount', 'roleBinding', 'deployment', 'podDisruptionBudget', 'metricsService'];
+export const CHILD_KINDS: readonly ChildKind[] = [
+  'serviceAccount',
+  'roleBinding',
+  'deployment',
+  'podDisruptionBudget',
+  'metricsService',
+];
 
 export const KIND_OF: Readonly<Record<ChildKind, string>> = {
-  serviceAccount: 'ServiceAccount', roleBinding: 'RoleBinding', deployment: 'Deployment', podDisruptionBudget: 'PodDisruptionBudget', metricsService: 'Service',
+  serviceAccount: 'ServiceAccount',
+  roleBinding: 'RoleBinding',
+  deployment: 'Deployment',
+  podDisruptionBudget: 'PodDisruptionBudget',
+  metricsService: 'Service',
 };
 
 export function childName(kind: ChildKind, release: string): string {
@@ -52,13 +62,17 @@ export interface Plan {
 }
 
 /** Whether the release needs its proxy now, and if not, why. */
-export function proxyNeeded(release: ManagedRelease): { readonly needed: true } | { readonly needed: false; readonly why: string } {
+export function proxyNeeded(
+  release: ManagedRelease,
+): { readonly needed: true } | { readonly needed: false; readonly why: string } {
   // The proxy hands the Services back, then drops its finalizer: until then it must run, whatever
   // the phase says and even while the release is being deleted.
   if (release.metadata.finalizers?.includes(FINALIZER)) return { needed: true };
-  if (release.metadata.deletionTimestamp != null) return { needed: false, why: 'the release is being deleted and no Service was ever handed to its proxy' };
+  if (release.metadata.deletionTimestamp != null)
+    return { needed: false, why: 'the release is being deleted and no Service was ever handed to its proxy' };
   const phase = release.status?.phase;
-  if (phase === 'Adopted' || phase === 'Deprecated') return { needed: false, why: `the release is ${phase}: its proxy was removed` };
+  if (phase === 'Adopted' || phase === 'Deprecated')
+    return { needed: false, why: `the release is ${phase}: its proxy was removed` };
   return { needed: true };
 }
 
@@ -70,17 +84,35 @@ export function isOurs(object: KubernetesObject, release: string): boolean {
 
 export function plan(observed: ObservedRelease, settings: RenderSettings, now: Date): Plan {
   const { release } = observed;
-  const ours = CHILD_KINDS.filter((kind) => observed.children[kind] !== undefined && isOurs(observed.children[kind], observed.name));
+  const ours = CHILD_KINDS.filter(
+    (kind) => observed.children[kind] !== undefined && isOurs(observed.children[kind], observed.name),
+  );
   if (release === undefined) return { steps: removals(observed, ours), proxy: null, condition: undefined };
   const need = proxyNeeded(release);
-  if (!need.needed) return withStatus(release, removals(observed, ours), null, { status: 'False', reason: 'ReleaseFinished', message: need.why }, now);
+  if (!need.needed)
+    return withStatus(
+      release,
+      removals(observed, ours),
+      null,
+      { status: 'False', reason: 'ReleaseFinished', message: need.why },
+      now,
+    );
 
   const rendered = renderProxy(release, settings);
   const live = observed.children.deployment as V1Deployment | undefined;
   if (!rendered.ok) {
     // What runs keeps running: the proxy of the last good spec.proxy still serves the release.
-    const kept = live !== undefined && isOurs(live, observed.name) ? proxyStatus(proxyName(observed.name), 0, live, observed.pods) : null;
-    return withStatus(release, [], kept, { status: 'False', reason: 'InvalidProxySpec', message: `${rendered.problems.join('; ')}; nothing was changed` }, now);
+    const kept =
+      live !== undefined && isOurs(live, observed.name)
+        ? proxyStatus(proxyName(observed.name), 0, live, observed.pods)
+        : null;
+    return withStatus(
+      release,
+      [],
+      kept,
+      { status: 'False', reason: 'InvalidProxySpec', message: `${rendered.problems.join('; ')}; nothing was changed` },
+      now,
+    );
   }
   const steps: Step[] = [];
   const taken: string[] = [];
@@ -92,18 +124,35 @@ export function plan(observed: ObservedRelease, settings: RenderSettings, now: D
     else if (!isOurs(existing, observed.name)) taken.push(`${KIND_OF[kind]} ${childName(kind, observed.name)}`);
     // Being deleted: made if missing, otherwise left alone until the proxy has handed back.
     else if (!deleting && roleRefChanged(kind, existing, desired)) steps.push(removal(kind, existing));
-    else if (!deleting && outdated(existing, desired)) steps.push({ kind: 'replace', child: kind, object: replacement(kind, existing, desired) });
+    else if (!deleting && outdated(existing, desired))
+      steps.push({ kind: 'replace', child: kind, object: replacement(kind, existing, desired) });
   }
-  const status = proxyStatus(proxyName(observed.name), rendered.spec.replicas, taken.length === 0 ? live : undefined, taken.length === 0 ? observed.pods : []);
-  const condition: ConditionDraft = taken.length > 0
-    ? { status: 'False', reason: 'NameInUse', message: `${taken.join(', ')} exist and are not the manager's (a standalone proxy?): delete them, or rename the release` }
-    : observed.refusal !== undefined
-      ? { status: 'False', reason: 'Refused', message: `the API refused the proxy's objects: ${observed.refusal}` }
-      : availability(status);
+  const status = proxyStatus(
+    proxyName(observed.name),
+    rendered.spec.replicas,
+    taken.length === 0 ? live : undefined,
+    taken.length === 0 ? observed.pods : [],
+  );
+  const condition: ConditionDraft =
+    taken.length > 0
+      ? {
+          status: 'False',
+          reason: 'NameInUse',
+          message: `${taken.join(', ')} exist and are not the manager's (a standalone proxy?): delete them, or rename the release`,
+        }
+      : observed.refusal !== undefined
+        ? { status: 'False', reason: 'Refused', message: `the API refused the proxy's objects: ${observed.refusal}` }
+        : availability(status);
   return withStatus(release, taken.length > 0 ? [] : steps, status, condition, now);
 }
 
-function withStatus(release: ManagedRelease, steps: Step[], proxy: ProxyStatus | null, condition: ConditionDraft, now: Date): Plan {
+function withStatus(
+  release: ManagedRelease,
+  steps: Step[],
+  proxy: ProxyStatus | null,
+  condition: ConditionDraft,
+  now: Date,
+): Plan {
   const patch = statusPatch(release, proxy, condition, now);
   return { steps: patch === undefined ? steps : [...steps, { kind: 'writeStatus', patch }], proxy, condition };
 }
@@ -118,7 +167,10 @@ const POD_IDENTITY: readonly ChildKind[] = ['roleBinding', 'serviceAccount'];
 
 function removals(observed: ObservedRelease, ours: readonly ChildKind[]): Step[] {
   const podsLeft = observed.pods.length > 0;
-  return [...ours].reverse().filter((kind) => !(podsLeft && POD_IDENTITY.includes(kind))).map((kind) => removal(kind, observed.children[kind]!));
+  return [...ours]
+    .reverse()
+    .filter((kind) => !(podsLeft && POD_IDENTITY.includes(kind)))
+    .map((kind) => removal(kind, observed.children[kind]!));
 }
 
 /** A RoleBinding's roleRef cannot change: a different one is deleted and made again. */
@@ -128,7 +180,8 @@ function roleRefChanged(kind: ChildKind, existing: KubernetesObject, desired: Ku
 
 /** Rendered differently since (the digest), or edited by someone since (a rendered field differs). */
 export function outdated(existing: KubernetesObject, desired: KubernetesObject): boolean {
-  if (existing.metadata?.annotations?.[ANNOTATION_RENDERED] !== desired.metadata?.annotations?.[ANNOTATION_RENDERED]) return true;
+  if (existing.metadata?.annotations?.[ANNOTATION_RENDERED] !== desired.metadata?.annotations?.[ANNOTATION_RENDERED])
+    return true;
   const { metadata: desiredMeta, ...desiredBody } = desired as KubernetesObject & Record<string, unknown>;
   const { metadata: _existingMeta, ...existingBody } = existing as KubernetesObject & Record<string, unknown>;
   return !covers(existing.metadata?.labels, desiredMeta?.labels, []) || !covers(existingBody, desiredBody, []);
@@ -139,10 +192,18 @@ export function outdated(existing: KubernetesObject, desired: KubernetesObject):
  * differences). Lists must match item for item; quantities match by value (`0.5` is `500m`).
  */
 export function covers(live: unknown, desired: unknown, path: readonly string[]): boolean {
-  if (Array.isArray(desired)) return Array.isArray(live) && live.length === desired.length && desired.every((item, index) => covers(live[index], item, path));
+  if (Array.isArray(desired))
+    return (
+      Array.isArray(live) &&
+      live.length === desired.length &&
+      desired.every((item, index) => covers(live[index], item, path))
+    );
   if (typeof desired === 'object' && desired !== null) {
-    if (typeof live !== 'object' || live === null || Array.isArray(live)) return Object.keys(desired).length === 0 && (live === undefined || live === null);
-    return Object.entries(desired).every(([key, value]) => covers((live as Record<string, unknown>)[key], value, [...path, key]));
+    if (typeof live !== 'object' || live === null || Array.isArray(live))
+      return Object.keys(desired).length === 0 && (live === undefined || live === null);
+    return Object.entries(desired).every(([key, value]) =>
+      covers((live as Record<string, unknown>)[key], value, [...path, key]),
+    );
   }
   if (live === desired) return true;
   const inResources = path.includes('resources');
@@ -163,6 +224,10 @@ function replacement(kind: ChildKind, existing: KubernetesObject, desired: Kuber
   if (kind !== 'metricsService') return body;
   // A Service keeps what the apiserver allocated to it (the cluster IP cannot change).
   const allocated = (existing as { spec?: Record<string, unknown> }).spec ?? {};
-  const keep = Object.fromEntries(['clusterIP', 'clusterIPs', 'ipFamilies', 'ipFamilyPolicy'].filter((field) => allocated[field] !== undefined).map((field) => [field, allocated[field]]));
+  const keep = Object.fromEntries(
+    ['clusterIP', 'clusterIPs', 'ipFamilies', 'ipFamilyPolicy']
+      .filter((field) => allocated[field] !== undefined)
+      .map((field) => [field, allocated[field]]),
+  );
   return { ...body, spec: { ...body.spec, ...keep } } as KubernetesObject;
 }

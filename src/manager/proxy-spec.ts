@@ -12,7 +12,9 @@ import type { ProxyResources, ProxySpec, Toleration } from '../api/proxy-types.t
 
 export const DEFAULT_PROXY_REPLICAS = 2;
 
-export type ProxySpecResult = { readonly ok: true; readonly spec: ProxySpec } | { readonly ok: false; readonly problems: readonly string[] };
+export type ProxySpecResult =
+  | { readonly ok: true; readonly spec: ProxySpec }
+  | { readonly ok: false; readonly problems: readonly string[] };
 
 const FIELDS = ['replicas', 'resources', 'nodeSelector', 'tolerations', 'priorityClassName'] as const;
 const TOLERATION_FIELDS = ['key', 'operator', 'value', 'effect', 'tolerationSeconds'] as const;
@@ -20,10 +22,24 @@ const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
 /** resource.Quantity: a decimal number, then a binary (Ki…Ei), decimal (n u m k M G T P E) or exponent suffix. */
 const QUANTITY = /^(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][-+]?\d+)?$/;
 const SUFFIXES: Readonly<Record<string, number>> = {
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
-  n: 1e-9, u: 1e-6, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
 };
-const RESOURCE_NAME = /^(cpu|memory|ephemeral-storage|hugepages-.+|[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$/;
+const RESOURCE_NAME =
+  /^(cpu|memory|ephemeral-storage|hugepages-.+|[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$/;
 
 /** The value of a quantity (`500m` → 0.5, `1Gi` → 1073741824), or undefined when it is not one. */
 export function parseQuantity(value: unknown): number | undefined {
@@ -32,27 +48,57 @@ export function parseQuantity(value: unknown): number | undefined {
   const match = QUANTITY.exec(text);
   if (match === null) return undefined;
   const [, number = '', suffix = ''] = match;
-  const scale = suffix === '' ? 1 : suffix[0] === 'e' || suffix[0] === 'E' ? 10 ** Number(suffix.slice(1)) : SUFFIXES[suffix]!;
+  const scale =
+    suffix === '' ? 1 : suffix[0] === 'e' || suffix[0] === 'E' ? 10 ** Number(suffix.slice(1)) : SUFFIXES[suffix]!;
   return Number(number) * scale;
 }
 
 export function readProxySpec(raw: unknown): ProxySpecResult {
-  if (raw === undefined || raw === null) return { ok: true, spec: { replicas: DEFAULT_PROXY_REPLICAS, resources: undefined, nodeSelector: undefined, tolerations: undefined, priorityClassName: undefined } };
+  if (raw === undefined || raw === null)
+    return {
+      ok: true,
+      spec: {
+        replicas: DEFAULT_PROXY_REPLICAS,
+        resources: undefined,
+        nodeSelector: undefined,
+        tolerations: undefined,
+        priorityClassName: undefined,
+      },
+    };
   if (!isMapping(raw)) return { ok: false, problems: [`spec.proxy: must be an object, got ${describe(raw)}`] };
   const problems: string[] = [];
   readMapping(raw, 'spec.proxy', FIELDS, problems);
   const replicas = raw.replicas ?? DEFAULT_PROXY_REPLICAS;
-  const badReplicas = replicasProblem(replicas, 'spec.proxy.replicas', 1, ' (every proxy pod serves; the Services need one)');
+  const badReplicas = replicasProblem(
+    replicas,
+    'spec.proxy.replicas',
+    1,
+    ' (every proxy pod serves; the Services need one)',
+  );
   if (badReplicas !== undefined) problems.push(badReplicas);
   const resources = raw.resources === undefined ? undefined : readResources(raw.resources, problems);
   const nodeSelector = raw.nodeSelector === undefined ? undefined : readNodeSelector(raw.nodeSelector, problems);
   const tolerations = raw.tolerations === undefined ? undefined : readTolerations(raw.tolerations, problems);
   const priorityClassName = raw.priorityClassName;
-  if (priorityClassName !== undefined && (typeof priorityClassName !== 'string' || priorityClassName.length > 253 || !DNS_SUBDOMAIN.test(priorityClassName))) {
-    problems.push(`spec.proxy.priorityClassName: must be the name of a PriorityClass (lower-case letters, digits, '-' and '.'), got ${describe(priorityClassName)}`);
+  if (
+    priorityClassName !== undefined &&
+    (typeof priorityClassName !== 'string' || priorityClassName.length > 253 || !DNS_SUBDOMAIN.test(priorityClassName))
+  ) {
+    problems.push(
+      `spec.proxy.priorityClassName: must be the name of a PriorityClass (lower-case letters, digits, '-' and '.'), got ${describe(priorityClassName)}`,
+    );
   }
   if (problems.length > 0) return { ok: false, problems };
-  return { ok: true, spec: { replicas: replicas as number, resources, nodeSelector, tolerations, priorityClassName: priorityClassName as string | undefined } };
+  return {
+    ok: true,
+    spec: {
+      replicas: replicas as number,
+      resources,
+      nodeSelector,
+      tolerations,
+      priorityClassName: priorityClassName as string | undefined,
+    },
+  };
 }
 
 function readResources(raw: unknown, problems: string[]): ProxyResources | undefined {
@@ -71,8 +117,12 @@ function readResources(raw: unknown, problems: string[]): ProxyResources | undef
     const quantities: Record<string, string> = {};
     for (const [name, value] of Object.entries(list)) {
       const field = `spec.proxy.resources.${which}.${name}`;
-      if (!RESOURCE_NAME.test(name)) problems.push(`${field}: not a resource name (cpu, memory, ephemeral-storage, hugepages-<size> or domain/name)`);
-      else if (parseQuantity(value) === undefined) problems.push(`${field}: must be a quantity such as 500m, 2, 128Mi or 1Gi, got ${describe(value)}`);
+      if (!RESOURCE_NAME.test(name))
+        problems.push(
+          `${field}: not a resource name (cpu, memory, ephemeral-storage, hugepages-<size> or domain/name)`,
+        );
+      else if (parseQuantity(value) === undefined)
+        problems.push(`${field}: must be a quantity such as 500m, 2, 128Mi or 1Gi, got ${describe(value)}`);
       else quantities[name] = String(value);
     }
     return quantities;
@@ -82,7 +132,9 @@ function readResources(raw: unknown, problems: string[]): ProxyResources | undef
   for (const [name, request] of Object.entries(requests ?? {})) {
     const limit = limits?.[name];
     if (limit !== undefined && parseQuantity(request)! > parseQuantity(limit)!) {
-      problems.push(`spec.proxy.resources.requests.${name}: must be less than or equal to the limit ${limit}, got ${request}`);
+      problems.push(
+        `spec.proxy.resources.requests.${name}: must be less than or equal to the limit ${limit}, got ${request}`,
+      );
     }
   }
   return { ...(requests === undefined ? {} : { requests }), ...(limits === undefined ? {} : { limits }) };
@@ -106,26 +158,37 @@ function readTolerations(raw: unknown, problems: string[]): Toleration[] | undef
   return raw.map((item: unknown, index) => {
     const field = `spec.proxy.tolerations[${index}]`;
     if (!isMapping(item)) {
-      problems.push(`${field}: must be an object {key, operator, value, effect, tolerationSeconds}, got ${describe(item)}`);
+      problems.push(
+        `${field}: must be an object {key, operator, value, effect, tolerationSeconds}, got ${describe(item)}`,
+      );
       return {};
     }
     readMapping(item, field, TOLERATION_FIELDS, problems);
     const { key = '', operator = 'Equal', value = '', effect = '', tolerationSeconds } = item;
-    if (operator !== 'Equal' && operator !== 'Exists') problems.push(`${field}.operator: must be Exists or Equal, got ${describe(operator)}`);
-    if (typeof key !== 'string' || (key !== '' && labelProblems({ [key]: '' }).length > 0)) problems.push(`${field}.key: must be a label key, got ${describe(key)}`);
-    else if (key === '' && operator !== 'Exists') problems.push(`${field}.operator: must be Exists when key is empty (a toleration of every taint)`);
+    if (operator !== 'Equal' && operator !== 'Exists')
+      problems.push(`${field}.operator: must be Exists or Equal, got ${describe(operator)}`);
+    if (typeof key !== 'string' || (key !== '' && labelProblems({ [key]: '' }).length > 0))
+      problems.push(`${field}.key: must be a label key, got ${describe(key)}`);
+    else if (key === '' && operator !== 'Exists')
+      problems.push(`${field}.operator: must be Exists when key is empty (a toleration of every taint)`);
     if (typeof value !== 'string') problems.push(`${field}.value: must be a string, got ${describe(value)}`);
-    else if (operator === 'Exists' && value !== '') problems.push(`${field}.value: must be empty when operator is Exists, got ${describe(value)}`);
-    else if (labelProblems({ key: value }).length > 0) problems.push(`${field}.value: must be a label value, got ${describe(value)}`);
-    if (effect !== '' && !(EFFECTS as readonly unknown[]).includes(effect)) problems.push(`${field}.effect: must be one of ${EFFECTS.join(', ')} (or empty for all), got ${describe(effect)}`);
+    else if (operator === 'Exists' && value !== '')
+      problems.push(`${field}.value: must be empty when operator is Exists, got ${describe(value)}`);
+    else if (labelProblems({ key: value }).length > 0)
+      problems.push(`${field}.value: must be a label value, got ${describe(value)}`);
+    if (effect !== '' && !(EFFECTS as readonly unknown[]).includes(effect))
+      problems.push(
+        `${field}.effect: must be one of ${EFFECTS.join(', ')} (or empty for all), got ${describe(effect)}`,
+      );
     if (tolerationSeconds !== undefined) {
-      if (typeof tolerationSeconds !== 'number' || !Number.isInteger(tolerationSeconds)) problems.push(`${field}.tolerationSeconds: must be an integer, got ${describe(tolerationSeconds)}`);
-      else if (effect !== 'NoExecute') problems.push(`${field}.tolerationSeconds: only applies with effect NoExecute, got effect ${describe(effect)}`);
+      if (typeof tolerationSeconds !== 'number' || !Number.isInteger(tolerationSeconds))
+        problems.push(`${field}.tolerationSeconds: must be an integer, got ${describe(tolerationSeconds)}`);
+      else if (effect !== 'NoExecute')
+        problems.push(`${field}.tolerationSeconds: only applies with effect NoExecute, got effect ${describe(effect)}`);
     }
     return item as Toleration;
   });
 }
-
 
 function describe(value: unknown): string {
   return value === undefined ? 'nothing' : JSON.stringify(value);

@@ -5,7 +5,15 @@
 // a pod it uses its ServiceAccount), so `kubectl describe` shows exactly what it runs with.
 
 import type {
-  KubernetesObject, V1ContainerPort, V1Deployment, V1EnvVar, V1OwnerReference, V1PodDisruptionBudget, V1ResourceRequirements, V1RoleBinding, V1Service,
+  KubernetesObject,
+  V1ContainerPort,
+  V1Deployment,
+  V1EnvVar,
+  V1OwnerReference,
+  V1PodDisruptionBudget,
+  V1ResourceRequirements,
+  V1RoleBinding,
+  V1Service,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
@@ -14,7 +22,12 @@ import { labelProblems, takeoverLabels } from '../api/labels.ts';
 import { canonicalDigest } from '../kube/canonical.ts';
 import { readProxySpec } from './proxy-spec.ts';
 import {
-  ANNOTATION_RENDERED, LABEL_MANAGED_BY, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName,
+  ANNOTATION_RENDERED,
+  LABEL_MANAGED_BY,
+  managedLabels,
+  metricsServiceName,
+  PROXY_CLUSTER_ROLE,
+  proxyName,
 } from './types.ts';
 import type { ManagedRelease, ProxySpec } from '../api/proxy-types.ts';
 
@@ -32,7 +45,9 @@ export interface RenderedProxy {
   readonly metricsService: V1Service;
 }
 
-export type RenderResult = { readonly ok: true; readonly objects: RenderedProxy; readonly spec: ProxySpec } | { readonly ok: false; readonly problems: readonly string[] };
+export type RenderResult =
+  | { readonly ok: true; readonly objects: RenderedProxy; readonly spec: ProxySpec }
+  | { readonly ok: false; readonly problems: readonly string[] };
 
 /** Where the proxy keeps its served config (an emptyDir: it outlives container restarts). */
 const STATE_DIR = '/var/lib/canary-l4';
@@ -54,8 +69,10 @@ export function renderProxy(release: ManagedRelease, settings: RenderSettings): 
   const read = readProxySpec(release.spec?.proxy);
   const problems = read.ok ? [] : [...read.problems];
   if (name.length > MAX_RELEASE_NAME || !RELEASE_NAME.test(name)) {
-    problems.unshift(`metadata.name: the proxy's objects are named after the release (Service ${metricsServiceName('<name>')}), so it must be `
-      + `at most ${MAX_RELEASE_NAME} lower-case letters, digits and '-', got ${JSON.stringify(name)}`);
+    problems.unshift(
+      `metadata.name: the proxy's objects are named after the release (Service ${metricsServiceName('<name>')}), so it must be ` +
+        `at most ${MAX_RELEASE_NAME} lower-case letters, digits and '-', got ${JSON.stringify(name)}`,
+    );
   }
   if (!read.ok || problems.length > 0) return { ok: false, problems };
   const spec = read.spec;
@@ -76,20 +93,33 @@ export function renderProxy(release: ManagedRelease, settings: RenderSettings): 
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: PROXY_CLUSTER_ROLE },
       subjects: [{ kind: 'ServiceAccount', name: proxyName(name), namespace: release.metadata.namespace }],
     },
-    deployment: { apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(proxyName(name)), spec: deploymentSpec(release, spec, settings) },
+    deployment: {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: meta(proxyName(name)),
+      spec: deploymentSpec(release, spec, settings),
+    },
     podDisruptionBudget: {
       apiVersion: 'policy/v1',
       kind: 'PodDisruptionBudget',
       metadata: meta(proxyName(name)),
       // One pod at a time: with two replicas never the last one; with one, a node drain still
       // proceeds (a PDB that can never be satisfied blocks the cluster's upgrades).
-      spec: { maxUnavailable: 1, unhealthyPodEvictionPolicy: 'AlwaysAllow', selector: { matchLabels: { [LABEL_RELEASE]: name } } },
+      spec: {
+        maxUnavailable: 1,
+        unhealthyPodEvictionPolicy: 'AlwaysAllow',
+        selector: { matchLabels: { [LABEL_RELEASE]: name } },
+      },
     },
     metricsService: {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: meta(metricsServiceName(name), 'metrics'),
-      spec: { type: 'ClusterIP', selector: { [LABEL_RELEASE]: name }, ports: [{ name: 'admin', port: DEFAULT_ADMIN_PORT, targetPort: 'admin', protocol: 'TCP' }] },
+      spec: {
+        type: 'ClusterIP',
+        selector: { [LABEL_RELEASE]: name },
+        ports: [{ name: 'admin', port: DEFAULT_ADMIN_PORT, targetPort: 'admin', protocol: 'TCP' }],
+      },
     },
   };
   return { ok: true, spec, objects: withDigests(objects) };
@@ -98,7 +128,13 @@ export function renderProxy(release: ManagedRelease, settings: RenderSettings): 
 function ownerOf(release: ManagedRelease): V1OwnerReference {
   // No blockOwnerDeletion: it needs `update` on canaryreleases/finalizers where
   // OwnerReferencesPermissionEnforcement runs, and the proxy's finalizer already orders deletion.
-  return { apiVersion: API_VERSION, kind: KIND, name: release.metadata.name, uid: release.metadata.uid, controller: true };
+  return {
+    apiVersion: API_VERSION,
+    kind: KIND,
+    name: release.metadata.name,
+    uid: release.metadata.uid,
+    controller: true,
+  };
 }
 
 function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: RenderSettings): V1Deployment['spec'] {
@@ -128,34 +164,58 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
         // Two replicas on one node would fail together.
         affinity: {
           podAntiAffinity: {
-            preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } } }],
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              {
+                weight: 100,
+                podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } },
+              },
+            ],
           },
         },
         terminationGracePeriodSeconds: GRACE_SECONDS,
         // The proxy listens on the Services' own targetPorts, 80 as well, without any capability
         // (a safe, namespaced sysctl: it opens no port of the node).
         securityContext: {
-          runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' },
+          runAsNonRoot: true,
+          runAsUser: 1000,
+          runAsGroup: 1000,
+          seccompProfile: { type: 'RuntimeDefault' },
           sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],
         },
         ...(spec.nodeSelector === undefined ? {} : { nodeSelector: { ...spec.nodeSelector } }),
-        ...(spec.tolerations === undefined ? {} : { tolerations: spec.tolerations.map((toleration) => ({ ...toleration })) }),
+        ...(spec.tolerations === undefined
+          ? {}
+          : { tolerations: spec.tolerations.map((toleration) => ({ ...toleration })) }),
         ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
-        containers: [{
-          name: 'proxy',
-          image: settings.proxyImage,
-          args: ['proxy'],
-          env,
-          // The proxy listens on the Services' own targetPorts (or ports from --port-base); only the
-          // admin port and the Services' named targetPorts are declared, the latter so the names resolve.
-          ports: [{ name: PROXY_ADMIN_PORT_NAME, containerPort: DEFAULT_ADMIN_PORT, protocol: 'TCP' }, ...namedPorts(release)],
-          readinessProbe: { httpGet: { path: '/readyz', port: 'admin' }, periodSeconds: 5, failureThreshold: 2 },
-          livenessProbe: { httpGet: { path: '/healthz', port: 'admin' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
-          lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
-          resources: spec.resources === undefined ? DEFAULT_RESOURCES : { ...spec.resources },
-          volumeMounts: [{ name: 'state', mountPath: STATE_DIR }],
-          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-        }],
+        containers: [
+          {
+            name: 'proxy',
+            image: settings.proxyImage,
+            args: ['proxy'],
+            env,
+            // The proxy listens on the Services' own targetPorts (or ports from --port-base); only the
+            // admin port and the Services' named targetPorts are declared, the latter so the names resolve.
+            ports: [
+              { name: PROXY_ADMIN_PORT_NAME, containerPort: DEFAULT_ADMIN_PORT, protocol: 'TCP' },
+              ...namedPorts(release),
+            ],
+            readinessProbe: { httpGet: { path: '/readyz', port: 'admin' }, periodSeconds: 5, failureThreshold: 2 },
+            livenessProbe: {
+              httpGet: { path: '/healthz', port: 'admin' },
+              periodSeconds: 10,
+              timeoutSeconds: 3,
+              failureThreshold: 3,
+            },
+            lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
+            resources: spec.resources === undefined ? DEFAULT_RESOURCES : { ...spec.resources },
+            volumeMounts: [{ name: 'state', mountPath: STATE_DIR }],
+            securityContext: {
+              allowPrivilegeEscalation: false,
+              readOnlyRootFilesystem: true,
+              capabilities: { drop: ['ALL'] },
+            },
+          },
+        ],
         volumes: [{ name: 'state', emptyDir: { sizeLimit: '1Mi' } }],
       },
     },
@@ -170,23 +230,44 @@ function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: Rend
 function proxyTakeoverLabels(release: ManagedRelease): Labels {
   const { keys, value } = release.status?.takeover ?? {};
   if (!Array.isArray(keys) || typeof value !== 'string') return {};
-  return takeoverLabels({ keys: keys.filter((key) => typeof key === 'string' && key !== LABEL_MANAGED_BY && key !== LABEL_RELEASE
-    && labelProblems({ [key]: value }).length === 0), value });
+  return takeoverLabels({
+    keys: keys.filter(
+      (key) =>
+        typeof key === 'string' &&
+        key !== LABEL_MANAGED_BY &&
+        key !== LABEL_RELEASE &&
+        labelProblems({ [key]: value }).length === 0,
+    ),
+    value,
+  });
 }
 
 /** The Services' named targetPorts the proxy container declares on its proxy ports (status.takeover.namedPorts). */
 function namedPorts(release: ManagedRelease): V1ContainerPort[] {
   const ports = release.status?.takeover?.namedPorts;
   if (!Array.isArray(ports)) return [];
-  return ports.filter((port) => typeof port?.name === 'string' && port.name !== PROXY_ADMIN_PORT_NAME && Number.isInteger(port.containerPort)
-    && port.containerPort > 0 && port.containerPort <= 65_535 && (port.protocol === 'TCP' || port.protocol === 'UDP'))
+  return ports
+    .filter(
+      (port) =>
+        typeof port?.name === 'string' &&
+        port.name !== PROXY_ADMIN_PORT_NAME &&
+        Number.isInteger(port.containerPort) &&
+        port.containerPort > 0 &&
+        port.containerPort <= 65_535 &&
+        (port.protocol === 'TCP' || port.protocol === 'UDP'),
+    )
     .map((port) => ({ name: port.name, containerPort: port.containerPort, protocol: port.protocol }));
 }
 
 /** Each object annotated with a digest of itself, so a field dropped from the rendering is noticed. */
 function withDigests(objects: RenderedProxy): RenderedProxy {
-  const stamp = <T extends KubernetesObject>(object: T): T =>
-    ({ ...object, metadata: { ...object.metadata, annotations: { ...object.metadata?.annotations, [ANNOTATION_RENDERED]: canonicalDigest(object) } } });
+  const stamp = <T extends KubernetesObject>(object: T): T => ({
+    ...object,
+    metadata: {
+      ...object.metadata,
+      annotations: { ...object.metadata?.annotations, [ANNOTATION_RENDERED]: canonicalDigest(object) },
+    },
+  });
   return {
     serviceAccount: stamp(objects.serviceAccount),
     roleBinding: stamp(objects.roleBinding),
@@ -195,4 +276,3 @@ function withDigests(objects: RenderedProxy): RenderedProxy {
     metricsService: stamp(objects.metricsService),
   };
 }
-

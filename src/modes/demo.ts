@@ -39,13 +39,23 @@ export async function runDemo(runtime: Runtime, options: DemoOptions): Promise<D
           name: 'demo-tcp',
           protocol: 'tcp',
           listen: `127.0.0.1:${options.tcpPort}`,
-          backends: BACKENDS.map(({ name, weight }, i) => ({ name, weight, host: '127.0.0.1', port: tcpBackends[i]!.port })),
+          backends: BACKENDS.map(({ name, weight }, i) => ({
+            name,
+            weight,
+            host: '127.0.0.1',
+            port: tcpBackends[i]!.port,
+          })),
         },
         {
           name: 'demo-udp',
           protocol: 'udp',
           listen: `127.0.0.1:${options.udpPort}`,
-          backends: BACKENDS.map(({ name, weight }, i) => ({ name, weight, host: '127.0.0.1', port: udpBackends[i]!.port })),
+          backends: BACKENDS.map(({ name, weight }, i) => ({
+            name,
+            weight,
+            host: '127.0.0.1',
+            port: udpBackends[i]!.port,
+          })),
           udp: { responses: 1 },
         },
       ],
@@ -65,15 +75,35 @@ export async function runDemo(runtime: Runtime, options: DemoOptions): Promise<D
 
 export function formatSplit(rows: readonly DemoSplit[]): string {
   const header = ['listener', 'protocol', 'backend', 'configured', 'achieved'];
-  return formatTable(header, rows.map((r) => [r.listener, r.protocol, r.backend, `${r.weight}%`, `${((100 * r.count) / r.total).toFixed(1)}% (${r.count} of ${r.total})`]));
+  return formatTable(
+    header,
+    rows.map((r) => [
+      r.listener,
+      r.protocol,
+      r.backend,
+      `${r.weight}%`,
+      `${((100 * r.count) / r.total).toFixed(1)}% (${r.count} of ${r.total})`,
+    ]),
+  );
 }
 
 function splitRows(listener: string, protocol: 'tcp' | 'udp', counts: Map<string, number>, total: number): DemoSplit[] {
-  return BACKENDS.map(({ name, weight }) => ({ listener, protocol, backend: name, weight, count: counts.get(name) ?? 0, total }));
+  return BACKENDS.map(({ name, weight }) => ({
+    listener,
+    protocol,
+    backend: name,
+    weight,
+    count: counts.get(name) ?? 0,
+    total,
+  }));
 }
 
 /** Runs `total` requests, `concurrency` at a time; counts the answers (each is a backend name). */
-async function countReplies(total: number, concurrency: number, ask: () => Promise<string>): Promise<Map<string, number>> {
+async function countReplies(
+  total: number,
+  concurrency: number,
+  ask: () => Promise<string>,
+): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   let started = 0;
   const worker = async () => {
@@ -128,7 +158,9 @@ async function startNamedTcpBackend(name: string): Promise<{ port: number }> {
 /** A UDP backend that echoes every datagram, prefixed with its name. */
 async function startNamedUdpEcho(name: string): Promise<{ port: number }> {
   const socket = dgram.createSocket('udp4');
-  socket.on('message', (msg, rinfo) => socket.send(Buffer.concat([Buffer.from(`${name}:`), msg]), rinfo.port, rinfo.address));
+  socket.on('message', (msg, rinfo) =>
+    socket.send(Buffer.concat([Buffer.from(`${name}:`), msg]), rinfo.port, rinfo.address),
+  );
   socket.bind({ address: '127.0.0.1', port: 0 });
   await once(socket, 'listening');
   socket.unref();

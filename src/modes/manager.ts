@@ -36,7 +36,7 @@ export interface ManagerOptions {
 export async function runManager(options: ManagerOptions): Promise<void> {
   const kubeConfig = loadKubeConfig(options.kubeconfig);
   const apis = makeManagerApis(kubeConfig);
-  const proxyImage = options.proxyImage ?? await ownImage(apis, options.pod, options.requestTimeoutMs);
+  const proxyImage = options.proxyImage ?? (await ownImage(apis, options.pod, options.requestTimeoutMs));
   const runtime = await Runtime.start(options.runtime);
   const identity = options.pod.name ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
   let elector: LeaderElector | undefined;
@@ -54,10 +54,19 @@ export async function runManager(options: ManagerOptions): Promise<void> {
     onSynced: () => runtime.setReady(true),
   });
   elector = startLeadership({
-    coordination: kubeConfig.makeApiClient(CoordinationV1Api), namespace: options.pod.namespace ?? contextNamespace(kubeConfig), name: MANAGER_LEASE,
-    identity, leaseDurationMs: options.leaseDurationMs, log: runtime.log, registry: runtime.registry, onChange: () => controller.leadershipChanged(),
+    coordination: kubeConfig.makeApiClient(CoordinationV1Api),
+    namespace: options.pod.namespace ?? contextNamespace(kubeConfig),
+    name: MANAGER_LEASE,
+    identity,
+    leaseDurationMs: options.leaseDurationMs,
+    log: runtime.log,
+    registry: runtime.registry,
+    onChange: () => controller.leadershipChanged(),
   });
-  runtime.log.info({ namespaces: options.namespaces.length === 0 ? 'all' : options.namespaces, proxyImage, identity }, 'manager started');
+  runtime.log.info(
+    { namespaces: options.namespaces.length === 0 ? 'all' : options.namespaces, proxyImage, identity },
+    'manager started',
+  );
   exitOnSignals(runtime.log, async () => {
     const stopped = await Promise.race([
       Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
@@ -79,15 +88,28 @@ function contextNamespace(kubeConfig: KubeConfig): string {
  */
 async function ownImage(apis: ManagerApis, pod: ManagerOptions['pod'], timeoutMs: number): Promise<string> {
   if (pod.name === undefined || pod.namespace === undefined) {
-    throw new ConfigError('--proxy-image', ['required unless --pod-name and --pod-namespace name the manager\'s own pod (whose image the proxies then run)']);
+    throw new ConfigError('--proxy-image', [
+      "required unless --pod-name and --pod-namespace name the manager's own pod (whose image the proxies then run)",
+    ]);
   }
   let containers: V1Container[];
   try {
-    containers = (await apis.core.readNamespacedPod({ name: pod.name, namespace: pod.namespace }, boundedCall(new AbortController().signal, timeoutMs))).spec?.containers ?? [];
+    containers =
+      (
+        await apis.core.readNamespacedPod(
+          { name: pod.name, namespace: pod.namespace },
+          boundedCall(new AbortController().signal, timeoutMs),
+        )
+      ).spec?.containers ?? [];
   } catch (err) {
-    throw new ConfigError(`--pod-name ${pod.name}`, [`cannot read the manager's own pod in ${pod.namespace} to learn its image (${describeError(err)}); pass --proxy-image`]);
+    throw new ConfigError(`--pod-name ${pod.name}`, [
+      `cannot read the manager's own pod in ${pod.namespace} to learn its image (${describeError(err)}); pass --proxy-image`,
+    ]);
   }
-  const own = containers.find((container) => container.args?.[0] === 'manager') ?? (containers.length === 1 ? containers[0] : undefined);
-  if (own?.image === undefined) throw new ConfigError(`--pod-name ${pod.name}`, ['no container of that pod runs `manager`; pass --proxy-image']);
+  const own =
+    containers.find((container) => container.args?.[0] === 'manager') ??
+    (containers.length === 1 ? containers[0] : undefined);
+  if (own?.image === undefined)
+    throw new ConfigError(`--pod-name ${pod.name}`, ['no container of that pod runs `manager`; pass --proxy-image']);
   return own.image;
 }

@@ -53,8 +53,12 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     namespace,
     release,
     reconcile: {
-      proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides, handBackGraceMs: options.handBackGraceMs,
-      inPod: options.inPod, reservedPorts: new Set(runtime.adminPort === 0 ? [] : [runtime.adminPort]),
+      proxySelector: options.proxySelector,
+      portBase: options.portBase,
+      weightOverrides: options.weightOverrides,
+      handBackGraceMs: options.handBackGraceMs,
+      inPod: options.inPod,
+      reservedPorts: new Set(runtime.adminPort === 0 ? [] : [runtime.adminPort]),
       ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
     },
     resyncMs: options.resyncMs,
@@ -65,22 +69,37 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     onOver: (phase) => whenOver(phase),
   });
   elector = startLeadership({
-    coordination: clients.coordination, namespace, name: `canary-l4-${release}`, identity, leaseDurationMs: options.leaseDurationMs,
-    log: runtime.log, registry: runtime.registry, onChange: () => controller.trigger(),
+    coordination: clients.coordination,
+    namespace,
+    name: `canary-l4-${release}`,
+    identity,
+    leaseDurationMs: options.leaseDurationMs,
+    log: runtime.log,
+    registry: runtime.registry,
+    onChange: () => controller.trigger(),
   });
   runtime.log.info(
-    { namespace, release, proxySelector: options.proxySelector, portBase: options.portBase, weightOverrides: options.weightOverrides, inPod: options.inPod },
+    {
+      namespace,
+      release,
+      proxySelector: options.proxySelector,
+      portBase: options.portBase,
+      weightOverrides: options.weightOverrides,
+      inPod: options.inPod,
+    },
     'proxy started',
   );
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= (async () => {
-    const stopped = await Promise.race([
-      Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
-      delay(CONTROLLER_STOP_MS, false, { ref: false }),
-    ]);
-    if (!stopped) runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
-    await runtime.stop(options.drainMs);
-  })());
+  const stop = () =>
+    (stopping ??= (async () => {
+      const stopped = await Promise.race([
+        Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
+        delay(CONTROLLER_STOP_MS, false, { ref: false }),
+      ]);
+      if (!stopped)
+        runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
+      await runtime.stop(options.drainMs);
+    })());
   exitOnSignals(runtime.log, stop);
   // A release that is over never runs again (a new release is a new CanaryRelease). Run by hand, the
   // proxy exits; in a pod it stays, since the pod would only be restarted: the manager deletes its
@@ -90,11 +109,16 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     if (saidOver) return;
     saidOver = true;
     if (process.env.KUBERNETES_SERVICE_HOST !== undefined) {
-      runtime.log.info({ phase }, `release ${release} is ${phase}; nothing left to serve; staying up until this pod's Deployment is deleted (a pod that exits is restarted)`);
+      runtime.log.info(
+        { phase },
+        `release ${release} is ${phase}; nothing left to serve; staying up until this pod's Deployment is deleted (a pod that exits is restarted)`,
+      );
       return;
     }
     runtime.log.info({ phase }, `release ${release} is ${phase}; nothing left to serve; exiting`);
-    void stop().catch((err: Error) => runtime.log.error({ err }, 'error while stopping')).then(() => process.exit(0));
+    void stop()
+      .catch((err: Error) => runtime.log.error({ err }, 'error while stopping'))
+      .then(() => process.exit(0));
   };
 }
 
@@ -113,12 +137,17 @@ async function serveSavedConfig(runtime: Runtime, dir: string, owner: StateOwner
   try {
     await runtime.applyConfig(loaded.config);
   } catch (err) {
-    runtime.log.warn({ stateDir: dir, error: (err as Error).message }, 'the saved config in --state-dir cannot be served; waiting for the API');
+    runtime.log.warn(
+      { stateDir: dir, error: (err as Error).message },
+      'the saved config in --state-dir cannot be served; waiting for the API',
+    );
     return;
   }
   runtime.setReady(true);
-  runtime.log.info({ stateDir: dir, savedAt: loaded.savedAt, listeners: loaded.config.listeners.length },
-    'serving the config saved in --state-dir until the API answers');
+  runtime.log.info(
+    { stateDir: dir, savedAt: loaded.savedAt, listeners: loaded.config.listeners.length },
+    'serving the config saved in --state-dir until the API answers',
+  );
 }
 
 /** Saves each config the data plane takes, one write at a time, the newest winning. */
@@ -126,15 +155,21 @@ function keepServedConfig(runtime: Runtime, dir: string, owner: StateOwner): (co
   let writing: Promise<void> = Promise.resolve();
   let failing = false;
   return (config) => {
-    writing = writing.then(() => saveServedConfig(dir, owner, config)).then(
-      () => {
-        if (failing) runtime.log.info({ stateDir: dir }, 'saving the served config in --state-dir works again');
-        failing = false;
-      },
-      (err: Error) => {
-        if (!failing) runtime.log.error({ stateDir: dir, error: err.message }, 'cannot save the served config in --state-dir; a restart will wait for the API');
-        failing = true;
-      },
-    );
+    writing = writing
+      .then(() => saveServedConfig(dir, owner, config))
+      .then(
+        () => {
+          if (failing) runtime.log.info({ stateDir: dir }, 'saving the served config in --state-dir works again');
+          failing = false;
+        },
+        (err: Error) => {
+          if (!failing)
+            runtime.log.error(
+              { stateDir: dir, error: err.message },
+              'cannot save the served config in --state-dir; a restart will wait for the API',
+            );
+          failing = true;
+        },
+      );
   };
 }

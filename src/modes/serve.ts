@@ -31,7 +31,10 @@ export async function serveConfigFile(target: ConfigTarget, first: L4Config, opt
   await applyFile(target, first, options.configPath);
   target.setReady(true);
   if (first.listeners.length === 0) {
-    target.log.warn({ config: options.configPath }, 'the config has no listeners: nothing is balanced until a reload adds some');
+    target.log.warn(
+      { config: options.configPath },
+      'the config has no listeners: nothing is balanced until a reload adds some',
+    );
   }
   target.log.info({ config: options.configPath, listeners: first.listeners.length }, 'serving');
   warnAboutMistakes(first, options.configPath, target.log);
@@ -51,7 +54,10 @@ export async function serveConfigFile(target: ConfigTarget, first: L4Config, opt
           target.log.info({ trigger }, 'config unchanged; nothing to reload');
         }
       } catch (err) {
-        target.log.error({ trigger, error: (err as Error).message }, 'config reload refused; the previous config keeps serving');
+        target.log.error(
+          { trigger, error: (err as Error).message },
+          'config reload refused; the previous config keeps serving',
+        );
       }
     });
   };
@@ -72,13 +78,19 @@ async function applyFile(target: ConfigTarget, config: L4Config, file: string): 
 /** Warns, naming the field, about what is valid but most likely a mistake; resolves names in the background. */
 function warnAboutMistakes(config: L4Config, file: string, log: Logger): void {
   for (const { field, listener } of allZeroWeights(config)) {
-    log.warn({ config: file, field, listener }, 'every backend has weight 0: the listener refuses every new connection');
+    log.warn(
+      { config: file, field, listener },
+      'every backend has weight 0: the listener refuses every new connection',
+    );
   }
   const byHost = Map.groupBy(namedBackendHosts(config), (backend) => backend.host);
   for (const [host, backends] of byHost) {
     lookup(host).catch((err: NodeJS.ErrnoException) => {
       for (const { field, listener } of backends) {
-        log.warn({ config: file, field, listener, host, error: err.code }, 'backend host does not resolve: connections to it will fail');
+        log.warn(
+          { config: file, field, listener, host, error: err.code },
+          'backend host does not resolve: connections to it will fail',
+        );
       }
     });
   }

@@ -30,18 +30,30 @@ export type Admission = { readonly refused?: string; readonly unchecked?: string
 /** The manager of plan's dry-run applies: none is ever stored, but the API server wants a name. */
 const PLAN_FIELD_MANAGER = 'kubectl-canary-l4-plan';
 
-export function connect(flags: { kubeconfig?: string | undefined; context?: string | undefined; namespace?: string | undefined }): Cluster {
+export function connect(flags: {
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+  namespace?: string | undefined;
+}): Cluster {
   const kubeConfig = loadKubeConfig(flags.kubeconfig);
   if (flags.context !== undefined) {
-    if (kubeConfig.getContextObject(flags.context) === null) throw new Error(`--context ${flags.context}: no such context in the kubeconfig`);
+    if (kubeConfig.getContextObject(flags.context) === null)
+      throw new Error(`--context ${flags.context}: no such context in the kubeconfig`);
     kubeConfig.setCurrentContext(flags.context);
   }
-  const namespace = flags.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
+  const namespace =
+    flags.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
   const clients = makeClients(kubeConfig);
   const where = (name: string) => `CanaryRelease ${name} in namespace ${namespace}`;
   const read = async (name: string): Promise<CanaryRelease | undefined> => {
     try {
-      return await clients.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name }) as CanaryRelease;
+      return (await clients.custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: PLURAL,
+        name,
+      })) as CanaryRelease;
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw new Error(`cannot read ${where(name)}: ${describeError(err)}`);
@@ -51,15 +63,20 @@ export function connect(flags: { kubeconfig?: string | undefined; context?: stri
     namespace,
     async release(name) {
       const found = await read(name);
-      if (found === undefined) throw new Error(`${where(name)} not found (kubectl get canaryreleases -n ${namespace} lists them)`);
+      if (found === undefined)
+        throw new Error(`${where(name)} not found (kubectl get canaryreleases -n ${namespace} lists them)`);
       return found;
     },
     async patchRelease(name, type, patch) {
       try {
-        await clients.custom.patchNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: patch },
-          type === 'merge' ? mergePatch() : jsonPatch());
+        await clients.custom.patchNamespacedCustomObject(
+          { group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body: patch },
+          type === 'merge' ? mergePatch() : jsonPatch(),
+        );
       } catch (err) {
-        throw new Error(`cannot patch ${where(name)}: ${describeError(err)}${type === 'json' ? ' (it changed meanwhile? run the command again)' : ''}`);
+        throw new Error(
+          `cannot patch ${where(name)}: ${describeError(err)}${type === 'json' ? ' (it changed meanwhile? run the command again)' : ''}`,
+        );
       }
     },
     async admission(release) {
@@ -68,10 +85,21 @@ export function connect(flags: { kubeconfig?: string | undefined; context?: stri
       const name = release.metadata.name;
       const body = { ...release, metadata: { name, namespace, labels, annotations } };
       try {
-        await clients.custom.patchNamespacedCustomObject({
-          group: GROUP, version: VERSION, namespace, plural: PLURAL, name, body,
-          dryRun: 'All', fieldManager: PLAN_FIELD_MANAGER, fieldValidation: 'Strict', force: true,
-        }, serverSideApply());
+        await clients.custom.patchNamespacedCustomObject(
+          {
+            group: GROUP,
+            version: VERSION,
+            namespace,
+            plural: PLURAL,
+            name,
+            body,
+            dryRun: 'All',
+            fieldManager: PLAN_FIELD_MANAGER,
+            fieldValidation: 'Strict',
+            force: true,
+          },
+          serverSideApply(),
+        );
         return {};
       } catch (err) {
         const failure = apiFailure(err);
@@ -94,14 +122,24 @@ export function connect(flags: { kubeconfig?: string | undefined; context?: stri
 async function observeNamespace(clients: KubeClients, namespace: string, release: CanaryRelease): Promise<Observed> {
   try {
     const [services, pods, deployments, replicaSets] = await Promise.all([
-      clients.core.listNamespacedService({ namespace }), clients.core.listNamespacedPod({ namespace }),
-      clients.apps.listNamespacedDeployment({ namespace }), clients.apps.listNamespacedReplicaSet({ namespace }),
+      clients.core.listNamespacedService({ namespace }),
+      clients.core.listNamespacedPod({ namespace }),
+      clients.apps.listNamespacedDeployment({ namespace }),
+      clients.apps.listNamespacedReplicaSet({ namespace }),
     ]);
-    const byName = <T extends V1Service | V1Deployment>(items: readonly T[]) => new Map(items.map((item) => [item.metadata?.name ?? '', item] as const));
+    const byName = <T extends V1Service | V1Deployment>(items: readonly T[]) =>
+      new Map(items.map((item) => [item.metadata?.name ?? '', item] as const));
     return {
-      release, services: byName(services.items), pods: pods.items, deployments: byName(deployments.items), replicaSets: replicaSets.items, listening: new Set(),
+      release,
+      services: byName(services.items),
+      pods: pods.items,
+      deployments: byName(deployments.items),
+      replicaSets: replicaSets.items,
+      listening: new Set(),
     };
   } catch (err) {
-    throw new Error(`cannot read the Services, Pods, Deployments and ReplicaSets of namespace ${namespace}: ${describeError(err)}`);
+    throw new Error(
+      `cannot read the Services, Pods, Deployments and ReplicaSets of namespace ${namespace}: ${describeError(err)}`,
+    );
   }
 }

@@ -23,8 +23,10 @@ async function act(cluster: Cluster, name: string, decide: (release: CanaryRelea
   const decided = decide(await cluster.release(name));
   if (!decided.ok) throw new UsageError(decided.error);
   await cluster.patchRelease(name, decided.action.type, decided.action.patch);
-  process.stdout.write(`canaryrelease.canary-l4.io/${name}: ${decided.action.summary}\n`
-    + `  the same with kubectl: kubectl patch canaryrelease ${name} -n ${cluster.namespace} --type=${decided.action.type} -p ${shellQuote(JSON.stringify(decided.action.patch))}\n`);
+  process.stdout.write(
+    `canaryrelease.canary-l4.io/${name}: ${decided.action.summary}\n` +
+      `  the same with kubectl: kubectl patch canaryrelease ${name} -n ${cluster.namespace} --type=${decided.action.type} -p ${shellQuote(JSON.stringify(decided.action.patch))}\n`,
+  );
 }
 
 /** One shell word: single quotes, a quote inside written as '\''. */
@@ -53,20 +55,35 @@ function releasesFromFile(file: string): FoundRelease[] {
     const where = `document ${index + 1}`;
     const error = document.errors[0];
     // The parser's message ends in a colon that introduces a code excerpt: the line and column say where instead.
-    if (error !== undefined) throw new UsageError(`-f ${file}: ${where} is not YAML: ${error.message.split('\n')[0]!.replace(/:\s*$/, '')}`);
+    if (error !== undefined)
+      throw new UsageError(`-f ${file}: ${where} is not YAML: ${error.message.split('\n')[0]!.replace(/:\s*$/, '')}`);
     const object = document.toJS() as Manifest;
-    const items = object?.kind === 'List' && Array.isArray(object.items) ? (object.items as Manifest[]).map((item, at) => ({ item, where: `${where}, item ${at + 1}` })) : [{ item: object, where }];
-    return items.filter(({ item }) => item?.kind === KIND).map(({ item, where: at }) => {
-      if (typeof item?.metadata?.name !== 'string' || item.metadata.name === '') throw new UsageError(`-f ${file}: the ${KIND} of ${at} has no metadata.name`);
-      return { where: at, release: item as unknown as CanaryRelease };
-    });
+    const items =
+      object?.kind === 'List' && Array.isArray(object.items)
+        ? (object.items as Manifest[]).map((item, at) => ({ item, where: `${where}, item ${at + 1}` }))
+        : [{ item: object, where }];
+    return items
+      .filter(({ item }) => item?.kind === KIND)
+      .map(({ item, where: at }) => {
+        if (typeof item?.metadata?.name !== 'string' || item.metadata.name === '')
+          throw new UsageError(`-f ${file}: the ${KIND} of ${at} has no metadata.name`);
+        return { where: at, release: item as unknown as CanaryRelease };
+      });
   });
   if (found.length === 0) throw new UsageError(`-f ${file}: holds no object of kind ${KIND}`);
   return found;
 }
 
 /** The dry run of each release of the file, in order; exit 1 if any would hold. */
-async function planFile(argv: { filename: string; portBase: number; proxyOnHost: boolean; proxySelector?: string | undefined; namespace?: string | undefined; kubeconfig?: string | undefined; context?: string | undefined }): Promise<void> {
+async function planFile(argv: {
+  filename: string;
+  portBase: number;
+  proxyOnHost: boolean;
+  proxySelector?: string | undefined;
+  namespace?: string | undefined;
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+}): Promise<void> {
   const found = releasesFromFile(argv.filename);
   const portBase = checkPortBase(argv.portBase);
   const held: string[] = [];
@@ -74,21 +91,40 @@ async function planFile(argv: { filename: string; portBase: number; proxyOnHost:
     const cluster = connect({ ...argv, namespace: argv.namespace ?? release.metadata.namespace });
     const name = release.metadata.name;
     const observed = await cluster.observe(release);
-    const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
+    const proxySelector =
+      argv.proxySelector === undefined ? defaultProxySelector(name) : parseSelector(argv.proxySelector);
     const admission = await cluster.admission(release);
     const planned = dryRun(observed, {
-      proxySelector, portBase, weightOverrides: [], handBackGraceMs: 0, now: new Date(), inPod: !argv.proxyOnHost, reservedPorts: new Set([DEFAULT_ADMIN_PORT]),
+      proxySelector,
+      portBase,
+      weightOverrides: [],
+      handBackGraceMs: 0,
+      now: new Date(),
+      inPod: !argv.proxyOnHost,
+      reservedPorts: new Set([DEFAULT_ADMIN_PORT]),
     });
     const plan = {
       ...planned,
-      problems: [...(admission.refused === undefined ? [] : [`kubectl apply would be refused: ${admission.refused}`]), ...planned.problems],
-      notes: [...planned.notes, ...(admission.unchecked === undefined ? [] : [`not checked against the API server's schema: ${admission.unchecked}`])],
+      problems: [
+        ...(admission.refused === undefined ? [] : [`kubectl apply would be refused: ${admission.refused}`]),
+        ...planned.problems,
+      ],
+      notes: [
+        ...planned.notes,
+        ...(admission.unchecked === undefined
+          ? []
+          : [`not checked against the API server's schema: ${admission.unchecked}`]),
+      ],
     };
-    process.stdout.write(`${index === 0 ? '' : '\n'}${formatPlan(release, cluster.namespace, plan, `${where} of ${argv.filename}`)}`);
+    process.stdout.write(
+      `${index === 0 ? '' : '\n'}${formatPlan(release, cluster.namespace, plan, `${where} of ${argv.filename}`)}`,
+    );
     if (plan.problems.length > 0) held.push(`${name} (${where})`);
   }
   if (found.length > 1) {
-    process.stdout.write(`\n${found.length} CanaryReleases planned; ${held.length === 0 ? 'none has a problem' : `with problems: ${held.join(', ')}`}.\n`);
+    process.stdout.write(
+      `\n${found.length} CanaryReleases planned; ${held.length === 0 ? 'none has a problem' : `with problems: ${held.join(', ')}`}.\n`,
+    );
   }
   if (held.length > 0) process.exitCode = 1;
 }
@@ -99,37 +135,94 @@ const nameArg = { name: { type: 'string', demandOption: true, describe: 'The Can
 export function pluginProgram(parser: Argv) {
   return parser
     .scriptName(NAME)
-    .option('namespace', { alias: 'n', type: 'string', describe: 'Namespace [default: the kubeconfig context\'s, else default]' })
+    .option('namespace', {
+      alias: 'n',
+      type: 'string',
+      describe: "Namespace [default: the kubeconfig context's, else default]",
+    })
     .option('kubeconfig', { type: 'string', describe: 'kubeconfig file [default: KUBECONFIG, else ~/.kube/config]' })
     .option('context', { type: 'string', describe: 'kubeconfig context [default: the current one]' })
-    .command('status <name>', 'Per Service port: configured, served and achieved split; the step; the last analysis; the conditions', (y) => y.positional('name', nameArg.name),
+    .command(
+      'status <name>',
+      'Per Service port: configured, served and achieved split; the step; the last analysis; the conditions',
+      (y) => y.positional('name', nameArg.name),
       async (argv) => {
         const cluster = connect(argv);
         process.stdout.write(formatStatus(await cluster.release(argv.name), new Date()));
-      })
-    .command('promote <name>', 'End the current step\'s pause and analysis gate (spec.promotedStep); --full adopts now (spec.transition: Adopted)',
-      (y) => y.positional('name', nameArg.name).option('full', { type: 'boolean', default: false, describe: 'Adopt the canary now, skipping the remaining steps' }),
-      (argv) => act(connect(argv), argv.name, (release) => promote(release, argv.full)))
-    .command('pause <name>', 'Hold the current step however long its pause (spec.paused: true)', (y) => y.positional('name', nameArg.name),
-      (argv) => act(connect(argv), argv.name, pause))
-    .command('resume <name>', 'Let the steps go on (spec.paused: false)', (y) => y.positional('name', nameArg.name),
-      (argv) => act(connect(argv), argv.name, resume))
-    .command('abort <name>', 'Roll back: every Service goes back to the stable version (spec.transition: Deprecated)',
-      (y) => y.positional('name', nameArg.name).option('reason', { type: 'string', describe: 'Why, said in status and in the Event (spec.transitionReason)' }),
-      (argv) => act(connect(argv), argv.name, (release) => abort(release, argv.reason)))
-    .command('set-weight <name> <target>', 'Set a port\'s canary weight, SERVICE:PORT=N (releases without steps)',
-      (y) => y.positional('name', nameArg.name).positional('target', { type: 'string', demandOption: true, describe: 'SERVICE:PORT=WEIGHT, e.g. web:80=25' }),
+      },
+    )
+    .command(
+      'promote <name>',
+      "End the current step's pause and analysis gate (spec.promotedStep); --full adopts now (spec.transition: Adopted)",
+      (y) =>
+        y.positional('name', nameArg.name).option('full', {
+          type: 'boolean',
+          default: false,
+          describe: 'Adopt the canary now, skipping the remaining steps',
+        }),
+      (argv) => act(connect(argv), argv.name, (release) => promote(release, argv.full)),
+    )
+    .command(
+      'pause <name>',
+      'Hold the current step however long its pause (spec.paused: true)',
+      (y) => y.positional('name', nameArg.name),
+      (argv) => act(connect(argv), argv.name, pause),
+    )
+    .command(
+      'resume <name>',
+      'Let the steps go on (spec.paused: false)',
+      (y) => y.positional('name', nameArg.name),
+      (argv) => act(connect(argv), argv.name, resume),
+    )
+    .command(
+      'abort <name>',
+      'Roll back: every Service goes back to the stable version (spec.transition: Deprecated)',
+      (y) =>
+        y.positional('name', nameArg.name).option('reason', {
+          type: 'string',
+          describe: 'Why, said in status and in the Event (spec.transitionReason)',
+        }),
+      (argv) => act(connect(argv), argv.name, (release) => abort(release, argv.reason)),
+    )
+    .command(
+      'set-weight <name> <target>',
+      "Set a port's canary weight, SERVICE:PORT=N (releases without steps)",
+      (y) =>
+        y.positional('name', nameArg.name).positional('target', {
+          type: 'string',
+          demandOption: true,
+          describe: 'SERVICE:PORT=WEIGHT, e.g. web:80=25',
+        }),
       (argv) => {
         const target = parseWeightTarget(argv.target);
         if (typeof target === 'string') throw new UsageError(target);
         return act(connect(argv), argv.name, (release) => setWeight(release, target));
-      })
-    .command('plan', 'Dry run: what each CanaryRelease in FILE would create and change in the cluster as it is now, its steps, and every problem it would hit; changes nothing',
-      (y) => y.option('filename', { alias: 'f', type: 'string', demandOption: true, describe: 'A manifest with CanaryReleases (several documents, or a v1 List)' })
-        .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'The proxy\'s --port-base' })
-        .option('proxy-selector', { type: 'string', describe: 'The proxy\'s --proxy-selector [default: canary-l4.io/release=NAME]' })
-        .option('proxy-on-host', { type: 'boolean', default: false, describe: 'Plan for a proxy run outside a pod: every proxy port from --port-base, every targetPort moved to it' }),
-      (argv) => planFile(argv))
+      },
+    )
+    .command(
+      'plan',
+      'Dry run: what each CanaryRelease in FILE would create and change in the cluster as it is now, its steps, and every problem it would hit; changes nothing',
+      (y) =>
+        y
+          .option('filename', {
+            alias: 'f',
+            type: 'string',
+            demandOption: true,
+            describe: 'A manifest with CanaryReleases (several documents, or a v1 List)',
+          })
+          .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: "The proxy's --port-base" })
+          .option('proxy-selector', {
+            type: 'string',
+            describe: "The proxy's --proxy-selector [default: canary-l4.io/release=NAME]",
+          })
+          .option('proxy-on-host', {
+            type: 'boolean',
+            default: false,
+            describe:
+              'Plan for a proxy run outside a pod: every proxy port from --port-base, every targetPort moved to it',
+          }),
+      (argv) => planFile(argv),
+    )
     .demandCommand(1, 'name a command: status, promote, pause, resume, abort, set-weight or plan (see --help)')
     .strict()
     .help()

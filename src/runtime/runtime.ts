@@ -61,9 +61,14 @@ export class Runtime implements ConfigTarget {
     const descriptors = budgetForThisProcess(options.adminPort === null ? 0 : ADMIN_MAX_CONNECTIONS + 1, limit);
     if (descriptors.capacity === 0) {
       // It would start, say it is ready, and refuse every connection.
-      throw new ConfigError('open files', [`the limit of ${limit} (ulimit -n) leaves no descriptor for connections once the process and the admin server have theirs; raise it, e.g. ulimit -n 65536 (a container's nofile limit)`]);
+      throw new ConfigError('open files', [
+        `the limit of ${limit} (ulimit -n) leaves no descriptor for connections once the process and the admin server have theirs; raise it, e.g. ulimit -n 65536 (a container's nofile limit)`,
+      ]);
     }
-    options.log.info({ openFileLimit: limit, descriptorBudget: descriptors.capacity }, 'file descriptors for listeners, connections and UDP sessions');
+    options.log.info(
+      { openFileLimit: limit, descriptorBudget: descriptors.capacity },
+      'file descriptors for listeners, connections and UDP sessions',
+    );
     this.dataplane = new DataPlane({
       log: options.log,
       stats: this.stats,
@@ -101,7 +106,10 @@ export class Runtime implements ConfigTarget {
       options.log,
     );
     // With --admin-port 0 this line is the only way to learn where /metrics and /readyz are.
-    options.log.info({ adminAddress: options.adminHost ?? '*', adminPort: runtime.adminPort }, 'admin server listening');
+    options.log.info(
+      { adminAddress: options.adminHost ?? '*', adminPort: runtime.adminPort },
+      'admin server listening',
+    );
     return runtime;
   }
 
@@ -148,7 +156,11 @@ export class Runtime implements ConfigTarget {
  * `signals` lets a `--workers` process leave SIGINT (a terminal's Ctrl-C reaches the whole process
  * group) to its primary.
  */
-export function exitOnSignals(log: Logger, stop: () => Promise<void>, signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT']): void {
+export function exitOnSignals(
+  log: Logger,
+  stop: () => Promise<void>,
+  signals: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT'],
+): void {
   let signalled = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (signalled) {

@@ -42,7 +42,12 @@ function toDocument(config: L4Config): unknown {
 }
 
 /** Written to a temporary file, then renamed over the old one: a crash leaves one or the other, whole. */
-export async function saveServedConfig(dir: string, owner: StateOwner, config: L4Config, now = new Date()): Promise<void> {
+export async function saveServedConfig(
+  dir: string,
+  owner: StateOwner,
+  config: L4Config,
+  now = new Date(),
+): Promise<void> {
   await mkdir(dir, { recursive: true });
   const state: StateFile = { ...owner, savedAt: now.toISOString(), config: toDocument(config) };
   const path = join(dir, FILE);
@@ -58,7 +63,10 @@ export async function loadServedConfig(dir: string, owner: StateOwner): Promise<
     text = await readFile(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'none' };
-    return { kind: 'ignored', problem: `${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})` };
+    return {
+      kind: 'ignored',
+      problem: `${path}: cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+    };
   }
   let state: Partial<StateFile>;
   try {
@@ -67,7 +75,10 @@ export async function loadServedConfig(dir: string, owner: StateOwner): Promise<
     return { kind: 'ignored', problem: `${path}: not JSON (${(err as Error).message})` };
   }
   if (state.namespace !== owner.namespace || state.release !== owner.release) {
-    return { kind: 'ignored', problem: `${path} holds the config of CanaryRelease ${state.namespace}/${state.release}, not ${owner.namespace}/${owner.release}` };
+    return {
+      kind: 'ignored',
+      problem: `${path} holds the config of CanaryRelease ${state.namespace}/${state.release}, not ${owner.namespace}/${owner.release}`,
+    };
   }
   try {
     return { kind: 'loaded', config: validateConfig(state.config, path), savedAt: String(state.savedAt) };

@@ -26,7 +26,10 @@ export interface WorkerGauges {
 }
 
 /** The worker side: its counters in parts, the event loop running between slices. */
-export async function* countersInParts(stats: StatsRegistry, states: Iterable<BackendState>): AsyncGenerator<CountersPart> {
+export async function* countersInParts(
+  stats: StatsRegistry,
+  states: Iterable<BackendState>,
+): AsyncGenerator<CountersPart> {
   const slicer = new Slicer();
   let part = emptyPart();
   let count = 0;
@@ -45,7 +48,8 @@ export async function* countersInParts(stats: StatsRegistry, states: Iterable<Ba
 function* entries(stats: StatsRegistry, states: Iterable<BackendState>): Generator<(part: CountersPart) => void> {
   for (const entry of stats.listeners) yield (part) => part.listeners.push(entry);
   for (const [listener, backends] of stats.backends) {
-    for (const [backend, backendStats] of backends) yield (part) => part.backends.push([listener, backend, backendStats]);
+    for (const [backend, backendStats] of backends)
+      yield (part) => part.backends.push([listener, backend, backendStats]);
   }
   for (const state of states) yield (part) => part.health.push([state.listener, state.backend, state.healthy]);
 }
@@ -114,7 +118,12 @@ export class WorkerCounters {
   #reportOf(worker: number): WorkerReport {
     let report = this.#workers.get(worker);
     if (report === undefined) {
-      report = { listeners: new Map(), backends: new Map(), health: new Map(), gauges: { descriptorBudget: 0, descriptorsInUse: 0, readBufferBytes: 0 } };
+      report = {
+        listeners: new Map(),
+        backends: new Map(),
+        health: new Map(),
+        gauges: { descriptorBudget: 0, descriptorsInUse: 0, readBufferBytes: 0 },
+      };
       this.#workers.set(worker, report);
     }
     return report;

@@ -41,7 +41,12 @@ export class WorkerMetrics {
    * `own`: the primary's registry (config reloads); `slotOf`: a worker's number, the same for its
    * replacement, for the `worker` label; `workers`: the live workers.
    */
-  constructor(own: Registry, config: () => L4Config | undefined, slotOf: (worker: Worker) => number, workers: () => Worker[]) {
+  constructor(
+    own: Registry,
+    config: () => L4Config | undefined,
+    slotOf: (worker: Worker) => number,
+    workers: () => Worker[],
+  ) {
     this.#own = own;
     this.#config = config;
     this.#slotOf = slotOf;
@@ -56,7 +61,12 @@ export class WorkerMetrics {
       *backendStates(): Generator<BackendState> {
         for (const listener of config()?.listeners ?? []) {
           for (const backend of listener.backends) {
-            yield { listener: listener.name, backend: backend.name, weight: backend.weight, healthy: counters.healthy(listener.name, backend.name) };
+            yield {
+              listener: listener.name,
+              backend: backend.name,
+              weight: backend.weight,
+              healthy: counters.healthy(listener.name, backend.name),
+            };
           }
         }
       },
@@ -65,7 +75,8 @@ export class WorkerMetrics {
       },
       readBufferBytes: () => counters.gauge('readBufferBytes'),
       *listenerAffinities() {
-        for (const listener of config()?.listeners ?? []) yield [listener.name, listener.affinity === 'clientIP'] as const;
+        for (const listener of config()?.listeners ?? [])
+          yield [listener.name, listener.affinity === 'clientIP'] as const;
       },
     };
     return metricsEndpoint(async () => {
@@ -107,7 +118,10 @@ export class WorkerMetrics {
           }),
       );
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all(replies), new Promise((resolve) => (timer = setTimeout(resolve, COLLECT_TIMEOUT_MS)))]);
+      await Promise.race([
+        Promise.all(replies),
+        new Promise((resolve) => (timer = setTimeout(resolve, COLLECT_TIMEOUT_MS))),
+      ]);
       clearTimeout(timer);
       this.#waiting.clear();
     })().finally(() => (this.#collecting = undefined));
@@ -137,5 +151,10 @@ export async function answerCollect(runtime: Runtime, id: number): Promise<void>
     descriptorsInUse: dataplane.descriptors.inUse,
     readBufferBytes: dataplane.readBufferBytes(),
   };
-  process.send?.({ type: 'canary-l4:collected', id, gauges, processMetrics: await runtime.registry.getMetricsAsJSON() } satisfies CollectReply);
+  process.send?.({
+    type: 'canary-l4:collected',
+    id,
+    gauges,
+    processMetrics: await runtime.registry.getMetricsAsJSON(),
+  } satisfies CollectReply);
 }

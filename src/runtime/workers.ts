@@ -15,9 +15,14 @@ import { startAdminServer, type AdminAddress, type AdminServer } from '../admin/
 import { Runtime, exitOnSignals, type ConfigTarget, type RuntimeOptions } from './runtime.ts';
 import { WorkerMetrics, answerCollect, type CollectReply, type CollectRequest } from './worker-metrics.ts';
 
-type ToWorker = { type: 'canary-l4:apply'; id: number; config: L4Config } | { type: 'canary-l4:shutdown'; drainMs: number } | CollectRequest;
+type ToWorker =
+  | { type: 'canary-l4:apply'; id: number; config: L4Config }
+  | { type: 'canary-l4:shutdown'; drainMs: number }
+  | CollectRequest;
 /** `field`: the listen field of a listener that could not bind. */
-type FromWorker = { type: 'canary-l4:applied'; id: number; error?: string; field?: string } | { type: 'canary-l4:ready' };
+type FromWorker =
+  | { type: 'canary-l4:applied'; id: number; error?: string; field?: string }
+  | { type: 'canary-l4:ready' };
 interface Refusal {
   readonly message: string;
   readonly field?: string;
@@ -59,7 +64,12 @@ export class WorkerPool implements ConfigTarget {
   async start(admin: AdminAddress, endpoints: { metrics: boolean; config: boolean }): Promise<void> {
     const own = new Registry();
     registerReloadMetrics(own, this.#stats);
-    this.#metrics = new WorkerMetrics(own, () => this.#config, (worker) => this.#slots.get(worker) ?? -1, () => [...this.#steerable]);
+    this.#metrics = new WorkerMetrics(
+      own,
+      () => this.#config,
+      (worker) => this.#slots.get(worker) ?? -1,
+      () => [...this.#steerable],
+    );
     this.#admin = await startAdminServer(
       admin,
       {
@@ -69,7 +79,10 @@ export class WorkerPool implements ConfigTarget {
       },
       this.log,
     );
-    this.log.info({ adminAddress: admin.host ?? '*', adminPort: this.adminPort, workers: this.#count }, 'admin server listening');
+    this.log.info(
+      { adminAddress: admin.host ?? '*', adminPort: this.adminPort, workers: this.#count },
+      'admin server listening',
+    );
     cluster.on('message', (worker, message: FromWorker | CollectReply) => {
       if (!this.#metrics?.onMessage(worker, message as CollectReply)) this.#onMessage(worker, message as FromWorker);
     });
@@ -129,14 +142,20 @@ export class WorkerPool implements ConfigTarget {
     // 'online' comes before the worker listens for messages, and a message sent earlier is lost.
     await new Promise<void>((resolve, reject) => {
       worker.on('message', (message: FromWorker) => message?.type === 'canary-l4:ready' && resolve());
-      worker.once('exit', (code) => reject(new Error(`worker ${worker.process.pid} exited with code ${code} while starting`)));
+      worker.once('exit', (code) =>
+        reject(new Error(`worker ${worker.process.pid} exited with code ${code} while starting`)),
+      );
     });
     this.#steerable.add(worker);
     // Until it has what the others serve or are being given (a reload may start meanwhile).
     for (let given: L4Config | undefined; this.#wanted !== given && this.#wanted !== undefined && !worker.isDead(); ) {
       given = this.#wanted;
       const errors = await this.#broadcast(given, [worker]);
-      if (errors.length > 0) this.log.error({ worker: worker.process.pid, error: errors[0]!.message }, 'a new worker refused the config the others serve');
+      if (errors.length > 0)
+        this.log.error(
+          { worker: worker.process.pid, error: errors[0]!.message },
+          'a new worker refused the config the others serve',
+        );
     }
   }
 
@@ -144,7 +163,10 @@ export class WorkerPool implements ConfigTarget {
     const id = this.#nextId++;
     return new Promise((resolve) => {
       const timeout = setTimeout(() => {
-        for (const worker of entry.waiting) entry.errors.push({ message: `worker ${worker.process.pid} did not answer within ${APPLY_TIMEOUT_MS / 1000} s` });
+        for (const worker of entry.waiting)
+          entry.errors.push({
+            message: `worker ${worker.process.pid} did not answer within ${APPLY_TIMEOUT_MS / 1000} s`,
+          });
         this.#pending.delete(id);
         resolve(entry.errors);
       }, APPLY_TIMEOUT_MS);
@@ -203,7 +225,10 @@ export class WorkerPool implements ConfigTarget {
 }
 
 /** The worker side: a data plane on shared ports, steered by the primary over IPC. */
-export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reusePort'>, drainMs: number): Promise<void> {
+export async function runWorker(
+  options: Omit<RuntimeOptions, 'adminPort' | 'reusePort'>,
+  drainMs: number,
+): Promise<void> {
   const runtime = await Runtime.start({ ...options, adminPort: null, reusePort: true });
   const stop = (ms: number) => runtime.stop(ms).then(() => process.exit(0));
   process.on('message', (message: ToWorker) => {
@@ -221,7 +246,9 @@ export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reu
     } else if (message?.type === 'canary-l4:shutdown') {
       void stop(message.drainMs);
     } else if (message?.type === 'canary-l4:collect') {
-      answerCollect(runtime, message.id).catch((err: Error) => runtime.log.error({ err }, 'could not report the counters'));
+      answerCollect(runtime, message.id).catch((err: Error) =>
+        runtime.log.error({ err }, 'could not report the counters'),
+      );
     }
   });
   process.send?.({ type: 'canary-l4:ready' } satisfies FromWorker);
@@ -233,4 +260,5 @@ export async function runWorker(options: Omit<RuntimeOptions, 'adminPort' | 'reu
 
 export const isWorkerProcess = (): boolean => cluster.isWorker;
 
-const liveWorkers = (): Worker[] => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
+const liveWorkers = (): Worker[] =>
+  Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());

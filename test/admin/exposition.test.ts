@@ -29,11 +29,34 @@ describe('data plane exposition', { timeout: 30_000 }, () => {
     assert.ok(turns > 0, 'the event loop never ran during the scrape');
 
     assert.equal(metricValue(text, 'canary_l4_listener_connections_total', { listener: 'l4321' }), 4321);
-    assert.equal(metricValue(text, 'canary_l4_backend_connections_total', { listener: 'l4999', backend: 'canary' }), 4999);
-    assert.equal(metricValue(text, 'canary_l4_connect_duration_seconds_bucket', { listener: 'l7', backend: 'stable', le: '0.001' }), 0);
-    assert.equal(metricValue(text, 'canary_l4_connect_duration_seconds_bucket', { listener: 'l7', backend: 'stable', le: '0.0025' }), 1);
-    assert.equal(metricValue(text, 'canary_l4_connect_duration_seconds_bucket', { listener: 'l7', backend: 'stable', le: '+Inf' }), 1);
-    assert.equal(metricValue(text, 'canary_l4_connect_duration_seconds_count', { listener: 'l7', backend: 'stable' }), 1);
+    assert.equal(
+      metricValue(text, 'canary_l4_backend_connections_total', { listener: 'l4999', backend: 'canary' }),
+      4999,
+    );
+    assert.equal(
+      metricValue(text, 'canary_l4_connect_duration_seconds_bucket', {
+        listener: 'l7',
+        backend: 'stable',
+        le: '0.001',
+      }),
+      0,
+    );
+    assert.equal(
+      metricValue(text, 'canary_l4_connect_duration_seconds_bucket', {
+        listener: 'l7',
+        backend: 'stable',
+        le: '0.0025',
+      }),
+      1,
+    );
+    assert.equal(
+      metricValue(text, 'canary_l4_connect_duration_seconds_bucket', { listener: 'l7', backend: 'stable', le: '+Inf' }),
+      1,
+    );
+    assert.equal(
+      metricValue(text, 'canary_l4_connect_duration_seconds_count', { listener: 'l7', backend: 'stable' }),
+      1,
+    );
     assert.equal(metricValue(text, 'canary_l4_connections_refused_total', { listener: 'l0', reason: 'fd_limit' }), 0);
     // One HELP and one TYPE per family, however many slices it took.
     const types = text.split('\n').filter((line) => line.startsWith('# TYPE '));

@@ -80,7 +80,11 @@ describe('admin server of serve', { timeout: 40_000 }, () => {
       { name: 'canary', host: '127.0.0.1', port: canary.port, weight: 50, overriddenFrom: 10 },
     ]);
     const dns = config.listeners.find((listener) => listener.name === 'dns')!;
-    assert.deepEqual(dns.backends, [{ name: 'resolver', host: '127.0.0.1', port: udpBackend.port, weight: 100 }], 'not overridden, not marked');
+    assert.deepEqual(
+      dns.backends,
+      [{ name: 'resolver', host: '127.0.0.1', port: udpBackend.port, weight: 100 }],
+      'not overridden, not marked',
+    );
     assert.deepEqual(dns.udp, { responses: 0, maxSessions: 0 });
   });
 
@@ -117,7 +121,11 @@ describe('admin server of serve', { timeout: 40_000 }, () => {
 
     assert.equal(value('udp_datagrams_total', { listener: 'dns', backend: 'resolver', direction: 'to_backend' }), 4);
     assert.equal(value('udp_datagrams_total', { listener: 'dns', backend: 'resolver', direction: 'to_client' }), 4);
-    assert.equal(value('backend_connections_total', { listener: 'dns', backend: 'resolver' }), 4, 'one UDP session per client socket');
+    assert.equal(
+      value('backend_connections_total', { listener: 'dns', backend: 'resolver' }),
+      4,
+      'one UDP session per client socket',
+    );
 
     // Default process metrics, with the prefix.
     assert.ok((value('process_resident_memory_bytes') ?? 0) > 0);

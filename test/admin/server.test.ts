@@ -10,7 +10,13 @@ import { freePort } from '../support/net/free-ports.ts';
 import { startServe, type ServeChild } from '../support/process/serve-child.ts';
 
 const listenerTo = (port: number, backendPort: number) => ({
-  listeners: [{ name: 'web', listen: `127.0.0.1:${port}`, backends: [{ name: 'stable', host: '127.0.0.1', port: backendPort, weight: 1 }] }],
+  listeners: [
+    {
+      name: 'web',
+      listen: `127.0.0.1:${port}`,
+      backends: [{ name: 'stable', host: '127.0.0.1', port: backendPort, weight: 1 }],
+    },
+  ],
 });
 
 /** Whether a TCP connection to host:port is accepted. */
@@ -47,7 +53,9 @@ describe('admin server: address and endpoints', { timeout: 30_000 }, () => {
       const everywhere = await startServe(listenerTo(await freePort(), stable.port), [], { adminAddress: '*' });
       children.push(everywhere);
       assert.equal(await accepts('127.0.0.2', everywhere.adminPort), true);
-      const oldName = await startServe(listenerTo(await freePort(), stable.port), ['--admin-host', '127.0.0.3'], { adminAddress: 'default' });
+      const oldName = await startServe(listenerTo(await freePort(), stable.port), ['--admin-host', '127.0.0.3'], {
+        adminAddress: 'default',
+      });
       children.push(oldName);
       assert.equal(oldName.logs().find((line) => line.msg === 'admin server listening')?.adminAddress, '127.0.0.3');
       assert.equal((await oldName.get('/healthz')).status, 200);
@@ -87,16 +95,27 @@ describe('admin server under a slowloris flood, ulimit -n 256', { timeout: 40_00
         socket.write('GET /healthz HTTP/1.1\r\nHost: admin\r\n'); // the blank line that ends the headers never comes
         attackers.push(socket);
       }
-      await Promise.all(attackers.map((socket) => (socket.connecting ? once(socket, 'connect').catch(() => {}) : undefined)));
+      await Promise.all(
+        attackers.map((socket) => (socket.connecting ? once(socket, 'connect').catch(() => {}) : undefined)),
+      );
 
-      for (let i = 0; i < 20; i++) assert.equal(await askName(port), 'stable', `connection ${i} through the data plane`);
+      for (let i = 0; i < 20; i++)
+        assert.equal(await askName(port), 'stable', `connection ${i} through the data plane`);
       await waitFor(
         () => serve.logs().some((line) => line.level === 40 && String(line.msg).startsWith('admin server at its')),
         'the connection cap to be logged',
       );
       // The headers timeout closes the half-sent requests; the probes get in again.
-      await waitFor(async () => (await serve.get('/healthz').catch(() => undefined))?.status === 200, '/healthz to answer again', 12_000);
-      await waitFor(() => attackers.every((socket) => socket.destroyed || socket.readableEnded), 'every half-sent request to be closed', 12_000);
+      await waitFor(
+        async () => (await serve.get('/healthz').catch(() => undefined))?.status === 200,
+        '/healthz to answer again',
+        12_000,
+      );
+      await waitFor(
+        () => attackers.every((socket) => socket.destroyed || socket.readableEnded),
+        'every half-sent request to be closed',
+        12_000,
+      );
     } finally {
       for (const socket of attackers) socket.destroy();
       await serve.stop();

@@ -52,7 +52,10 @@ export function pinnedVersions(): { kubernetes: string; etcd: string } {
 }
 
 function cacheRoot(): string {
-  const base = process.env.XDG_CACHE_HOME !== undefined && process.env.XDG_CACHE_HOME !== '' ? process.env.XDG_CACHE_HOME : join(homedir(), '.cache');
+  const base =
+    process.env.XDG_CACHE_HOME !== undefined && process.env.XDG_CACHE_HOME !== ''
+      ? process.env.XDG_CACHE_HOME
+      : join(homedir(), '.cache');
   return join(base, 'canary-l4', 'cluster');
 }
 
@@ -61,7 +64,9 @@ async function goVersion(): Promise<string> {
     const { stdout } = await promisify(execFile)('go', ['env', 'GOVERSION'], { cwd: MODULE_DIR });
     return stdout.trim();
   } catch (err) {
-    throw new Error(`building the control plane needs the Go toolchain (go on PATH): ${(err as Error).message.split('\n')[0]}`);
+    throw new Error(
+      `building the control plane needs the Go toolchain (go on PATH): ${(err as Error).message.split('\n')[0]}`,
+    );
   }
 }
 
@@ -69,9 +74,18 @@ async function goVersion(): Promise<string> {
 export async function ensureBinaries(log: (line: string) => void = () => {}): Promise<Binaries> {
   const versions = pinnedVersions();
   const go = await goVersion();
-  const sum = createHash('sha256').update(readFileSync(join(MODULE_DIR, 'go.mod'))).update(readFileSync(join(MODULE_DIR, 'go.sum'))).digest('hex').slice(0, 12);
+  const sum = createHash('sha256')
+    .update(readFileSync(join(MODULE_DIR, 'go.mod')))
+    .update(readFileSync(join(MODULE_DIR, 'go.sum')))
+    .digest('hex')
+    .slice(0, 12);
   const dir = join(cacheRoot(), `k8s-${versions.kubernetes}-etcd-${versions.etcd}-${go}-${sum}`);
-  const binaries: Binaries = { dir, kubernetesVersion: versions.kubernetes, etcdVersion: versions.etcd, path: (component) => join(dir, component) };
+  const binaries: Binaries = {
+    dir,
+    kubernetesVersion: versions.kubernetes,
+    etcdVersion: versions.etcd,
+    path: (component) => join(dir, component),
+  };
   if (complete(dir)) return binaries;
   mkdirSync(cacheRoot(), { recursive: true });
   const lock = `${dir}.lock`;
@@ -84,8 +98,10 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
     if (complete(dir)) return binaries;
     const started = Date.now();
     const built = 'kube-apiserver, kube-controller-manager, kube-scheduler, kubectl';
-    log(`building etcd ${versions.etcd} and Kubernetes ${versions.kubernetes} (${built}) with ${go} into ${dir}; `
-      + 'the first build takes 10-20 minutes');
+    log(
+      `building etcd ${versions.etcd} and Kubernetes ${versions.kubernetes} (${built}) with ${go} into ${dir}; ` +
+        'the first build takes 10-20 minutes',
+    );
     const staging = `${dir}.building`;
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });
@@ -119,15 +135,33 @@ function tryLock(lock: string): boolean {
 }
 
 /** One `go build` of them all (the toolchain links them in parallel), stamped with their versions. */
-async function goBuild(out: string, versions: { kubernetes: string; etcd: string }, log: (line: string) => void): Promise<void> {
+async function goBuild(
+  out: string,
+  versions: { kubernetes: string; etcd: string },
+  log: (line: string) => void,
+): Promise<void> {
   const [major, minor] = /^v(\d+)\.(\d+)/.exec(versions.kubernetes)!.slice(1);
   const buildDate = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   // kubectl version and the components' own skew checks read these; a plain `go build` leaves v0.0.0-master.
-  const stamp = (pkg: string) => [`-X ${pkg}.gitVersion=${versions.kubernetes}`, `-X ${pkg}.gitMajor=${major}`, `-X ${pkg}.gitMinor=${minor}`,
-    `-X ${pkg}.gitTreeState=clean`, `-X ${pkg}.buildDate=${buildDate}`];
-  const ldflags = ['-s', '-w', ...stamp('k8s.io/component-base/version'), ...stamp('k8s.io/client-go/pkg/version')].join(' ');
+  const stamp = (pkg: string) => [
+    `-X ${pkg}.gitVersion=${versions.kubernetes}`,
+    `-X ${pkg}.gitMajor=${major}`,
+    `-X ${pkg}.gitMinor=${minor}`,
+    `-X ${pkg}.gitTreeState=clean`,
+    `-X ${pkg}.buildDate=${buildDate}`,
+  ];
+  const ldflags = [
+    '-s',
+    '-w',
+    ...stamp('k8s.io/component-base/version'),
+    ...stamp('k8s.io/client-go/pkg/version'),
+  ].join(' ');
   const args = ['build', '-trimpath', `-ldflags=${ldflags}`, '-o', `${out}/`, ...Object.values(PACKAGES)];
-  const child = spawn('go', args, { cwd: MODULE_DIR, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' } });
+  const child = spawn('go', args, {
+    cwd: MODULE_DIR,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, GOFLAGS: '-mod=readonly', CGO_ENABLED: '0' },
+  });
   let output = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {

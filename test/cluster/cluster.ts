@@ -54,18 +54,46 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
   let plane: ControlPlane | undefined;
   let kubelet: NodeKubelet | undefined;
   try {
-    plane = await startControlPlane({ dir: options.dir, serviceCidr: options.serviceCidr, ...(options.log === undefined ? {} : { log: options.log }) });
+    plane = await startControlPlane({
+      dir: options.dir,
+      serviceCidr: options.serviceCidr,
+      ...(options.log === undefined ? {} : { log: options.log }),
+    });
     const admin = kubeConfigFromYaml(kubeconfigYaml(plane.url, plane.caPem, 'canary-l4-admin', plane.adminToken));
     const podNet = `${POD_NETWORK_PREFIX}.${options.podSubnet}`;
-    kubelet = await startNodeKubelet({ kubeConfig: admin, server: { url: plane.url, caPem: plane.caPem }, nodeName: NODE_NAME, podNet, images, logDir: join(options.dir, 'logs', 'pods') });
-    const kubeProxy = options.kubeProxy === true ? await startKubeProxy({ kubeConfig: admin, endpoints: 'endpointslices' }) : undefined;
+    kubelet = await startNodeKubelet({
+      kubeConfig: admin,
+      server: { url: plane.url, caPem: plane.caPem },
+      nodeName: NODE_NAME,
+      podNet,
+      images,
+      logDir: join(options.dir, 'logs', 'pods'),
+    });
+    const kubeProxy =
+      options.kubeProxy === true ? await startKubeProxy({ kubeConfig: admin, endpoints: 'endpointslices' }) : undefined;
     const core = admin.makeApiClient(CoreV1Api);
     const started = { plane, kubelet };
     return {
-      plane, kubeConfig: admin, kubelet, kubeProxy, podNet,
+      plane,
+      kubeConfig: admin,
+      kubelet,
+      kubeProxy,
+      podNet,
       async serviceAccountKubeConfig(namespace, name) {
-        const request = await core.createNamespacedServiceAccountToken({ name, namespace, body: { spec: { audiences: [], expirationSeconds: 3600 } } });
-        return kubeConfigFromYaml(kubeconfigYaml(started.plane.url, started.plane.caPem, `system:serviceaccount:${namespace}:${name}`, request.status?.token ?? '', namespace));
+        const request = await core.createNamespacedServiceAccountToken({
+          name,
+          namespace,
+          body: { spec: { audiences: [], expirationSeconds: 3600 } },
+        });
+        return kubeConfigFromYaml(
+          kubeconfigYaml(
+            started.plane.url,
+            started.plane.caPem,
+            `system:serviceaccount:${namespace}:${name}`,
+            request.status?.token ?? '',
+            namespace,
+          ),
+        );
       },
       async stop() {
         await kubeProxy?.stop();
@@ -82,4 +110,3 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
     throw err;
   }
 }
-

@@ -53,7 +53,13 @@ export interface ControlPlane {
 export interface AuditEvent {
   readonly verb: string;
   readonly user: { readonly username: string };
-  readonly objectRef?: { readonly resource?: string; readonly subresource?: string; readonly namespace?: string; readonly name?: string; readonly apiGroup?: string };
+  readonly objectRef?: {
+    readonly resource?: string;
+    readonly subresource?: string;
+    readonly namespace?: string;
+    readonly name?: string;
+    readonly apiGroup?: string;
+  };
   readonly requestURI: string;
   readonly responseStatus?: { readonly code?: number };
 }
@@ -62,7 +68,12 @@ export interface AuditEvent {
  * Every request at Metadata level (who, which verb on what, and the answer's code) once answered;
  * a watch also once it has started (it is answered only when it ends).
  */
-const AUDIT_POLICY = JSON.stringify({ apiVersion: 'audit.k8s.io/v1', kind: 'Policy', omitStages: ['RequestReceived'], rules: [{ level: 'Metadata' }] });
+const AUDIT_POLICY = JSON.stringify({
+  apiVersion: 'audit.k8s.io/v1',
+  kind: 'Policy',
+  omitStages: ['RequestReceived'],
+  rules: [{ level: 'Metadata' }],
+});
 
 const READY_TIMEOUT_MS = 120_000;
 const STOP_GRACE_MS = 10_000;
@@ -77,13 +88,23 @@ function firstAddress(cidr: string): string {
 
 export function kubeconfigYaml(server: string, caPem: string, user: string, token: string, namespace?: string): string {
   const context = { cluster: 'canary-l4-cluster', user, ...(namespace === undefined ? {} : { namespace }) };
-  return JSON.stringify({
-    apiVersion: 'v1', kind: 'Config',
-    clusters: [{ name: 'canary-l4-cluster', cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
-    users: [{ name: user, user: { token } }],
-    contexts: [{ name: 'canary-l4-cluster', context }],
-    'current-context': 'canary-l4-cluster',
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'canary-l4-cluster',
+          cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') },
+        },
+      ],
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: 'canary-l4-cluster', context }],
+      'current-context': 'canary-l4-cluster',
+    },
+    null,
+    2,
+  );
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
@@ -101,21 +122,37 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   try {
     processes.start('etcd', etcdArgs(options.dir, etcdClient, etcdPeer));
     await waitUntil('etcd', processes, async () => (await fetch(`http://127.0.0.1:${etcdClient}/health`)).ok);
-    processes.start('kube-apiserver', [...apiserverArgs(pki, etcdClient, apiPort, options.serviceCidr),
-      '--audit-policy-file', audit.policy, '--audit-log-path', audit.log, '--audit-log-format', 'json', '--audit-log-mode', 'blocking']);
+    processes.start('kube-apiserver', [
+      ...apiserverArgs(pki, etcdClient, apiPort, options.serviceCidr),
+      '--audit-policy-file',
+      audit.policy,
+      '--audit-log-path',
+      audit.log,
+      '--audit-log-format',
+      'json',
+      '--audit-log-mode',
+      'blocking',
+    ]);
     const ok = (path: string) => answersOk(`${url}${path}`, pki.caPem, pki.adminToken);
     await waitUntil('kube-apiserver', processes, () => ok('/readyz'));
     processes.start('kube-controller-manager', controllerManagerArgs(pki, kubeconfigPath, options.serviceCidr));
     processes.start('kube-scheduler', ['--kubeconfig', kubeconfigPath, '--secure-port', '0', '--leader-elect=false']);
     // Pods can be made once the ServiceAccount controller has made `default` (ServiceAccount admission needs it).
-    await waitUntil('kube-controller-manager', processes, () => ok('/api/v1/namespaces/default/serviceaccounts/default'));
+    await waitUntil('kube-controller-manager', processes, () =>
+      ok('/api/v1/namespaces/default/serviceaccounts/default'),
+    );
   } catch (err) {
     await processes.stopAll();
     throw err;
   }
   log(`control plane up: kube-apiserver ${binaries.kubernetesVersion} at ${url}, etcd ${binaries.etcdVersion}`);
   return {
-    url, kubeconfigPath, adminToken: pki.adminToken, caPem: pki.caPem, serviceCidr: options.serviceCidr, kubernetesVersion: binaries.kubernetesVersion,
+    url,
+    kubeconfigPath,
+    adminToken: pki.adminToken,
+    caPem: pki.caPem,
+    serviceCidr: options.serviceCidr,
+    kubernetesVersion: binaries.kubernetesVersion,
     logTail: (component, bytes) => processes.tail(component, bytes),
     auditEvents: () => readAudit(audit.log),
     freezeApiServer: (ms) => processes.freeze('kube-apiserver', ms),
@@ -127,35 +164,85 @@ function etcdArgs(dir: string, client: number, peer: number): string[] {
   const clientUrl = `http://127.0.0.1:${client}`;
   const peerUrl = `http://127.0.0.1:${peer}`;
   return [
-    '--name', 'canary-l4', '--data-dir', join(dir, 'etcd'),
-    '--listen-client-urls', clientUrl, '--advertise-client-urls', clientUrl,
-    '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `canary-l4=${peerUrl}`,
+    '--name',
+    'canary-l4',
+    '--data-dir',
+    join(dir, 'etcd'),
+    '--listen-client-urls',
+    clientUrl,
+    '--advertise-client-urls',
+    clientUrl,
+    '--listen-peer-urls',
+    peerUrl,
+    '--initial-advertise-peer-urls',
+    peerUrl,
+    '--initial-cluster',
+    `canary-l4=${peerUrl}`,
     // A test cluster: losing the last writes in a power cut costs nothing, and fsync costs seconds on a busy disk.
-    '--unsafe-no-fsync', '--log-level', 'warn',
+    '--unsafe-no-fsync',
+    '--log-level',
+    'warn',
   ];
 }
 
 function apiserverArgs(pki: Pki, etcdClient: number, port: number, serviceCidr: string): string[] {
   const issuer = 'https://kubernetes.default.svc.cluster.local';
   return [
-    '--etcd-servers', `http://127.0.0.1:${etcdClient}`,
-    '--bind-address', '127.0.0.1', '--advertise-address', '127.0.0.1', '--secure-port', String(port),
+    '--etcd-servers',
+    `http://127.0.0.1:${etcdClient}`,
+    '--bind-address',
+    '127.0.0.1',
+    '--advertise-address',
+    '127.0.0.1',
+    '--secure-port',
+    String(port),
     // The `kubernetes` Service's endpoint would be 127.0.0.1, which EndpointSlices refuse; nothing here reaches the API through it.
-    '--endpoint-reconciler-type', 'none',
-    '--tls-cert-file', pki.servingCert, '--tls-private-key-file', pki.servingKey, '--client-ca-file', pki.caCert,
-    '--token-auth-file', pki.tokenFile, '--authorization-mode', 'Node,RBAC', '--anonymous-auth=false',
-    '--service-account-issuer', issuer, '--api-audiences', issuer,
-    '--service-account-key-file', pki.serviceAccountPublicKey, '--service-account-signing-key-file', pki.serviceAccountKey,
-    '--service-cluster-ip-range', serviceCidr, '--allow-privileged=true', '--profiling=false', '--v=1',
+    '--endpoint-reconciler-type',
+    'none',
+    '--tls-cert-file',
+    pki.servingCert,
+    '--tls-private-key-file',
+    pki.servingKey,
+    '--client-ca-file',
+    pki.caCert,
+    '--token-auth-file',
+    pki.tokenFile,
+    '--authorization-mode',
+    'Node,RBAC',
+    '--anonymous-auth=false',
+    '--service-account-issuer',
+    issuer,
+    '--api-audiences',
+    issuer,
+    '--service-account-key-file',
+    pki.serviceAccountPublicKey,
+    '--service-account-signing-key-file',
+    pki.serviceAccountKey,
+    '--service-cluster-ip-range',
+    serviceCidr,
+    '--allow-privileged=true',
+    '--profiling=false',
+    '--v=1',
   ];
 }
 
 function controllerManagerArgs(pki: Pki, kubeconfig: string, serviceCidr: string): string[] {
   return [
-    '--kubeconfig', kubeconfig, '--secure-port', '0', '--leader-elect=false',
+    '--kubeconfig',
+    kubeconfig,
+    '--secure-port',
+    '0',
+    '--leader-elect=false',
     // Each controller acts as its own ServiceAccount, bound by the bootstrap RBAC roles, as in a real cluster.
-    '--use-service-account-credentials', '--service-account-private-key-file', pki.serviceAccountKey, '--root-ca-file', pki.caCert,
-    '--service-cluster-ip-range', serviceCidr, '--profiling=false', '--v=1',
+    '--use-service-account-credentials',
+    '--service-account-private-key-file',
+    pki.serviceAccountKey,
+    '--root-ca-file',
+    pki.caCert,
+    '--service-cluster-ip-range',
+    serviceCidr,
+    '--profiling=false',
+    '--v=1',
   ];
 }
 
@@ -167,13 +254,16 @@ function readAudit(path: string): AuditEvent[] {
     return [];
   }
   // The last line may be half written.
-  return text.split('\n').filter(Boolean).flatMap((line) => {
-    try {
-      return [JSON.parse(line) as AuditEvent];
-    } catch {
-      return [];
-    }
-  });
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as AuditEvent];
+      } catch {
+        return [];
+      }
+    });
 }
 
 /** Whether a GET of `url` (the cluster's CA, the admin token) answers 2xx within 2 s. */
@@ -192,13 +282,17 @@ async function waitUntil(component: Component, processes: Processes, check: () =
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     const exited = processes.exited(component);
-    if (exited !== undefined) throw new Error(`${component} exited (${exited}) while starting:\n${processes.tail(component, 3000)}`);
+    if (exited !== undefined)
+      throw new Error(`${component} exited (${exited}) while starting:\n${processes.tail(component, 3000)}`);
     try {
       if (await check()) return;
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`${component} was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${processes.tail(component, 3000)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${component} was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${processes.tail(component, 3000)}`,
+      );
     await sleep(200);
   }
 }

@@ -32,14 +32,17 @@ async function openssl(args: string[]): Promise<void> {
   try {
     await run('openssl', args);
   } catch (err) {
-    throw new Error(`openssl ${args[0]} failed (the cluster's certificates need the openssl command): ${(err as Error).message.split('\n')[0]}`);
+    throw new Error(
+      `openssl ${args[0]} failed (the cluster's certificates need the openssl command): ${(err as Error).message.split('\n')[0]}`,
+    );
   }
 }
 
 function writeKey(path: string, type: 'ec' | 'rsa'): { publicPem: string } {
-  const { privateKey, publicKey } = type === 'ec'
-    ? generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
-    : generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const { privateKey, publicKey } =
+    type === 'ec'
+      ? generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+      : generateKeyPairSync('rsa', { modulusLength: 2048 });
   writeFileSync(path, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
   return { publicPem: publicKey.export({ type: 'spki', format: 'pem' }).toString() };
 }
@@ -49,22 +52,82 @@ export async function makePki(dir: string, altIps: readonly string[]): Promise<P
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const file = (name: string) => join(dir, name);
   writeKey(file('ca.key'), 'ec');
-  await openssl(['req', '-x509', '-new', '-key', file('ca.key'), '-out', file('ca.crt'), '-days', '3650', '-subj', '/CN=canary-l4-cluster-ca',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign,digitalSignature']);
+  await openssl([
+    'req',
+    '-x509',
+    '-new',
+    '-key',
+    file('ca.key'),
+    '-out',
+    file('ca.crt'),
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=canary-l4-cluster-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign,digitalSignature',
+  ]);
   writeKey(file('apiserver.key'), 'ec');
-  const names = ['DNS:localhost', 'DNS:kubernetes', 'DNS:kubernetes.default', 'DNS:kubernetes.default.svc', 'DNS:kubernetes.default.svc.cluster.local',
-    'IP:127.0.0.1', ...altIps.map((ip) => `IP:${ip}`)];
-  await openssl(['req', '-new', '-key', file('apiserver.key'), '-out', file('apiserver.csr'), '-subj', '/CN=kube-apiserver', '-addext', `subjectAltName=${names.join(',')}`,
-    '-addext', 'extendedKeyUsage=serverAuth', '-addext', 'keyUsage=critical,digitalSignature,keyEncipherment']);
-  await openssl(['x509', '-req', '-in', file('apiserver.csr'), '-CA', file('ca.crt'), '-CAkey', file('ca.key'), '-CAcreateserial', '-out', file('apiserver.crt'),
-    '-days', '365', '-copy_extensions', 'copy']);
+  const names = [
+    'DNS:localhost',
+    'DNS:kubernetes',
+    'DNS:kubernetes.default',
+    'DNS:kubernetes.default.svc',
+    'DNS:kubernetes.default.svc.cluster.local',
+    'IP:127.0.0.1',
+    ...altIps.map((ip) => `IP:${ip}`),
+  ];
+  await openssl([
+    'req',
+    '-new',
+    '-key',
+    file('apiserver.key'),
+    '-out',
+    file('apiserver.csr'),
+    '-subj',
+    '/CN=kube-apiserver',
+    '-addext',
+    `subjectAltName=${names.join(',')}`,
+    '-addext',
+    'extendedKeyUsage=serverAuth',
+    '-addext',
+    'keyUsage=critical,digitalSignature,keyEncipherment',
+  ]);
+  await openssl([
+    'x509',
+    '-req',
+    '-in',
+    file('apiserver.csr'),
+    '-CA',
+    file('ca.crt'),
+    '-CAkey',
+    file('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    file('apiserver.crt'),
+    '-days',
+    '365',
+    '-copy_extensions',
+    'copy',
+  ]);
   const { publicPem } = writeKey(file('sa.key'), 'rsa');
   writeFileSync(file('sa.pub'), publicPem);
   const adminToken = randomBytes(24).toString('hex');
-  writeFileSync(file('tokens.csv'), `${adminToken},canary-l4-admin,canary-l4-admin,"system:masters"\n`, { mode: 0o600 });
+  writeFileSync(file('tokens.csv'), `${adminToken},canary-l4-admin,canary-l4-admin,"system:masters"\n`, {
+    mode: 0o600,
+  });
   return {
-    dir, caCert: file('ca.crt'), caKey: file('ca.key'), servingCert: file('apiserver.crt'), servingKey: file('apiserver.key'),
-    serviceAccountKey: file('sa.key'), serviceAccountPublicKey: file('sa.pub'), tokenFile: file('tokens.csv'), adminToken,
+    dir,
+    caCert: file('ca.crt'),
+    caKey: file('ca.key'),
+    servingCert: file('apiserver.crt'),
+    servingKey: file('apiserver.key'),
+    serviceAccountKey: file('sa.key'),
+    serviceAccountPublicKey: file('sa.pub'),
+    tokenFile: file('tokens.csv'),
+    adminToken,
     caPem: readFileSync(file('ca.crt'), 'utf8'),
   };
 }

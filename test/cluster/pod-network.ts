@@ -49,9 +49,11 @@ export async function holdPodNetwork(): Promise<{ release(): Promise<void> }> {
     } catch (err) {
       if (!(await routeExists())) {
         rmSync(mine, { force: true });
-        throw new Error(`the simulated pod network ${POD_NETWORK} needs a local route on lo, and adding it failed `
-          + `(${(err as Error).message.split('\n').at(-2) ?? err}): run as root, or add it once with `
-          + `'sudo ip route add local ${POD_NETWORK} dev lo'`);
+        throw new Error(
+          `the simulated pod network ${POD_NETWORK} needs a local route on lo, and adding it failed ` +
+            `(${(err as Error).message.split('\n').at(-2) ?? err}): run as root, or add it once with ` +
+            `'sudo ip route add local ${POD_NETWORK} dev lo'`,
+        );
       }
     }
   }

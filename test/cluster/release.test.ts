@@ -30,41 +30,67 @@ const NS = 'shop';
 const IMAGE = (version: string) => `${APP_IMAGE_REGISTRY}/web:${version}`;
 
 const app = {
-  apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: NS },
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name: 'web', namespace: NS },
   spec: {
-    replicas: 2, selector: { matchLabels: { app: 'web' } },
+    replicas: 2,
+    selector: { matchLabels: { app: 'web' } },
     template: {
       metadata: { labels: { app: 'web' } },
       spec: {
         terminationGracePeriodSeconds: 10,
-        containers: [{
-          name: 'web', image: IMAGE('1.0'), ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-          // Its server stops accepting at SIGTERM (as nginx does); kube-proxy learns of a terminating
-          // pod a moment after the kubelet signals it, so a rollout that must lose no connection
-          // waits first, on any cluster. (The proxy's own pods do the same.)
-          lifecycle: { preStop: { exec: { command: ['sleep', '3'] } } },
-        }],
+        containers: [
+          {
+            name: 'web',
+            image: IMAGE('1.0'),
+            ports: [{ name: 'http', containerPort: 8080 }],
+            readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+            // Its server stops accepting at SIGTERM (as nginx does); kube-proxy learns of a terminating
+            // pod a moment after the kubelet signals it, so a rollout that must lose no connection
+            // waits first, on any cluster. (The proxy's own pods do the same.)
+            lifecycle: { preStop: { exec: { command: ['sleep', '3'] } } },
+          },
+        ],
       },
     },
   },
 };
 const service = {
-  apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: NS },
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name: 'web', namespace: NS },
   spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080, protocol: 'TCP' }] },
 };
 
-function release(name: string, version: string, extra: Record<string, unknown> = {}, env: { name: string; value: string }[] = []) {
+function release(
+  name: string,
+  version: string,
+  extra: Record<string, unknown> = {},
+  env: { name: string; value: string }[] = [],
+) {
   return {
-    apiVersion: `${GROUP}/${VERSION}`, kind: 'CanaryRelease', metadata: { name, namespace: NS },
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: 'CanaryRelease',
+    metadata: { name, namespace: NS },
     spec: {
-      workloads: [{ kind: 'Deployment', name: 'web', patch: { spec: { containers: [{ name: 'web', image: IMAGE(version), ...(env.length > 0 ? { env } : {}) }] } } }],
+      workloads: [
+        {
+          kind: 'Deployment',
+          name: 'web',
+          patch: { spec: { containers: [{ name: 'web', image: IMAGE(version), ...(env.length > 0 ? { env } : {}) }] } },
+        },
+      ],
       services: [{ service: 'web', ports: [{ port: 80, protocol: 'TCP', config: { weight: 20 } }] }],
       ...extra,
     },
   };
 }
 
-describe('a release on a real control plane, installed with kubectl apply -k deploy/', { skip: REAL_API ? false : 'needs a real control plane: npm run test:cluster', timeout: 600_000 }, () => {
+describe('a release on a real control plane, installed with kubectl apply -k deploy/', {
+  skip: REAL_API ? false : 'needs a real control plane: npm run test:cluster',
+  timeout: 600_000,
+}, () => {
   let cluster: RealCluster;
   let dir: string;
   let kubectl: Kubectl;
@@ -76,16 +102,31 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
   let serviceIp = '';
   let original: V1Service | undefined;
 
-  const getRelease = (name: string) => custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name })
-    .then((found) => found as CanaryRelease, (err: { code?: number }) => (err.code === 404 ? undefined : Promise.reject(err)));
-  const waitForRelease = async (name: string, what: string, check: (found: CanaryRelease | undefined) => boolean, timeoutMs = 90_000) => {
+  const getRelease = (name: string) =>
+    custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NS, plural: PLURAL, name }).then(
+      (found) => found as CanaryRelease,
+      (err: { code?: number }) => (err.code === 404 ? undefined : Promise.reject(err)),
+    );
+  const waitForRelease = async (
+    name: string,
+    what: string,
+    check: (found: CanaryRelease | undefined) => boolean,
+    timeoutMs = 90_000,
+  ) => {
     let last: CanaryRelease | undefined;
-    await waitFor(async () => check(last = await getRelease(name)), `${name}: ${what} (status ${JSON.stringify(last?.status)})`, timeoutMs).catch((err: Error) => {
+    await waitFor(
+      async () => check((last = await getRelease(name))),
+      `${name}: ${what} (status ${JSON.stringify(last?.status)})`,
+      timeoutMs,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; last status ${JSON.stringify(last?.status)}`);
     });
     return last;
   };
-  const images = async () => (await apps.readNamespacedDeployment({ name: 'web', namespace: NS })).spec?.template.spec?.containers.map((c) => c.image);
+  const images = async () =>
+    (await apps.readNamespacedDeployment({ name: 'web', namespace: NS })).spec?.template.spec?.containers.map(
+      (c) => c.image,
+    );
   const owned = (svc: V1Service | undefined) => {
     const { resourceVersion: _rv, managedFields: _managed, ...metadata } = svc?.metadata ?? {};
     return { metadata, spec: svc?.spec };
@@ -111,18 +152,39 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
 
   it('kubectl apply --server-side -k deploy/ installs the CRD and the manager; both manager pods run as its ServiceAccount and one leads', async () => {
     const applied = await kubectl('apply', '--server-side', '-k', join(import.meta.dirname, '../../deploy'));
-    assert.match(applied, /customresourcedefinition.apiextensions.k8s.io\/canaryreleases.canary-l4.io serverside-applied/);
+    assert.match(
+      applied,
+      /customresourcedefinition.apiextensions.k8s.io\/canaryreleases.canary-l4.io serverside-applied/,
+    );
     await kubectl('rollout', 'status', '-n', 'canary-l4-system', 'deployment/canary-l4-manager', '--timeout=120s');
-    const managers = await core.listNamespacedPod({ namespace: 'canary-l4-system', labelSelector: 'app.kubernetes.io/component=manager' });
-    assert.equal(managers.items.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length, 2);
+    const managers = await core.listNamespacedPod({
+      namespace: 'canary-l4-system',
+      labelSelector: 'app.kubernetes.io/component=manager',
+    });
+    assert.equal(
+      managers.items.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'))
+        .length,
+      2,
+    );
     // Ready does not wait for the Lease (a follower is ready too): it is taken within a few seconds.
     const leases = cluster.kubeConfig.makeApiClient(CoordinationV1Api);
     let holder: string | undefined;
-    await waitFor(async () => {
-      holder = (await leases.readNamespacedLease({ name: 'canary-l4-manager', namespace: 'canary-l4-system' }).catch(() => undefined))?.spec?.holderIdentity;
-      return managers.items.some((pod) => pod.metadata?.name === holder);
-    }, 'a manager pod to hold the Lease', 30_000).catch(() => {});
-    assert.ok(managers.items.some((pod) => pod.metadata?.name === holder), `a manager pod holds the Lease (${holder})`);
+    await waitFor(
+      async () => {
+        holder = (
+          await leases
+            .readNamespacedLease({ name: 'canary-l4-manager', namespace: 'canary-l4-system' })
+            .catch(() => undefined)
+        )?.spec?.holderIdentity;
+        return managers.items.some((pod) => pod.metadata?.name === holder);
+      },
+      'a manager pod to hold the Lease',
+      30_000,
+    ).catch(() => {});
+    assert.ok(
+      managers.items.some((pod) => pod.metadata?.name === holder),
+      `a manager pod holds the Lease (${holder})`,
+    );
   });
 
   it('an app Deployment behind a Service answers through the kube-proxy simulation, by its EndpointSlices', async () => {
@@ -139,12 +201,25 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
 
   it('a CanaryRelease gets its proxy from the manager, and the Service splits 80/20 between the stable and the canary Deployment', async (t) => {
     await kubectl('apply', '-f', await kubectl.manifest('web-v2.yaml', release('web-v2', '2.0')));
-    const running = await waitForRelease('web-v2', 'serving with two Ready proxies', (found) =>
-      found?.status?.conditions?.find((c) => c.type === 'Available')?.status === 'True' && (found.status as { proxy?: { readyReplicas?: number } }).proxy?.readyReplicas === 2);
+    const running = await waitForRelease(
+      'web-v2',
+      'serving with two Ready proxies',
+      (found) =>
+        found?.status?.conditions?.find((c) => c.type === 'Available')?.status === 'True' &&
+        (found.status as { proxy?: { readyReplicas?: number } }).proxy?.readyReplicas === 2,
+    );
     t.diagnostic(`proxy: ${JSON.stringify((running?.status as { proxy?: unknown } | undefined)?.proxy)}`);
-    assert.equal((await apps.readNamespacedDeployment({ name: 'web-canary', namespace: NS })).spec?.template.spec?.containers[0]?.image, IMAGE('2.0'));
+    assert.equal(
+      (await apps.readNamespacedDeployment({ name: 'web-canary', namespace: NS })).spec?.template.spec?.containers[0]
+        ?.image,
+      IMAGE('2.0'),
+    );
     const from = clients.now();
-    await waitFor(() => Object.values(clients.counts(from)).reduce((a, b) => a + b, 0) >= 200, '200 connections through the proxies', 60_000);
+    await waitFor(
+      () => Object.values(clients.counts(from)).reduce((a, b) => a + b, 0) >= 200,
+      '200 connections through the proxies',
+      60_000,
+    );
     const counts = clients.counts(from);
     t.diagnostic(`answers since the takeover: ${JSON.stringify(counts)}`);
     const canaryShare = (counts[IMAGE('2.0')] ?? 0) / ((counts[IMAGE('2.0')] ?? 0) + (counts[IMAGE('1.0')] ?? 0));
@@ -161,26 +236,54 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
 
   it('the leading proxy pod deleted: the other takes the Lease and applies a weight change; no connection fails', async (t) => {
     const leases = cluster.kubeConfig.makeApiClient(CoordinationV1Api);
-    const holder = async () => (await leases.readNamespacedLease({ name: 'canary-l4-web-v2', namespace: NS })).spec?.holderIdentity;
+    const holder = async () =>
+      (await leases.readNamespacedLease({ name: 'canary-l4-web-v2', namespace: NS })).spec?.holderIdentity;
     // The manager rolls the proxy Deployment once the proxy has written status.takeover (the pods
     // get the labels the Services select): a replaced pod leads through its preStop pause and hands
     // the Lease over at SIGTERM, so the leader is looked for once the replaced pods are gone.
     let leads: boolean[] = [];
     let leader: string | undefined;
-    await waitFor(async () => {
-      const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })).items;
-      if (pods.some((pod) => pod.metadata?.deletionTimestamp != null)) return false;
-      const proxies = pods.filter((pod) => pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      // Which pod leads, as Prometheus would see it: its own metrics, at its pod IP.
-      leads = await Promise.all(proxies.map(async (pod) => /^canary_l4_leader 1$/m.test(await (await fetch(`http://${pod.status!.podIP}:9090/metrics`)).text())));
-      leader = proxies[leads.indexOf(true)]?.metadata?.name;
-      return leads.filter(Boolean).length === 1;
-    }, 'one proxy pod to lead once the rollout is done', 60_000).catch(() => {});
-    assert.ok(leader !== undefined && leads.filter(Boolean).length === 1, `one proxy pod leads: ${JSON.stringify(leads)}`);
+    await waitFor(
+      async () => {
+        const pods = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' }))
+          .items;
+        if (pods.some((pod) => pod.metadata?.deletionTimestamp != null)) return false;
+        const proxies = pods.filter((pod) =>
+          pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        );
+        // Which pod leads, as Prometheus would see it: its own metrics, at its pod IP.
+        leads = await Promise.all(
+          proxies.map(async (pod) =>
+            /^canary_l4_leader 1$/m.test(await (await fetch(`http://${pod.status!.podIP}:9090/metrics`)).text()),
+          ),
+        );
+        leader = proxies[leads.indexOf(true)]?.metadata?.name;
+        return leads.filter(Boolean).length === 1;
+      },
+      'one proxy pod to lead once the rollout is done',
+      60_000,
+    ).catch(() => {});
+    assert.ok(
+      leader !== undefined && leads.filter(Boolean).length === 1,
+      `one proxy pod leads: ${JSON.stringify(leads)}`,
+    );
     const before = await holder();
     await kubectl('delete', 'pod', '-n', NS, leader, '--wait=false');
-    await kubectl('patch', 'crel', '-n', NS, 'web-v2', '--type=json', '-p', JSON.stringify([{ op: 'replace', path: '/spec/services/0/ports/0/config/weight', value: 50 }]));
-    await waitForRelease('web-v2', 'serving 50 % under a new leader', (found) => found?.status?.ports?.[0]?.served === 50);
+    await kubectl(
+      'patch',
+      'crel',
+      '-n',
+      NS,
+      'web-v2',
+      '--type=json',
+      '-p',
+      JSON.stringify([{ op: 'replace', path: '/spec/services/0/ports/0/config/weight', value: 50 }]),
+    );
+    await waitForRelease(
+      'web-v2',
+      'serving 50 % under a new leader',
+      (found) => found?.status?.ports?.[0]?.served === 50,
+    );
     await kubectl('rollout', 'status', '-n', NS, 'deployment/canary-l4-web-v2', '--timeout=120s');
     const after = await holder();
     t.diagnostic(`leader ${leader} (${before}) deleted; the Lease is held by ${after}`);
@@ -189,7 +292,9 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
   });
 
   it('both proxies crash while the API is frozen: restarted, they serve their --state-dir config at once', async (t) => {
-    const proxies = (await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })).items.filter((pod) => pod.metadata?.deletionTimestamp == null);
+    const proxies = (
+      await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })
+    ).items.filter((pod) => pod.metadata?.deletionTimestamp == null);
     const frozen = cluster.plane.freezeApiServer(15_000);
     await sleep(500);
     const from = clients.now();
@@ -198,22 +303,41 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     const during = clients.attempts.filter((attempt) => attempt.at >= from);
     const failed = during.filter((attempt) => attempt.answer === undefined);
     const lastFailure = failed.at(-1)?.at ?? from;
-    t.diagnostic(`during the outage: ${during.length} connections, ${failed.length} failed, the last ${lastFailure - from} ms after the crash`);
+    t.diagnostic(
+      `during the outage: ${during.length} connections, ${failed.length} failed, the last ${lastFailure - from} ms after the crash`,
+    );
     // The restart itself is the one window: the kubelet restarts a crashed container after 1 s.
     assert.ok(lastFailure - from < 8000, 'served again within seconds of the crash, the API still frozen');
-    assert.ok(during.filter((attempt) => attempt.at > lastFailure && attempt.answer !== undefined).length > 20, 'and kept serving while the API was frozen');
+    assert.ok(
+      during.filter((attempt) => attempt.at > lastFailure && attempt.answer !== undefined).length > 20,
+      'and kept serving while the API was frozen',
+    );
   });
 
-  it('Adopted: the real Deployment controller rolls the stable Deployment to the canary\'s image, then the Service is handed back', async (t) => {
+  it("Adopted: the real Deployment controller rolls the stable Deployment to the canary's image, then the Service is handed back", async (t) => {
     const sinceCrash = clients.now();
     await kubectl('patch', 'crel', '-n', NS, 'web-v2', '--type=merge', '-p', '{"spec":{"transition":"Adopted"}}');
-    await waitForRelease('web-v2', 'Adopted', (found) => found?.status?.phase === 'Adopted' && (found.metadata.finalizers ?? []).length === 0, 180_000);
+    await waitForRelease(
+      'web-v2',
+      'Adopted',
+      (found) => found?.status?.phase === 'Adopted' && (found.metadata.finalizers ?? []).length === 0,
+      180_000,
+    );
     assert.deepEqual(await images(), [IMAGE('2.0')]);
     const web = await core.readNamespacedService({ name: 'web', namespace: NS });
     assert.deepEqual(web.spec?.selector, { app: 'web' }, 'the Service selects its app again');
-    await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web', 'the proxy and canary Deployments gone', 60_000);
+    await waitFor(
+      async () =>
+        (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web',
+      'the proxy and canary Deployments gone',
+      60_000,
+    );
     for (const copy of ['web-forked', 'web-canary']) {
-      await waitFor(async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.name === copy), `${copy} gone`, 30_000);
+      await waitFor(
+        async () => !(await core.listNamespacedService({ namespace: NS })).items.some((s) => s.metadata?.name === copy),
+        `${copy} gone`,
+        30_000,
+      );
     }
     // The old pods leave the EndpointSlices a moment after the rollout completes, as with any rollout.
     await sleep(2000);
@@ -225,8 +349,15 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     if (failed.length > 0) {
       const started = Date.now() - clients.now();
       const events = await core.listNamespacedEvent({ namespace: NS });
-      t.diagnostic(`connections failed at ${failed.map((attempt) => new Date(started + attempt.at).toISOString()).join(', ')}; events:\n${events.items
-        .map((event) => `${(event.eventTime ?? event.lastTimestamp ?? event.metadata?.creationTimestamp)?.toISOString?.() ?? ''} ${event.involvedObject.kind}/${event.involvedObject.name} ${event.reason} ${event.message}`).sort().join('\n')}`);
+      t.diagnostic(
+        `connections failed at ${failed.map((attempt) => new Date(started + attempt.at).toISOString()).join(', ')}; events:\n${events.items
+          .map(
+            (event) =>
+              `${(event.eventTime ?? event.lastTimestamp ?? event.metadata?.creationTimestamp)?.toISOString?.() ?? ''} ${event.involvedObject.kind}/${event.involvedObject.name} ${event.reason} ${event.message}`,
+          )
+          .sort()
+          .join('\n')}`,
+      );
     }
     assert.deepEqual(failed, [], 'no connection failed through the adoption');
   });
@@ -234,52 +365,117 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
   it('a canary that resets 30 % of its connections is rolled back by the analysis on its own; the Service and the stable Deployment as they were', async (t) => {
     const before = await core.readNamespacedService({ name: 'web', namespace: NS });
     const from = clients.now();
-    await kubectl('apply', '-f', await kubectl.manifest('web-v3.yaml', release('web-v3', '3.0', {
-      steps: [{ weight: 20, pause: { duration: '20s' } }, { weight: 50, pause: {} }],
-      analysis: { interval: '2s', minSamples: 20, failureLimit: 2, thresholds: { resetRate: { max: 0.1 } } },
-    }, [{ name: 'FAKE_POD_FAULT', value: 'reset=30' }])));
-    const rolledBack = await waitForRelease('web-v3', 'rolled back by the analysis', (found) => found?.status?.phase === 'Deprecated', 180_000);
+    await kubectl(
+      'apply',
+      '-f',
+      await kubectl.manifest(
+        'web-v3.yaml',
+        release(
+          'web-v3',
+          '3.0',
+          {
+            steps: [
+              { weight: 20, pause: { duration: '20s' } },
+              { weight: 50, pause: {} },
+            ],
+            analysis: { interval: '2s', minSamples: 20, failureLimit: 2, thresholds: { resetRate: { max: 0.1 } } },
+          },
+          [{ name: 'FAKE_POD_FAULT', value: 'reset=30' }],
+        ),
+      ),
+    );
+    const rolledBack = await waitForRelease(
+      'web-v3',
+      'rolled back by the analysis',
+      (found) => found?.status?.phase === 'Deprecated',
+      180_000,
+    );
     const failure = rolledBack?.status?.conditions?.find((c) => c.type === 'Failure');
     t.diagnostic(`Failure: ${failure?.reason}: ${failure?.message}`);
     assert.equal(failure?.reason, 'AnalysisFailed');
     assert.match(failure?.message ?? '', /resetRate/);
-    assert.deepEqual(owned(await core.readNamespacedService({ name: 'web', namespace: NS })), owned(before), 'the Service exactly as before');
+    assert.deepEqual(
+      owned(await core.readNamespacedService({ name: 'web', namespace: NS })),
+      owned(before),
+      'the Service exactly as before',
+    );
     assert.deepEqual(await images(), [IMAGE('2.0')], 'the stable Deployment untouched');
-    await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web', 'the canary and proxy Deployments gone', 60_000);
+    await waitFor(
+      async () =>
+        (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web',
+      'the canary and proxy Deployments gone',
+      60_000,
+    );
     // Resets are what the canary did to its clients: the release took it out, nothing else failed.
-    const others = clients.failures(from).filter((attempt) => attempt.error !== 'closed without an answer' && !/ECONNRESET/.test(attempt.error ?? ''));
-    assert.deepEqual(others, [], 'no connection failed other than the canary\'s own resets');
+    const others = clients
+      .failures(from)
+      .filter((attempt) => attempt.error !== 'closed without an answer' && !/ECONNRESET/.test(attempt.error ?? ''));
+    assert.deepEqual(others, [], "no connection failed other than the canary's own resets");
   });
 
   it('a CanaryRelease deleted mid-release: the Service restored first (the finalizer), then its copies, proxy and canary go by their owner references', async () => {
     const before = await core.readNamespacedService({ name: 'web', namespace: NS });
     const from = clients.now();
     await kubectl('apply', '-f', await kubectl.manifest('web-v4.yaml', release('web-v4', '4.0')));
-    await waitForRelease('web-v4', 'serving', (found) => found?.status?.conditions?.find((c) => c.type === 'Available')?.status === 'True'
-      && (found.status as { proxy?: { readyReplicas?: number } }).proxy?.readyReplicas === 2);
+    await waitForRelease(
+      'web-v4',
+      'serving',
+      (found) =>
+        found?.status?.conditions?.find((c) => c.type === 'Available')?.status === 'True' &&
+        (found.status as { proxy?: { readyReplicas?: number } }).proxy?.readyReplicas === 2,
+    );
     await waitFor(() => (clients.counts(from)[IMAGE('4.0')] ?? 0) > 5, 'the canary answering', 30_000);
     await kubectl('delete', 'crel', '-n', NS, 'web-v4', '--wait=true', '--timeout=120s');
     assert.equal(await getRelease('web-v4'), undefined);
     // Its last Events are sent before the finalizer goes: after it, the proxy's RoleBinding is collected with the release.
     const events = await core.listNamespacedEvent({ namespace: NS, fieldSelector: 'involvedObject.name=web-v4' });
-    assert.ok(events.items.some((event) => event.reason === 'Restored'), `a Restored Event: ${events.items.map((event) => event.reason).join(', ')}`);
-    assert.deepEqual(owned(await core.readNamespacedService({ name: 'web', namespace: NS })), owned(before), 'the Service exactly as before');
-    await waitFor(async () => (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web', 'the proxy and canary Deployments collected', 60_000);
-    await waitFor(async () => (await core.listNamespacedService({ namespace: NS })).items.map((s) => s.metadata?.name).sort().join() === 'web', 'the copies and the metrics Service collected', 60_000);
+    assert.ok(
+      events.items.some((event) => event.reason === 'Restored'),
+      `a Restored Event: ${events.items.map((event) => event.reason).join(', ')}`,
+    );
+    assert.deepEqual(
+      owned(await core.readNamespacedService({ name: 'web', namespace: NS })),
+      owned(before),
+      'the Service exactly as before',
+    );
+    await waitFor(
+      async () =>
+        (await apps.listNamespacedDeployment({ namespace: NS })).items.map((d) => d.metadata?.name).join() === 'web',
+      'the proxy and canary Deployments collected',
+      60_000,
+    );
+    await waitFor(
+      async () =>
+        (await core.listNamespacedService({ namespace: NS })).items
+          .map((s) => s.metadata?.name)
+          .sort()
+          .join() === 'web',
+      'the copies and the metrics Service collected',
+      60_000,
+    );
     const after = clients.now();
     await sleep(1500);
     assert.deepEqual(Object.keys(clients.counts(after)), [IMAGE('2.0')]);
     assert.deepEqual(clients.failures(from), [], 'no connection failed');
   });
 
-  it('the manager and every proxy got all they asked of the API with deploy/\'s RBAC: kube-apiserver\'s audit log has no 403 for them', () => {
-    const ours = cluster.plane.auditEvents().filter((event) => event.user.username === 'system:serviceaccount:canary-l4-system:canary-l4-manager'
-      || /^system:serviceaccount:shop:canary-l4-web-v\d$/.test(event.user.username));
+  it("the manager and every proxy got all they asked of the API with deploy/'s RBAC: kube-apiserver's audit log has no 403 for them", () => {
+    const ours = cluster.plane
+      .auditEvents()
+      .filter(
+        (event) =>
+          event.user.username === 'system:serviceaccount:canary-l4-system:canary-l4-manager' ||
+          /^system:serviceaccount:shop:canary-l4-web-v\d$/.test(event.user.username),
+      );
     const managers = ours.filter((event) => event.user.username.endsWith(':canary-l4-manager')).length;
-    assert.ok(managers > 50 && ours.length - managers > 50, `requests of the manager (${managers}) and of the proxies (${ours.length - managers}) are in the audit log`);
+    assert.ok(
+      managers > 50 && ours.length - managers > 50,
+      `requests of the manager (${managers}) and of the proxies (${ours.length - managers}) are in the audit log`,
+    );
     // But one: a proxy still ending once its release (and with it its RoleBinding) is gone may no
     // longer touch its Lease, which then expires by itself.
-    const forbidden = ours.filter((event) => event.responseStatus?.code === 403 && event.objectRef?.resource !== 'leases')
+    const forbidden = ours
+      .filter((event) => event.responseStatus?.code === 403 && event.objectRef?.resource !== 'leases')
       .map((event) => `${event.user.username} ${event.verb} ${event.requestURI}`);
     assert.deepEqual(forbidden, []);
   });

@@ -42,6 +42,9 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 await ensureBinaries((line) => console.error(`canary-l4 cluster: ${line}`));
 const args = process.argv.slice(2);
 const files = args.some((arg) => arg.endsWith('.test.ts')) ? [] : SUITE;
-const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-force-exit', ...args, ...files],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, CANARY_TEST_API: 'real' } });
+const child = spawn(
+  process.execPath,
+  ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-force-exit', ...args, ...files],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, CANARY_TEST_API: 'real' } },
+);
 child.once('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 128)));

@@ -121,31 +121,35 @@ describe('valid documents', () => {
   });
 
   test('JSON is read as YAML and gives the same config', () => {
-    const json = JSON.stringify({
-      listeners: [
-        {
-          name: 'web-80',
-          protocol: 'tcp',
-          listen: 8080,
-          balance: 'wrr',
-          backends: [
-            { name: 'forked', host: '10.0.0.12', port: 80, weight: 90 },
-            { name: 'canary', host: '10.0.0.13', port: 80, weight: 10 },
-          ],
-        },
-        {
-          name: 'dns-53',
-          protocol: 'udp',
-          listen: '[::1]:5353',
-          balance: 'random',
-          backends: [
-            { name: 'forked', host: 'dns.example.internal', port: 53, weight: 100 },
-            { name: 'canary', host: 'fd00::13', port: 53, weight: 0 },
-          ],
-          udp: { responses: 1, maxSessions: 1024 },
-        },
-      ],
-    }, null, '\t');
+    const json = JSON.stringify(
+      {
+        listeners: [
+          {
+            name: 'web-80',
+            protocol: 'tcp',
+            listen: 8080,
+            balance: 'wrr',
+            backends: [
+              { name: 'forked', host: '10.0.0.12', port: 80, weight: 90 },
+              { name: 'canary', host: '10.0.0.13', port: 80, weight: 10 },
+            ],
+          },
+          {
+            name: 'dns-53',
+            protocol: 'udp',
+            listen: '[::1]:5353',
+            balance: 'random',
+            backends: [
+              { name: 'forked', host: 'dns.example.internal', port: 53, weight: 100 },
+              { name: 'canary', host: 'fd00::13', port: 53, weight: 0 },
+            ],
+            udp: { responses: 1, maxSessions: 1024 },
+          },
+        ],
+      },
+      null,
+      '\t',
+    );
     assert.deepEqual(parseConfig(json, 'lb.json'), DESIGN_EXAMPLE_CONFIG);
   });
 
@@ -175,7 +179,13 @@ describe('valid documents', () => {
     );
     const listener = config.listeners[0];
     assert.deepEqual(
-      listener && [listener.connectTimeoutMs, listener.idleTimeoutMs, listener.maxConnections, listener.maxFails, listener.failTimeoutMs],
+      listener && [
+        listener.connectTimeoutMs,
+        listener.idleTimeoutMs,
+        listener.maxConnections,
+        listener.maxFails,
+        listener.failTimeoutMs,
+      ],
       [250, 1000, 10, 3, 2000],
     );
     assert.deepEqual(listener?.udp, { responses: 0, maxSessions: 5 });
@@ -232,58 +242,230 @@ describe('one problem per bad field, with its exact line', () => {
   const milliseconds = 'an integer 1-2147483647 (milliseconds)';
   const cases: readonly [string, Record<string, unknown>, string][] = [
     ['listener name with a space', { name: 'web 80' }, `listeners[0].name: must be ${name}, got "web 80"`],
-    ['listener name of 64 characters', { name: 'a'.repeat(64) }, `listeners[0].name: must be ${name}, got "${'a'.repeat(64)}"`],
+    [
+      'listener name of 64 characters',
+      { name: 'a'.repeat(64) },
+      `listeners[0].name: must be ${name}, got "${'a'.repeat(64)}"`,
+    ],
     ['listener name missing', { name: undefined }, `listeners[0].name: is required (${name})`],
     ['protocol in capitals', { protocol: 'TCP' }, 'listeners[0].protocol: must be "tcp" or "udp", got "TCP"'],
     ['unknown balance', { balance: 'rr' }, 'listeners[0].balance: must be "wrr" or "random", got "rr"'],
-    ['backends missing', { backends: undefined }, 'listeners[0].backends: is required (a list of at least one backend)'],
+    [
+      'backends missing',
+      { backends: undefined },
+      'listeners[0].backends: is required (a list of at least one backend)',
+    ],
     ['backends empty', { backends: [] }, 'listeners[0].backends: must be a list of at least one backend, got []'],
-    ['backends a mapping', { backends: { name: 'x' } }, 'listeners[0].backends: must be a list of at least one backend, got {"name":"x"}'],
-    ['backend a scalar', { backends: ['10.0.0.1:80'] }, 'listeners[0].backends[0]: must be a mapping, got "10.0.0.1:80"'],
-    ['negative weight', { backends: [rawBackend({ weight: -5 })] }, 'listeners[0].backends[0].weight: must be an integer 0-100, got -5'],
-    ['weight over 100', { backends: [rawBackend({ weight: 101 })] }, 'listeners[0].backends[0].weight: must be an integer 0-100, got 101'],
-    ['fractional weight', { backends: [rawBackend({ weight: 1.5 })] }, 'listeners[0].backends[0].weight: must be an integer 0-100, got 1.5'],
-    ['weight as a string', { backends: [rawBackend({ weight: '10' })] }, 'listeners[0].backends[0].weight: must be an integer 0-100, got "10"'],
-    ['weight missing', { backends: [rawBackend({ weight: undefined })] }, 'listeners[0].backends[0].weight: is required (an integer 0-100)'],
-    ['backend port 0', { backends: [rawBackend({ port: 0 })] }, 'listeners[0].backends[0].port: must be an integer 1-65535, got 0'],
-    ['backend port 65536', { backends: [rawBackend({ port: 65_536 })] }, 'listeners[0].backends[0].port: must be an integer 1-65535, got 65536'],
-    ['empty host', { backends: [rawBackend({ host: '' })] }, 'listeners[0].backends[0].host: must be an IP address or a DNS name, got ""'],
-    ['bracketed IPv6 host', { backends: [rawBackend({ host: '[::1]' })] }, 'listeners[0].backends[0].host: must be an IP address or a DNS name, got "[::1]" (write an IPv6 address without brackets)'],
-    ['out-of-range IPv4 host', { backends: [rawBackend({ host: '10.0.0.256' })] }, 'listeners[0].backends[0].host: must be an IP address or a DNS name, got "10.0.0.256"'],
-    ['host with an underscore', { backends: [rawBackend({ host: 'web_forked' })] }, 'listeners[0].backends[0].host: must be an IP address or a DNS name, got "web_forked"'],
-    ['host with a port', { backends: [rawBackend({ host: 'web:80' })] }, 'listeners[0].backends[0].host: must be an IP address or a DNS name, got "web:80"'],
-    ['backend name with a colon', { backends: [rawBackend({ name: 'a:b' })] }, `listeners[0].backends[0].name: must be ${name}, got "a:b"`],
+    [
+      'backends a mapping',
+      { backends: { name: 'x' } },
+      'listeners[0].backends: must be a list of at least one backend, got {"name":"x"}',
+    ],
+    [
+      'backend a scalar',
+      { backends: ['10.0.0.1:80'] },
+      'listeners[0].backends[0]: must be a mapping, got "10.0.0.1:80"',
+    ],
+    [
+      'negative weight',
+      { backends: [rawBackend({ weight: -5 })] },
+      'listeners[0].backends[0].weight: must be an integer 0-100, got -5',
+    ],
+    [
+      'weight over 100',
+      { backends: [rawBackend({ weight: 101 })] },
+      'listeners[0].backends[0].weight: must be an integer 0-100, got 101',
+    ],
+    [
+      'fractional weight',
+      { backends: [rawBackend({ weight: 1.5 })] },
+      'listeners[0].backends[0].weight: must be an integer 0-100, got 1.5',
+    ],
+    [
+      'weight as a string',
+      { backends: [rawBackend({ weight: '10' })] },
+      'listeners[0].backends[0].weight: must be an integer 0-100, got "10"',
+    ],
+    [
+      'weight missing',
+      { backends: [rawBackend({ weight: undefined })] },
+      'listeners[0].backends[0].weight: is required (an integer 0-100)',
+    ],
+    [
+      'backend port 0',
+      { backends: [rawBackend({ port: 0 })] },
+      'listeners[0].backends[0].port: must be an integer 1-65535, got 0',
+    ],
+    [
+      'backend port 65536',
+      { backends: [rawBackend({ port: 65_536 })] },
+      'listeners[0].backends[0].port: must be an integer 1-65535, got 65536',
+    ],
+    [
+      'empty host',
+      { backends: [rawBackend({ host: '' })] },
+      'listeners[0].backends[0].host: must be an IP address or a DNS name, got ""',
+    ],
+    [
+      'bracketed IPv6 host',
+      { backends: [rawBackend({ host: '[::1]' })] },
+      'listeners[0].backends[0].host: must be an IP address or a DNS name, got "[::1]" (write an IPv6 address without brackets)',
+    ],
+    [
+      'out-of-range IPv4 host',
+      { backends: [rawBackend({ host: '10.0.0.256' })] },
+      'listeners[0].backends[0].host: must be an IP address or a DNS name, got "10.0.0.256"',
+    ],
+    [
+      'host with an underscore',
+      { backends: [rawBackend({ host: 'web_forked' })] },
+      'listeners[0].backends[0].host: must be an IP address or a DNS name, got "web_forked"',
+    ],
+    [
+      'host with a port',
+      { backends: [rawBackend({ host: 'web:80' })] },
+      'listeners[0].backends[0].host: must be an IP address or a DNS name, got "web:80"',
+    ],
+    [
+      'backend name with a colon',
+      { backends: [rawBackend({ name: 'a:b' })] },
+      `listeners[0].backends[0].name: must be ${name}, got "a:b"`,
+    ],
     ['connect timeout 0', { connectTimeoutMs: 0 }, `listeners[0].connectTimeoutMs: must be ${milliseconds}, got 0`],
-    ['idle timeout past setTimeout', { idleTimeoutMs: 2 ** 31 }, `listeners[0].idleTimeoutMs: must be ${milliseconds}, got 2147483648`],
-    ['fail timeout with a unit', { failTimeoutMs: '10s' }, `listeners[0].failTimeoutMs: must be ${milliseconds}, got "10s"`],
+    [
+      'idle timeout past setTimeout',
+      { idleTimeoutMs: 2 ** 31 },
+      `listeners[0].idleTimeoutMs: must be ${milliseconds}, got 2147483648`,
+    ],
+    [
+      'fail timeout with a unit',
+      { failTimeoutMs: '10s' },
+      `listeners[0].failTimeoutMs: must be ${milliseconds}, got "10s"`,
+    ],
     ['negative maxConnections', { maxConnections: -1 }, 'listeners[0].maxConnections: must be an integer >= 0, got -1'],
     ['maxFails 0', { maxFails: 0 }, 'listeners[0].maxFails: must be a positive integer, got 0'],
     ['failOnReset not a boolean', { failOnReset: 'yes' }, 'listeners[0].failOnReset: must be true or false, got "yes"'],
-    ['failOnReset on a udp listener', { protocol: 'udp', failOnReset: true }, 'listeners[0].failOnReset: applies to tcp listeners only; remove it'],
-    ['firstByteTimeoutMs on a udp listener', { protocol: 'udp', firstByteTimeoutMs: 500 }, 'listeners[0].firstByteTimeoutMs: applies to tcp listeners only; remove it'],
-    ['negative firstByteTimeoutMs', { firstByteTimeoutMs: -1 }, 'listeners[0].firstByteTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1'],
-    ['negative maxConnectionAgeMs', { maxConnectionAgeMs: -1 }, 'listeners[0].maxConnectionAgeMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1'],
-    ['rebalance window with a unit', { rebalanceWindowMs: '30s' }, 'listeners[0].rebalanceWindowMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got "30s"'],
-    ['fractional drainTimeoutMs', { drainTimeoutMs: 1.5 }, 'listeners[0].drainTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got 1.5'],
-    ['affinity in lower case', { affinity: 'clientip' }, 'listeners[0].affinity: must be "none" or "clientIP", got "clientip"'],
-    ['negative udp.responses', { udp: { responses: -1 } }, 'listeners[0].udp.responses: must be an integer >= 0, got -1'],
-    ['negative udp.maxSessions', { udp: { maxSessions: -1 } }, 'listeners[0].udp.maxSessions: must be an integer >= 0, got -1'],
+    [
+      'failOnReset on a udp listener',
+      { protocol: 'udp', failOnReset: true },
+      'listeners[0].failOnReset: applies to tcp listeners only; remove it',
+    ],
+    [
+      'firstByteTimeoutMs on a udp listener',
+      { protocol: 'udp', firstByteTimeoutMs: 500 },
+      'listeners[0].firstByteTimeoutMs: applies to tcp listeners only; remove it',
+    ],
+    [
+      'negative firstByteTimeoutMs',
+      { firstByteTimeoutMs: -1 },
+      'listeners[0].firstByteTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1',
+    ],
+    [
+      'negative maxConnectionAgeMs',
+      { maxConnectionAgeMs: -1 },
+      'listeners[0].maxConnectionAgeMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got -1',
+    ],
+    [
+      'rebalance window with a unit',
+      { rebalanceWindowMs: '30s' },
+      'listeners[0].rebalanceWindowMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got "30s"',
+    ],
+    [
+      'fractional drainTimeoutMs',
+      { drainTimeoutMs: 1.5 },
+      'listeners[0].drainTimeoutMs: must be an integer 0-2147483647 (milliseconds; 0 = off), got 1.5',
+    ],
+    [
+      'affinity in lower case',
+      { affinity: 'clientip' },
+      'listeners[0].affinity: must be "none" or "clientIP", got "clientip"',
+    ],
+    [
+      'negative udp.responses',
+      { udp: { responses: -1 } },
+      'listeners[0].udp.responses: must be an integer >= 0, got -1',
+    ],
+    [
+      'negative udp.maxSessions',
+      { udp: { maxSessions: -1 } },
+      'listeners[0].udp.maxSessions: must be an integer >= 0, got -1',
+    ],
     ['udp a scalar', { udp: 5 }, 'listeners[0].udp: must be a mapping, got 5'],
-    ['typo in a backend key', { backends: [rawBackend({ wieght: 5 })] }, 'listeners[0].backends[0].wieght: unknown key, did you mean "weight"?'],
-    ['snake_case listener key', { idle_timeout_ms: 5 }, 'listeners[0].idle_timeout_ms: unknown key, did you mean "idleTimeoutMs"?'],
-    ['key missing its unit', { connectTimeout: 5 }, 'listeners[0].connectTimeout: unknown key, did you mean "connectTimeoutMs"?'],
-    ['typo in a udp key', { udp: { maxSession: 5 } }, 'listeners[0].udp.maxSession: unknown key, did you mean "maxSessions"?'],
-    ['unknown key far from any', { backends: [rawBackend({ address: 'x' })] }, 'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight'],
-    ['overriddenFrom is not a file key', { backends: [rawBackend({ overriddenFrom: 5 })] }, 'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight'],
-    ['unknown key with odd characters', { 'max conns': 5 }, 'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, probeIntervalMs, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity, mirror, udp'],
-    ['mirror to a backend the listener lacks', { mirror: { to: 'canary', percent: 10 } }, 'listeners[0].mirror.to: must be the name of one of this listener\'s backends (forked), got "canary"'],
-    ['mirror without to', { mirror: { percent: 10 } }, 'listeners[0].mirror.to: is required (the name of one of this listener\'s backends (forked))'],
-    ['mirror without percent', { mirror: { to: 'forked' } }, 'listeners[0].mirror.percent: is required (an integer 0-100 (percent))'],
-    ['mirror percent over 100', { mirror: { to: 'forked', percent: 150 } }, 'listeners[0].mirror.percent: must be an integer 0-100 (percent), got 150'],
-    ['mirror compare unknown', { mirror: { to: 'forked', percent: 5, compare: 'bytes' } }, 'listeners[0].mirror.compare: must be "replies" or "none", got "bytes"'],
-    ['mirror maxBytes 0', { mirror: { to: 'forked', percent: 5, maxBytes: 0 } }, 'listeners[0].mirror.maxBytes: must be an integer 1-1073741824 (bytes), got 0'],
-    ['typo in a mirror key', { mirror: { to: 'forked', percent: 5, compar: 'none' } }, 'listeners[0].mirror.compar: unknown key, did you mean "compare"?'],
-    ['duplicate backend name', { backends: [rawBackend(), rawBackend({ host: '10.0.0.13' })] }, 'listeners[0].backends[1].name: must be unique, listeners[0].backends[0] has it too, got "forked"'],
+    [
+      'typo in a backend key',
+      { backends: [rawBackend({ wieght: 5 })] },
+      'listeners[0].backends[0].wieght: unknown key, did you mean "weight"?',
+    ],
+    [
+      'snake_case listener key',
+      { idle_timeout_ms: 5 },
+      'listeners[0].idle_timeout_ms: unknown key, did you mean "idleTimeoutMs"?',
+    ],
+    [
+      'key missing its unit',
+      { connectTimeout: 5 },
+      'listeners[0].connectTimeout: unknown key, did you mean "connectTimeoutMs"?',
+    ],
+    [
+      'typo in a udp key',
+      { udp: { maxSession: 5 } },
+      'listeners[0].udp.maxSession: unknown key, did you mean "maxSessions"?',
+    ],
+    [
+      'unknown key far from any',
+      { backends: [rawBackend({ address: 'x' })] },
+      'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight',
+    ],
+    [
+      'overriddenFrom is not a file key',
+      { backends: [rawBackend({ overriddenFrom: 5 })] },
+      'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight',
+    ],
+    [
+      'unknown key with odd characters',
+      { 'max conns': 5 },
+      'listeners[0]["max conns"]: unknown key; known keys: name, protocol, listen, balance, backends, connectTimeoutMs, idleTimeoutMs, maxConnections, maxFails, failTimeoutMs, failOnReset, firstByteTimeoutMs, probeIntervalMs, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs, affinity, mirror, udp',
+    ],
+    [
+      'mirror to a backend the listener lacks',
+      { mirror: { to: 'canary', percent: 10 } },
+      'listeners[0].mirror.to: must be the name of one of this listener\'s backends (forked), got "canary"',
+    ],
+    [
+      'mirror without to',
+      { mirror: { percent: 10 } },
+      "listeners[0].mirror.to: is required (the name of one of this listener's backends (forked))",
+    ],
+    [
+      'mirror without percent',
+      { mirror: { to: 'forked' } },
+      'listeners[0].mirror.percent: is required (an integer 0-100 (percent))',
+    ],
+    [
+      'mirror percent over 100',
+      { mirror: { to: 'forked', percent: 150 } },
+      'listeners[0].mirror.percent: must be an integer 0-100 (percent), got 150',
+    ],
+    [
+      'mirror compare unknown',
+      { mirror: { to: 'forked', percent: 5, compare: 'bytes' } },
+      'listeners[0].mirror.compare: must be "replies" or "none", got "bytes"',
+    ],
+    [
+      'mirror maxBytes 0',
+      { mirror: { to: 'forked', percent: 5, maxBytes: 0 } },
+      'listeners[0].mirror.maxBytes: must be an integer 1-1073741824 (bytes), got 0',
+    ],
+    [
+      'typo in a mirror key',
+      { mirror: { to: 'forked', percent: 5, compar: 'none' } },
+      'listeners[0].mirror.compar: unknown key, did you mean "compare"?',
+    ],
+    [
+      'duplicate backend name',
+      { backends: [rawBackend(), rawBackend({ host: '10.0.0.13' })] },
+      'listeners[0].backends[1].name: must be unique, listeners[0].backends[0] has it too, got "forked"',
+    ],
   ];
   for (const [title, fields, problem] of cases) {
     test(title, () => {
@@ -294,8 +476,16 @@ describe('one problem per bad field, with its exact line', () => {
   const documentCases: readonly [string, unknown, string][] = [
     ['listeners missing', {}, 'listeners: is required (a list of listeners)'],
     ['empty document', null, 'listeners: is required (a list of listeners)'],
-    ['document a list', [rawListener()], '(document): must be a mapping, got [{"name":"web-80","listen":8080,"backends":[{"name":"forked","host":"10.0.0.1...'],
-    ['listeners a mapping', { listeners: rawListener() }, 'listeners: must be a list of listeners, got {"name":"web-80","listen":8080,"backends":[{"name":"forked","host":"10.0.0.12...'],
+    [
+      'document a list',
+      [rawListener()],
+      '(document): must be a mapping, got [{"name":"web-80","listen":8080,"backends":[{"name":"forked","host":"10.0.0.1...',
+    ],
+    [
+      'listeners a mapping',
+      { listeners: rawListener() },
+      'listeners: must be a list of listeners, got {"name":"web-80","listen":8080,"backends":[{"name":"forked","host":"10.0.0.12...',
+    ],
     ['listener a scalar', { listeners: ['web-80'] }, 'listeners[0]: must be a mapping, got "web-80"'],
     [
       'duplicate listener name',
@@ -375,7 +565,11 @@ describe('port clashes', () => {
           rawListener({ name: 'b', protocol: protocolB, listen: listenB }),
         ],
       };
-      if (clashes) assert.match(validateProblems(raw).join('\n'), /^listeners\[1\]\.listen: "b" clashes with "a" \(listeners\[0\], /);
+      if (clashes)
+        assert.match(
+          validateProblems(raw).join('\n'),
+          /^listeners\[1\]\.listen: "b" clashes with "a" \(listeners\[0\], /,
+        );
       else assert.equal(validateConfig(raw, 'test').listeners.length, 2);
     });
   }
@@ -396,11 +590,23 @@ describe('port clashes', () => {
 
 describe('YAML syntax errors', () => {
   const cases: readonly [string, string, readonly string[]][] = [
-    ['a nested mapping in a compact one', 'listeners:\n  - name: a: b\n', ['line 2, column 11: Nested mappings are not allowed in compact mappings']],
+    [
+      'a nested mapping in a compact one',
+      'listeners:\n  - name: a: b\n',
+      ['line 2, column 11: Nested mappings are not allowed in compact mappings'],
+    ],
     ['a tab as indentation', 'listeners:\n\t- name: a\n', ['line 2, column 1: Tabs are not allowed as indentation']],
     ['a duplicate key', 'listeners: []\nlisteners: []\n', ['line 2, column 1: Map keys must be unique']],
-    ['two documents', 'listeners: []\n---\nlisteners: []\n', ['line 2, column 1: a config file holds one YAML document, this is the start of a second']],
-    ['an alias to no anchor', 'listeners: *missing\n', ['Unresolved alias (the anchor must be set before the alias): missing']],
+    [
+      'two documents',
+      'listeners: []\n---\nlisteners: []\n',
+      ['line 2, column 1: a config file holds one YAML document, this is the start of a second'],
+    ],
+    [
+      'an alias to no anchor',
+      'listeners: *missing\n',
+      ['Unresolved alias (the anchor must be set before the alias): missing'],
+    ],
   ];
   for (const [title, text, problems] of cases) {
     test(title, () => {
@@ -409,7 +615,10 @@ describe('YAML syntax errors', () => {
   }
 
   test('the message names the source file and the position', () => {
-    assert.throws(() => parseConfig('listeners: [\n', 'lb.yaml'), { name: 'ConfigError', message: /^lb\.yaml: line \d+, column \d+: / });
+    assert.throws(() => parseConfig('listeners: [\n', 'lb.yaml'), {
+      name: 'ConfigError',
+      message: /^lb\.yaml: line \d+, column \d+: /,
+    });
   });
 
   test('a self-referencing alias is reported, not looped on', () => {
@@ -460,6 +669,9 @@ describe('loadConfigFile', () => {
     assert.equal(config.listeners.length, 2000);
     // Parsed on the main thread, the event loop is busy nearly all along (hundreds of milliseconds
     // of YAML); off it, the main thread only starts the thread and takes the result.
-    assert.ok(utilization < 0.5, `the event loop was busy ${(100 * utilization).toFixed(0)} % of the time 2 000 listeners took to load`);
+    assert.ok(
+      utilization < 0.5,
+      `the event loop was busy ${(100 * utilization).toFixed(0)} % of the time 2 000 listeners took to load`,
+    );
   });
 });

@@ -90,7 +90,13 @@ describe('applyWeightOverrides', () => {
   test('overriding an overridden config keeps the weight of the file', () => {
     const once = applyWeightOverrides(config, [{ listener: 'web-80', backend: 'canary', weight: 50 }]);
     const twice = applyWeightOverrides(once, [{ listener: 'web-80', backend: 'canary', weight: 25 }]);
-    assert.deepEqual(twice.listeners[0]?.backends[1], { name: 'canary', host: '10.0.0.13', port: 80, weight: 25, overriddenFrom: 10 });
+    assert.deepEqual(twice.listeners[0]?.backends[1], {
+      name: 'canary',
+      host: '10.0.0.13',
+      port: 80,
+      weight: 25,
+      overriddenFrom: 10,
+    });
   });
 
   const refused: readonly [string, L4Config, readonly WeightOverride[], string][] = [

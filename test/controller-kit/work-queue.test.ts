@@ -66,7 +66,10 @@ describe('the work queue', () => {
     await waitFor(() => runs.includes('ns/good'), 'the other key to run');
     assert.equal(runs.filter((key) => key === 'ns/bad').length, 1, 'no retry before the backoff');
     await waitFor(() => runs.filter((key) => key === 'ns/bad').length === 4, 'the retries until it succeeds', 2000);
-    assert.deepEqual(errors.map(([, retryInMs]) => retryInMs), [50, 100, 200]);
+    assert.deepEqual(
+      errors.map(([, retryInMs]) => retryInMs),
+      [50, 100, 200],
+    );
     await queue.stop();
   });
 

@@ -53,8 +53,16 @@ describe('reload under load', { timeout: 30_000 }, () => {
         { name: 'canary', host: '127.0.0.1', port: canary.port, weight: canaryWeight },
       ],
     });
-    const echoListener = { name: 'echo', listen: `127.0.0.1:${echoPort}`, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] };
-    const extra = { name: 'extra', listen: `127.0.0.1:${extraPort}`, backends: [{ name: 'canary', host: '127.0.0.1', port: canary.port, weight: 1 }] };
+    const echoListener = {
+      name: 'echo',
+      listen: `127.0.0.1:${echoPort}`,
+      backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }],
+    };
+    const extra = {
+      name: 'extra',
+      listen: `127.0.0.1:${extraPort}`,
+      backends: [{ name: 'canary', host: '127.0.0.1', port: canary.port, weight: 1 }],
+    };
     await plane.apply({ listeners: [web(90, 10), echoListener] });
 
     // A long-lived connection that must survive every weight change.
@@ -90,7 +98,8 @@ describe('reload under load', { timeout: 30_000 }, () => {
       await sleep(200);
       for (const [label, config] of reloads) {
         await plane.apply(config);
-        if (label === 'add a listener') assert.equal(await askName(extraPort), 'canary', 'the added listener serves at once');
+        if (label === 'add a listener')
+          assert.equal(await askName(extraPort), 'canary', 'the added listener serves at once');
         if (label === 'remove the listener') {
           const refused = await exchange(extraPort, 'x').then((r) => r.error?.code);
           assert.equal(refused, 'ECONNREFUSED', 'the removed listener stopped accepting');
@@ -102,7 +111,11 @@ describe('reload under load', { timeout: 30_000 }, () => {
           for (let i = 0; i < 10; i++) names.push(await askName(webPort));
           assert.deepEqual(countBy(names), { [expected]: 10 }, `after ${label}`);
         }
-        assert.equal(await echoOnce(longLived, `after ${label}`), `after ${label}`, `the long-lived connection after ${label}`);
+        assert.equal(
+          await echoOnce(longLived, `after ${label}`),
+          `after ${label}`,
+          `the long-lived connection after ${label}`,
+        );
         await sleep(150);
       }
     } finally {
@@ -132,7 +145,10 @@ describe('reloads keep the split', { timeout: 30_000 }, () => {
   });
 
   /** 200 connections one after the other, and before every 5th a reload to the next weights of `schedule`. */
-  async function splitWithReloads(name: string, schedule: [number, number][]): Promise<{ counts: Record<string, number>; applied: boolean[] }> {
+  async function splitWithReloads(
+    name: string,
+    schedule: [number, number][],
+  ): Promise<{ counts: Record<string, number>; applied: boolean[] }> {
     const config = (port: number, [stableWeight, canaryWeight]: [number, number]) => ({
       listeners: [
         {
@@ -162,7 +178,10 @@ describe('reloads keep the split', { timeout: 30_000 }, () => {
   });
 
   test('a reload every 5 connections alternating 90/10 and 80/20 carries the rotation over: their average, 170/30 of 200', async () => {
-    const { counts } = await splitWithReloads('changing-reloads', [[90, 10], [80, 20]]);
+    const { counts } = await splitWithReloads('changing-reloads', [
+      [90, 10],
+      [80, 20],
+    ]);
     assert.deepEqual(counts, { stable: 170, canary: 30 });
   });
 });
@@ -173,7 +192,15 @@ describe('removed listener', { timeout: 15_000 }, () => {
     const echo = await startEchoBackend();
     try {
       const port = await freePort();
-      await plane.apply({ listeners: [{ name: 'gone', listen: `127.0.0.1:${port}`, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] }] });
+      await plane.apply({
+        listeners: [
+          {
+            name: 'gone',
+            listen: `127.0.0.1:${port}`,
+            backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }],
+          },
+        ],
+      });
       const live = net.connect({ host: '127.0.0.1', port });
       live.on('error', () => {});
       await once(live, 'connect');
@@ -200,7 +227,15 @@ describe('removed listener', { timeout: 15_000 }, () => {
       socket.on('end', () => backendEnded.push('end'));
     });
     const port = await freePort();
-    await plane.apply({ listeners: [{ name: 'cut', listen: `127.0.0.1:${port}`, backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }] }] });
+    await plane.apply({
+      listeners: [
+        {
+          name: 'cut',
+          listen: `127.0.0.1:${port}`,
+          backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }],
+        },
+      ],
+    });
     const live = net.connect({ host: '127.0.0.1', port });
     live.on('error', () => {});
     try {
@@ -221,28 +256,33 @@ describe('removed listener', { timeout: 15_000 }, () => {
 // `--drain-timeout 5` with `--listener-grace 300` must not hold a SIGTERM for 5 minutes: shutdown
 // bounds the drains that reloads started too.
 describe('shutdown after a listener was removed', { timeout: 15_000 }, () => {
-  test(
-    'shutdown(0) ends the connections of a listener still draining from a reload, at once',
-    async () => {
-      const plane = createPlane(4000);
-      const echo = await startEchoBackend();
-      const port = await freePort();
-      await plane.apply({ listeners: [{ name: 'old', listen: `127.0.0.1:${port}`, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] }] });
-      const live = net.connect({ host: '127.0.0.1', port });
-      live.on('error', () => {});
-      try {
-        await once(live, 'connect');
-        await plane.apply({ listeners: [] });
-        const started = Date.now();
-        await plane.close(0);
-        const took = Date.now() - started;
-        assert.ok(took < 1000, `shutdown(0) took ${took} ms: it waited for the 4000 ms listener grace`);
-      } finally {
-        live.destroy();
-        await echo.close();
-      }
-    },
-  );
+  test('shutdown(0) ends the connections of a listener still draining from a reload, at once', async () => {
+    const plane = createPlane(4000);
+    const echo = await startEchoBackend();
+    const port = await freePort();
+    await plane.apply({
+      listeners: [
+        {
+          name: 'old',
+          listen: `127.0.0.1:${port}`,
+          backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }],
+        },
+      ],
+    });
+    const live = net.connect({ host: '127.0.0.1', port });
+    live.on('error', () => {});
+    try {
+      await once(live, 'connect');
+      await plane.apply({ listeners: [] });
+      const started = Date.now();
+      await plane.close(0);
+      const took = Date.now() - started;
+      assert.ok(took < 1000, `shutdown(0) took ${took} ms: it waited for the 4000 ms listener grace`);
+    } finally {
+      live.destroy();
+      await echo.close();
+    }
+  });
 });
 
 describe('a config that cannot bind', { timeout: 15_000 }, () => {
@@ -252,7 +292,12 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
   let canary: TcpBackend;
 
   before(async () => {
-    runtime = await Runtime.start({ log: pino({ level: 'silent' }), adminHost: '127.0.0.1', adminPort: 0, listenerGraceMs: 200 });
+    runtime = await Runtime.start({
+      log: pino({ level: 'silent' }),
+      adminHost: '127.0.0.1',
+      adminPort: 0,
+      listenerGraceMs: 200,
+    });
     stable = await startNamedBackend('stable');
     canary = await startNamedBackend('canary');
     holder = net.createServer();
@@ -281,19 +326,30 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     await runtime.applyConfig(good);
 
     // Changes the weights, adds a listener that binds, then one on a port another socket holds.
-    const added = (name: string, port: number) => ({ name, listen: `127.0.0.1:${port}`, backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }] });
+    const added = (name: string, port: number) => ({
+      name,
+      listen: `127.0.0.1:${port}`,
+      backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }],
+    });
     const bad = validateConfig({ listeners: [web(0), added('fresh', freshPort), added('held', heldPort)] }, 'bad');
     await assert.rejects(runtime.applyConfig(bad), (err: Error) => {
       assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
       assert.match(err.message, /EADDRINUSE/);
       assert.ok(err instanceof BindError);
-      assert.equal(err.field, `listeners[${bad.listeners.findIndex((listener) => listener.name === 'held')}].listen`, 'the path of the field to fix');
+      assert.equal(
+        err.field,
+        `listeners[${bad.listeners.findIndex((listener) => listener.name === 'held')}].listen`,
+        'the path of the field to fix',
+      );
       return true;
     });
     assert.equal(runtime.dataplane.config, good, 'the running config is still the old one');
     const probe = net.createServer();
     probe.listen({ host: '127.0.0.1', port: freshPort });
-    await assert.doesNotReject(once(probe, 'listening'), `port ${freshPort}, bound by the refused reload, is still held`);
+    await assert.doesNotReject(
+      once(probe, 'listening'),
+      `port ${freshPort}, bound by the refused reload, is still held`,
+    );
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     const names: string[] = [];
     for (let i = 0; i < 10; i++) names.push(await askName(webPort));
@@ -305,8 +361,14 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
     assert.equal(metricValue(metrics, 'canary_l4_backend_weight', { listener: 'web', backend: 'stable' }), 100);
     // The refused listener leaves no series behind: it never served.
     assert.equal(metricValue(metrics, 'canary_l4_listener_connections_total', { listener: 'held' }), undefined);
-    assert.equal(metricValue(metrics, 'canary_l4_backend_connections_total', { listener: 'held', backend: 'x' }), undefined);
-    assert.equal(metricValue(metrics, 'canary_l4_connections_refused_total', { listener: 'held', reason: 'no_backend' }), undefined);
+    assert.equal(
+      metricValue(metrics, 'canary_l4_backend_connections_total', { listener: 'held', backend: 'x' }),
+      undefined,
+    );
+    assert.equal(
+      metricValue(metrics, 'canary_l4_connections_refused_total', { listener: 'held', reason: 'no_backend' }),
+      undefined,
+    );
 
     // Once the port is free the same config applies.
     await new Promise<void>((resolve) => holder.close(() => resolve()));

@@ -32,18 +32,41 @@ describe('deploy/canaryrelease-example.yaml', () => {
   });
 
   const refused: [string, (copy: Record<string, any>) => void, string][] = [
-    ['a weight over 100', (copy) => (copy.spec.services[0].ports[0].config.weight = 101), 'spec.services[0].ports[0].config.weight: Invalid value: 101: spec.services[0].ports[0].config.weight in body should be less than or equal to 100'],
-    ['a protocol the proxy does not speak', (copy) => (copy.spec.services[0].ports[0].protocol = 'SCTP'), 'spec.services[0].ports[0].protocol: Unsupported value: "SCTP"'],
+    [
+      'a weight over 100',
+      (copy) => (copy.spec.services[0].ports[0].config.weight = 101),
+      'spec.services[0].ports[0].config.weight: Invalid value: 101: spec.services[0].ports[0].config.weight in body should be less than or equal to 100',
+    ],
+    [
+      'a protocol the proxy does not speak',
+      (copy) => (copy.spec.services[0].ports[0].protocol = 'SCTP'),
+      'spec.services[0].ports[0].protocol: Unsupported value: "SCTP"',
+    ],
     ['a Service without ports', (copy) => delete copy.spec.services[0].ports, 'spec.services[0].ports: Required value'],
-    ['a Service name too long for its -forked copy', (copy) => (copy.spec.services[0].service = 'w'.repeat(57)), 'spec.services[0].service: Too long: may not be more than 56 bytes'],
-    ['a misspelt field', (copy) => (copy.spec.services[0].canaryServiceOperation = {}), 'spec.services[0].canaryServiceOperation: unknown field'],
-    ['an unknown transition', (copy) => (copy.spec.transition = 'Promoted'), 'spec.transition: Unsupported value: "Promoted"'],
+    [
+      'a Service name too long for its -forked copy',
+      (copy) => (copy.spec.services[0].service = 'w'.repeat(57)),
+      'spec.services[0].service: Too long: may not be more than 56 bytes',
+    ],
+    [
+      'a misspelt field',
+      (copy) => (copy.spec.services[0].canaryServiceOperation = {}),
+      'spec.services[0].canaryServiceOperation: unknown field',
+    ],
+    [
+      'an unknown transition',
+      (copy) => (copy.spec.transition = 'Promoted'),
+      'spec.transition: Unsupported value: "Promoted"',
+    ],
   ];
   for (const [what, change, expected] of refused) {
     it(`with ${what}, is refused by the schema`, () => {
       assert.ok(schema);
       const problems = validate(exampleWith(change), schema);
-      assert.ok(problems.some((problem) => problem.startsWith(expected)), `expected "${expected}…" among ${JSON.stringify(problems)}`);
+      assert.ok(
+        problems.some((problem) => problem.startsWith(expected)),
+        `expected "${expected}…" among ${JSON.stringify(problems)}`,
+      );
     });
   }
 
@@ -60,7 +83,9 @@ describe('deploy/canaryrelease-example.yaml', () => {
       const custom = api.kubeConfig.makeApiClient(CustomObjectsApi);
       const target = { group: GROUP, version: VERSION, plural: PLURAL, namespace };
       await custom.createNamespacedCustomObject({ ...target, body: example });
-      const stored = (await custom.getNamespacedCustomObject({ ...target, name: example.metadata.name })) as { spec: unknown };
+      const stored = (await custom.getNamespacedCustomObject({ ...target, name: example.metadata.name })) as {
+        spec: unknown;
+      };
       assert.deepEqual(stored.spec, example.spec);
     });
   });

@@ -11,9 +11,17 @@ type Schema = { [key: string]: unknown; properties?: Record<string, Schema>; ite
 
 const crd = parse(readFileSync(new URL('../../deploy/crd.yaml', import.meta.url), 'utf8')) as {
   metadata: { name: string };
-  spec: { group: string; scope: string; names: { kind: string; plural: string; shortNames: string[] };
-    versions: { name: string; subresources?: { status?: object }; additionalPrinterColumns: { name: string; jsonPath: string }[];
-      schema: { openAPIV3Schema: Schema } }[] };
+  spec: {
+    group: string;
+    scope: string;
+    names: { kind: string; plural: string; shortNames: string[] };
+    versions: {
+      name: string;
+      subresources?: { status?: object };
+      additionalPrinterColumns: { name: string; jsonPath: string }[];
+      schema: { openAPIV3Schema: Schema };
+    }[];
+  };
 };
 
 function at(schema: Schema, path: string): Schema {
@@ -45,19 +53,35 @@ describe('deploy/crd.yaml', () => {
     assert.deepEqual([at(port, 'config.weight').minimum, at(port, 'config.weight').maximum], [0, 100]);
     assert.deepEqual(at(port, 'protocol').enum, ['TCP', 'UDP', 'HTTP', 'HTTPS']);
     for (const field of ['maxConnectionAgeMs', 'rebalanceWindowMs', 'drainTimeoutMs']) {
-      assert.deepEqual([at(port, `config.${field}`).minimum, at(port, `config.${field}`).maximum], [0, 2147483647], field);
+      assert.deepEqual(
+        [at(port, `config.${field}`).minimum, at(port, `config.${field}`).maximum],
+        [0, 2147483647],
+        field,
+      );
     }
     assert.deepEqual(at(port, 'config.affinity').enum, ['none', 'clientIP']);
     assert.deepEqual(at(root, 'spec.transition').enum, ['', 'Adopted', 'Deprecated']);
     assert.deepEqual(at(root, 'status.ports.[].protocol').enum, ['TCP', 'UDP']);
-    assert.deepEqual(at(root, 'status.conditions.[].type').enum, [...CONDITION_TYPES, PROXY_CONDITION], 'the proxy\'s conditions and the manager\'s');
-    assert.deepEqual(at(root, 'status.phase').enum, ['', ...PHASES], 'every phase the proxy writes, and the "" of releases written before 0.2');
+    assert.deepEqual(
+      at(root, 'status.conditions.[].type').enum,
+      [...CONDITION_TYPES, PROXY_CONDITION],
+      "the proxy's conditions and the manager's",
+    );
+    assert.deepEqual(
+      at(root, 'status.phase').enum,
+      ['', ...PHASES],
+      'every phase the proxy writes, and the "" of releases written before 0.2',
+    );
   });
 
   it('keys its lists so duplicates are refused at admission', () => {
     assert.deepEqual(at(root, 'spec.services')['x-kubernetes-list-map-keys'], ['service']);
     assert.deepEqual(at(root, 'spec.services.[].ports')['x-kubernetes-list-map-keys'], ['port', 'protocol']);
-    assert.equal(at(root, 'spec.services.[].ports.[].protocol').default, 'TCP', 'a list-map key must be required or defaulted');
+    assert.equal(
+      at(root, 'spec.services.[].ports.[].protocol').default,
+      'TCP',
+      'a list-map key must be required or defaulted',
+    );
     assert.deepEqual(at(root, 'status.conditions')['x-kubernetes-list-map-keys'], ['type']);
   });
 
@@ -71,10 +95,17 @@ describe('deploy/crd.yaml', () => {
   });
 
   it('prints phase, weights, step, proxies, readiness and age, each from a status field the proxy or the manager writes', () => {
-    assert.deepEqual(version.additionalPrinterColumns.map((column) => [column.name, column.jsonPath]), [
-      ['Phase', '.status.phase'], ['Weights', '.status.weights'], ['Step', '.status.step'], ['Proxy', '.status.proxy.ready'],
-      ['Ready', '.status.conditions[?(@.type=="Ready")].status'], ['Age', '.metadata.creationTimestamp'],
-    ]);
+    assert.deepEqual(
+      version.additionalPrinterColumns.map((column) => [column.name, column.jsonPath]),
+      [
+        ['Phase', '.status.phase'],
+        ['Weights', '.status.weights'],
+        ['Step', '.status.step'],
+        ['Proxy', '.status.proxy.ready'],
+        ['Ready', '.status.conditions[?(@.type=="Ready")].status'],
+        ['Age', '.metadata.creationTimestamp'],
+      ],
+    );
     assert.equal(at(root, 'status.weights').type, 'string');
     assert.equal(at(root, 'status.step').type, 'string');
     assert.equal(at(root, 'status.proxy.ready').type, 'string');

@@ -48,7 +48,19 @@ const CONTROL_LOOP_METRICS = new Map<string, readonly string[]>([
 ]);
 /** Labels Prometheus Operator puts on every target of a ServiceMonitor. */
 const OPERATOR_TARGET_LABELS = ['namespace', 'service', 'pod', 'container', 'endpoint', 'job', 'instance'];
-const PROMQL_KEYWORDS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset']);
+const PROMQL_KEYWORDS = new Set([
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+]);
 const LABEL_LISTS = /\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g;
 
 const dashboard = JSON.parse(readFileSync(new URL('grafana/canary-l4.json', deployDir), 'utf8')) as Dashboard;
@@ -57,7 +69,9 @@ const dashboard = JSON.parse(readFileSync(new URL('grafana/canary-l4.json', depl
 function expressions(): { expr: string; extraLabels: string[] }[] {
   const fromPanels = (panels: Panel[]): { expr: string; extraLabels: string[] }[] =>
     panels.flatMap((panel) => [
-      ...(panel.targets ?? []).flatMap((target) => (target.expr === undefined ? [] : [{ expr: target.expr, extraLabels: [] }])),
+      ...(panel.targets ?? []).flatMap((target) =>
+        target.expr === undefined ? [] : [{ expr: target.expr, extraLabels: [] }],
+      ),
       ...fromPanels(panel.panels ?? []),
     ]);
   const fromVariables = dashboard.templating.list
@@ -77,15 +91,27 @@ function withoutStrings(expr: string): string {
 
 /** Metric names in an expression: identifiers left once strings, matchers, ranges and label lists are gone, and not called as functions. */
 function metricNamesIn(expr: string): string[] {
-  const bare = withoutStrings(expr).replace(/\{[^}]*\}/g, ' ').replace(/\[[^\]]*\]/g, ' ').replace(LABEL_LISTS, ' ');
-  return [...bare.matchAll(/(?<![\w.$])([a-zA-Z_:][\w:]*)(?![\w(]|\s*\()/g)].map((match) => match[1]!).filter((name) => !PROMQL_KEYWORDS.has(name));
+  const bare = withoutStrings(expr)
+    .replace(/\{[^}]*\}/g, ' ')
+    .replace(/\[[^\]]*\]/g, ' ')
+    .replace(LABEL_LISTS, ' ');
+  return [...bare.matchAll(/(?<![\w.$])([a-zA-Z_:][\w:]*)(?![\w(]|\s*\()/g)]
+    .map((match) => match[1]!)
+    .filter((name) => !PROMQL_KEYWORDS.has(name));
 }
 
 /** Label names in matchers and in by/without/on/ignoring/group_* lists. */
 function labelNamesIn(expr: string): string[] {
   const text = withoutStrings(expr);
-  const inMatchers = [...text.matchAll(/\{([^}]*)\}/g)].flatMap((match) => [...match[1]!.matchAll(/(\w+)\s*(?:=~|!~|!=|=)/g)].map((label) => label[1]!));
-  const inLists = [...text.matchAll(LABEL_LISTS)].flatMap((match) => match[1]!.split(',').map((label) => label.trim()).filter((label) => label !== ''));
+  const inMatchers = [...text.matchAll(/\{([^}]*)\}/g)].flatMap((match) =>
+    [...match[1]!.matchAll(/(\w+)\s*(?:=~|!~|!=|=)/g)].map((label) => label[1]!),
+  );
+  const inLists = [...text.matchAll(LABEL_LISTS)].flatMap((match) =>
+    match[1]!
+      .split(',')
+      .map((label) => label.trim())
+      .filter((label) => label !== ''),
+  );
   return [...inMatchers, ...inLists];
 }
 
@@ -115,16 +141,32 @@ describe('deploy/grafana/canary-l4.json', () => {
   let scrape: Map<string, Set<string>>;
 
   before(async () => {
-    runtime = await Runtime.start({ log: pino({ level: 'silent' }), adminHost: '127.0.0.1', adminPort: 0, listenerGraceMs: 0 });
+    runtime = await Runtime.start({
+      log: pino({ level: 'silent' }),
+      adminHost: '127.0.0.1',
+      adminPort: 0,
+      listenerGraceMs: 0,
+    });
     tcpBackends = await Promise.all([startEchoBackend(), startEchoBackend()]);
     udpBackends = await Promise.all([startUdpEcho('forked'), startUdpEcho('canary')]);
-    const backends = (ports: number[]) => ports.map((port, index) => ({ name: index === 0 ? 'forked' : 'canary', host: '127.0.0.1', port, weight: 50 }));
+    const backends = (ports: number[]) =>
+      ports.map((port, index) => ({ name: index === 0 ? 'forked' : 'canary', host: '127.0.0.1', port, weight: 50 }));
     // Listener names as the control loop makes them (<service>-<port>-<protocol>), which the UDP panels rely on.
     const port = await withFreePort(async (candidate) => {
       const config = {
         listeners: [
-          { name: 'web-80-tcp', protocol: 'tcp', listen: `127.0.0.1:${candidate}`, backends: backends(tcpBackends.map((backend) => backend.port)) },
-          { name: 'statsd-8125-udp', protocol: 'udp', listen: `127.0.0.1:${candidate}`, backends: backends(udpBackends.map((backend) => backend.port)) },
+          {
+            name: 'web-80-tcp',
+            protocol: 'tcp',
+            listen: `127.0.0.1:${candidate}`,
+            backends: backends(tcpBackends.map((backend) => backend.port)),
+          },
+          {
+            name: 'statsd-8125-udp',
+            protocol: 'udp',
+            listen: `127.0.0.1:${candidate}`,
+            backends: backends(udpBackends.map((backend) => backend.port)),
+          },
         ],
       };
       await runtime.applyConfig(validateConfig(config, 'dashboard test config'));
@@ -148,27 +190,42 @@ describe('deploy/grafana/canary-l4.json', () => {
     assert.ok(metricsQueried.size >= 10);
   });
 
-  it('queries only metrics a running data plane exports (besides the control loop\'s)', () => {
+  it("queries only metrics a running data plane exports (besides the control loop's)", () => {
     const missing = [...metricsQueried].filter((name) => !isControlLoopMetric(name) && !scrape.has(name));
     assert.deepEqual(missing, [], `not in /metrics: ${missing.join(', ')}`);
   });
 
-  it('queries only control-loop metrics that the proxy\'s or the manager\'s loop registers', async () => {
+  it("queries only control-loop metrics that the proxy's or the manager's loop registers", async () => {
     const registered = new Set((await registeredFamilies()).map((family) => family.name));
-    const missing = [...new Set([...metricsQueried].filter(isControlLoopMetric).map(familyOf))].filter((name) => !registered.has(name));
-    assert.deepEqual(missing, [], `no control loop registers ${missing.join(', ')}: the dashboard's control-loop panels would stay empty`);
+    const missing = [...new Set([...metricsQueried].filter(isControlLoopMetric).map(familyOf))].filter(
+      (name) => !registered.has(name),
+    );
+    assert.deepEqual(
+      missing,
+      [],
+      `no control loop registers ${missing.join(', ')}: the dashboard's control-loop panels would stay empty`,
+    );
   });
 
   it('uses only labels that the metrics of each query carry, or that the ServiceMonitor adds', () => {
-    const monitor = theOnly<KubeObject & { spec: { endpoints: { relabelings?: { targetLabel?: string }[] }[] } }>('ServiceMonitor', 'monitoring/');
-    const relabelled = monitor.spec.endpoints.flatMap((endpoint) => (endpoint.relabelings ?? []).flatMap((rule) => (rule.targetLabel ? [rule.targetLabel] : [])));
+    const monitor = theOnly<KubeObject & { spec: { endpoints: { relabelings?: { targetLabel?: string }[] }[] } }>(
+      'ServiceMonitor',
+      'monitoring/',
+    );
+    const relabelled = monitor.spec.endpoints.flatMap((endpoint) =>
+      (endpoint.relabelings ?? []).flatMap((rule) => (rule.targetLabel ? [rule.targetLabel] : [])),
+    );
     const labelsOf = (name: string): string[] => {
       const controlLoop = CONTROL_LOOP_METRICS.get(familyOf(name));
-      return controlLoop ? [...controlLoop, ...(name.endsWith('_bucket') ? ['le'] : [])] : [...(scrape.get(name) ?? [])];
+      return controlLoop
+        ? [...controlLoop, ...(name.endsWith('_bucket') ? ['le'] : [])]
+        : [...(scrape.get(name) ?? [])];
     };
     const unknown = queried.flatMap(({ expr, extraLabels }) => {
       const known = new Set([...metricNamesIn(expr).flatMap(labelsOf), ...OPERATOR_TARGET_LABELS, ...relabelled]);
-      return [...labelNamesIn(expr), ...extraLabels].filter((label) => !known.has(label)).map((label) => `${label} in ${expr}`);
+      return [...labelNamesIn(expr), ...extraLabels]
+        .filter((label) => !known.has(label))
+        .map((label) => `${label} in ${expr}`);
     });
     assert.deepEqual(unknown, []);
     assert.ok(relabelled.includes('canary_release'), 'the per-release filter comes from the ServiceMonitor');

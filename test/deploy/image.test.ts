@@ -35,7 +35,10 @@ function contextSources(stage: Stage): string[] {
 
 /** Whether .dockerignore lets a path into the build context (last matching pattern wins, `!` re-includes). */
 function inBuildContext(path: string): boolean {
-  const patterns = readFileSync(join(projectDir, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('#'));
+  const patterns = readFileSync(join(projectDir, '.dockerignore'), 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
   let included = true;
   for (const pattern of patterns) {
     const negated = pattern.startsWith('!');
@@ -47,9 +50,14 @@ function inBuildContext(path: string): boolean {
 
 const { globalArgs, stages } = readDockerfile();
 const finalStage = stages.at(-1);
-const buildStage = stages.find((stage) => stage.name !== undefined && instructions(finalStage, 'COPY').some((copy) => copy.startsWith(`--from=${stage.name} `)));
+const buildStage = stages.find(
+  (stage) =>
+    stage.name !== undefined &&
+    instructions(finalStage, 'COPY').some((copy) => copy.startsWith(`--from=${stage.name} `)),
+);
 /** The final stage's copies from the build stage: [from, to] under /app. */
-const fromBuild = instructions(finalStage, 'COPY').filter((copy) => copy.startsWith(`--from=${buildStage?.name} `))
+const fromBuild = instructions(finalStage, 'COPY')
+  .filter((copy) => copy.startsWith(`--from=${buildStage?.name} `))
   .map((copy) => copy.split(/\s+/).slice(1) as [string, string]);
 const { entrypoint, env: imageEnv } = runtimeOf(finalStage);
 /** What runs after tini: `node <entry>`. */
@@ -67,7 +75,10 @@ describe('deploy/Dockerfile', () => {
     const [user = ''] = instructions(finalStage, 'USER');
     const [uid = ''] = user.split(':');
     assert.match(uid, /^[1-9]\d*$/, 'numeric, so that runAsNonRoot can verify it');
-    for (const deployment of [theOnly<V1Deployment>('Deployment'), theOnly<V1Deployment>('Deployment', 'standalone/')]) {
+    for (const deployment of [
+      theOnly<V1Deployment>('Deployment'),
+      theOnly<V1Deployment>('Deployment', 'standalone/'),
+    ]) {
       assert.equal(deployment.spec?.template.spec?.securityContext?.runAsUser, Number(uid));
     }
   });
@@ -83,7 +94,9 @@ describe('deploy/Dockerfile', () => {
     const labels = instructions(finalStage, 'LABEL').join(' ');
     for (const key of ['title', 'description', 'licenses', 'version', 'revision'])
       assert.match(labels, new RegExp(`org\\.opencontainers\\.image\\.${key}=`));
-    const version = instructions(finalStage, 'ARG').map(argDefault).find(([name]) => name === 'VERSION')?.[1];
+    const version = instructions(finalStage, 'ARG')
+      .map(argDefault)
+      .find(([name]) => name === 'VERSION')?.[1];
     const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as { version: string };
     assert.equal(version, packageJson.version);
   });
@@ -91,8 +104,10 @@ describe('deploy/Dockerfile', () => {
   it('copies only what .dockerignore lets into the build context', () => {
     const sources = stages.flatMap(contextSources);
     assert.ok(sources.length > 0);
-    for (const source of sources) assert.ok(inBuildContext(source.replace(/^\.\//, '')), `${source} is excluded by .dockerignore`);
-    for (const excluded of ['node_modules', '.git', 'test', 'bench']) assert.equal(inBuildContext(excluded), false, `${excluded} reaches the build context`);
+    for (const source of sources)
+      assert.ok(inBuildContext(source.replace(/^\.\//, '')), `${source} is excluded by .dockerignore`);
+    for (const excluded of ['node_modules', '.git', 'test', 'bench'])
+      assert.equal(inBuildContext(excluded), false, `${excluded} reaches the build context`);
   });
 
   describe('replayed: the build, then the entrypoint', { timeout: 120_000 }, () => {
@@ -100,12 +115,17 @@ describe('deploy/Dockerfile', () => {
     let imageDir: string;
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
     const start = (args: string[]) =>
-      run(process.execPath, [...nodeCommand.slice(1), ...args], { cwd: imageDir, env: { ...env, ...imageEnv }, timeout: 30_000 });
+      run(process.execPath, [...nodeCommand.slice(1), ...args], {
+        cwd: imageDir,
+        env: { ...env, ...imageEnv },
+        timeout: 30_000,
+      });
 
     before(async () => {
       buildDir = await mkdtemp(join(tmpdir(), 'canary-l4 build-'));
       imageDir = await mkdtemp(join(tmpdir(), 'canary-l4 image-'));
-      for (const source of contextSources(buildStage!)) await cp(join(projectDir, source), join(buildDir, source), { recursive: true });
+      for (const source of contextSources(buildStage!))
+        await cp(join(projectDir, source), join(buildDir, source), { recursive: true });
       const [install = '', bundle = ''] = instructions(buildStage, 'RUN');
       const [npm = '', ...npmArgs] = install.split(/\s+/);
       assert.deepEqual([npm, npmArgs[0]], ['npm', 'ci']);
@@ -114,8 +134,10 @@ describe('deploy/Dockerfile', () => {
       const [node = '', ...bundleArgs] = bundle.split(/\s+/);
       assert.equal(node, 'node');
       await run(process.execPath, bundleArgs, { cwd: buildDir, env, timeout: 60_000 });
-      for (const source of contextSources(finalStage!)) await cp(join(projectDir, source), join(imageDir, source), { recursive: true });
-      for (const [from, to] of fromBuild) await cp(join(buildDir, from.replace(/^\/app\//, '')), join(imageDir, to), { recursive: true });
+      for (const source of contextSources(finalStage!))
+        await cp(join(projectDir, source), join(imageDir, source), { recursive: true });
+      for (const [from, to] of fromBuild)
+        await cp(join(buildDir, from.replace(/^\/app\//, '')), join(imageDir, to), { recursive: true });
     });
     after(async () => {
       await rm(buildDir, { recursive: true, force: true });
@@ -124,22 +146,45 @@ describe('deploy/Dockerfile', () => {
 
     it('holds the bundle alone: no node_modules, no sources', async () => {
       const held = await readdir(imageDir);
-      assert.ok(held.includes('dist') && existsSync(join(imageDir, 'dist', 'canary-l4.js')), `the image holds ${held.join(' ')}`);
+      assert.ok(
+        held.includes('dist') && existsSync(join(imageDir, 'dist', 'canary-l4.js')),
+        `the image holds ${held.join(' ')}`,
+      );
       assert.ok(!held.includes('node_modules') && !held.includes('src'), `the image holds ${held.join(' ')}`);
     });
 
-    it('fills Node\'s compile cache at build with the bundle\'s chunks; the bundle never loads the type stripper', async () => {
+    it("fills Node's compile cache at build with the bundle's chunks; the bundle never loads the type stripper", async () => {
       const cacheSetting = instructions(finalStage, 'ENV').find((setting) => setting.startsWith('NODE_COMPILE_CACHE='));
       assert.ok(cacheSetting !== undefined, 'the image sets NODE_COMPILE_CACHE');
       const cacheDir = cacheSetting.slice('NODE_COMPILE_CACHE='.length).replace(/^\/app\b/, imageDir);
-      const [node = '', ...warm] = instructions(finalStage, 'RUN').find((command) => command.includes('warm-compile-cache'))?.split(/\s+/) ?? [];
+      const [node = '', ...warm] =
+        instructions(finalStage, 'RUN')
+          .find((command) => command.includes('warm-compile-cache'))
+          ?.split(/\s+/) ?? [];
       assert.equal(node, 'node');
       const cached = { ...env, ...imageEnv, NODE_COMPILE_CACHE: cacheDir };
       await run(process.execPath, warm, { cwd: imageDir, env: cached, timeout: 60_000 });
       const demo = async (processEnv: NodeJS.ProcessEnv) => {
         const [tcp, udp] = [await freePort(), await freePort()];
-        const args = ['demo', '--exit', '--connections', '5', '--sessions', '2', '--tcp-port', String(tcp), '--udp-port', String(udp), '--admin-port', '0'];
-        const { stderr } = await run(process.execPath, ['--import', TYPE_STRIPPER_PROBE, ...nodeCommand.slice(1), ...args], { cwd: imageDir, env: processEnv, timeout: 30_000 });
+        const args = [
+          'demo',
+          '--exit',
+          '--connections',
+          '5',
+          '--sessions',
+          '2',
+          '--tcp-port',
+          String(tcp),
+          '--udp-port',
+          String(udp),
+          '--admin-port',
+          '0',
+        ];
+        const { stderr } = await run(
+          process.execPath,
+          ['--import', TYPE_STRIPPER_PROBE, ...nodeCommand.slice(1), ...args],
+          { cwd: imageDir, env: processEnv, timeout: 30_000 },
+        );
         return stderr;
       };
       assert.ok((await readdir(cacheDir, { recursive: true })).length > 1, 'the cache holds the compiled chunks');
@@ -150,24 +195,37 @@ describe('deploy/Dockerfile', () => {
 
     it('`--help` prints the commands', async () => {
       const { stdout } = await start(['--help']);
-      for (const command of ['serve', 'proxy', 'manager', 'demo']) assert.match(stdout, new RegExp(`canary-l4 ${command}\\b`));
+      for (const command of ['serve', 'proxy', 'manager', 'demo'])
+        assert.match(stdout, new RegExp(`canary-l4 ${command}\\b`));
     });
 
     it('puts the kubectl plugin of package.json on PATH, and it runs from the bundle', async () => {
-      const linked = instructions(finalStage, 'RUN').map((command) => /\bln -s \/app\/(\S+) \/usr\/local\/bin\/kubectl-canary_l4$/.exec(command)?.[1]).find(Boolean);
-      const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+      const linked = instructions(finalStage, 'RUN')
+        .map((command) => /\bln -s \/app\/(\S+) \/usr\/local\/bin\/kubectl-canary_l4$/.exec(command)?.[1])
+        .find(Boolean);
+      const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as {
+        bin: Record<string, string>;
+      };
       assert.equal(linked, packageJson.bin['kubectl-canary_l4']);
-      const { stdout } = await run(process.execPath, [join(imageDir, linked!), '--help'], { cwd: imageDir, env: { ...env, ...imageEnv }, timeout: 30_000 });
-      for (const command of ['status', 'promote', 'pause', 'resume', 'abort', 'set-weight', 'plan']) assert.match(stdout, new RegExp(`kubectl canary-l4 ${command}\\b`));
+      const { stdout } = await run(process.execPath, [join(imageDir, linked!), '--help'], {
+        cwd: imageDir,
+        env: { ...env, ...imageEnv },
+        timeout: 30_000,
+      });
+      for (const command of ['status', 'promote', 'pause', 'resume', 'abort', 'set-weight', 'plan'])
+        assert.match(stdout, new RegExp(`kubectl canary-l4 ${command}\\b`));
     });
 
     // The manager's Deployment, and the proxies: standalone, and as the manager renders them.
     const example = theOnly<ManagedRelease>(KIND);
-    const rendered = renderProxy({ ...example, metadata: { ...example.metadata, namespace: 'default', uid: 'uid-1' } }, { proxyImage: 'canary-l4:0.1.0' });
+    const rendered = renderProxy(
+      { ...example, metadata: { ...example.metadata, namespace: 'default', uid: 'uid-1' } },
+      { proxyImage: 'canary-l4:0.1.0' },
+    );
     const deployments: [string, V1Deployment | undefined, RegExp][] = [
       ['deploy/manager-deployment.yaml', theOnly<V1Deployment>('Deployment'), /--proxy-image/],
       ['deploy/standalone/deployment.yaml', theOnly<V1Deployment>('Deployment', 'standalone/'), /--canary-release/],
-      ['the manager\'s proxy Deployment', rendered.ok ? rendered.objects.deployment : undefined, /--canary-release/],
+      ["the manager's proxy Deployment", rendered.ok ? rendered.objects.deployment : undefined, /--canary-release/],
     ];
     for (const [what, deployment, flag] of deployments) {
       it(`accepts the command and flags ${what} gives it`, async () => {

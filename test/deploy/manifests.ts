@@ -16,7 +16,11 @@ export interface KubeObject {
 export function loadManifest(file: string): KubeObject[] {
   const documents = parseAllDocuments(readFileSync(new URL(file, deployDir), 'utf8'));
   return documents.flatMap((document, index) => {
-    assert.deepEqual(document.errors.map((error) => error.message), [], `${file} document ${index + 1} is not valid YAML`);
+    assert.deepEqual(
+      document.errors.map((error) => error.message),
+      [],
+      `${file} document ${index + 1} is not valid YAML`,
+    );
     const object: unknown = document.toJS();
     if (object === null) return [];
     assert.ok(isKubeObject(object), `${file} document ${index + 1} lacks apiVersion, kind or metadata.name`);
@@ -28,14 +32,21 @@ function isKubeObject(value: unknown): value is KubeObject {
   if (typeof value !== 'object' || value === null) return false;
   const { apiVersion, kind, metadata } = value as Record<string, unknown>;
   return (
-    typeof apiVersion === 'string' && apiVersion !== '' && typeof kind === 'string' && kind !== '' &&
-    typeof metadata === 'object' && metadata !== null && typeof (metadata as Record<string, unknown>).name === 'string'
+    typeof apiVersion === 'string' &&
+    apiVersion !== '' &&
+    typeof kind === 'string' &&
+    kind !== '' &&
+    typeof metadata === 'object' &&
+    metadata !== null &&
+    typeof (metadata as Record<string, unknown>).name === 'string'
   );
 }
 
 /** The YAML manifests of a folder of deploy/ ('' for deploy/ itself; kustomization.yaml is not one). */
 export function manifestFiles(folder = ''): string[] {
-  return readdirSync(new URL(folder, deployDir)).filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml').sort()
+  return readdirSync(new URL(folder, deployDir))
+    .filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml')
+    .sort()
     .map((file) => `${folder}${file}`);
 }
 

@@ -58,8 +58,12 @@ test('docs/canaryrelease.md has an entry for every property of the CRD under spe
   assert.deepEqual(missing, [], 'properties of deploy/crd.yaml without an entry in docs/canaryrelease.md');
 });
 
-test('docs/canaryrelease.md has a heading for every condition type, the manager\'s among them', () => {
+test("docs/canaryrelease.md has a heading for every condition type, the manager's among them", () => {
   const conditionSchema = root.properties!.status!.properties!.conditions!.items!.properties!.type!;
   const types = new Set([...CONDITION_TYPES, ...(conditionSchema.enum ?? [])]);
-  assert.deepEqual([...types].filter((type) => !sections.has(type)), [], 'condition types without a heading');
+  assert.deepEqual(
+    [...types].filter((type) => !sections.has(type)),
+    [],
+    'condition types without a heading',
+  );
 });

@@ -23,7 +23,9 @@ test('docs/configuration.md has a heading for every key the config reader accept
     assert.ok(prefix !== undefined, `CONFIG_KEYS.${mapping}: say where it sits in PATHS`);
     return keys.map((key) => `${prefix}${key}`);
   });
-  const fields = entriesOf(page).map(({ heading }) => heading).filter((heading) => heading.startsWith('listeners'));
+  const fields = entriesOf(page)
+    .map(({ heading }) => heading)
+    .filter((heading) => heading.startsWith('listeners'));
   const undocumented = accepted.filter((path) => !fields.includes(path));
   assert.deepEqual(undocumented, [], 'accepted, with no heading in docs/configuration.md');
   const unknown = fields.filter((path) => !accepted.includes(path));

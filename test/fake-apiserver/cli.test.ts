@@ -46,19 +46,34 @@ async function serve(args: string[], ready: string) {
 it('serves with --port 0 --service-cidr --kubeconfig-out and stops on SIGTERM', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'fake-cli-'));
   const out = join(dir, 'kubeconfig');
-  const { text, server, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.30.0/24', '--kubeconfig-out', out], 'kubeconfig:');
+  const { text, server, kubeConfig, stop } = await serve(
+    ['--port', '0', '--service-cidr', '127.0.30.0/24', '--kubeconfig-out', out],
+    'kubeconfig:',
+  );
   try {
     assert.match(text, /listening on http:\/\/127\.0\.0\.1:\d+/);
     assert.ok(text.includes(`kubeconfig: ${out}`));
     assert.ok(text.includes(server));
     const core = kubeConfig.makeApiClient(CoreV1Api);
-    const s = await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'cli' }, spec: { ports: [{ port: 80 }] } } });
+    const s = await core.createNamespacedService({
+      namespace: 'default',
+      body: { metadata: { name: 'cli' }, spec: { ports: [{ port: 80 }] } },
+    });
     assert.match(s.spec!.clusterIP!, /^127\.0\.30\./);
     // Faults reach it over HTTP, from another process.
     assert.match(text, /fault injection: curl -XPOST http:\/\/127\.0\.0\.1:\d+\/_fake\/faults\/latency/);
-    const armed = await fetch(`${server}/_fake/faults/fail-next`, { method: 'POST', body: JSON.stringify({ verb: 'create', resource: 'services', code: 503 }) });
+    const armed = await fetch(`${server}/_fake/faults/fail-next`, {
+      method: 'POST',
+      body: JSON.stringify({ verb: 'create', resource: 'services', code: 503 }),
+    });
     assert.equal(armed.status, 200);
-    await assert.rejects(core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'cli2' }, spec: { ports: [{ port: 80 }] } } }), (e: any) => e.code === 503);
+    await assert.rejects(
+      core.createNamespacedService({
+        namespace: 'default',
+        body: { metadata: { name: 'cli2' }, spec: { ports: [{ port: 80 }] } },
+      }),
+      (e: any) => e.code === 503,
+    );
   } finally {
     const code = await stop();
     await rm(dir, { recursive: true, force: true });
@@ -66,14 +81,42 @@ it('serves with --port 0 --service-cidr --kubeconfig-out and stops on SIGTERM', 
   }
 });
 
-it('--simulate-deployments runs a Deployment\'s pods, with --pod-cidr addresses Ready after --pod-ready-delay-ms', async () => {
-  const { text, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.76.0/24', '--simulate-deployments', '--pod-ready-delay-ms', '50', '--pod-cidr', '127.0.75.0/24'], 'simulating Deployments');
+it("--simulate-deployments runs a Deployment's pods, with --pod-cidr addresses Ready after --pod-ready-delay-ms", async () => {
+  const { text, kubeConfig, stop } = await serve(
+    [
+      '--port',
+      '0',
+      '--service-cidr',
+      '127.0.76.0/24',
+      '--simulate-deployments',
+      '--pod-ready-delay-ms',
+      '50',
+      '--pod-cidr',
+      '127.0.75.0/24',
+    ],
+    'simulating Deployments',
+  );
   try {
     assert.match(text, /simulating Deployments: pods in 127\.0\.75\.0\/24, Ready 50 ms after they run/);
     const labels = { app: 'cli' };
-    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: 'default', body: { metadata: { name: 'cli' }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'cli:1' }] } } } } });
+    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'cli' },
+        spec: {
+          selector: { matchLabels: labels },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'cli:1' }] } },
+        },
+      },
+    });
     const core = kubeConfig.makeApiClient(CoreV1Api);
-    const pod = await waitFor(async () => (await core.listNamespacedPod({ namespace: 'default' })).items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 'a Ready pod');
+    const pod = await waitFor(
+      async () =>
+        (await core.listNamespacedPod({ namespace: 'default' })).items.find((p) =>
+          p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        ),
+      'a Ready pod',
+    );
     assert.match(pod?.status?.podIP ?? '', /^127\.0\.75\.\d+$/);
   } finally {
     assert.equal(await stop(), 0);
@@ -81,19 +124,52 @@ it('--simulate-deployments runs a Deployment\'s pods, with --pod-cidr addresses 
 });
 
 it('--pod-termination-ms bounds how long a deleted pod terminates', async () => {
-  const { text, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.84.0/25', '--simulate-deployments', '--pod-ready-delay-ms', '50',
-    '--pod-cidr', '127.0.84.128/25', '--pod-termination-ms', '200'], 'simulating Deployments');
+  const { text, kubeConfig, stop } = await serve(
+    [
+      '--port',
+      '0',
+      '--service-cidr',
+      '127.0.84.0/25',
+      '--simulate-deployments',
+      '--pod-ready-delay-ms',
+      '50',
+      '--pod-cidr',
+      '127.0.84.128/25',
+      '--pod-termination-ms',
+      '200',
+    ],
+    'simulating Deployments',
+  );
   try {
     assert.match(text, /terminating for up to 200 ms when deleted/);
     const labels = { app: 'cli' };
-    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: 'default', body: { metadata: { name: 'cli' }, spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'cli:1' }] } } } } });
+    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'cli' },
+        spec: {
+          selector: { matchLabels: labels },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'cli:1' }] } },
+        },
+      },
+    });
     const core = kubeConfig.makeApiClient(CoreV1Api);
-    const pod = await waitFor(async () => (await core.listNamespacedPod({ namespace: 'default' })).items.find((p) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')), 'a Ready pod');
+    const pod = await waitFor(
+      async () =>
+        (await core.listNamespacedPod({ namespace: 'default' })).items.find((p) =>
+          p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+        ),
+      'a Ready pod',
+    );
     const name = pod!.metadata!.name!;
     const since = performance.now();
     const deleted = await core.deleteNamespacedPod({ name, namespace: 'default' });
     assert.equal(deleted.metadata?.deletionGracePeriodSeconds, 30);
-    await waitFor(async () => !(await core.listNamespacedPod({ namespace: 'default' })).items.some((p) => p.metadata?.name === name), 'the pod gone');
+    await waitFor(
+      async () =>
+        !(await core.listNamespacedPod({ namespace: 'default' })).items.some((p) => p.metadata?.name === name),
+      'the pod gone',
+    );
     const gone = performance.now() - since;
     // The default (1000 ms) would keep it well past this.
     assert.ok(gone >= 150 && gone < 700, `gone ${Math.round(gone)} ms after the DELETE`);
@@ -120,7 +196,11 @@ it('refuses --pod-cidr or --pod-termination-ms without --simulate-deployments, a
     [['--simulate-deployments', '--pod-cidr', '127.0.75.0'], /invalid pod CIDR/],
   ] as const) {
     // Bounded: a fake that wrongly starts serving is killed (and the exit code is then not 2).
-    const child = spawn(process.execPath, [main, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 10_000, killSignal: 'SIGKILL' });
+    const child = spawn(process.execPath, [main, '--port', '0', ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 10_000,
+      killSignal: 'SIGKILL',
+    });
     let err = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
     const [code] = await once(child, 'exit');
@@ -129,16 +209,47 @@ it('refuses --pod-cidr or --pod-termination-ms without --simulate-deployments, a
   }
 });
 
-it('--simulate-network: a Service\'s cluster IP reaches its Ready pods, which answer with their image', async () => {
-  const { text, kubeConfig, stop } = await serve(['--port', '0', '--service-cidr', '127.0.77.0/24', '--simulate-deployments', '--pod-ready-delay-ms', '50',
-    '--pod-cidr', '127.0.78.0/24', '--simulate-network'], 'simulating the network');
+it("--simulate-network: a Service's cluster IP reaches its Ready pods, which answer with their image", async () => {
+  const { text, kubeConfig, stop } = await serve(
+    [
+      '--port',
+      '0',
+      '--service-cidr',
+      '127.0.77.0/24',
+      '--simulate-deployments',
+      '--pod-ready-delay-ms',
+      '50',
+      '--pod-cidr',
+      '127.0.78.0/24',
+      '--simulate-network',
+    ],
+    'simulating the network',
+  );
   try {
     assert.match(text, /simulating the network of namespace default/);
     const labels = { app: 'net' };
-    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({ namespace: 'default', body: { metadata: { name: 'net' }, spec: { selector: { matchLabels: labels },
-      template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'example/net:1', ports: [{ containerPort: 8000 }] }] } } } } });
-    const service = await kubeConfig.makeApiClient(CoreV1Api).createNamespacedService({ namespace: 'default', body: { metadata: { name: 'net' }, spec: { selector: labels, ports: [{ port: 9000, targetPort: 8000 }] } } });
-    const answer = await waitFor(async () => (await tcpAnswer(service.spec!.clusterIP!, 9000).catch(() => '')) || undefined, 'an answer through the Service', 10_000);
+    await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'net' },
+        spec: {
+          selector: { matchLabels: labels },
+          template: {
+            metadata: { labels },
+            spec: { containers: [{ name: 'c', image: 'example/net:1', ports: [{ containerPort: 8000 }] }] },
+          },
+        },
+      },
+    });
+    const service = await kubeConfig.makeApiClient(CoreV1Api).createNamespacedService({
+      namespace: 'default',
+      body: { metadata: { name: 'net' }, spec: { selector: labels, ports: [{ port: 9000, targetPort: 8000 }] } },
+    });
+    const answer = await waitFor(
+      async () => (await tcpAnswer(service.spec!.clusterIP!, 9000).catch(() => '')) || undefined,
+      'an answer through the Service',
+      10_000,
+    );
     assert.equal(answer, 'example/net:1');
   } finally {
     assert.equal(await stop(), 0);

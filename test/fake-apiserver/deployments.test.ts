@@ -6,7 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { podTemplateHash } from '../support/fake-apiserver/simulation/template-hash.ts';
 import { type Kubectl, kubectlFor, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
@@ -16,7 +23,11 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const READY_DELAY_MS = 200;
 const POD_NET = /^127\.0\.70\.\d+$/;
 
-function deployment(name: string, image: string, spec: Record<string, unknown> = {}): V1Deployment & { apiVersion: string; kind: string } {
+function deployment(
+  name: string,
+  image: string,
+  spec: Record<string, unknown> = {},
+): V1Deployment & { apiVersion: string; kind: string } {
   const labels = { app: name };
   return {
     apiVersion: 'apps/v1',
@@ -25,7 +36,10 @@ function deployment(name: string, image: string, spec: Record<string, unknown> =
     spec: {
       replicas: 3,
       selector: { matchLabels: labels },
-      template: { metadata: { labels }, spec: { containers: [{ name: 'web', image, ports: [{ containerPort: 8080 }] }] } },
+      template: {
+        metadata: { labels },
+        spec: { containers: [{ name: 'web', image, ports: [{ containerPort: 8080 }] }] },
+      },
       ...spec,
     },
   };
@@ -41,19 +55,29 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
   let apps: AppsV1Api;
   let core: CoreV1Api;
   const read = (name: string) => apps.readNamespacedDeployment({ name, namespace: 'default' });
-  const replicaSets = async (app: string) => (await apps.listNamespacedReplicaSet({ namespace: 'default', labelSelector: `app=${app}` })).items;
-  const podsOf = async (app: string) => (await core.listNamespacedPod({ namespace: 'default', labelSelector: `app=${app}` })).items;
+  const replicaSets = async (app: string) =>
+    (await apps.listNamespacedReplicaSet({ namespace: 'default', labelSelector: `app=${app}` })).items;
+  const podsOf = async (app: string) =>
+    (await core.listNamespacedPod({ namespace: 'default', labelSelector: `app=${app}` })).items;
   /** Pods not being deleted: a finished rollout's old pods may still be terminating (graceful deletion). */
   const livePodsOf = async (app: string) => (await podsOf(app)).filter((pod) => !pod.metadata?.deletionTimestamp);
   const rolloutStatus = (name: string) => k('rollout', 'status', `deploy/${name}`, '--timeout=15s');
   const complete = async (name: string) => {
     const d = await read(name);
     const r = d.spec?.replicas;
-    return d.status?.observedGeneration === d.metadata?.generation && d.status?.updatedReplicas === r && d.status?.replicas === r && d.status?.availableReplicas === r;
+    return (
+      d.status?.observedGeneration === d.metadata?.generation &&
+      d.status?.updatedReplicas === r &&
+      d.status?.replicas === r &&
+      d.status?.availableReplicas === r
+    );
   };
 
   before(async () => {
-    api = await startFakeApiServer({ serviceCidr: '127.0.71.0/24', simulateDeployments: { podReadyDelayMs: READY_DELAY_MS, podCidr: '127.0.70.0/24' } });
+    api = await startFakeApiServer({
+      serviceCidr: '127.0.71.0/24',
+      simulateDeployments: { podReadyDelayMs: READY_DELAY_MS, podCidr: '127.0.70.0/24' },
+    });
     k = await kubectlFor(api);
     apps = api.kubeConfig.makeApiClient(AppsV1Api);
     core = api.kubeConfig.makeApiClient(CoreV1Api);
@@ -73,7 +97,10 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
       times.set(pod.metadata!.name!, t);
     });
     await watch.started;
-    assert.match(await k('apply', '-f', await k.manifest('web.yaml', deployment('web', 'example/web:1.0'))), /deployment.apps\/web created/);
+    assert.match(
+      await k('apply', '-f', await k.manifest('web.yaml', deployment('web', 'example/web:1.0'))),
+      /deployment.apps\/web created/,
+    );
     assert.match(await rolloutStatus('web'), /deployment "web" successfully rolled out/);
     watch.end();
 
@@ -86,24 +113,48 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
     assert.deepEqual(rs?.metadata?.labels, { app: 'web', 'pod-template-hash': hash });
     assert.deepEqual(plain(rs?.spec?.selector), { matchLabels: { app: 'web', 'pod-template-hash': hash } });
     assert.deepEqual(rs?.spec?.template?.metadata?.labels, { app: 'web', 'pod-template-hash': hash });
-    assert.deepEqual(rs?.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid, o.controller]), [['Deployment', 'web', d.metadata?.uid, true]]);
+    assert.deepEqual(
+      rs?.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid, o.controller]),
+      [['Deployment', 'web', d.metadata?.uid, true]],
+    );
     assert.equal(rs?.metadata?.annotations?.['deployment.kubernetes.io/revision'], '1');
     assert.equal(rs?.spec?.replicas, 3);
-    assert.deepEqual(plain(rs?.status), { replicas: 3, fullyLabeledReplicas: 3, readyReplicas: 3, availableReplicas: 3, observedGeneration: 1 });
+    assert.deepEqual(plain(rs?.status), {
+      replicas: 3,
+      fullyLabeledReplicas: 3,
+      readyReplicas: 3,
+      availableReplicas: 3,
+      observedGeneration: 1,
+    });
 
     const pods = await podsOf('web');
     assert.equal(pods.length, 3);
     for (const pod of pods) {
       assert.match(pod.metadata!.name!, new RegExp(`^web-${hash}-[a-z0-9]{5}$`));
       assert.deepEqual(pod.metadata?.labels, { app: 'web', 'pod-template-hash': hash });
-      assert.deepEqual(pod.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid, o.controller]), [['ReplicaSet', rs?.metadata?.name, rs?.metadata?.uid, true]]);
+      assert.deepEqual(
+        pod.metadata?.ownerReferences?.map((o) => [o.kind, o.name, o.uid, o.controller]),
+        [['ReplicaSet', rs?.metadata?.name, rs?.metadata?.uid, true]],
+      );
       assert.equal(pod.spec?.containers[0]?.image, 'example/web:1.0');
       assert.equal(pod.status?.phase, 'Running');
       assert.match(pod.status?.podIP ?? '', POD_NET);
-      assert.deepEqual(pod.status?.conditions?.map((c) => `${c.type}=${c.status}`).sort(),
-        ['ContainersReady=True', 'Initialized=True', 'PodReadyToStartContainers=True', 'PodScheduled=True', 'Ready=True']);
+      assert.deepEqual(pod.status?.conditions?.map((c) => `${c.type}=${c.status}`).sort(), [
+        'ContainersReady=True',
+        'Initialized=True',
+        'PodReadyToStartContainers=True',
+        'PodScheduled=True',
+        'Ready=True',
+      ]);
       const t = times.get(pod.metadata!.name!);
-      assert.ok(t?.added !== undefined && t.running !== undefined && t.ready !== undefined && t.added < t.running && t.running < t.ready, `${pod.metadata?.name} seen Pending, Running, then Ready`);
+      assert.ok(
+        t?.added !== undefined &&
+          t.running !== undefined &&
+          t.ready !== undefined &&
+          t.added < t.running &&
+          t.running < t.ready,
+        `${pod.metadata?.name} seen Pending, Running, then Ready`,
+      );
       // Seen from a client, so with the watch's delivery jitter: the delay, give or take.
       assert.ok(t.ready - t.added >= READY_DELAY_MS * 0.75, `Ready ${t.ready - t.added} ms after it was created`);
     }
@@ -113,21 +164,40 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
     assert.equal(d.metadata?.generation, 1);
     assert.equal(d.metadata?.annotations?.['deployment.kubernetes.io/revision'], '1');
     const { conditions, ...counts } = d.status!;
-    assert.deepEqual(plain(counts), { observedGeneration: 1, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3 });
-    assert.deepEqual(conditions?.map((c) => [c.type, c.status, c.reason, c.message]), [
-      ['Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.'],
-      ['Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "web-${hash}" has successfully progressed.`],
-    ]);
+    assert.deepEqual(plain(counts), {
+      observedGeneration: 1,
+      replicas: 3,
+      updatedReplicas: 3,
+      readyReplicas: 3,
+      availableReplicas: 3,
+    });
+    assert.deepEqual(
+      conditions?.map((c) => [c.type, c.status, c.reason, c.message]),
+      [
+        ['Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.'],
+        ['Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "web-${hash}" has successfully progressed.`],
+      ],
+    );
 
     // The hash is the template's: the same template elsewhere gets the same one.
     await core.createNamespace({ body: { metadata: { name: 'twin' } } });
     await apps.createNamespacedDeployment({ namespace: 'twin', body: deployment('web', 'example/web:1.0') });
-    await waitFor(async () => (await apps.listNamespacedReplicaSet({ namespace: 'twin' })).items[0]?.metadata?.name === `web-${hash}`, 'the twin\'s ReplicaSet');
+    await waitFor(
+      async () =>
+        (await apps.listNamespacedReplicaSet({ namespace: 'twin' })).items[0]?.metadata?.name === `web-${hash}`,
+      "the twin's ReplicaSet",
+    );
   });
 
   it('kubectl apply of a new image rolls within maxSurge/maxUnavailable (rounded as Kubernetes does); the old ReplicaSet stays at 0', async () => {
     // 3 replicas: a surge of 50 % rounds up to 2, unavailability of 50 % down to 1.
-    const manifest = (image: string) => k.manifest('roll.yaml', deployment('roll', image, { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '50%', maxUnavailable: '50%' } } }));
+    const manifest = (image: string) =>
+      k.manifest(
+        'roll.yaml',
+        deployment('roll', image, {
+          strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '50%', maxUnavailable: '50%' } },
+        }),
+      );
     await k('apply', '-f', await manifest('example/web:1.0'));
     await rolloutStatus('roll');
     const [old] = await replicaSets('roll');
@@ -144,7 +214,10 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
     // rollout status returned only once the rollout was done.
     assert.ok(await complete('roll'));
     const pods = await livePodsOf('roll');
-    assert.deepEqual(pods.map((pod) => [pod.spec?.containers[0]?.image, isReady(pod)]), Array(3).fill(['example/web:2.0', true]));
+    assert.deepEqual(
+      pods.map((pod) => [pod.spec?.containers[0]?.image, isReady(pod)]),
+      Array(3).fill(['example/web:2.0', true]),
+    );
     watch.end();
     assert.equal(fewestReady, 2, 'never fewer than replicas - maxUnavailable Ready pods, and that budget used');
     assert.equal(mostPods, 5, 'never more than replicas + maxSurge pods, and that budget used');
@@ -153,12 +226,25 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
     const after = sets.find((rs) => rs.metadata?.uid === old?.metadata?.uid);
     const fresh = sets.find((rs) => rs.metadata?.uid !== old?.metadata?.uid);
     assert.equal(sets.length, 2);
-    assert.deepEqual([after?.spec?.replicas, after?.status?.replicas, after?.metadata?.annotations?.['deployment.kubernetes.io/revision']], [0, 0, '1']);
-    assert.deepEqual([fresh?.spec?.replicas, fresh?.metadata?.annotations?.['deployment.kubernetes.io/revision']], [3, '2']);
+    assert.deepEqual(
+      [
+        after?.spec?.replicas,
+        after?.status?.replicas,
+        after?.metadata?.annotations?.['deployment.kubernetes.io/revision'],
+      ],
+      [0, 0, '1'],
+    );
+    assert.deepEqual(
+      [fresh?.spec?.replicas, fresh?.metadata?.annotations?.['deployment.kubernetes.io/revision']],
+      [3, '2'],
+    );
     const d = await read('roll');
     assert.equal(d.metadata?.annotations?.['deployment.kubernetes.io/revision'], '2');
     assert.equal(d.metadata?.generation, 2);
-    assert.equal(d.status?.conditions?.find((c) => c.type === 'Progressing')?.message, `ReplicaSet "${fresh?.metadata?.name}" has successfully progressed.`);
+    assert.equal(
+      d.status?.conditions?.find((c) => c.type === 'Progressing')?.message,
+      `ReplicaSet "${fresh?.metadata?.name}" has successfully progressed.`,
+    );
   });
 
   it('kubectl set image rolls too, and kubectl get deploy,rs,pods prints the columns a cluster prints', async () => {
@@ -170,15 +256,31 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
     const hash = current?.metadata?.labels?.['pod-template-hash'];
     await waitFor(async () => (await podsOf('web')).length === 3, 'the old pods done terminating');
 
-    const table = (text: string) => text.trim().split('\n').map((line) => line.trim().split(/\s{2,}/));
+    const table = (text: string) =>
+      text
+        .trim()
+        .split('\n')
+        .map((line) => line.trim().split(/\s{2,}/));
     const [deploys, rsTable, podTable] = (await k('get', 'deploy,rs,pods', '-l', 'app=web')).split('\n\n').map(table);
     assert.deepEqual(deploys?.[0], ['NAME', 'READY', 'UP-TO-DATE', 'AVAILABLE', 'AGE']);
     assert.deepEqual(deploys?.[1]?.slice(0, 4), ['deployment.apps/web', '3/3', '3', '3']);
     assert.deepEqual(rsTable?.[0], ['NAME', 'DESIRED', 'CURRENT', 'READY', 'AGE']);
-    assert.deepEqual(rsTable?.slice(1).map((row) => row.slice(0, 4)).sort(), sets.map((rs) => [`replicaset.apps/${rs.metadata?.name}`, ...(rs.spec?.replicas ? ['3', '3', '3'] : ['0', '0', '0'])]).sort());
+    assert.deepEqual(
+      rsTable
+        ?.slice(1)
+        .map((row) => row.slice(0, 4))
+        .sort(),
+      sets
+        .map((rs) => [
+          `replicaset.apps/${rs.metadata?.name}`,
+          ...(rs.spec?.replicas ? ['3', '3', '3'] : ['0', '0', '0']),
+        ])
+        .sort(),
+    );
     assert.deepEqual(podTable?.[0], ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE']);
     assert.equal(podTable?.length, 4);
-    for (const row of podTable!.slice(1)) assert.deepEqual([row[0]?.startsWith(`pod/web-${hash}-`), ...row.slice(1, 4)], [true, '1/1', 'Running', '0']);
+    for (const row of podTable!.slice(1))
+      assert.deepEqual([row[0]?.startsWith(`pod/web-${hash}-`), ...row.slice(1, 4)], [true, '1/1', 'Running', '0']);
     const wide = table(await k('get', 'rs', `web-${hash}`, '-o', 'wide'));
     assert.deepEqual(wide[0], ['NAME', 'DESIRED', 'CURRENT', 'READY', 'AGE', 'CONTAINERS', 'IMAGES', 'SELECTOR']);
     assert.deepEqual(wide[1]?.slice(5), ['web', 'example/web:3.0', `app=web,pod-template-hash=${hash}`]);
@@ -188,65 +290,127 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
   });
 
   it('scales up (kubectl scale) and down, replaces a deleted pod, and takes everything with it when deleted', async () => {
-    await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('scale', 'example/web:1.0', { replicas: 2 }) });
-    const readyPods = async (n: number): Promise<V1Pod[]> => (await waitFor(async () => {
-      const pods = await podsOf('scale');
-      return pods.length === n && pods.every(isReady) ? pods : undefined;
-    }, `${n} Ready pods`))!;
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: deployment('scale', 'example/web:1.0', { replicas: 2 }),
+    });
+    const readyPods = async (n: number): Promise<V1Pod[]> =>
+      (await waitFor(async () => {
+        const pods = await podsOf('scale');
+        return pods.length === n && pods.every(isReady) ? pods : undefined;
+      }, `${n} Ready pods`))!;
     await readyPods(2);
     // kubectl scale: a merge patch of the scale subresource.
     assert.match(await k('scale', 'deploy/scale', '--replicas=5'), /deployment.apps\/scale scaled/);
     await readyPods(5);
     assert.equal((await replicaSets('scale')).length, 1, 'a scale makes no new ReplicaSet');
     await waitFor(() => complete('scale'), 'status at 5');
-    await apps.patchNamespacedDeployment({ name: 'scale', namespace: 'default', body: { spec: { replicas: 1 } } }, mergePatch);
+    await apps.patchNamespacedDeployment(
+      { name: 'scale', namespace: 'default', body: { spec: { replicas: 1 } } },
+      mergePatch,
+    );
     const [survivor] = await readyPods(1);
     const scale = await apps.readNamespacedDeploymentScale({ name: 'scale', namespace: 'default' });
     assert.deepEqual(plain([scale.spec, scale.status]), [{ replicas: 1 }, { replicas: 1, selector: 'app=scale' }]);
     await waitFor(() => complete('scale'), 'status at 1');
     const d = await read('scale');
-    assert.deepEqual([d.status?.replicas, d.status?.readyReplicas, d.status?.availableReplicas, d.status?.observedGeneration, d.metadata?.generation], [1, 1, 1, 3, 3]);
+    assert.deepEqual(
+      [
+        d.status?.replicas,
+        d.status?.readyReplicas,
+        d.status?.availableReplicas,
+        d.status?.observedGeneration,
+        d.metadata?.generation,
+      ],
+      [1, 1, 1, 3, 3],
+    );
 
     await core.deleteNamespacedPod({ name: survivor!.metadata!.name!, namespace: 'default' });
     const [replacement] = await readyPods(1);
     assert.notEqual(replacement?.metadata?.name, survivor?.metadata?.name);
-    assert.notEqual(replacement?.status?.podIP, survivor?.status?.podIP, 'a freed address is not handed out again at once');
+    assert.notEqual(
+      replacement?.status?.podIP,
+      survivor?.status?.podIP,
+      'a freed address is not handed out again at once',
+    );
 
     await apps.deleteNamespacedDeployment({ name: 'scale', namespace: 'default' });
-    await waitFor(async () => (await replicaSets('scale')).length === 0 && (await podsOf('scale')).length === 0, 'ReplicaSets and pods collected');
+    await waitFor(
+      async () => (await replicaSets('scale')).length === 0 && (await podsOf('scale')).length === 0,
+      'ReplicaSets and pods collected',
+    );
   });
 
   it('Recreate: the old pods are gone before any new one starts', async () => {
-    await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('recreate', 'example/web:1.0', { replicas: 2, strategy: { type: 'Recreate' } }) });
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: deployment('recreate', 'example/web:1.0', { replicas: 2, strategy: { type: 'Recreate' } }),
+    });
     await rolloutStatus('recreate');
     let mixed = false;
     const watch = watchPods(api, 'recreate', (pods) => {
       mixed ||= new Set(pods.map((pod) => pod.spec?.containers[0]?.image)).size > 1;
     });
     await watch.started;
-    await apps.patchNamespacedDeployment({ name: 'recreate', namespace: 'default', body: { spec: { template: { spec: { containers: [{ name: 'web', image: 'example/web:2.0' }] } } } } },
-      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch));
+    await apps.patchNamespacedDeployment(
+      {
+        name: 'recreate',
+        namespace: 'default',
+        body: { spec: { template: { spec: { containers: [{ name: 'web', image: 'example/web:2.0' }] } } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
     assert.match(await rolloutStatus('recreate'), /successfully rolled out/);
     watch.end();
     assert.equal(mixed, false, 'no moment with old and new pods together');
-    assert.deepEqual((await podsOf('recreate')).map((pod) => pod.spec?.containers[0]?.image), ['example/web:2.0', 'example/web:2.0']);
+    assert.deepEqual(
+      (await podsOf('recreate')).map((pod) => pod.spec?.containers[0]?.image),
+      ['example/web:2.0', 'example/web:2.0'],
+    );
   });
 
   it('paused: a template change waits for the resume', async () => {
-    await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('paused', 'example/web:1.0', { replicas: 1 }) });
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: deployment('paused', 'example/web:1.0', { replicas: 1 }),
+    });
     await rolloutStatus('paused');
-    await apps.patchNamespacedDeployment({ name: 'paused', namespace: 'default', body: { spec: { paused: true, template: { metadata: { annotations: { v: '2' } } } } } }, mergePatch);
-    await waitFor(async () => (await read('paused')).status?.conditions?.find((c) => c.type === 'Progressing')?.reason === 'DeploymentPaused', 'Progressing: DeploymentPaused');
+    await apps.patchNamespacedDeployment(
+      {
+        name: 'paused',
+        namespace: 'default',
+        body: { spec: { paused: true, template: { metadata: { annotations: { v: '2' } } } } },
+      },
+      mergePatch,
+    );
+    await waitFor(
+      async () =>
+        (await read('paused')).status?.conditions?.find((c) => c.type === 'Progressing')?.reason === 'DeploymentPaused',
+      'Progressing: DeploymentPaused',
+    );
     assert.equal((await replicaSets('paused')).length, 1, 'no new ReplicaSet while paused');
-    await apps.patchNamespacedDeployment({ name: 'paused', namespace: 'default', body: { spec: { paused: false } } }, mergePatch);
+    await apps.patchNamespacedDeployment(
+      { name: 'paused', namespace: 'default', body: { spec: { paused: false } } },
+      mergePatch,
+    );
     assert.match(await rolloutStatus('paused'), /successfully rolled out/);
     assert.equal((await livePodsOf('paused'))[0]?.metadata?.annotations?.v, '2');
   });
 
   it('keeps revisionHistoryLimit old ReplicaSets; going back to an old template reuses its ReplicaSet as the newest revision', async () => {
-    const revisions = async () => Object.fromEntries((await replicaSets('history')).map((rs) => [rs.spec?.template?.spec?.containers[0]?.image, rs.metadata?.annotations?.['deployment.kubernetes.io/revision']]));
+    const revisions = async () =>
+      Object.fromEntries(
+        (await replicaSets('history')).map((rs) => [
+          rs.spec?.template?.spec?.containers[0]?.image,
+          rs.metadata?.annotations?.['deployment.kubernetes.io/revision'],
+        ]),
+      );
     const roll = async (image: string) => {
-      await k('apply', '-f', await k.manifest('history.yaml', deployment('history', image, { replicas: 1, revisionHistoryLimit: 1 })));
+      await k(
+        'apply',
+        '-f',
+        await k.manifest('history.yaml', deployment('history', image, { replicas: 1, revisionHistoryLimit: 1 })),
+      );
       await rolloutStatus('history');
       // The clean-up follows the rollout's completion.
       await waitFor(async () => (await replicaSets('history')).length <= 2, 'old ReplicaSets trimmed');
@@ -259,7 +423,10 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
     const before = new Set((await replicaSets('history')).map((rs) => rs.metadata?.uid));
     await roll('example/web:2.0');
     assert.deepEqual(await revisions(), { 'example/web:2.0': '4', 'example/web:3.0': '3' });
-    assert.ok((await replicaSets('history')).every((rs) => before.has(rs.metadata?.uid)), 'no new ReplicaSet for a template that has one');
+    assert.ok(
+      (await replicaSets('history')).every((rs) => before.has(rs.metadata?.uid)),
+      'no new ReplicaSet for a template that has one',
+    );
   });
 });
 

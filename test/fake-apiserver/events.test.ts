@@ -3,7 +3,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { CoreV1Event } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, CR, type Kubectl, kubectlFor, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
+import {
+  apiError,
+  type clients,
+  CR,
+  type Kubectl,
+  kubectlFor,
+  startFakeWithCrd,
+} from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
 let api: FakeApiServer;
@@ -12,7 +19,11 @@ let releaseUid: string;
 const ns = 'default';
 
 /** An Event about `object`, as a controller's event recorder writes it. */
-function event(name: string, object: { apiVersion: string; kind: string; name: string; uid?: string }, extra: Partial<CoreV1Event> = {}): CoreV1Event {
+function event(
+  name: string,
+  object: { apiVersion: string; kind: string; name: string; uid?: string },
+  extra: Partial<CoreV1Event> = {},
+): CoreV1Event {
   const now = new Date();
   return {
     metadata: { name },
@@ -31,21 +42,40 @@ function event(name: string, object: { apiVersion: string; kind: string; name: s
 before(async () => {
   let custom: ReturnType<typeof clients>['custom'];
   ({ api, core, custom } = await startFakeWithCrd({ serviceCidr: '127.0.41.0/28' }));
-  const release = await custom.createNamespacedCustomObject({ ...CR, namespace: ns, body: { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'c1' }, spec: { weight: 10 } } });
+  const release = await custom.createNamespacedCustomObject({
+    ...CR,
+    namespace: ns,
+    body: {
+      apiVersion: 'canary-l4.io/v1alpha1',
+      kind: 'CanaryRelease',
+      metadata: { name: 'c1' },
+      spec: { weight: 10 },
+    },
+  });
   releaseUid = release.metadata.uid;
   const c1 = { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', name: 'c1', uid: releaseUid };
   const web = { apiVersion: 'v1', kind: 'Service', name: 'web' };
   for (const body of [
     event('c1.weight', c1),
-    event('c1.refused', c1, { reason: 'TakeoverRefused', type: 'Warning', source: {}, reportingComponent: 'canary-l4-proxy' }),
-    event('web.changed', web, { reason: 'SelectorChanged', firstTimestamp: new Date(Date.now() - 60_000), lastTimestamp: new Date(Date.now() - 60_000) }),
+    event('c1.refused', c1, {
+      reason: 'TakeoverRefused',
+      type: 'Warning',
+      source: {},
+      reportingComponent: 'canary-l4-proxy',
+    }),
+    event('web.changed', web, {
+      reason: 'SelectorChanged',
+      firstTimestamp: new Date(Date.now() - 60_000),
+      lastTimestamp: new Date(Date.now() - 60_000),
+    }),
   ])
     await core.createNamespacedEvent({ namespace: ns, body });
 });
 after(() => api.stop());
 
 describe('core/v1 Events', () => {
-  const names = async (fieldSelector: string) => (await core.listNamespacedEvent({ namespace: ns, fieldSelector })).items.map((e) => e.metadata!.name).sort();
+  const names = async (fieldSelector: string) =>
+    (await core.listNamespacedEvent({ namespace: ns, fieldSelector })).items.map((e) => e.metadata!.name).sort();
 
   const cases: Array<[string, string[]]> = [
     ['involvedObject.kind=CanaryRelease', ['c1.refused', 'c1.weight']],
@@ -58,7 +88,8 @@ describe('core/v1 Events', () => {
     ['source=canary-l4', ['c1.weight', 'web.changed']],
     ['source=canary-l4-proxy', ['c1.refused']],
   ];
-  for (const [selector, want] of cases) it(`fieldSelector ${selector}`, async () => assert.deepEqual(await names(selector), want));
+  for (const [selector, want] of cases)
+    it(`fieldSelector ${selector}`, async () => assert.deepEqual(await names(selector), want));
 
   it('selects by involvedObject.uid; other fields are refused with 400', async () => {
     assert.deepEqual(await names(`involvedObject.uid=${releaseUid}`), ['c1.refused', 'c1.weight']);

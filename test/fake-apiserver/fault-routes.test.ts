@@ -19,16 +19,32 @@ afterEach(() => control('DELETE', '/_fake/faults'));
 after(() => api.stop());
 
 async function control(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(api.url + path, { method, body: body === undefined ? undefined : JSON.stringify(body), headers: { 'Content-Type': 'application/json' } });
+  const res = await fetch(api.url + path, {
+    method,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json' },
+  });
   return { status: res.status, body: await res.json() };
 }
 
-const patchStatus = () => core.patchNamespacedServiceStatus({ name: 'web', namespace: 'default', body: { status: { loadBalancer: {} } } }, merge);
-const patchLabels = (v: string) => core.patchNamespacedService({ name: 'web', namespace: 'default', body: { metadata: { labels: { v } } } }, merge);
+const patchStatus = () =>
+  core.patchNamespacedServiceStatus(
+    { name: 'web', namespace: 'default', body: { status: { loadBalancer: {} } } },
+    merge,
+  );
+const patchLabels = (v: string) =>
+  core.patchNamespacedService({ name: 'web', namespace: 'default', body: { metadata: { labels: { v } } } }, merge);
 
 describe('POST /_fake/faults/fail-next', () => {
   it('fails `count` requests of the named verb, resource and subresource, and nothing else', async () => {
-    const r = await control('POST', '/_fake/faults/fail-next', { verb: 'patch', resource: 'services', subresource: 'status', code: 503, count: 2, message: 'drill' });
+    const r = await control('POST', '/_fake/faults/fail-next', {
+      verb: 'patch',
+      resource: 'services',
+      subresource: 'status',
+      code: 503,
+      count: 2,
+      message: 'drill',
+    });
     assert.equal(r.status, 200);
     await patchLabels('a'); // main resource: unaffected
     for (let i = 0; i < 2; i++) {
@@ -48,9 +64,19 @@ describe('POST /_fake/faults/fail-next', () => {
   });
 
   it('fails only the requests of the named user (bearer token), when one is named', async () => {
-    await control('POST', '/_fake/faults/fail-next', { user: 'someone-else', verb: 'patch', resource: 'services', code: 403 });
+    await control('POST', '/_fake/faults/fail-next', {
+      user: 'someone-else',
+      verb: 'patch',
+      resource: 'services',
+      code: 403,
+    });
     await patchLabels('d');
-    await control('POST', '/_fake/faults/fail-next', { user: 'fake-token', verb: 'patch', resource: 'services', code: 403 });
+    await control('POST', '/_fake/faults/fail-next', {
+      user: 'fake-token',
+      verb: 'patch',
+      resource: 'services',
+      code: 403,
+    });
     assert.equal((await apiError(patchLabels('e'))).code, 403);
   });
 
@@ -87,7 +113,10 @@ describe('POST /_fake/faults/drop-watches', () => {
       const res = await fetch(`${api.url}/api/v1/namespaces/default/services?watch=true`);
       const reader = res.body!.getReader();
       await waitFor(() => api.openWatches() === 1, 'the watch to open');
-      assert.deepEqual(await control('POST', '/_fake/faults/drop-watches', abrupt ? { abrupt } : undefined), { status: 200, body: { dropped: 1 } });
+      assert.deepEqual(await control('POST', '/_fake/faults/drop-watches', abrupt ? { abrupt } : undefined), {
+        status: 200,
+        body: { dropped: 1 },
+      });
       const drain = async () => {
         for (let i = 0; i < 100; i++) if ((await reader.read()).done) return 'ended';
         return 'still open';
@@ -102,22 +131,53 @@ describe('POST /_fake/faults/refuse', () => {
   it('answers 202 first, then refuses connections for `ms`, then serves again', async () => {
     const r = await control('POST', '/_fake/faults/refuse', { ms: 300 });
     assert.deepEqual(r, { status: 202, body: { refusingForMs: 300 } });
-    await waitFor(async () => (await fetch(`${api.url}/version`).then(() => false, () => true)), 'connections to be refused', 2000);
-    await waitFor(async () => (await fetch(`${api.url}/version`).then((res) => res.ok, () => false)), 'the listener to reopen', 3000);
+    await waitFor(
+      async () =>
+        await fetch(`${api.url}/version`).then(
+          () => false,
+          () => true,
+        ),
+      'connections to be refused',
+      2000,
+    );
+    await waitFor(
+      async () =>
+        await fetch(`${api.url}/version`).then(
+          (res) => res.ok,
+          () => false,
+        ),
+      'the listener to reopen',
+      3000,
+    );
   });
 });
 
 describe('bad control requests', () => {
   const cases: Array<[string, string, unknown, RegExp]> = [
-    ['fail-next without code', '/_fake/faults/fail-next', { verb: 'get' }, /fail-next: code: required, must be an integer from 400 to 599/],
+    [
+      'fail-next without code',
+      '/_fake/faults/fail-next',
+      { verb: 'get' },
+      /fail-next: code: required, must be an integer from 400 to 599/,
+    ],
     ['code as a string', '/_fake/faults/fail-next', { code: '500' }, /code: must be an integer/],
     ['unknown verb', '/_fake/faults/fail-next', { code: 500, verb: 'gets' }, /verb: must be one of get, /],
     ['zero count', '/_fake/faults/fail-next', { code: 500, count: 0 }, /count: must be an integer from 1/],
     ['misspelt field', '/_fake/faults/fail-next', { code: 500, resources: 'pods' }, /resources: unknown field/],
-    ['subresource twice', '/_fake/faults/fail-next', { code: 500, resource: 'pods/status', subresource: 'status' }, /subresource: give it either here or in resource/],
+    [
+      'subresource twice',
+      '/_fake/faults/fail-next',
+      { code: 500, resource: 'pods/status', subresource: 'status' },
+      /subresource: give it either here or in resource/,
+    ],
     ['latency without ms', '/_fake/faults/latency', {}, /latency: ms: required/],
     ['negative latency', '/_fake/faults/latency', { ms: -1 }, /latency: ms: must be an integer from 0/],
-    ['abrupt not a boolean', '/_fake/faults/drop-watches', { abrupt: 'yes' }, /drop-watches: abrupt: must be true or false/],
+    [
+      'abrupt not a boolean',
+      '/_fake/faults/drop-watches',
+      { abrupt: 'yes' },
+      /drop-watches: abrupt: must be true or false/,
+    ],
     ['refuse for 0 ms', '/_fake/faults/refuse', { ms: 0 }, /refuse: ms: must be an integer from 1/],
     ['a list body', '/_fake/faults/latency', [1], /latency: the body must be a JSON object/],
   ];

@@ -31,10 +31,16 @@ describe('faults', () => {
     const e = await apiError(core.listNamespace());
     assert.equal(e.code, 429);
     assert.equal(e.body.reason, 'TooManyRequests');
-    await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'x:1' }] } } });
+    await core.createNamespacedPod({
+      namespace: 'default',
+      body: { metadata: { name: 'p' }, spec: { containers: [{ name: 'c', image: 'x:1' }] } },
+    });
     api.faults.failNext({ resource: 'pods/status', code: 409 });
     const p = await core.readNamespacedPod({ name: 'p', namespace: 'default' }); // main resource unaffected
-    assert.equal((await apiError(core.replaceNamespacedPodStatus({ name: 'p', namespace: 'default', body: p }))).code, 409);
+    assert.equal(
+      (await apiError(core.replaceNamespacedPodStatus({ name: 'p', namespace: 'default', body: p }))).code,
+      409,
+    );
   });
 
   it('setLatency delays requests', async () => {
@@ -47,7 +53,11 @@ describe('faults', () => {
 
   it('refuseConnections closes the port, then serves again on the same port', async () => {
     const reopened = api.faults.refuseConnections(300);
-    await assert.rejects(core.listNamespace(), (e: any) => /ECONNREFUSED|fetch failed|other side closed|socket/i.test(`${e?.message} ${e?.cause?.code ?? ''} ${e?.cause?.message ?? ''}`));
+    await assert.rejects(core.listNamespace(), (e: any) =>
+      /ECONNREFUSED|fetch failed|other side closed|socket/i.test(
+        `${e?.message} ${e?.cause?.code ?? ''} ${e?.cause?.message ?? ''}`,
+      ),
+    );
     await reopened;
     const ns = await core.listNamespace();
     assert.ok(ns.items.length >= 4);
@@ -56,15 +66,26 @@ describe('faults', () => {
   it('allocates from a small configured range until it is full', async () => {
     const ips = new Set<string>();
     for (let i = 0; i < 14; i++) {
-      const s = await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: `s${i}` }, spec: { ports: [{ port: 80 }] } } });
+      const s = await core.createNamespacedService({
+        namespace: 'default',
+        body: { metadata: { name: `s${i}` }, spec: { ports: [{ port: 80 }] } },
+      });
       ips.add(s.spec!.clusterIP!);
     }
     assert.equal(ips.size, 14);
     assert.ok([...ips].every((ip) => /^127\.0\.20\.([1-9]|1[0-4])$/.test(ip)));
-    const e = await apiError(core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'full' }, spec: { ports: [{ port: 80 }] } } }));
+    const e = await apiError(
+      core.createNamespacedService({
+        namespace: 'default',
+        body: { metadata: { name: 'full' }, spec: { ports: [{ port: 80 }] } },
+      }),
+    );
     assert.equal(e.code, 500);
     await core.deleteNamespacedService({ name: 's0', namespace: 'default' });
-    const again = await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'reuse' }, spec: { ports: [{ port: 80 }] } } });
+    const again = await core.createNamespacedService({
+      namespace: 'default',
+      body: { metadata: { name: 'reuse' }, spec: { ports: [{ port: 80 }] } },
+    });
     assert.equal(again.spec!.clusterIP, '127.0.20.1');
   });
 });
@@ -78,7 +99,17 @@ describe('discovery', () => {
     assert.equal((await get('/version')).body.major, '1');
     assert.deepEqual((await get('/api')).body.versions, ['v1']);
     const groups = (await get('/apis')).body.groups.map((g: any) => g.name);
-    assert.deepEqual(groups.sort(), ['apiextensions.k8s.io', 'apps', 'autoscaling', 'batch', 'coordination.k8s.io', 'networking.k8s.io', 'policy', 'rbac.authorization.k8s.io', 'scheduling.k8s.io']);
+    assert.deepEqual(groups.sort(), [
+      'apiextensions.k8s.io',
+      'apps',
+      'autoscaling',
+      'batch',
+      'coordination.k8s.io',
+      'networking.k8s.io',
+      'policy',
+      'rbac.authorization.k8s.io',
+      'scheduling.k8s.io',
+    ]);
     const v1 = (await get('/api/v1')).body;
     const svc = v1.resources.find((r: any) => r.name === 'services');
     assert.deepEqual([svc.kind, svc.namespaced, svc.shortNames], ['Service', true, ['svc']]);
@@ -87,13 +118,21 @@ describe('discovery', () => {
     const oa = (await get('/openapi/v3')).body;
     assert.ok(oa.paths['api/v1'].serverRelativeURL.startsWith('/openapi/v3/api/v1?hash='));
     const doc = (await get('/openapi/v3/apis/apps/v1')).body;
-    assert.deepEqual(doc.paths['/apis/apps/v1/namespaces/{namespace}/deployments/{name}'].patch['x-kubernetes-group-version-kind'], { group: 'apps', version: 'v1', kind: 'Deployment' });
+    assert.deepEqual(
+      doc.paths['/apis/apps/v1/namespaces/{namespace}/deployments/{name}'].patch['x-kubernetes-group-version-kind'],
+      { group: 'apps', version: 'v1', kind: 'Deployment' },
+    );
     const v2 = await get('/openapi/v2');
     assert.deepEqual([v2.status, v2.body.swagger], [200, '2.0']);
     // kubectl asks for protobuf only: gnostic's Document { swagger: "2.0", info: {...} }, typed with a
     // dot for the `@` (Go's mime parser refuses the `@`, and kubectl with it).
-    const protobuf = await fetch(`${api.url}/openapi/v2`, { headers: { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' } });
+    const protobuf = await fetch(`${api.url}/openapi/v2`, {
+      headers: { accept: 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf' },
+    });
     assert.equal(protobuf.headers.get('content-type'), 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf');
-    assert.deepEqual([...new Uint8Array(await protobuf.arrayBuffer()).subarray(0, 5)], [0x0a, 3, ...Buffer.from('2.0')]);
+    assert.deepEqual(
+      [...new Uint8Array(await protobuf.arrayBuffer()).subarray(0, 5)],
+      [0x0a, 3, ...Buffer.from('2.0')],
+    );
   });
 });

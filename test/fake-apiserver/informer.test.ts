@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { type KubernetesObject, ListWatch, makeInformer, type V1Service, Watch } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { clients, CR, startFakeWithCrd, svc, waitFor } from '../support/cluster/api-fixtures.ts';
+import { type clients, CR, startFakeWithCrd, svc, waitFor } from '../support/cluster/api-fixtures.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
@@ -50,7 +50,12 @@ function serviceInformer(ns: string, opts: { labelSelector?: string; watch?: Wat
 /** A Watch that asks for bookmarks and a server-side timeout (as the control loop will). */
 class TunedWatch extends Watch {
   timeoutSeconds = 300;
-  override watch(path: string, qp: Record<string, string | number | boolean | undefined>, cb: (phase: string, obj: any, watchObj?: any) => void, done: (err: any) => void) {
+  override watch(
+    path: string,
+    qp: Record<string, string | number | boolean | undefined>,
+    cb: (phase: string, obj: any, watchObj?: any) => void,
+    done: (err: any) => void,
+  ) {
     return super.watch(path, { ...qp, allowWatchBookmarks: true, timeoutSeconds: this.timeoutSeconds }, cb, done);
   }
 }
@@ -63,7 +68,10 @@ describe('informer', () => {
     assert.deepEqual(events, ['add:pre']);
     await core.createNamespacedService({ namespace: 'inf', body: svc('live') });
     await waitFor(() => events.includes('add:live'), 'add');
-    await core.patchNamespacedService({ name: 'live', namespace: 'inf', body: { metadata: { labels: { v: '2' } } } }, (await import('@kubernetes/client-node')).setHeaderOptions('Content-Type', 'application/merge-patch+json'));
+    await core.patchNamespacedService(
+      { name: 'live', namespace: 'inf', body: { metadata: { labels: { v: '2' } } } },
+      (await import('@kubernetes/client-node')).setHeaderOptions('Content-Type', 'application/merge-patch+json'),
+    );
     await waitFor(() => events.includes('update:live'), 'update');
     await core.deleteNamespacedService({ name: 'live', namespace: 'inf' });
     await waitFor(() => events.includes('delete:live'), 'delete');
@@ -105,7 +113,12 @@ describe('informer', () => {
     const list = await core.listNamespacedService({ namespace: 'inf' });
     const seen: string[] = [];
     const w = new Watch(api.kubeConfig);
-    const req = await w.watch('/api/v1/namespaces/inf/services', { resourceVersion: list.metadata!.resourceVersion }, (type) => seen.push(type), () => {});
+    const req = await w.watch(
+      '/api/v1/namespaces/inf/services',
+      { resourceVersion: list.metadata!.resourceVersion },
+      (type) => seen.push(type),
+      () => {},
+    );
     stops.push(() => req.abort());
     await core.createNamespacedService({ namespace: 'inf', body: svc('fresh') });
     await waitFor(() => seen.includes('ADDED'), 'ADDED');
@@ -151,7 +164,8 @@ describe('informer', () => {
     await core.createNamespacedConfigMap({ namespace: 'inf', body: { metadata: { name: 'bm' } } });
     const target = api.resourceVersion();
     await waitFor(() => inf.latestResourceVersion() === target, 'bookmark RV');
-    const watches = () => api.requests.filter((r) => r.verb === 'watch' && r.resource === 'services' && r.namespace === 'inf').length;
+    const watches = () =>
+      api.requests.filter((r) => r.verb === 'watch' && r.resource === 'services' && r.namespace === 'inf').length;
     const before = watches();
     await waitFor(() => watches() > before, 're-watch after timeoutSeconds', 3000);
     assert.equal(lists(), 1);
@@ -160,12 +174,21 @@ describe('informer', () => {
   it('label-selector watches turn matching transitions into ADDED / DELETED', async () => {
     const { inf, events } = serviceInformer('inf', { labelSelector: 'track=canary' });
     await inf.start();
-    await core.createNamespacedService({ namespace: 'inf', body: svc('sw', { metadata: { labels: { track: 'stable' } } }) });
+    await core.createNamespacedService({
+      namespace: 'inf',
+      body: svc('sw', { metadata: { labels: { track: 'stable' } } }),
+    });
     const { setHeaderOptions } = await import('@kubernetes/client-node');
     const merge = setHeaderOptions('Content-Type', 'application/merge-patch+json');
-    await core.patchNamespacedService({ name: 'sw', namespace: 'inf', body: { metadata: { labels: { track: 'canary' } } } }, merge);
+    await core.patchNamespacedService(
+      { name: 'sw', namespace: 'inf', body: { metadata: { labels: { track: 'canary' } } } },
+      merge,
+    );
     await waitFor(() => events.includes('add:sw'), 'ADDED when it starts matching');
-    await core.patchNamespacedService({ name: 'sw', namespace: 'inf', body: { metadata: { labels: { track: 'stable' } } } }, merge);
+    await core.patchNamespacedService(
+      { name: 'sw', namespace: 'inf', body: { metadata: { labels: { track: 'stable' } } } },
+      merge,
+    );
     await waitFor(() => events.includes('delete:sw'), 'DELETED when it stops matching');
     assert.deepEqual(events, ['add:sw', 'delete:sw']);
     await core.deleteNamespacedService({ name: 'sw', namespace: 'inf' });
@@ -181,10 +204,22 @@ describe('informer', () => {
     inf.on('add', (o) => seen.push(`add:${o.metadata!.namespace}/${o.metadata!.name}`));
     inf.on('update', (o) => seen.push(`update:${o.status?.phase ?? ''}`));
     await inf.start();
-    await custom.createNamespacedCustomObject({ ...CR, namespace: 'inf', body: { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'c1' }, spec: { weight: 1 } } });
+    await custom.createNamespacedCustomObject({
+      ...CR,
+      namespace: 'inf',
+      body: {
+        apiVersion: 'canary-l4.io/v1alpha1',
+        kind: 'CanaryRelease',
+        metadata: { name: 'c1' },
+        spec: { weight: 1 },
+      },
+    });
     await waitFor(() => seen.includes('add:inf/c1'), 'CR add');
     const { setHeaderOptions } = await import('@kubernetes/client-node');
-    await custom.patchNamespacedCustomObjectStatus({ ...CR, namespace: 'inf', name: 'c1', body: { status: { phase: 'Progressing' } } }, setHeaderOptions('Content-Type', 'application/merge-patch+json'));
+    await custom.patchNamespacedCustomObjectStatus(
+      { ...CR, namespace: 'inf', name: 'c1', body: { status: { phase: 'Progressing' } } },
+      setHeaderOptions('Content-Type', 'application/merge-patch+json'),
+    );
     await waitFor(() => seen.includes('update:Progressing'), 'status update');
   });
 
@@ -194,12 +229,22 @@ describe('informer', () => {
     await core.deleteNamespacedConfigMap({ name: 'r1', namespace: 'inf' });
     const replay: string[] = [];
     const w = new Watch(api.kubeConfig);
-    const r1 = await w.watch('/api/v1/namespaces/inf/configmaps', { resourceVersion: rv0 }, (t, o) => replay.push(`${t}:${o.metadata.name}`), () => {});
+    const r1 = await w.watch(
+      '/api/v1/namespaces/inf/configmaps',
+      { resourceVersion: rv0 },
+      (t, o) => replay.push(`${t}:${o.metadata.name}`),
+      () => {},
+    );
     stops.push(() => r1.abort());
     await waitFor(() => replay.length === 2, 'replay');
     assert.deepEqual(replay, ['ADDED:r1', 'DELETED:r1']);
     const synthetic: string[] = [];
-    const r2 = await w.watch('/api/v1/namespaces/inf/configmaps', {}, (t, o) => synthetic.push(`${t}:${o.metadata.name}`), () => {});
+    const r2 = await w.watch(
+      '/api/v1/namespaces/inf/configmaps',
+      {},
+      (t, o) => synthetic.push(`${t}:${o.metadata.name}`),
+      () => {},
+    );
     stops.push(() => r2.abort());
     await waitFor(() => synthetic.includes('ADDED:bm'), 'synthetic ADDED');
     assert.ok(!synthetic.includes('ADDED:r1'));
@@ -211,7 +256,12 @@ describe('informer', () => {
     const got: any[] = [];
     let doneErr: unknown = 'pending';
     const w = new Watch(api.kubeConfig);
-    await w.watch('/api/v1/namespaces/inf/configmaps', { resourceVersion: '2' }, (t, o) => got.push([t, o]), (e) => (doneErr = e));
+    await w.watch(
+      '/api/v1/namespaces/inf/configmaps',
+      { resourceVersion: '2' },
+      (t, o) => got.push([t, o]),
+      (e) => (doneErr = e),
+    );
     await waitFor(() => doneErr !== 'pending', 'stream end');
     assert.equal(got.length, 1);
     assert.equal(got[0][0], 'ERROR');

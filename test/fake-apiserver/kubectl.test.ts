@@ -14,8 +14,18 @@ describe('kubectl', await requireTool('kubectl'), () => {
     api = await startFakeApiServer();
     k = await kubectlFor(api);
     crd = await k.manifest('crd.yaml', canaryCrd);
-    cr = await k.manifest('cr.yaml', { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'c1' }, spec: { service: 'web', weight: 10 } });
-    service = await k.manifest('svc.yaml', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] } });
+    cr = await k.manifest('cr.yaml', {
+      apiVersion: 'canary-l4.io/v1alpha1',
+      kind: 'CanaryRelease',
+      metadata: { name: 'c1' },
+      spec: { service: 'web', weight: 10 },
+    });
+    service = await k.manifest('svc.yaml', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web' },
+      spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] },
+    });
   });
   after(async () => {
     await api.stop();
@@ -23,24 +33,41 @@ describe('kubectl', await requireTool('kubectl'), () => {
   });
 
   it('apply a CRD makes its kind served (short names too)', async () => {
-    assert.match(await k('apply', '-f', crd), /customresourcedefinition.apiextensions.k8s.io\/canaryreleases.canary-l4.io created/);
+    assert.match(
+      await k('apply', '-f', crd),
+      /customresourcedefinition.apiextensions.k8s.io\/canaryreleases.canary-l4.io created/,
+    );
     assert.match(await k('apply', '-f', cr), /canaryrelease.canary-l4.io\/c1 created/);
     assert.match(await k('get', 'canaryreleases'), /^NAME\s+AGE\nc1\s/m);
     assert.equal(await k('get', 'cr', 'c1', '-o', 'jsonpath={.spec.weight}'), '10');
   });
 
   it('apply again (client-side apply → merge patch) and patch --type=merge', async () => {
-    await k.manifest('cr.yaml', { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'c1' }, spec: { service: 'web', weight: 20 } });
+    await k.manifest('cr.yaml', {
+      apiVersion: 'canary-l4.io/v1alpha1',
+      kind: 'CanaryRelease',
+      metadata: { name: 'c1' },
+      spec: { service: 'web', weight: 20 },
+    });
     assert.match(await k('apply', '-f', cr), /configured/);
     assert.match(await k('patch', 'canaryrelease', 'c1', '--type=merge', '-p', '{"spec":{"weight":30}}'), /patched/);
-    const got = await clients(api.kubeConfig).custom.getNamespacedCustomObject({ ...CR, namespace: 'default', name: 'c1' });
+    const got = await clients(api.kubeConfig).custom.getNamespacedCustomObject({
+      ...CR,
+      namespace: 'default',
+      name: 'c1',
+    });
     assert.equal(got.spec.weight, 30);
     assert.equal(got.metadata.generation, 3);
   });
 
   it('apply a Service, then change its port (strategic merge with $setElementOrder)', async () => {
     assert.match(await k('apply', '-f', service), /service\/web created/);
-    await k.manifest('svc.yaml', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 8080 }] } });
+    await k.manifest('svc.yaml', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web' },
+      spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 8080 }] },
+    });
     assert.match(await k('apply', '-f', service), /service\/web configured/);
     assert.equal(await k('get', 'svc', 'web', '-o', 'jsonpath={.spec.ports[*].port}'), '8080');
     assert.ok(api.requests.some((r) => r.verb === 'patch' && r.resource === 'services'));

@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { isPodReady, Pods } from '../support/cluster/pods.ts';
-import { apiError, clients, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
+import { apiError, type clients, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
@@ -18,24 +18,43 @@ before(async () => {
 after(() => api.stop());
 
 const conditions = (pod: V1Pod) => Object.fromEntries((pod.status?.conditions ?? []).map((c) => [c.type, c.status]));
-const transitionOf = (pod: V1Pod, type: string) => pod.status!.conditions!.find((c) => c.type === type)!.lastTransitionTime!.getTime();
+const transitionOf = (pod: V1Pod, type: string) =>
+  pod.status!.conditions!.find((c) => c.type === type)!.lastTransitionTime!.getTime();
 
 describe('Pods', () => {
   it('creates a Pending pod with the given labels and container ports', async () => {
-    const pod = await pods.create({ name: 'p1', labels: { app: 'web' }, ports: [{ name: 'http', containerPort: 8000 }] });
+    const pod = await pods.create({
+      name: 'p1',
+      labels: { app: 'web' },
+      ports: [{ name: 'http', containerPort: 8000 }],
+    });
     assert.equal(pod.status!.phase, 'Pending');
     assert.deepEqual(pod.metadata!.labels, { app: 'web' });
-    assert.deepEqual(pod.spec!.containers.map((c) => c.ports!.map((p) => [p.name, p.containerPort])), [[['http', 8000]]]);
+    assert.deepEqual(
+      pod.spec!.containers.map((c) => c.ports!.map((p) => [p.name, p.containerPort])),
+      [[['http', 8000]]],
+    );
     assert.equal(isPodReady(pod), false);
   });
 
   it('markReady: Running, podIP and podIPs, Ready and ContainersReady True', async () => {
     const pod = await pods.markReady('p1', '127.0.45.100');
-    assert.deepEqual([pod.status!.phase, pod.status!.podIP, pod.status!.podIPs!.map((p) => p.ip)], ['Running', '127.0.45.100', ['127.0.45.100']]);
-    assert.deepEqual(conditions(pod), { PodScheduled: 'True', Initialized: 'True', ContainersReady: 'True', Ready: 'True' });
+    assert.deepEqual(
+      [pod.status!.phase, pod.status!.podIP, pod.status!.podIPs!.map((p) => p.ip)],
+      ['Running', '127.0.45.100', ['127.0.45.100']],
+    );
+    assert.deepEqual(conditions(pod), {
+      PodScheduled: 'True',
+      Initialized: 'True',
+      ContainersReady: 'True',
+      Ready: 'True',
+    });
     assert.equal(isPodReady(pod), true);
     const listed = await core.listNamespacedPod({ namespace: 'default', fieldSelector: 'status.podIP=127.0.45.100' });
-    assert.deepEqual(listed.items.map((p) => p.metadata!.name), ['p1']);
+    assert.deepEqual(
+      listed.items.map((p) => p.metadata!.name),
+      ['p1'],
+    );
   });
 
   it('markNotReady keeps phase and IP; only the flipped conditions get a new lastTransitionTime', async () => {
@@ -43,7 +62,12 @@ describe('Pods', () => {
     await sleep(5);
     const pod = await pods.markNotReady('p1');
     assert.deepEqual([pod.status!.phase, pod.status!.podIP], ['Running', '127.0.45.100']);
-    assert.deepEqual(conditions(pod), { PodScheduled: 'True', Initialized: 'True', ContainersReady: 'False', Ready: 'False' });
+    assert.deepEqual(conditions(pod), {
+      PodScheduled: 'True',
+      Initialized: 'True',
+      ContainersReady: 'False',
+      Ready: 'False',
+    });
     assert.equal(transitionOf(pod, 'PodScheduled'), transitionOf(before, 'PodScheduled'));
     assert.ok(transitionOf(pod, 'Ready') > transitionOf(before, 'Ready'));
     assert.equal(isPodReady(await pods.markReady('p1')), true); // the IP is remembered

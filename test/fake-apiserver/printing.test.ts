@@ -17,7 +17,10 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 /** kubectl's columns, split on runs of two or more spaces. */
 function table(text: string): string[][] {
-  return text.trim().split('\n').map((line) => line.trim().split(/\s{2,}/));
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => line.trim().split(/\s{2,}/));
 }
 
 /** The CanaryRelease CRD of the fake's tests, with printer columns. */
@@ -29,7 +32,7 @@ crd.spec.versions[0]!.additionalPrinterColumns = [
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 
-describe('kubectl against the fake: an install\'s kinds and server-side printing', await requireTool('kubectl'), () => {
+describe("kubectl against the fake: an install's kinds and server-side printing", await requireTool('kubectl'), () => {
   const fake = fakeWithKubectl({ serviceCidr: '127.0.62.0/24' });
   let api: FakeApiServer;
   let k: Kubectl;
@@ -42,16 +45,51 @@ describe('kubectl against the fake: an install\'s kinds and server-side printing
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ops' } },
       { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'op', namespace: 'ops' } },
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'op', namespace: 'ops' }, stringData: { token: 'x' } },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'op' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'op' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'op' }, subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: 'ops' }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'op', namespace: 'ops' }, rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'op', namespace: 'ops' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'op' }, subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: 'ops' }] },
-      { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'op', namespace: 'ops' }, spec: { minAvailable, selector: { matchLabels: { app: 'op' } } } },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: 'op' },
+        rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'op' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'op' },
+        subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: 'ops' }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'op', namespace: 'ops' },
+        rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get'] }],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'op', namespace: 'ops' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'op' },
+        subjects: [{ kind: 'ServiceAccount', name: 'op', namespace: 'ops' }],
+      },
+      {
+        apiVersion: 'policy/v1',
+        kind: 'PodDisruptionBudget',
+        metadata: { name: 'op', namespace: 'ops' },
+        spec: { minAvailable, selector: { matchLabels: { app: 'op' } } },
+      },
     ];
     const file = await k.manifest('install.yaml', ...objects(1));
     const created = await k('apply', '-f', file);
-    for (const kind of ['namespace/ops', 'serviceaccount/op', 'secret/op', 'clusterrole.rbac.authorization.k8s.io/op', 'clusterrolebinding.rbac.authorization.k8s.io/op',
-      'role.rbac.authorization.k8s.io/op', 'rolebinding.rbac.authorization.k8s.io/op', 'poddisruptionbudget.policy/op']) {
+    for (const kind of [
+      'namespace/ops',
+      'serviceaccount/op',
+      'secret/op',
+      'clusterrole.rbac.authorization.k8s.io/op',
+      'clusterrolebinding.rbac.authorization.k8s.io/op',
+      'role.rbac.authorization.k8s.io/op',
+      'rolebinding.rbac.authorization.k8s.io/op',
+      'poddisruptionbudget.policy/op',
+    ]) {
       assert.match(created, new RegExp(`^${kind.replace(/\./g, '\\.')} created$`, 'm'));
     }
     await k.manifest('install.yaml', ...objects(2));
@@ -59,25 +97,97 @@ describe('kubectl against the fake: an install\'s kinds and server-side printing
     assert.match(reapplied, /^poddisruptionbudget\.policy\/op configured$/m);
     assert.match(reapplied, /^clusterrole\.rbac\.authorization\.k8s\.io\/op unchanged$/m);
     assert.equal(await k('get', 'pdb', 'op', '-n', 'ops', '-o', 'jsonpath={.spec.minAvailable}'), '2');
-    assert.ok(api.requests.some((request) => request.nonResourceURL === '/openapi/v2' && request.code === 200), 're-apply read /openapi/v2');
-    assert.deepEqual(table(await k('get', 'clusterrolebinding', 'op')).map((row) => row.slice(0, 2)), [['NAME', 'ROLE'], ['op', 'ClusterRole/op']]);
+    assert.ok(
+      api.requests.some((request) => request.nonResourceURL === '/openapi/v2' && request.code === 200),
+      're-apply read /openapi/v2',
+    );
+    assert.deepEqual(
+      table(await k('get', 'clusterrolebinding', 'op')).map((row) => row.slice(0, 2)),
+      [
+        ['NAME', 'ROLE'],
+        ['op', 'ClusterRole/op'],
+      ],
+    );
   });
 
   it('get svc,deploy,pods prints the usual columns', async () => {
     const core = api.kubeConfig.makeApiClient(CoreV1Api);
     const apps = api.kubeConfig.makeApiClient(AppsV1Api);
-    await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'web' }, spec: { type: 'NodePort', selector: { app: 'web' }, ports: [{ port: 80, nodePort: 30080 }, { port: 53, protocol: 'UDP' }] } } });
+    await core.createNamespacedService({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          type: 'NodePort',
+          selector: { app: 'web' },
+          ports: [
+            { port: 80, nodePort: 30080 },
+            { port: 53, protocol: 'UDP' },
+          ],
+        },
+      },
+    });
     const labels = { app: 'web' };
-    await apps.createNamespacedDeployment({ namespace: 'default', body: { metadata: { name: 'web' }, spec: { replicas: 2, selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'web', image: 'web:1' }] } } } } });
-    await apps.patchNamespacedDeploymentStatus({ name: 'web', namespace: 'default', body: { status: { replicas: 2, readyReplicas: 1, updatedReplicas: 2, availableReplicas: 1 } } }, mergePatch);
-    await core.createNamespacedPod({ namespace: 'default', body: { metadata: { name: 'web-1', labels }, spec: { nodeName: 'node-a', containers: [{ name: 'web', image: 'web:1' }] } } });
-    await core.patchNamespacedPodStatus({ name: 'web-1', namespace: 'default', body: { status: { phase: 'Running', podIP: '10.1.0.7',
-      containerStatuses: [{ name: 'web', image: 'web:1', imageID: '', ready: false, restartCount: 3, state: { waiting: { reason: 'CrashLoopBackOff' } } }] } } }, mergePatch);
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: labels },
+          template: { metadata: { labels }, spec: { containers: [{ name: 'web', image: 'web:1' }] } },
+        },
+      },
+    });
+    await apps.patchNamespacedDeploymentStatus(
+      {
+        name: 'web',
+        namespace: 'default',
+        body: { status: { replicas: 2, readyReplicas: 1, updatedReplicas: 2, availableReplicas: 1 } },
+      },
+      mergePatch,
+    );
+    await core.createNamespacedPod({
+      namespace: 'default',
+      body: {
+        metadata: { name: 'web-1', labels },
+        spec: { nodeName: 'node-a', containers: [{ name: 'web', image: 'web:1' }] },
+      },
+    });
+    await core.patchNamespacedPodStatus(
+      {
+        name: 'web-1',
+        namespace: 'default',
+        body: {
+          status: {
+            phase: 'Running',
+            podIP: '10.1.0.7',
+            containerStatuses: [
+              {
+                name: 'web',
+                image: 'web:1',
+                imageID: '',
+                ready: false,
+                restartCount: 3,
+                state: { waiting: { reason: 'CrashLoopBackOff' } },
+              },
+            ],
+          },
+        },
+      },
+      mergePatch,
+    );
 
     const printed = (await k('get', 'svc,deploy,pods')).split('\n\n').map(table);
     const clusterIp = (await core.readNamespacedService({ name: 'web', namespace: 'default' })).spec?.clusterIP;
     assert.deepEqual(printed[0]?.[0], ['NAME', 'TYPE', 'CLUSTER-IP', 'EXTERNAL-IP', 'PORT(S)', 'AGE']);
-    assert.deepEqual(printed[0]?.[1]?.slice(0, 5), ['service/web', 'NodePort', clusterIp, '<none>', `80:30080/TCP,53:${(await core.readNamespacedService({ name: 'web', namespace: 'default' })).spec?.ports?.[1]?.nodePort}/UDP`]);
+    assert.deepEqual(printed[0]?.[1]?.slice(0, 5), [
+      'service/web',
+      'NodePort',
+      clusterIp,
+      '<none>',
+      `80:30080/TCP,53:${(await core.readNamespacedService({ name: 'web', namespace: 'default' })).spec?.ports?.[1]?.nodePort}/UDP`,
+    ]);
     assert.deepEqual(printed[1]?.[0], ['NAME', 'READY', 'UP-TO-DATE', 'AVAILABLE', 'AGE']);
     assert.deepEqual(printed[1]?.[1]?.slice(0, 4), ['deployment.apps/web', '1/2', '2', '1']);
     assert.deepEqual(printed[2]?.[0], ['NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE']);
@@ -86,20 +196,41 @@ describe('kubectl against the fake: an install\'s kinds and server-side printing
     assert.deepEqual([wide[0]?.[5], wide[0]?.[6], wide[1]?.[5], wide[1]?.[6]], ['IP', 'NODE', '10.1.0.7', 'node-a']);
   });
 
-  it('get prints a CRD\'s printer columns, in lists, for one object, and as it watches', async () => {
+  it("get prints a CRD's printer columns, in lists, for one object, and as it watches", async () => {
     await k('apply', '-f', await k.manifest('crd.yaml', crd));
-    await k('apply', '-f', await k.manifest('release.yaml', { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'w1' }, spec: { size: 3 } }));
+    await k(
+      'apply',
+      '-f',
+      await k.manifest('release.yaml', {
+        apiVersion: 'canary-l4.io/v1alpha1',
+        kind: 'CanaryRelease',
+        metadata: { name: 'w1' },
+        spec: { size: 3 },
+      }),
+    );
     const printed = await k('get', 'canaryreleases');
     assert.deepEqual(table(printed)[0], ['NAME', 'PHASE', 'SIZE', 'READY', 'AGE']);
     // No phase or Ready condition yet: empty cells; the date column is printed as an age.
     assert.match(printed.split('\n')[1] ?? '', /^w1\s+3\s+\d+s$/);
 
-    const watcher = spawn('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', `${k.home}/cache`, 'get', 'cr', '-w'], { env: { ...process.env, HOME: k.home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const watcher = spawn(
+      'kubectl',
+      ['--kubeconfig', api.kubeconfigPath, '--cache-dir', `${k.home}/cache`, 'get', 'cr', '-w'],
+      { env: { ...process.env, HOME: k.home }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let seen = '';
     watcher.stdout.setEncoding('utf8').on('data', (chunk: string) => (seen += chunk));
     try {
       await waitForText(() => seen, /^w1\s/m);
-      await k('patch', 'canaryrelease', 'w1', '--subresource=status', '--type=merge', '-p', '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}');
+      await k(
+        'patch',
+        'canaryrelease',
+        'w1',
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}',
+      );
       await waitForText(() => seen, /^w1\s+Ready\s+3\s+True\s/m);
       assert.equal(seen.match(/^NAME\s/gm)?.length, 1, 'the header once');
     } finally {
@@ -123,10 +254,28 @@ async function waitForText(text: () => string, pattern: RegExp, timeoutMs = 10_0
 }
 
 describe('Table helpers', () => {
-  const durations: [number, string][] = [[0, '0s'], [119_000, '119s'], [125_000, '2m5s'], [600_000, '10m'], [3 * 3600_000 + 5 * 60_000, '3h5m'], [30 * 3600_000, '30h'], [50 * 3600_000, '2d2h'], [400 * 86400_000, '400d']];
-  for (const [ms, text] of durations) it(`${ms} ms is ${text}, as kubectl says ages`, () => assert.equal(humanDuration(ms), text));
+  const durations: [number, string][] = [
+    [0, '0s'],
+    [119_000, '119s'],
+    [125_000, '2m5s'],
+    [600_000, '10m'],
+    [3 * 3600_000 + 5 * 60_000, '3h5m'],
+    [30 * 3600_000, '30h'],
+    [50 * 3600_000, '2d2h'],
+    [400 * 86400_000, '400d'],
+  ];
+  for (const [ms, text] of durations)
+    it(`${ms} ms is ${text}, as kubectl says ages`, () => assert.equal(humanDuration(ms), text));
 
-  const object = { status: { conditions: [{ type: 'A', status: 'False' }, { type: 'Ready', status: 'True' }], ports: [{ port: 80 }, { port: 53 }] } };
+  const object = {
+    status: {
+      conditions: [
+        { type: 'A', status: 'False' },
+        { type: 'Ready', status: 'True' },
+      ],
+      ports: [{ port: 80 }, { port: 53 }],
+    },
+  };
   const paths: [string, unknown][] = [
     ['.status.conditions[?(@.type=="Ready")].status', 'True'],
     ['.status.ports[1].port', 53],
@@ -134,5 +283,6 @@ describe('Table helpers', () => {
     ['.status.missing', undefined],
     ['.status.conditions[?(@.type=="B")].status', undefined],
   ];
-  for (const [path, value] of paths) it(`JSONPath ${path} finds ${JSON.stringify(value)}`, () => assert.equal(jsonPath(object, path), value));
+  for (const [path, value] of paths)
+    it(`JSONPath ${path} finds ${JSON.stringify(value)}`, () => assert.equal(jsonPath(object, path), value));
 });

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from '../support/fake-apiserver/resources/selectors.ts';
+import {
+  matchFields,
+  matchLabels,
+  parseFieldSelector,
+  parseLabelSelector,
+  SelectorError,
+} from '../support/fake-apiserver/resources/selectors.ts';
 
 const labels = { app: 'web', track: 'canary', tier: 'fe' };
 
@@ -53,7 +59,8 @@ describe('field selectors', () => {
     ['status.phase=Running', true],
   ];
   for (const [sel, want] of cases) {
-    it(`${JSON.stringify(sel)} → ${want}`, () => assert.equal(matchFields(parseFieldSelector(sel, supported), obj), want));
+    it(`${JSON.stringify(sel)} → ${want}`, () =>
+      assert.equal(matchFields(parseFieldSelector(sel, supported), obj), want));
   }
   it('rejects unsupported fields with the apiserver message', () => {
     assert.throws(() => parseFieldSelector('spec.foo=bar', supported), /field label not supported: spec.foo/);

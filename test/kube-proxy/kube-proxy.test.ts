@@ -8,7 +8,17 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Service } from '@kubernetes/client-node';
-import { askName, countBy, exchange, startNamedBackend, startTcpBackend, startUdpEcho, type TcpBackend, udpAsk, waitFor } from '../support/net/backends.ts';
+import {
+  askName,
+  countBy,
+  exchange,
+  startNamedBackend,
+  startTcpBackend,
+  startUdpEcho,
+  type TcpBackend,
+  udpAsk,
+  waitFor,
+} from '../support/net/backends.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
 import { Pods } from '../support/cluster/pods.ts';
@@ -49,7 +59,13 @@ async function service(name: string, spec: V1Service['spec']): Promise<string> {
 }
 
 /** A backend at `podIP` and a pod of that IP whose container port `http` is the backend's port. */
-async function pod(name: string, podIP: string, labels: Record<string, string>, backend: (host: string) => Promise<TcpBackend>, ready = true) {
+async function pod(
+  name: string,
+  podIP: string,
+  labels: Record<string, string>,
+  backend: (host: string) => Promise<TcpBackend>,
+  ready = true,
+) {
   const b = await backend(podIP);
   closers.push(() => b.close());
   await pods.create({ name, labels, ports: [{ name: 'http', containerPort: b.port }] });
@@ -106,7 +122,10 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     await pod('rr-other', '127.0.44.4', { app: 'other' }, (h) => startNamedBackend('other', h));
     // Terminating: deleted, but held by a finalizer.
     await pod('rr-d', '127.0.44.5', { app: 'rr' }, (h) => startNamedBackend('d', h));
-    await core.patchNamespacedPod({ name: 'rr-d', namespace: ns, body: { metadata: { finalizers: ['example.com/hold'] } } }, merge);
+    await core.patchNamespacedPod(
+      { name: 'rr-d', namespace: ns, body: { metadata: { finalizers: ['example.com/hold'] } } },
+      merge,
+    );
     await pods.delete('rr-d');
     const ip = await service('rr', { selector: { app: 'rr' }, ports: [{ port: 8080, targetPort: 'http' }] });
     const names: string[] = [];
@@ -125,15 +144,24 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   it('applies a selector patch to new connections while an established one keeps its pod', async () => {
     await pod('sel-v1', '127.0.44.11', { app: 'sel', version: 'v1' }, namedEcho('v1'));
     await pod('sel-v2', '127.0.44.12', { app: 'sel', version: 'v2' }, namedEcho('v2'));
-    const ip = await service('sel', { selector: { app: 'sel', version: 'v1' }, ports: [{ port: 8080, targetPort: 'http' }] });
+    const ip = await service('sel', {
+      selector: { app: 'sel', version: 'v1' },
+      ports: [{ port: 8080, targetPort: 'http' }],
+    });
     const established = net.connect({ host: ip, port: 8080 });
     const replies: string[] = [];
     established.on('data', (d) => replies.push(String(d)));
     established.write('one');
     await waitFor(() => replies.join('') === 'v1:one', 'the first reply');
 
-    await core.patchNamespacedService({ name: 'sel', namespace: ns, body: { spec: { selector: { version: 'v2' } } } }, merge);
-    await waitFor(async () => (await exchange(8080, 'new', { host: ip })).data.toString() === 'v2:new', 'new connections to reach v2');
+    await core.patchNamespacedService(
+      { name: 'sel', namespace: ns, body: { spec: { selector: { version: 'v2' } } } },
+      merge,
+    );
+    await waitFor(
+      async () => (await exchange(8080, 'new', { host: ip })).data.toString() === 'v2:new',
+      'new connections to reach v2',
+    );
     established.write('two');
     await waitFor(() => replies.join('') === 'v1:onev1:two', 'the established connection to stay on v1');
     // Half-close carries through: the client's FIN reaches the pod, whose FIN comes back.
@@ -156,7 +184,10 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     // Ready at an address where nothing listens: the connect is refused, the client reset.
     await pods.create({ name: 'refusing', labels: { app: 'refusing' } });
     await pods.markReady('refusing', '127.0.44.23');
-    const refusing = await service('refusing', { selector: { app: 'refusing' }, ports: [{ port: 8080, targetPort: 9 }] });
+    const refusing = await service('refusing', {
+      selector: { app: 'refusing' },
+      ports: [{ port: 8080, targetPort: 9 }],
+    });
     assert.equal(await closeReason(refusing, 8080), 'ECONNRESET');
     assert.deepEqual(proxy.counters('refusing', 8080), { accepted: 1, rejectedNoEndpoints: 0, upstreamFailed: 1 });
   });
@@ -173,7 +204,10 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
 
   it('a UDP client whose pod stops being an endpoint is moved to one that is, as kube-proxy flushes conntrack', async () => {
     const port = await freePortBlock(1, { udp: true });
-    for (const [name, host] of [['first', '127.0.44.34'], ['second', '127.0.44.35']] as const) {
+    for (const [name, host] of [
+      ['first', '127.0.44.34'],
+      ['second', '127.0.44.35'],
+    ] as const) {
       const socket = dgram.createSocket('udp4');
       socket.on('message', (datagram, from) => socket.send(`${name}:${datagram}`, from.port, from.address));
       await new Promise<void>((resolve) => socket.bind({ address: host, port }, resolve));
@@ -188,7 +222,10 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
       await pods.markNotReady('moving');
       await pods.markReady('moving-b');
       // The first pod still answers: only a flushed session reaches the second one.
-      await waitFor(async () => (await udpAsk(5356, 'b', { host: ip, socket: client, timeoutMs: 300 }))[0] === 'second:b', 'the same client moved to the Ready pod');
+      await waitFor(
+        async () => (await udpAsk(5356, 'b', { host: ip, socket: client, timeoutMs: 300 }))[0] === 'second:b',
+        'the same client moved to the Ready pod',
+      );
     } finally {
       client.close();
     }
@@ -216,7 +253,8 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
 
   it('a UDP session lives while the pod talks, even if the client says nothing more', async () => {
     const streamer = await udpBackend('127.0.44.33', (socket, to) => {
-      for (let i = 1; i <= KEEPALIVES; i++) setTimeout(() => socket.send(`part${i}`, to.port, to.address), i * KEEPALIVE_MS);
+      for (let i = 1; i <= KEEPALIVES; i++)
+        setTimeout(() => socket.send(`part${i}`, to.port, to.address), i * KEEPALIVE_MS);
     });
     const ip = await udpService('stream', '127.0.44.33', 5355, streamer.port);
     const parts = Array.from({ length: KEEPALIVES }, (_, i) => `part${i + 1}`);
@@ -230,7 +268,10 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     await waitFor(() => api.openWatches() === 0, 'the watches to break');
     assert.equal(await askName(8080, ip), 'o');
     await back;
-    const later = await service('after-outage', { selector: { app: 'outage' }, ports: [{ port: 8080, targetPort: 'http' }] });
+    const later = await service('after-outage', {
+      selector: { app: 'outage' },
+      ports: [{ port: 8080, targetPort: 'http' }],
+    });
     assert.equal(await askName(8080, later), 'o');
   });
 
@@ -240,8 +281,19 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     const b = await startTcpBackend(() => {}, '127.0.44.61'); // holds connections open
     closers.push(() => b.close());
     const stoppingPods = new Pods(api.kubeConfig, 'stopping');
-    await stoppingPods.createReady({ name: 'held', labels: { app: 'held' }, podIP: '127.0.44.61', ports: [{ name: 'http', containerPort: b.port }] });
-    const svc = await core.createNamespacedService({ namespace: 'stopping', body: { metadata: { name: 'held' }, spec: { selector: { app: 'held' }, ports: [{ port: 8080, targetPort: 'http' }] } } });
+    await stoppingPods.createReady({
+      name: 'held',
+      labels: { app: 'held' },
+      podIP: '127.0.44.61',
+      ports: [{ name: 'http', containerPort: b.port }],
+    });
+    const svc = await core.createNamespacedService({
+      namespace: 'stopping',
+      body: {
+        metadata: { name: 'held' },
+        spec: { selector: { app: 'held' }, ports: [{ port: 8080, targetPort: 'http' }] },
+      },
+    });
     const ip = svc.spec!.clusterIP!;
     await waitFor(() => own.listeners().includes(`${ip}:8080/TCP`), 'the listener');
     const held = closeReason(ip, 8080);
@@ -253,8 +305,25 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
 
   it('opens and closes listeners as ports and Services come and go; established connections carry on', async () => {
     await pod('life-1', '127.0.44.41', { app: 'life' }, namedEcho('life'));
-    const ip = await service('life', { selector: { app: 'life' }, ports: [{ name: 'a', port: 8080, targetPort: 'http' }] });
-    await core.patchNamespacedService({ name: 'life', namespace: ns, body: { spec: { ports: [{ name: 'a', port: 8080, targetPort: 'http' }, { name: 'b', port: 8081, targetPort: 'http' }] } } }, merge);
+    const ip = await service('life', {
+      selector: { app: 'life' },
+      ports: [{ name: 'a', port: 8080, targetPort: 'http' }],
+    });
+    await core.patchNamespacedService(
+      {
+        name: 'life',
+        namespace: ns,
+        body: {
+          spec: {
+            ports: [
+              { name: 'a', port: 8080, targetPort: 'http' },
+              { name: 'b', port: 8081, targetPort: 'http' },
+            ],
+          },
+        },
+      },
+      merge,
+    );
     await waitFor(() => proxy.listeners().includes(`${ip}:8081/TCP`), 'the added port');
     assert.equal((await exchange(8081, 'p', { host: ip })).data.toString(), 'life:p');
 
@@ -272,7 +341,13 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
     established.end();
 
     // A headless Service has no cluster IP to listen on.
-    await core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'headless' }, spec: { clusterIP: 'None', selector: { app: 'life' }, ports: [{ port: 8080 }] } } });
+    await core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: { name: 'headless' },
+        spec: { clusterIP: 'None', selector: { app: 'life' }, ports: [{ port: 8080 }] },
+      },
+    });
     await service('after-headless', { ports: [{ port: 8080 }] });
     assert.ok(!proxy.listeners().some((l) => l.startsWith('None')));
   });

@@ -38,13 +38,19 @@ describe('loadKubeConfig', () => {
       if (before === undefined) delete process.env.KUBECONFIG;
       else process.env.KUBECONFIG = before;
     }
-    assert.match(err.message, /^KUBECONFIG=.*missing: cannot be read as a kubeconfig: ENOENT.*; pass --kubeconfig FILE or set KUBECONFIG$/);
+    assert.match(
+      err.message,
+      /^KUBECONFIG=.*missing: cannot be read as a kubeconfig: ENOENT.*; pass --kubeconfig FILE or set KUBECONFIG$/,
+    );
   });
 
   test('--kubeconfig with no current cluster', () => {
     const path = kubeconfig('empty.yaml', 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
     const err = refusal(() => loadKubeConfig(path));
-    assert.equal(err.message, `--kubeconfig ${path}: no Kubernetes cluster configured: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod`);
+    assert.equal(
+      err.message,
+      `--kubeconfig ${path}: no Kubernetes cluster configured: pass --kubeconfig FILE, set KUBECONFIG, or run in a pod`,
+    );
   });
 
   test('a plain-http cluster without insecure-skip-tls-verify', () => {
@@ -60,6 +66,9 @@ describe('loadKubeConfig', () => {
         '',
       ].join('\n'),
     );
-    assert.match(refusal(() => loadKubeConfig(path)).message, /^--kubeconfig .*: cluster local \(http:\/\/127\.0\.0\.1:1\) is plain http: set insecure-skip-tls-verify: true/);
+    assert.match(
+      refusal(() => loadKubeConfig(path)).message,
+      /^--kubeconfig .*: cluster local \(http:\/\/127\.0\.0\.1:1\) is plain http: set insecure-skip-tls-verify: true/,
+    );
   });
 });

@@ -16,29 +16,48 @@ before(async () => {
 });
 after(() => api.stop());
 
-const object = { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', name: 'web-v2', namespace: 'default', uid: 'uid-1' };
+const object = {
+  apiVersion: 'canary-l4.io/v1alpha1',
+  kind: 'CanaryRelease',
+  name: 'web-v2',
+  namespace: 'default',
+  uid: 'uid-1',
+};
 
 function recorder(dedupWindowMs = 60_000) {
   return new EventRecorder({
-    core, namespace: 'default', component: 'canary-l4-proxy', instance: 'proxy-a', log: pino({ level: 'silent' }),
-    callOptions: boundedCall(new AbortController().signal, 2_000), dedupWindowMs,
+    core,
+    namespace: 'default',
+    component: 'canary-l4-proxy',
+    instance: 'proxy-a',
+    log: pino({ level: 'silent' }),
+    callOptions: boundedCall(new AbortController().signal, 2_000),
+    dedupWindowMs,
   });
 }
 
 async function events(reason: string) {
-  return (await core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=web-v2,reason=${reason}` })).items;
+  return (
+    await core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: `involvedObject.name=web-v2,reason=${reason}`,
+    })
+  ).items;
 }
 
 describe('Events', () => {
   it('records an Event on the object, once for the same words within the window', async () => {
     const events1 = recorder();
-    for (let index = 0; index < 3; index++) events1.record(object, 'Warning', 'WeightHeld', 'web:80/TCP: canary weight held at 0%');
+    for (let index = 0; index < 3; index++)
+      events1.record(object, 'Warning', 'WeightHeld', 'web:80/TCP: canary weight held at 0%');
     events1.record(object, 'Normal', 'WeightChanged', 'web:80/TCP: canary weight 0% → 20%');
     await waitFor(async () => (await events('WeightChanged')).length === 1, 'the second event');
     const held = await events('WeightHeld');
     assert.equal(held.length, 1, 'the repeats were not sent');
-    assert.deepEqual([held[0]?.type, held[0]?.involvedObject.uid, held[0]?.source?.component, held[0]?.reportingInstance],
-      ['Warning', 'uid-1', 'canary-l4-proxy', 'proxy-a']);
+    assert.deepEqual(
+      [held[0]?.type, held[0]?.involvedObject.uid, held[0]?.source?.component, held[0]?.reportingInstance],
+      ['Warning', 'uid-1', 'canary-l4-proxy', 'proxy-a'],
+    );
   });
 
   it('says it again once the window has passed', async () => {
@@ -62,16 +81,25 @@ describe('Events in order', () => {
   it('events of one second list as they happened by eventTime, which is strictly later each time', async () => {
     const ordered = recorder();
     const second = new Date('2026-12-02T10:00:00.500Z');
-    const reasons = ['Retargeted', 'StablePatched', 'WeightChanged', 'HandedBack', 'Adopted'].map((reason) => `Ordered${reason}`);
+    const reasons = ['Retargeted', 'StablePatched', 'WeightChanged', 'HandedBack', 'Adopted'].map(
+      (reason) => `Ordered${reason}`,
+    );
     for (const reason of reasons) ordered.record(object, 'Normal', reason, `${reason} at the same instant`, second);
     await ordered.flushed(5_000);
-    const listed = (await core.listNamespacedEvent({ namespace: 'default', fieldSelector: 'involvedObject.name=web-v2' })).items
-      .filter((event) => event.reason?.startsWith('Ordered'));
+    const listed = (
+      await core.listNamespacedEvent({ namespace: 'default', fieldSelector: 'involvedObject.name=web-v2' })
+    ).items.filter((event) => event.reason?.startsWith('Ordered'));
     assert.equal(listed.length, reasons.length);
     const byEventTime = [...listed].sort((a, b) => String(a.eventTime).localeCompare(String(b.eventTime)));
-    assert.deepEqual(byEventTime.map((event) => event.reason), reasons);
+    assert.deepEqual(
+      byEventTime.map((event) => event.reason),
+      reasons,
+    );
     assert.ok(listed.every((event) => event.action === event.reason && event.reportingComponent === 'canary-l4-proxy'));
     // kubectl describe sorts by lastTimestamp (whole seconds) whenever an event has one.
-    assert.ok(listed.every((event) => event.lastTimestamp == null), 'no lastTimestamp to sort by');
+    assert.ok(
+      listed.every((event) => event.lastTimestamp == null),
+      'no lastTimestamp to sort by',
+    );
   });
 });

@@ -41,17 +41,30 @@ function serviceInformer(log: Logger, onChange: (service: V1Service) => void = (
 }
 
 describe('informer watchdog', () => {
-  it('restarts a silent watch once, cleanly, and the restarted watch delivers events', { timeout: 20_000 }, async () => {
+  it('restarts a silent watch once, cleanly, and the restarted watch delivers events', {
+    timeout: 20_000,
+  }, async () => {
     const core = api.kubeConfig.makeApiClient(CoreV1Api);
     const { log, messages } = capturedLogger();
     const seen = new Set<string>();
     const informer = serviceInformer(log, (service) => seen.add(service.metadata?.name ?? ''));
     try {
       await informer.synced;
-      await waitFor(() => messages.includes('watch went quiet; restarting it'), 'the watchdog to restart the silent watch', 6_000);
+      await waitFor(
+        () => messages.includes('watch went quiet; restarting it'),
+        'the watchdog to restart the silent watch',
+        6_000,
+      );
       await sleep(2_500);
-      assert.deepEqual(messages.filter((msg) => msg !== 'watch went quiet; restarting it'), [], 'a restart by the watchdog is not a failure');
-      await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'after-restart' }, spec: { ports: [{ port: 80 }] } } });
+      assert.deepEqual(
+        messages.filter((msg) => msg !== 'watch went quiet; restarting it'),
+        [],
+        'a restart by the watchdog is not a failure',
+      );
+      await core.createNamespacedService({
+        namespace: 'default',
+        body: { metadata: { name: 'after-restart' }, spec: { ports: [{ port: 80 }] } },
+      });
       await waitFor(() => seen.has('after-restart'), 'the restarted watch to deliver the new Service', 5_000);
       assert.equal(api.openWatches(), 1, 'one watch open: the old one is gone, no duplicates');
     } finally {
@@ -65,7 +78,10 @@ describe('informer first sync', () => {
   // Service for deleted and deprecate a healthy release.
   it('a failed first list is retried, and synced waits for the list that succeeded', { timeout: 10_000 }, async () => {
     const core = api.kubeConfig.makeApiClient(CoreV1Api);
-    await core.createNamespacedService({ namespace: 'default', body: { metadata: { name: 'before-start' }, spec: { ports: [{ port: 80 }] } } });
+    await core.createNamespacedService({
+      namespace: 'default',
+      body: { metadata: { name: 'before-start' }, spec: { ports: [{ port: 80 }] } },
+    });
     api.faults.failNext({ verb: 'list', resource: 'services', code: 500 });
     const { log, messages } = capturedLogger();
     const informer = serviceInformer(log);

@@ -139,7 +139,11 @@ describe('leader election on a Lease', () => {
     // for longer than this test, so a has no reason to take it back.
     const coordination = api.kubeConfig.makeApiClient(CoordinationV1Api);
     await coordination.patchNamespacedLease(
-      { name: lease, namespace: 'default', body: { spec: { holderIdentity: 'b', renewTime: new V1MicroTime(Date.now()), leaseDurationSeconds: 30 } } },
+      {
+        name: lease,
+        namespace: 'default',
+        body: { spec: { holderIdentity: 'b', renewTime: new V1MicroTime(Date.now()), leaseDurationSeconds: 30 } },
+      },
       mergePatch(),
     );
     await until(() => !a.isLeader, 1_000, 'a to step down');

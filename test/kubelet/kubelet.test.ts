@@ -31,11 +31,26 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
   let core: CoreV1Api;
   let dir: string;
 
-  const pods = async (): Promise<V1Pod[]> => (await core.listNamespacedPod({ namespace: 'default' })).items.filter((pod) => pod.metadata?.deletionTimestamp == null);
-  const ready = (pod: V1Pod) => pod.status?.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') ?? false;
-  const printed = (pod: string) => JSON.parse(kubelet.output(pod).split('\n').find((line) => line.startsWith('{')) ?? '{}') as { args?: string[]; env?: Record<string, string> };
+  const pods = async (): Promise<V1Pod[]> =>
+    (await core.listNamespacedPod({ namespace: 'default' })).items.filter(
+      (pod) => pod.metadata?.deletionTimestamp == null,
+    );
+  const ready = (pod: V1Pod) =>
+    pod.status?.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') ?? false;
+  const printed = (pod: string) =>
+    JSON.parse(
+      kubelet
+        .output(pod)
+        .split('\n')
+        .find((line) => line.startsWith('{')) ?? '{}',
+    ) as { args?: string[]; env?: Record<string, string> };
 
-  function deployment(name: string, image: string, env: Record<string, string>, labels: Record<string, string> = { run: 'yes' }): V1Deployment {
+  function deployment(
+    name: string,
+    image: string,
+    env: Record<string, string>,
+    labels: Record<string, string> = { run: 'yes' },
+  ): V1Deployment {
     return {
       metadata: { name, labels },
       spec: {
@@ -45,20 +60,24 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
           metadata: { labels: { app: name } },
           spec: {
             serviceAccountName: 'runner',
-            containers: [{
-              name: 'main', image, args: ['serve', '--fast'],
-              env: [
-                { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
-                { name: 'NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-                { name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
-                { name: 'STATE', value: '/var/state/data' },
-                { name: 'ADMIN_PORT', value: '9000' },
-                ...Object.entries(env).map(([key, value]) => ({ name: key, value })),
-              ],
-              ports: [{ name: 'admin', containerPort: 9000 }],
-              readinessProbe: { httpGet: { path: '/ready', port: 'admin' } },
-              volumeMounts: [{ name: 'state', mountPath: '/var/state' }],
-            }],
+            containers: [
+              {
+                name: 'main',
+                image,
+                args: ['serve', '--fast'],
+                env: [
+                  { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                  { name: 'NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  { name: 'IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+                  { name: 'STATE', value: '/var/state/data' },
+                  { name: 'ADMIN_PORT', value: '9000' },
+                  ...Object.entries(env).map(([key, value]) => ({ name: key, value })),
+                ],
+                ports: [{ name: 'admin', containerPort: 9000 }],
+                readinessProbe: { httpGet: { path: '/ready', port: 'admin' } },
+                volumeMounts: [{ name: 'state', mountPath: '/var/state' }],
+              },
+            ],
             volumes: [{ name: 'state', emptyDir: {} }],
           },
         },
@@ -73,7 +92,10 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
     dir = mkdtempSync(join(tmpdir(), 'kubelet-test-'));
     writeFileSync(join(dir, 'program.mjs'), PROGRAM);
     kubelet = await startKubelet({
-      kubeConfig: api.kubeConfig, apiUrl: api.url, labelSelector: 'run=yes', podNet: '127.0.64',
+      kubeConfig: api.kubeConfig,
+      apiUrl: api.url,
+      labelSelector: 'run=yes',
+      podNet: '127.0.64',
       images: { 'tiny:1': [process.execPath, join(dir, 'program.mjs')] },
       adminPort: { env: 'ADMIN_PORT', fromLog: /"adminPort":(\d+)/ },
       env: { EXTRA: 'from-the-test' },
@@ -97,8 +119,14 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
       assert.equal(pod.status?.phase, 'Running');
       const { args, env } = printed(pod.metadata!.name!);
       assert.deepEqual(args, ['serve', '--fast']);
-      assert.deepEqual([env?.POD, env?.NS, env?.IP, env?.EXTRA], [pod.metadata?.name, 'default', pod.status?.podIP, 'from-the-test']);
-      assert.ok(env?.STATE?.endsWith('/data') && statSync(env.STATE.slice(0, -'/data'.length)).isDirectory(), 'the emptyDir is a directory of its own');
+      assert.deepEqual(
+        [env?.POD, env?.NS, env?.IP, env?.EXTRA],
+        [pod.metadata?.name, 'default', pod.status?.podIP, 'from-the-test'],
+      );
+      assert.ok(
+        env?.STATE?.endsWith('/data') && statSync(env.STATE.slice(0, -'/data'.length)).isDirectory(),
+        'the emptyDir is a directory of its own',
+      );
       assert.match(readFileSync(env!.KUBECONFIG!, 'utf8'), /"token":"system:serviceaccount:default:runner"/);
     }
     const status = (await apps.readNamespacedDeployment({ name: 'tiny', namespace: 'default' })).status;
@@ -107,42 +135,105 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
 
   it('rolls to a new template: the new pods first, the old ones once they are Ready', async () => {
     const before = (await pods()).map((pod) => pod.metadata!.name!);
-    await apps.replaceNamespacedDeployment({ name: 'tiny', namespace: 'default', body: { ...deployment('tiny', 'tiny:1', { VERSION: '2' }), metadata: { name: 'tiny', labels: { run: 'yes' }, resourceVersion: (await apps.readNamespacedDeployment({ name: 'tiny', namespace: 'default' })).metadata?.resourceVersion } } });
-    await waitFor(async () => {
-      const now = await pods();
-      return now.length === 2 && now.every((pod) => ready(pod) && !before.includes(pod.metadata!.name!));
-    }, 'two new Ready pods and no old one', 10_000);
+    await apps.replaceNamespacedDeployment({
+      name: 'tiny',
+      namespace: 'default',
+      body: {
+        ...deployment('tiny', 'tiny:1', { VERSION: '2' }),
+        metadata: {
+          name: 'tiny',
+          labels: { run: 'yes' },
+          resourceVersion: (await apps.readNamespacedDeployment({ name: 'tiny', namespace: 'default' })).metadata
+            ?.resourceVersion,
+        },
+      },
+    });
+    await waitFor(
+      async () => {
+        const now = await pods();
+        return now.length === 2 && now.every((pod) => ready(pod) && !before.includes(pod.metadata!.name!));
+      },
+      'two new Ready pods and no old one',
+      10_000,
+    );
     await waitFor(() => kubelet.running().every((name) => !before.includes(name)), 'the old processes to end');
   });
 
   it('restarts a container that exits, and says CrashLoopBackOff meanwhile', async () => {
-    await apps.createNamespacedDeployment({ namespace: 'default', body: { ...deployment('crashy', 'tiny:1', { EXIT_AFTER_MS: '300' }), spec: { ...deployment('crashy', 'tiny:1', { EXIT_AFTER_MS: '300' }).spec!, replicas: 1 } } });
-    await waitFor(async () => (await pods()).some((pod) => pod.metadata?.name?.startsWith('crashy-') && (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1), 'a restart', 10_000);
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: {
+        ...deployment('crashy', 'tiny:1', { EXIT_AFTER_MS: '300' }),
+        spec: { ...deployment('crashy', 'tiny:1', { EXIT_AFTER_MS: '300' }).spec!, replicas: 1 },
+      },
+    });
+    await waitFor(
+      async () =>
+        (await pods()).some(
+          (pod) =>
+            pod.metadata?.name?.startsWith('crashy-') && (pod.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1,
+        ),
+      'a restart',
+      10_000,
+    );
     await apps.deleteNamespacedDeployment({ name: 'crashy', namespace: 'default' });
   });
 
   it('an image it does not know is ImagePullBackOff, never Ready', async () => {
-    await apps.createNamespacedDeployment({ namespace: 'default', body: { ...deployment('missing', 'nowhere:1', {}), spec: { ...deployment('missing', 'nowhere:1', {}).spec!, replicas: 1 } } });
-    await waitFor(async () => (await pods()).some((pod) => pod.metadata?.name?.startsWith('missing-') && pod.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff'), 'ImagePullBackOff', 10_000);
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: {
+        ...deployment('missing', 'nowhere:1', {}),
+        spec: { ...deployment('missing', 'nowhere:1', {}).spec!, replicas: 1 },
+      },
+    });
+    await waitFor(
+      async () =>
+        (await pods()).some(
+          (pod) =>
+            pod.metadata?.name?.startsWith('missing-') &&
+            pod.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'ImagePullBackOff',
+        ),
+      'ImagePullBackOff',
+      10_000,
+    );
     assert.ok(!(await pods()).some((pod) => pod.metadata?.name?.startsWith('missing-') && ready(pod)));
     await apps.deleteNamespacedDeployment({ name: 'missing', namespace: 'default' });
   });
 
-  it('lists a deleted pod\'s process as running until it has exited (a proxy drains after SIGTERM)', async () => {
+  it("lists a deleted pod's process as running until it has exited (a proxy drains after SIGTERM)", async () => {
     const single = deployment('drainy', 'tiny:1', { DRAIN_MS: '1500' });
-    await apps.createNamespacedDeployment({ namespace: 'default', body: { ...single, spec: { ...single.spec!, replicas: 1 } } });
-    await waitFor(async () => (await pods()).some((pod) => pod.metadata?.name?.startsWith('drainy-') && ready(pod)), 'a Ready pod', 10_000);
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: { ...single, spec: { ...single.spec!, replicas: 1 } },
+    });
+    await waitFor(
+      async () => (await pods()).some((pod) => pod.metadata?.name?.startsWith('drainy-') && ready(pod)),
+      'a Ready pod',
+      10_000,
+    );
     const [name] = kubelet.running().filter((pod) => pod.startsWith('drainy-'));
     await core.deleteNamespacedPod({ name: name!, namespace: 'default' });
-    await waitFor(async () => !(await pods()).some((pod) => pod.metadata?.name === name), 'the pod gone from the API', 5_000);
+    await waitFor(
+      async () => !(await pods()).some((pod) => pod.metadata?.name === name),
+      'the pod gone from the API',
+      5_000,
+    );
     assert.ok(kubelet.running().includes(name!), 'still running: its process drains');
     await waitFor(() => !kubelet.running().includes(name!), 'its process to exit', 5_000);
     await apps.deleteNamespacedDeployment({ name: 'drainy', namespace: 'default' });
   });
 
   it('leaves Deployments without the label alone, and ends every process of a deleted Deployment', async () => {
-    await apps.createNamespacedDeployment({ namespace: 'default', body: deployment('other', 'tiny:1', {}, { run: 'no' }) });
+    await apps.createNamespacedDeployment({
+      namespace: 'default',
+      body: deployment('other', 'tiny:1', {}, { run: 'no' }),
+    });
     await apps.deleteNamespacedDeployment({ name: 'tiny', namespace: 'default' });
-    await waitFor(async () => (await pods()).length === 0 && kubelet.running().length === 0, 'no pod and no process left', 10_000);
+    await waitFor(
+      async () => (await pods()).length === 0 && kubelet.running().length === 0,
+      'no pod and no process left',
+      10_000,
+    );
   });
 });

@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const LINT = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { lint: string } }).scripts.lint;
+const LINT = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { lint: string } }).scripts
+  .lint;
 
 let copy = '';
 
@@ -59,7 +60,10 @@ describe('npm run lint', () => {
   });
 
   it('fails on the data plane importing the Kubernetes client, even as a type', async () => {
-    const { code, output } = await lintWith('src/dataplane/choice/balancer.ts', "import type {} from '@kubernetes/client-node';\n");
+    const { code, output } = await lintWith(
+      'src/dataplane/choice/balancer.ts',
+      "import type {} from '@kubernetes/client-node';\n",
+    );
     assert.notEqual(code, 0);
     assert.match(output, /dataplane\/ knows nothing of Kubernetes/);
   });

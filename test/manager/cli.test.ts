@@ -19,13 +19,20 @@ import { MAIN, runCli } from '../support/process/serve-child.ts';
 /** The CLI with `env` added to the environment; its stderr once it exits (within 20 s). */
 function stderrWith(args: readonly string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, timeout: 20_000 }, (_err, _stdout, stderr) => resolve(stderr));
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { env: { ...process.env, ...env }, timeout: 20_000 },
+      (_err, _stdout, stderr) => resolve(stderr),
+    );
   });
 }
 
 /** The container's environment as the kubelet would give it (a fieldRef as some value). */
 function envOf(container: V1Container | undefined): Record<string, string> {
-  return Object.fromEntries((container?.env ?? []).map((variable) => [variable.name, variable.value ?? 'from-the-downward-api']));
+  return Object.fromEntries(
+    (container?.env ?? []).map((variable) => [variable.name, variable.value ?? 'from-the-downward-api']),
+  );
 }
 
 describe('canary-l4 manager', { timeout: 40_000 }, () => {
@@ -38,11 +45,17 @@ describe('canary-l4 manager', { timeout: 40_000 }, () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-manager-cli-'));
     unreachable = join(dir, 'kubeconfig');
     // Never contacted: every case here stops before the first request.
-    writeFileSync(unreachable, JSON.stringify({
-      apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-      clusters: [{ name: 'c', cluster: { server: 'http://127.0.0.1:1', 'insecure-skip-tls-verify': true } }],
-      users: [{ name: 'u', user: { token: 't' } }], contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
-    }));
+    writeFileSync(
+      unreachable,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'c',
+        clusters: [{ name: 'c', cluster: { server: 'http://127.0.0.1:1', 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+      }),
+    );
   });
   after(async () => {
     await api.stop();
@@ -50,13 +63,27 @@ describe('canary-l4 manager', { timeout: 40_000 }, () => {
   });
 
   const refused: [string, () => string[], string][] = [
-    ['no image and no pod to learn it from', () => ['manager', '--kubeconfig', unreachable],
-      "canary-l4: --proxy-image: required unless --pod-name and --pod-namespace name the manager's own pod (whose image the proxies then run)"],
-    ['a namespace that cannot be one', () => ['manager', '--proxy-image', 'x', '-n', 'shop,Bad_NS'], 'canary-l4: --namespace: must be a namespace name (lower-case letters, digits and \'-\'), got "Bad_NS"'],
-    ['no resync', () => ['manager', '--proxy-image', 'x', '--resync', '0'], 'canary-l4: --resync: must be a number of seconds > 0, got 0'],
+    [
+      'no image and no pod to learn it from',
+      () => ['manager', '--kubeconfig', unreachable],
+      "canary-l4: --proxy-image: required unless --pod-name and --pod-namespace name the manager's own pod (whose image the proxies then run)",
+    ],
+    [
+      'a namespace that cannot be one',
+      () => ['manager', '--proxy-image', 'x', '-n', 'shop,Bad_NS'],
+      'canary-l4: --namespace: must be a namespace name (lower-case letters, digits and \'-\'), got "Bad_NS"',
+    ],
+    [
+      'no resync',
+      () => ['manager', '--proxy-image', 'x', '--resync', '0'],
+      'canary-l4: --resync: must be a number of seconds > 0, got 0',
+    ],
     ['an empty image', () => ['manager', '--proxy-image', ' '], 'canary-l4: --proxy-image: must name an image, got ""'],
-    ['its own pod not found', () => ['manager', '--kubeconfig', api.kubeconfigPath, '--pod-name', 'nope', '--pod-namespace', 'default'],
-      'canary-l4: --pod-name nope: cannot read the manager\'s own pod in default to learn its image (404 NotFound: pods "nope" not found); pass --proxy-image'],
+    [
+      'its own pod not found',
+      () => ['manager', '--kubeconfig', api.kubeconfigPath, '--pod-name', 'nope', '--pod-namespace', 'default'],
+      'canary-l4: --pod-name nope: cannot read the manager\'s own pod in default to learn its image (404 NotFound: pods "nope" not found); pass --proxy-image',
+    ],
   ];
   for (const [what, args, message] of refused) {
     it(`refuses ${what} in one line, exit 2`, async () => {
@@ -68,16 +95,27 @@ describe('canary-l4 manager', { timeout: 40_000 }, () => {
 
   it('the proxy accepts every variable of the environment the manager gives it', async () => {
     const example = theOnly<ManagedRelease>(KIND);
-    const rendered = renderProxy({ ...example, metadata: { ...example.metadata, namespace: 'default', uid: 'u' } }, { proxyImage: 'canary-l4:0.1.0' });
+    const rendered = renderProxy(
+      { ...example, metadata: { ...example.metadata, namespace: 'default', uid: 'u' } },
+      { proxyImage: 'canary-l4:0.1.0' },
+    );
     assert.ok(rendered.ok);
     const env = envOf(rendered.objects.deployment.spec?.template.spec?.containers[0]);
     const stderr = await stderrWith(['proxy', '--kubeconfig', '/nonexistent/kubeconfig'], env);
-    assert.match(stderr, /^canary-l4: --kubeconfig \/nonexistent\/kubeconfig: cannot be read/, `stopped at the kubeconfig, not at a flag: ${stderr}`);
+    assert.match(
+      stderr,
+      /^canary-l4: --kubeconfig \/nonexistent\/kubeconfig: cannot be read/,
+      `stopped at the kubeconfig, not at a flag: ${stderr}`,
+    );
   });
 
   it('the manager accepts every variable of the environment deploy/ gives it', async () => {
     const env = envOf(theOnly<V1Deployment>('Deployment').spec?.template.spec?.containers[0]);
     const stderr = await stderrWith(['manager', '--kubeconfig', '/nonexistent/kubeconfig'], env);
-    assert.match(stderr, /^canary-l4: --kubeconfig \/nonexistent\/kubeconfig: cannot be read/, `stopped at the kubeconfig, not at a flag: ${stderr}`);
+    assert.match(
+      stderr,
+      /^canary-l4: --kubeconfig \/nonexistent\/kubeconfig: cannot be read/,
+      `stopped at the kubeconfig, not at a flag: ${stderr}`,
+    );
   });
 });

@@ -18,33 +18,67 @@ function setWeight(world: World, weight: number): void {
   world.release = { ...world.release!, spec, metadata: { ...world.release!.metadata, generation: 2 } };
 }
 
-const proxyStatus = { deployment: 'canary-l4-rel', replicas: 2, readyReplicas: 2, updatedReplicas: 2, ready: '2/2', pods: [] };
-const available = { type: PROXY_CONDITION, status: 'True', reason: 'ProxyReady', message: '2/2 proxy pods ready', lastTransitionTime: '2025-01-01T00:00:00Z', observedGeneration: 1 };
+const proxyStatus = {
+  deployment: 'canary-l4-rel',
+  replicas: 2,
+  readyReplicas: 2,
+  updatedReplicas: 2,
+  ready: '2/2',
+  pods: [],
+};
+const available = {
+  type: PROXY_CONDITION,
+  status: 'True',
+  reason: 'ProxyReady',
+  message: '2/2 proxy pods ready',
+  lastTransitionTime: '2025-01-01T00:00:00Z',
+  observedGeneration: 1,
+};
 
 describe('a status shared by the proxy and the manager', () => {
-  it('the proxy keeps the manager\'s condition and status.proxy: no write when nothing of its own changed', () => {
+  it("the proxy keeps the manager's condition and status.proxy: no write when nothing of its own changed", () => {
     const { world } = converge();
     const release = world.release!;
-    world.release = { ...release, status: { ...release.status, proxy: proxyStatus, conditions: [...release.status!.conditions!, available] } } as typeof release;
-    assert.deepEqual(run(world).steps, [], 'a converged release stays converged with the manager\'s fields in its status');
+    world.release = {
+      ...release,
+      status: { ...release.status, proxy: proxyStatus, conditions: [...release.status!.conditions!, available] },
+    } as typeof release;
+    assert.deepEqual(
+      run(world).steps,
+      [],
+      "a converged release stays converged with the manager's fields in its status",
+    );
   });
 
-  it('the proxy\'s next status write (a weight change) leaves ProxyAvailable and status.proxy as they were', () => {
+  it("the proxy's next status write (a weight change) leaves ProxyAvailable and status.proxy as they were", () => {
     const { world } = converge();
     const release = world.release!;
-    world.release = { ...release, status: { ...release.status, proxy: proxyStatus, conditions: [...release.status!.conditions!, available] } } as typeof release;
+    world.release = {
+      ...release,
+      status: { ...release.status, proxy: proxyStatus, conditions: [...release.status!.conditions!, available] },
+    } as typeof release;
     setWeight(world, 50);
     const write = run(world).steps.find((step) => step.kind === 'writeStatus');
     assert.ok(write?.kind === 'writeStatus');
     const after = applyMergePatch(world.release.status, write.status) as ManagedRelease['status'];
     assert.deepEqual(after?.proxy, proxyStatus);
-    assert.deepEqual(after?.conditions?.find((condition) => (condition.type as string) === PROXY_CONDITION), available);
+    assert.deepEqual(
+      after?.conditions?.find((condition) => (condition.type as string) === PROXY_CONDITION),
+      available,
+    );
   });
 
-  it('the manager keeps the proxy\'s conditions in place when it writes its own', () => {
+  it("the manager keeps the proxy's conditions in place when it writes its own", () => {
     const { world } = converge();
-    const release = { ...world.release!, metadata: { ...world.release!.metadata, resourceVersion: '7' } } as ManagedRelease;
-    const write = plan({ namespace: 'ns', name: 'rel', release, children: {}, pods: [] }, { proxyImage: 'canary-l4:1' }, new Date()).steps.find((step) => step.kind === 'writeStatus');
+    const release = {
+      ...world.release!,
+      metadata: { ...world.release!.metadata, resourceVersion: '7' },
+    } as ManagedRelease;
+    const write = plan(
+      { namespace: 'ns', name: 'rel', release, children: {}, pods: [] },
+      { proxyImage: 'canary-l4:1' },
+      new Date(),
+    ).steps.find((step) => step.kind === 'writeStatus');
     assert.ok(write?.kind === 'writeStatus');
     const proxyConditions = release.status!.conditions!;
     assert.deepEqual(write.patch.status.conditions.slice(0, proxyConditions.length), proxyConditions);

@@ -9,7 +9,20 @@ test('demo --exit prints an exact 90/10 TCP split and a UDP split, then exits 0'
   const tcpPort = await freePort('127.0.0.1', 'tcp');
   const udpPort = await freePort('127.0.0.1', 'udp');
   const { exit, stdout, stderr } = await runCli(
-    ['demo', '--exit', '--admin-port', '0', '--admin-address', '127.0.0.1', '--tcp-port', String(tcpPort), '--udp-port', String(udpPort), '--log-level', 'warn'],
+    [
+      'demo',
+      '--exit',
+      '--admin-port',
+      '0',
+      '--admin-address',
+      '127.0.0.1',
+      '--tcp-port',
+      String(tcpPort),
+      '--udp-port',
+      String(udpPort),
+      '--log-level',
+      'warn',
+    ],
     45_000,
   );
   assert.deepEqual(exit, { code: 0, signal: null }, stderr);

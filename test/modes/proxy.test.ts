@@ -16,8 +16,19 @@ import { validateConfig } from '../../src/config/validate.ts';
 import { saveServedConfig } from '../../src/runtime/state-dir.ts';
 import { MAIN, runCli } from '../support/process/serve-child.ts';
 import {
-  createRelease, createService, getRelease, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, setWeight, startCluster,
-  waitForRelease, writeProxyKubeconfig, type Cluster,
+  createRelease,
+  createService,
+  getRelease,
+  NAMESPACE,
+  patchRelease,
+  PROXY_USER,
+  serviceEntry,
+  serving,
+  setWeight,
+  startCluster,
+  waitForRelease,
+  writeProxyKubeconfig,
+  type Cluster,
 } from '../support/cluster/release-cluster.ts';
 
 const PORT_BASE = await freePortBlock(60);
@@ -33,12 +44,22 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
   for (const [args, message] of [
     [['proxy', '--canary-release', 'web-v2'], 'canary-l4: --namespace: required (or set CANARY_RELEASE_NAMESPACE)'],
     [['proxy', '-n', 'shop'], 'canary-l4: --canary-release: required (or set CANARY_RELEASE_NAME)'],
-    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--weight', 'web:80=500'],
-      'canary-l4: --weight "web:80=500": expected SERVICE:PORT=PCT, PORT 1-65535 and PCT (the canary weight) an integer 0-100'],
-    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--proxy-selector', 'app'], 'canary-l4: --proxy-selector "app": expected key=value, got "app"'],
-    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--port-base', '70000'], 'canary-l4: --port-base: must be an integer 1-65535, got 70000'],
-    [['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--kubeconfig', '/nonexistent/kubeconfig'],
-      "canary-l4: --kubeconfig /nonexistent/kubeconfig: cannot be read as a kubeconfig: ENOENT: no such file or directory, open '/nonexistent/kubeconfig'"],
+    [
+      ['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--weight', 'web:80=500'],
+      'canary-l4: --weight "web:80=500": expected SERVICE:PORT=PCT, PORT 1-65535 and PCT (the canary weight) an integer 0-100',
+    ],
+    [
+      ['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--proxy-selector', 'app'],
+      'canary-l4: --proxy-selector "app": expected key=value, got "app"',
+    ],
+    [
+      ['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--port-base', '70000'],
+      'canary-l4: --port-base: must be an integer 1-65535, got 70000',
+    ],
+    [
+      ['proxy', '-n', 'shop', '--canary-release', 'web-v2', '--kubeconfig', '/nonexistent/kubeconfig'],
+      "canary-l4: --kubeconfig /nonexistent/kubeconfig: cannot be read as a kubeconfig: ENOENT: no such file or directory, open '/nonexistent/kubeconfig'",
+    ],
   ] as const) {
     it(`refuses ${args.slice(1).join(' ')} in one line, exit 2`, async () => {
       const result = await runCli(args);
@@ -67,11 +88,27 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
     it('runs from the environment fallbacks; ready and counted; SIGTERM exits 0 at once though an API call hangs', async () => {
       await createService(cluster, 'web', [{ name: 'http', port: 8900 }]);
       await createRelease(cluster, 'web-v2', { services: [serviceEntry('web', [{ port: 8900, weight: 10 }])] });
-      const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '--port-base', String(PORT_BASE),
-        '--admin-port', '0', '--admin-host', '127.0.0.1', '--api-timeout', '30'], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: { ...process.env, CANARY_RELEASE_NAMESPACE: NAMESPACE, CANARY_RELEASE_NAME: 'web-v2' },
-      });
+      const child = spawn(
+        process.execPath,
+        [
+          MAIN,
+          'proxy',
+          '--kubeconfig',
+          kubeconfig,
+          '--port-base',
+          String(PORT_BASE),
+          '--admin-port',
+          '0',
+          '--admin-host',
+          '127.0.0.1',
+          '--api-timeout',
+          '30',
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: { ...process.env, CANARY_RELEASE_NAMESPACE: NAMESPACE, CANARY_RELEASE_NAME: 'web-v2' },
+        },
+      );
       let stdout = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -90,7 +127,13 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
         });
         await setWeight(cluster, 'web-v2', 0, 0, 20);
         hang();
-        await waitFor(() => cluster.fake.requests.some((request) => request.user === PROXY_USER && request.verb === 'patch' && request.code === 0), 'a hanging write of the proxy');
+        await waitFor(
+          () =>
+            cluster.fake.requests.some(
+              (request) => request.user === PROXY_USER && request.verb === 'patch' && request.code === 0,
+            ),
+          'a hanging write of the proxy',
+        );
         const signalled = Date.now();
         child.kill('SIGTERM');
         assert.equal(await exited, 0);
@@ -105,28 +148,73 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
     it('a --state-dir holding the served config of another CanaryRelease of the namespace is ignored, and said; its ports stay closed', async () => {
       const stateDir = join(dir, 'state-of-web-v1');
       const savedPort = await freePort();
-      await saveServedConfig(stateDir, { namespace: NAMESPACE, release: 'web-v1' }, validateConfig({
-        listeners: [{ name: 'web-8900-tcp', listen: `127.0.0.1:${savedPort}`, backends: [{ name: 'forked', host: '127.0.0.1', port: 9, weight: 100 }] }],
-      }, 'test'));
-      const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', 'web-v2',
-        '--port-base', String(PORT_BASE + 50), '--admin-port', '0', '--admin-host', '127.0.0.1', '--state-dir', stateDir, '--no-leader-elect'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      await saveServedConfig(
+        stateDir,
+        { namespace: NAMESPACE, release: 'web-v1' },
+        validateConfig(
+          {
+            listeners: [
+              {
+                name: 'web-8900-tcp',
+                listen: `127.0.0.1:${savedPort}`,
+                backends: [{ name: 'forked', host: '127.0.0.1', port: 9, weight: 100 }],
+              },
+            ],
+          },
+          'test',
+        ),
+      );
+      const child = spawn(
+        process.execPath,
+        [
+          MAIN,
+          'proxy',
+          '--kubeconfig',
+          kubeconfig,
+          '-n',
+          NAMESPACE,
+          '--canary-release',
+          'web-v2',
+          '--port-base',
+          String(PORT_BASE + 50),
+          '--admin-port',
+          '0',
+          '--admin-host',
+          '127.0.0.1',
+          '--state-dir',
+          stateDir,
+          '--no-leader-elect',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       let stdout = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
       try {
-        await waitFor(() => stdout.includes('ignoring the saved config in --state-dir'), 'the proxy to say it ignores the other release\'s config', 15_000);
+        await waitFor(
+          () => stdout.includes('ignoring the saved config in --state-dir'),
+          "the proxy to say it ignores the other release's config",
+          15_000,
+        );
         const said = stdout.split('\n').find((line) => line.includes('ignoring the saved config'))!;
         assert.match(said, /holds the config of CanaryRelease default\/web-v1, not default\/web-v2/);
         // Its first pass done, successful or not: it had its chance to serve the saved listener.
         const adminPort = () => Number(/"adminPort":(\d+)/.exec(stdout)?.[1]);
         const passed = async () => Number.isFinite(adminPort()) && (await passes(adminPort())) > 0;
         await waitFor(passed, 'a first reconcile pass', 15_000);
-        const refused = await new Promise<boolean>((resolve) => net.connect({ host: '127.0.0.1', port: savedPort })
-          .once('connect', function (this: net.Socket) { this.destroy(); resolve(false); }).once('error', () => resolve(true)));
-        assert.ok(refused, 'the other release\'s listener is not served');
+        const refused = await new Promise<boolean>((resolve) =>
+          net
+            .connect({ host: '127.0.0.1', port: savedPort })
+            .once('connect', function (this: net.Socket) {
+              this.destroy();
+              resolve(false);
+            })
+            .once('error', () => resolve(true)),
+        );
+        assert.ok(refused, "the other release's listener is not served");
       } finally {
         child.kill('SIGKILL');
-        }
-      });
+      }
+    });
 
     /**
      * A release of Service `service` (port `port`) served by `canary-l4 proxy` run as a child, its env
@@ -137,20 +225,42 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
       await createService(cluster, service, [{ name: 'http', port }]);
       await createRelease(cluster, release, { services: [serviceEntry(service, [{ port, weight: 10 }])] });
       const { KUBERNETES_SERVICE_HOST: _, ...env } = process.env;
-      const child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', release,
-        '--port-base', String(PORT_BASE + port - 8900), '--admin-port', '0', '--admin-host', '127.0.0.1', '--hand-back-grace', '1'], {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: inPod ? { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' } : env,
-      });
+      const child = spawn(
+        process.execPath,
+        [
+          MAIN,
+          'proxy',
+          '--kubeconfig',
+          kubeconfig,
+          '-n',
+          NAMESPACE,
+          '--canary-release',
+          release,
+          '--port-base',
+          String(PORT_BASE + port - 8900),
+          '--admin-port',
+          '0',
+          '--admin-host',
+          '127.0.0.1',
+          '--hand-back-grace',
+          '1',
+        ],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: inPod ? { ...env, KUBERNETES_SERVICE_HOST: '10.96.0.1' } : env,
+        },
+      );
       // A proxy in a pod stays up for good: it must not outlive a test run cut short (--test-force-exit).
       const killChild = () => child.kill('SIGKILL');
       process.once('exit', killChild);
       let stdout = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
-        process.off('exit', killChild);
-        resolve(code);
-      }));
+      const exited = new Promise<number | null>((resolve) =>
+        child.once('exit', (code) => {
+          process.off('exit', killChild);
+          resolve(code);
+        }),
+      );
       try {
         await waitForRelease(cluster, release, 'serving', serving);
         await patchRelease(cluster, release, { spec: { transition: 'Deprecated' } });
@@ -166,7 +276,11 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
       try {
         const code = await Promise.race([proxy.exited, delay(20_000, 'still running')]);
         assert.equal(code, 0, proxy.stdout());
-        assert.equal((await getRelease(cluster, 'over-v2'))?.status?.phase, 'Deprecated', 'it exits only once the phase is written');
+        assert.equal(
+          (await getRelease(cluster, 'over-v2'))?.status?.phase,
+          'Deprecated',
+          'it exits only once the phase is written',
+        );
         assert.match(proxy.stdout(), /"msg":"release over-v2 is Deprecated; nothing left to serve; exiting"/);
       } finally {
         proxy.child.kill('SIGKILL');
@@ -176,7 +290,16 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
     it('in a pod, stays once its release is over (a pod that exits is restarted), saying why', async () => {
       const proxy = await endedRelease('kept', 8902, true);
       try {
-        await waitFor(() => proxy.stdout().includes('"msg":"release kept-v2 is Deprecated; nothing left to serve; staying up until this pod\'s Deployment is deleted'), 'the proxy saying it stays', 20_000);
+        await waitFor(
+          () =>
+            proxy
+              .stdout()
+              .includes(
+                '"msg":"release kept-v2 is Deprecated; nothing left to serve; staying up until this pod\'s Deployment is deleted',
+              ),
+          'the proxy saying it stays',
+          20_000,
+        );
         const code = await Promise.race([proxy.exited, delay(1_500, 'still running')]);
         assert.equal(code, 'still running');
         proxy.child.kill('SIGTERM');

@@ -24,7 +24,14 @@ import {
 } from '../support/net/backends.ts';
 import { freePort } from '../support/net/free-ports.ts';
 import { metricValue } from '../support/dataplane/test-plane.ts';
-import { runCli, runServeExpectingExit, spawnServe, startServe, untilReady, type ServeChild } from '../support/process/serve-child.ts';
+import {
+  runCli,
+  runServeExpectingExit,
+  spawnServe,
+  startServe,
+  untilReady,
+  type ServeChild,
+} from '../support/process/serve-child.ts';
 import { afterDelivery } from '../support/process/signal-delivery.ts';
 
 const MiB = 1024 * 1024;
@@ -58,8 +65,16 @@ listeners:
 `);
     assert.equal(exit.code, 2, stderr);
     const lines = stderr.trim().split('\n');
-    assert.ok(lines.some((line) => /^canary-l4: .*lb\.yaml: listeners\[0\]\.backends\[1\]\.weight: must be an integer 0-100, got 150$/.test(line)), stderr);
-    assert.ok(lines.some((line) => /listeners\[0\]\.idleTimeoutMS: unknown key, did you mean "idleTimeoutMs"\?/.test(line)), stderr);
+    assert.ok(
+      lines.some((line) =>
+        /^canary-l4: .*lb\.yaml: listeners\[0\]\.backends\[1\]\.weight: must be an integer 0-100, got 150$/.test(line),
+      ),
+      stderr,
+    );
+    assert.ok(
+      lines.some((line) => /listeners\[0\]\.idleTimeoutMS: unknown key, did you mean "idleTimeoutMs"\?/.test(line)),
+      stderr,
+    );
     assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
     assert.doesNotMatch(stdout, /"msg":"serving"/);
   });
@@ -79,21 +94,35 @@ listeners:
   });
 
   test('a --weight naming an unknown backend exits 2 naming the flag', async () => {
-    const { exit, stderr } = await runServeExpectingExit({ listeners: [web(18081, 1, 2, 90, 10)] }, ['--weight', 'web:canry=5']);
+    const { exit, stderr } = await runServeExpectingExit({ listeners: [web(18081, 1, 2, 90, 10)] }, [
+      '--weight',
+      'web:canry=5',
+    ]);
     assert.equal(exit.code, 2);
-    assert.match(stderr, /--weight "web:canry=5": listener "web" has no backend "canry"; the backends are stable, canary/);
+    assert.match(
+      stderr,
+      /--weight "web:canry=5": listener "web" has no backend "canry"; the backends are stable, canary/,
+    );
   });
 
   test('an empty or repeated --admin-address exits 2 naming the flag, rather than binding every address', async () => {
     const empty = await runCli(['serve', '--config', '/dev/null', '--admin-address', '']);
     assert.equal(empty.exit.code, 2);
-    assert.match(empty.stderr, /^canary-l4: --admin-address: must be one address of this host, or \* for every address, got ""$/m);
+    assert.match(
+      empty.stderr,
+      /^canary-l4: --admin-address: must be one address of this host, or \* for every address, got ""$/m,
+    );
     const twice = await runServeExpectingExit({ listeners: [web(18081, 1, 2, 90, 10)] }, ['--admin-address', '::1']);
     assert.equal(twice.exit.code, 2);
-    assert.match(twice.stderr, /--admin-address: must be one address of this host, or \* for every address, got \["127.0.0.1","::1"\]/);
+    assert.match(
+      twice.stderr,
+      /--admin-address: must be one address of this host, or \* for every address, got \["127.0.0.1","::1"\]/,
+    );
   });
 
-  test('an open-file limit that leaves no descriptor for connections exits 2 saying so, rather than serving nothing', { timeout: 20_000 }, async () => {
+  test('an open-file limit that leaves no descriptor for connections exits 2 saying so, rather than serving nothing', {
+    timeout: 20_000,
+  }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'canary-l4-test-'));
     const path = join(dir, 'lb.yaml');
     writeFileSync(path, 'listeners: []\n');
@@ -102,7 +131,10 @@ listeners:
     const exit = await Promise.race([serve.exited, sleep(10_000).then(() => undefined)]);
     await serve.stop();
     assert.equal(exit?.code, 2, serve.stderr());
-    assert.match(serve.stderr(), /^canary-l4: open files: the limit of 96 \(ulimit -n\) leaves no descriptor for connections .*raise it, e\.g\. ulimit -n 65536/m);
+    assert.match(
+      serve.stderr(),
+      /^canary-l4: open files: the limit of 96 \(ulimit -n\) leaves no descriptor for connections .*raise it, e\.g\. ulimit -n 65536/m,
+    );
   });
 
   test('an admin port in use exits 2, like every start-up error, naming both flags and the fix', async () => {
@@ -113,11 +145,23 @@ listeners:
     writeFileSync(path, 'listeners: []\n');
     try {
       const port = (holder.address() as net.AddressInfo).port;
-      const { exit, stderr } = await runCli(['serve', '--config', path, '--no-watch', '--admin-address', '127.0.0.1', '--admin-port', String(port)]);
+      const { exit, stderr } = await runCli([
+        'serve',
+        '--config',
+        path,
+        '--no-watch',
+        '--admin-address',
+        '127.0.0.1',
+        '--admin-port',
+        String(port),
+      ]);
       assert.equal(exit.code, 2, stderr);
       assert.match(
         stderr,
-        new RegExp(`^canary-l4: --admin-address 127\\.0\\.0\\.1 --admin-port ${port}: cannot listen \\(EADDRINUSE\\); choose another port \\(0: any free one\\)`, 'm'),
+        new RegExp(
+          `^canary-l4: --admin-address 127\\.0\\.0\\.1 --admin-port ${port}: cannot listen \\(EADDRINUSE\\); choose another port \\(0: any free one\\)`,
+          'm',
+        ),
       );
     } finally {
       holder.close();
@@ -130,11 +174,16 @@ listeners:
     await once(holder, 'listening');
     try {
       const port = (holder.address() as net.AddressInfo).port;
-      const { exit, stderr } = await runServeExpectingExit({ listeners: [web(await freePort(), 1, 2, 90, 10), { ...web(port, 1, 2, 90, 10), name: 'held' }] });
+      const { exit, stderr } = await runServeExpectingExit({
+        listeners: [web(await freePort(), 1, 2, 90, 10), { ...web(port, 1, 2, 90, 10), name: 'held' }],
+      });
       assert.equal(exit.code, 2, stderr);
       assert.match(
         stderr,
-        new RegExp(`^canary-l4: .*lb\\.yaml: listeners\\[1\\]\\.listen: listener "held" cannot listen on tcp 127\\.0\\.0\\.1:${port}: the address is in use.*\\(EADDRINUSE\\)$`, 'm'),
+        new RegExp(
+          `^canary-l4: .*lb\\.yaml: listeners\\[1\\]\\.listen: listener "held" cannot listen on tcp 127\\.0\\.0\\.1:${port}: the address is in use.*\\(EADDRINUSE\\)$`,
+          'm',
+        ),
       );
       assert.doesNotMatch(stderr, /\n\s+at /, 'no stack trace');
     } finally {
@@ -164,7 +213,10 @@ describe('serve: reloads', { timeout: 60_000 }, () => {
     await Promise.all([stable.close(), canary.close()]);
   });
 
-  const reloadLogs = () => serve.logs().filter((line) => line.msg === 'config reloaded' || String(line.msg).startsWith('config reload refused'));
+  const reloadLogs = () =>
+    serve
+      .logs()
+      .filter((line) => line.msg === 'config reloaded' || String(line.msg).startsWith('config reload refused'));
 
   test('SIGHUP reloads the file: the new weights take the next connections', async () => {
     assert.deepEqual(await names(port, 20), { stable: 20 });
@@ -192,12 +244,19 @@ describe('serve: reloads', { timeout: 60_000 }, () => {
     serve.writeConfig({
       listeners: [
         web(port, stable.port, canary.port, 100, 0),
-        { name: 'held', listen: `127.0.0.1:${heldPort}`, backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }] },
+        {
+          name: 'held',
+          listen: `127.0.0.1:${heldPort}`,
+          backends: [{ name: 'x', host: '127.0.0.1', port: stable.port, weight: 1 }],
+        },
       ],
     });
     serve.child.kill('SIGHUP');
     await waitFor(() => reloadLogs().length === 3, 'the refusal log line');
-    assert.match(String(reloadLogs()[2]!.error), /lb\.yaml: listeners\[1\]\.listen: listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
+    assert.match(
+      String(reloadLogs()[2]!.error),
+      /lb\.yaml: listeners\[1\]\.listen: listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/,
+    );
     assert.deepEqual(await names(port, 10), { canary: 10 }, 'the weights of the refused file were applied');
     const metrics = (await serve.get('/metrics')).body;
     assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'failure' }), 2);
@@ -231,7 +290,11 @@ describe('serve: warnings about a valid config', { timeout: 30_000 }, () => {
     const [dark, web] = [await freePort(), await freePort()];
     const serve = await startServe({
       listeners: [
-        { name: 'dark', listen: `127.0.0.1:${dark}`, backends: [{ name: 'stable', host: '127.0.0.1', port: stable.port, weight: 0 }] },
+        {
+          name: 'dark',
+          listen: `127.0.0.1:${dark}`,
+          backends: [{ name: 'stable', host: '127.0.0.1', port: stable.port, weight: 0 }],
+        },
         {
           name: 'web',
           listen: `127.0.0.1:${web}`,
@@ -248,7 +311,10 @@ describe('serve: warnings about a valid config', { timeout: 30_000 }, () => {
       assert.ok(zero, serve.stdout());
       assert.equal(zero.field, 'listeners[0].backends');
       assert.equal(zero.listener, 'dark');
-      await waitFor(() => warning('backend host does not resolve: connections to it will fail') !== undefined, 'the unresolvable host warning');
+      await waitFor(
+        () => warning('backend host does not resolve: connections to it will fail') !== undefined,
+        'the unresolvable host warning',
+      );
       const unresolved = warning('backend host does not resolve: connections to it will fail')!;
       assert.equal(unresolved.field, 'listeners[1].backends[1].host');
       assert.equal(unresolved.host, 'no-such-host.invalid');
@@ -276,7 +342,11 @@ describe('serve: a reload that changes nothing', { timeout: 30_000 }, () => {
       await waitFor(() => unchanged().length === 2, 'the SIGHUP to be handled');
       assert.ok(!serve.logs().some((line) => line.msg === 'config reloaded'));
       const metrics = (await serve.get('/metrics')).body;
-      assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }), 1, 'only the first config');
+      assert.equal(
+        metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'success' }),
+        1,
+        'only the first config',
+      );
       assert.equal(metricValue(metrics, 'canary_l4_config_reloads_total', { result: 'unchanged' }), 2);
     } finally {
       await serve.stop();
@@ -310,16 +380,36 @@ describe('serve: a listener with a mirror', { timeout: 30_000 }, () => {
     const stable = await startNamedBackend('stable');
     const canary = await startNamedBackend('canary');
     const port = await freePort();
-    const serve = await startServe({ listeners: [{ ...web(port, stable.port, canary.port, 100, 0), mirror: { to: 'canary', percent: 100, compare: 'replies' } }] }, ['--no-watch']);
+    const serve = await startServe(
+      {
+        listeners: [
+          {
+            ...web(port, stable.port, canary.port, 100, 0),
+            mirror: { to: 'canary', percent: 100, compare: 'replies' },
+          },
+        ],
+      },
+      ['--no-watch'],
+    );
     try {
       assert.deepEqual(await names(port, 20), { stable: 20 });
       await waitFor(() => canary.accepted === 20, 'the mirror to get every connection');
       const metrics = async () => (await serve.get('/metrics')).body;
-      const outcome = async (name: string) => metricValue(await metrics(), 'canary_l4_mirror_total', { listener: 'web', backend: 'canary', outcome: name });
+      const outcome = async (name: string) =>
+        metricValue(await metrics(), 'canary_l4_mirror_total', { listener: 'web', backend: 'canary', outcome: name });
       await waitFor(async () => (await outcome('compared')) === 20, 'every connection judged', 10_000);
       assert.equal(await outcome('different'), 20, '"canary" is not "stable"');
-      const stats = JSON.parse((await serve.get('/stats')).body) as { listeners: Record<string, Record<string, { mirror: Record<string, number> }>> };
-      assert.deepEqual(stats.listeners.web!.canary!.mirror, { mirrored: 20, compared: 20, equal: 0, different: 20, missing: 0, dropped: 0 });
+      const stats = JSON.parse((await serve.get('/stats')).body) as {
+        listeners: Record<string, Record<string, { mirror: Record<string, number> }>>;
+      };
+      assert.deepEqual(stats.listeners.web!.canary!.mirror, {
+        mirrored: 20,
+        compared: 20,
+        equal: 0,
+        different: 20,
+        missing: 0,
+        dropped: 0,
+      });
     } finally {
       await serve.stop();
       await Promise.all([stable.close(), canary.close()]);
@@ -346,7 +436,15 @@ describe('serve: SIGTERM', { timeout: 30_000 }, () => {
     });
     const port = await freePort();
     const serve = await startServe(
-      { listeners: [{ name: 'slow', listen: `127.0.0.1:${port}`, backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }] }] },
+      {
+        listeners: [
+          {
+            name: 'slow',
+            listen: `127.0.0.1:${port}`,
+            backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }],
+          },
+        ],
+      },
       ['--drain-timeout', '20'],
     );
     try {
@@ -361,7 +459,11 @@ describe('serve: SIGTERM', { timeout: 30_000 }, () => {
       serve.child.kill('SIGTERM');
       await waitFor(() => serve.logs().some((line) => line.msg === 'signal received'), 'the signal to be handled');
       assert.equal((await serve.get('/readyz')).status, 503, 'still ready while draining');
-      assert.equal((await exchange(port, 'x')).error?.code, 'ECONNREFUSED', 'a new connection was accepted while draining');
+      assert.equal(
+        (await exchange(port, 'x')).error?.code,
+        'ECONNREFUSED',
+        'a new connection was accepted while draining',
+      );
 
       const outcome = await ended;
       assert.equal(outcome.error, undefined);
@@ -378,7 +480,15 @@ describe('serve: SIGTERM', { timeout: 30_000 }, () => {
     const backend = await startTcpBackend((socket) => socket.resume()); // never answers, never ends
     const port = await freePort();
     const serve = await startServe(
-      { listeners: [{ name: 'stuck', listen: `127.0.0.1:${port}`, backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }] }] },
+      {
+        listeners: [
+          {
+            name: 'stuck',
+            listen: `127.0.0.1:${port}`,
+            backends: [{ name: 'b', host: '127.0.0.1', port: backend.port, weight: 1 }],
+          },
+        ],
+      },
       ['--drain-timeout', '1'],
     );
     try {
@@ -441,14 +551,21 @@ describe('serve: SIGHUP during start-up', { timeout: 30_000 }, () => {
       serve.child.kill('SIGHUP');
       // Once delivered, a signal without a handler would have begun to end the process.
       assert.equal(await afterDelivery(serve.child.pid!, 'SIGHUP'), 'alive', 'serve died of a SIGHUP during start-up');
-      assert.equal(serve.hasExited, false, `serve died of a SIGHUP during start-up: ${JSON.stringify(await Promise.race([serve.exited, sleep(0)]))}`);
+      assert.equal(
+        serve.hasExited,
+        false,
+        `serve died of a SIGHUP during start-up: ${JSON.stringify(await Promise.race([serve.exited, sleep(0)]))}`,
+      );
       writeSync(reading, JSON.stringify({ listeners: [web(port, stable.port, canary.port, 100, 0)] }));
       closeSync(reading);
       await untilReady(serve);
 
       // Once serving, the held SIGHUPs make one reload, which reads the file again.
       await feedFifo(fifo, { listeners: [web(port, stable.port, canary.port, 0, 100)] });
-      await waitFor(() => serve.logs().some((line) => line.msg === 'config reloaded' && line.trigger === 'SIGHUP'), 'the held SIGHUP to reload');
+      await waitFor(
+        () => serve.logs().some((line) => line.msg === 'config reloaded' && line.trigger === 'SIGHUP'),
+        'the held SIGHUP to reload',
+      );
       assert.deepEqual(await names(port, 10), { canary: 10 });
       assert.equal(await fifoWriterOnceRead(fifo, 500), undefined, 'two SIGHUPs held at start-up made a second reload');
     } finally {

@@ -7,8 +7,15 @@ import type { CanaryRelease } from '../../src/api/release-types.ts';
 import type { CanaryReleaseStatus } from '../../src/api/status-types.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 
-const release = (spec: CanaryReleaseSpec, status: Partial<CanaryReleaseStatus> = {}): CanaryRelease => ({ metadata: { name: 'web-v2', uid: 'u' }, spec, status });
-const STEPS = [{ weight: 10, pause: {} }, { weight: 50, pause: {} }];
+const release = (spec: CanaryReleaseSpec, status: Partial<CanaryReleaseStatus> = {}): CanaryRelease => ({
+  metadata: { name: 'web-v2', uid: 'u' },
+  spec,
+  status,
+});
+const STEPS = [
+  { weight: 10, pause: {} },
+  { weight: 50, pause: {} },
+];
 
 describe('kubectl canary-l4 actions', () => {
   it('promote releases the step in force, as status says it is', () => {
@@ -22,8 +29,14 @@ describe('kubectl canary-l4 actions', () => {
 
   it('refuses what cannot apply: every step done, a release handing back or over', () => {
     const refused = (result: ReturnType<typeof promote>) => (result.ok ? 'accepted' : result.error);
-    assert.match(refused(promote(release({ steps: STEPS }, { currentStep: 2 }), false)), /has done every step \(2\/2\): promote --full adopts it/);
-    assert.match(refused(promote(release({ steps: STEPS }, { phase: 'Deprecated' }), true)), /is Deprecated: it is over/);
+    assert.match(
+      refused(promote(release({ steps: STEPS }, { currentStep: 2 }), false)),
+      /has done every step \(2\/2\): promote --full adopts it/,
+    );
+    assert.match(
+      refused(promote(release({ steps: STEPS }, { phase: 'Deprecated' }), true)),
+      /is Deprecated: it is over/,
+    );
     assert.match(refused(abort(release({ transition: 'Adopted' }), undefined)), /already being adopted/);
   });
 

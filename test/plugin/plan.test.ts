@@ -11,7 +11,12 @@ import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
 import { createService, NAMESPACE, startCluster, versions, type Cluster } from '../support/cluster/release-cluster.ts';
 
-const release = (name: string, spec: CanaryReleaseSpec) => ({ apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name }, spec });
+const release = (name: string, spec: CanaryReleaseSpec) => ({
+  apiVersion: 'canary-l4.io/v1alpha1',
+  kind: 'CanaryRelease',
+  metadata: { name },
+  spec,
+});
 
 describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }, () => {
   let cluster: Cluster;
@@ -33,8 +38,18 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
   });
 
   it('plan -f of a file with several documents plans every CanaryRelease, says which document each is, and exits 1 if any has a problem', async () => {
-    const good = release('multi-good', { services: [{ service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 80, config: { weight: 10 } }] }] });
-    const bad = release('multi-bad', { services: [{ service: 'gone', ports: [{ port: 80, config: { weight: 150 } }] }] });
+    const good = release('multi-good', {
+      services: [
+        {
+          service: 'web',
+          canaryServiceOperations: { add: { version: 'v2' } },
+          ports: [{ port: 80, config: { weight: 10 } }],
+        },
+      ],
+    });
+    const bad = release('multi-bad', {
+      services: [{ service: 'gone', ports: [{ port: 80, config: { weight: 150 } }] }],
+    });
     const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'unrelated' } };
     const file = await kubectl.manifest('multi.yaml', good, service, bad);
     const before = await versions(cluster);
@@ -48,7 +63,11 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.match(second, /- spec.services\[0\]: Service gone not found in the namespace/);
     assert.match(run.stdout, /2 CanaryReleases planned; with problems: multi-bad \(document 3\)\./);
 
-    const list = await kubectl.manifest('list.yaml', { apiVersion: 'v1', kind: 'List', items: [good, release('list-bad', { services: [{ service: 'web', ports: [{ port: 80 }] }], steps: [] })] });
+    const list = await kubectl.manifest('list.yaml', {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [good, release('list-bad', { services: [{ service: 'web', ports: [{ port: 80 }] }], steps: [] })],
+    });
     const listed = await plugin('plan', '-f', list);
     assert.equal(listed.code, 1, listed.stdout);
     assert.ok(listed.stdout.includes(`CanaryRelease default/list-bad (document 1, item 2 of ${list})`), listed.stdout);
@@ -56,24 +75,59 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
   });
 
   it('plan shows the steps, their pauses, what promotedStep skips, and refuses a promotedStep past the last step', async () => {
-    const hourly = [{ weight: 10, pause: { duration: '1h' } }, { weight: 30, pause: { duration: '1h' } }, { weight: 60, pause: {} }];
+    const hourly = [
+      { weight: 10, pause: { duration: '1h' } },
+      { weight: 30, pause: { duration: '1h' } },
+      { weight: 60, pause: {} },
+    ];
     const entry = { service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 80 }] };
-    const promoted = await plugin('plan', '-f', await kubectl.manifest('promoted.yaml', release('promoted', { services: [entry], steps: hourly, promotedStep: 1 })));
+    const promoted = await plugin(
+      'plan',
+      '-f',
+      await kubectl.manifest(
+        'promoted.yaml',
+        release('promoted', { services: [entry], steps: hourly, promotedStep: 1 }),
+      ),
+    );
     assert.equal(promoted.code, 0, promoted.stdout);
-    assert.match(promoted.stdout, /Steps \(every listed port takes each weight in turn; a pause holds it\):\n {2}10% 1h → 30% 1h → 60% until promoted → adopted\n {2}spec.promotedStep 1: the pause of step 1 \(1h\), step 2 \(1h\) are skipped/);
-    const stale = await plugin('plan', '-f', await kubectl.manifest('stale.yaml', release('stale', { services: [entry], steps: hourly, promotedStep: 3 })));
+    assert.match(
+      promoted.stdout,
+      /Steps \(every listed port takes each weight in turn; a pause holds it\):\n {2}10% 1h → 30% 1h → 60% until promoted → adopted\n {2}spec.promotedStep 1: the pause of step 1 \(1h\), step 2 \(1h\) are skipped/,
+    );
+    const stale = await plugin(
+      'plan',
+      '-f',
+      await kubectl.manifest('stale.yaml', release('stale', { services: [entry], steps: hourly, promotedStep: 3 })),
+    );
     assert.equal(stale.code, 1, stale.stdout);
-    assert.match(stale.stdout, /spec.promotedStep 3 names no step: it would skip every pause and analysis gate \(see Problems\)/);
-    assert.match(stale.stdout, /- spec.promotedStep: 3 is past the last step \(there are 3, indexed 0–2\), so it would skip every pause and analysis gate/);
+    assert.match(
+      stale.stdout,
+      /spec.promotedStep 3 names no step: it would skip every pause and analysis gate \(see Problems\)/,
+    );
+    assert.match(
+      stale.stdout,
+      /- spec.promotedStep: 3 is past the last step \(there are 3, indexed 0–2\), so it would skip every pause and analysis gate/,
+    );
     assert.doesNotMatch(stale.stdout, /Services to create/, 'a release that would hold creates nothing');
   });
 
   it('plan refuses analysis thresholds that would never judge or always fail, and pauses with no end, naming each field', async () => {
-    const file = await kubectl.manifest('thresholds.yaml', release('thresholds', {
-      services: [{ service: 'web', ports: [{ port: 80 }] }],
-      steps: [{ weight: 10, pause: { duration: '100000000000h' } }],
-      analysis: { interval: '8760h', thresholds: { errorRate: { max: 0.01 }, connectLatencyP99: { maxRatioToStable: 0 }, connectErrorRate: { max: 2 }, resetRate: { mx: 0.01 } } as never },
-    }));
+    const file = await kubectl.manifest(
+      'thresholds.yaml',
+      release('thresholds', {
+        services: [{ service: 'web', ports: [{ port: 80 }] }],
+        steps: [{ weight: 10, pause: { duration: '100000000000h' } }],
+        analysis: {
+          interval: '8760h',
+          thresholds: {
+            errorRate: { max: 0.01 },
+            connectLatencyP99: { maxRatioToStable: 0 },
+            connectErrorRate: { max: 2 },
+            resetRate: { mx: 0.01 },
+          } as never,
+        },
+      }),
+    );
     const run = await plugin('plan', '-f', file);
     assert.equal(run.code, 1, run.stdout);
     for (const problem of [
@@ -83,51 +137,103 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
       'spec.analysis.thresholds.connectLatencyP99.maxRatioToStable: must be a ratio of at least 1',
       'spec.analysis.thresholds.connectErrorRate.max: must be a rate from 0 to 1',
       'spec.analysis.thresholds.resetRate.mx: no such bound of resetRate',
-    ]) assert.ok(run.stdout.includes(`  - ${problem}`), `${problem}\n---\n${run.stdout}`);
+    ])
+      assert.ok(run.stdout.includes(`  - ${problem}`), `${problem}\n---\n${run.stdout}`);
   });
 
-  it('plan checks what a workload patch makes of the stable Deployment: containers, images, the selector\'s labels', async () => {
-    await cluster.apps.createNamespacedDeployment({ namespace: NAMESPACE, body: {
-      metadata: { name: 'shop' },
-      spec: { replicas: 1, selector: { matchLabels: { app: 'shop' } }, template: { metadata: { labels: { app: 'shop', version: 'v1' } }, spec: { containers: [{ name: 'shop', image: 'example/shop:1' }] } } },
-    } });
+  it("plan checks what a workload patch makes of the stable Deployment: containers, images, the selector's labels", async () => {
+    await cluster.apps.createNamespacedDeployment({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: 'shop' },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: 'shop' } },
+          template: {
+            metadata: { labels: { app: 'shop', version: 'v1' } },
+            spec: { containers: [{ name: 'shop', image: 'example/shop:1' }] },
+          },
+        },
+      },
+    });
     const entry = { service: 'shop', ports: [{ port: 443 }] };
     for (const [name, patch, problem] of [
-      ['no-containers', { spec: { containers: [{ name: 'shop', $patch: 'delete' }] } }, 'spec.workloads[0].patch: leaves the pod template without containers'],
-      ['no-image', { spec: { containers: [{ name: 'shop', image: '' }] } }, 'spec.workloads[0].patch.spec.containers[name=shop].image: the container has no image'],
-      ['bad-image', { spec: { containers: [{ name: 'shop', image: 'Example/Shop:2!' }] } }, 'spec.workloads[0].patch.spec.containers[name=shop].image: "Example/Shop:2!" is not an image reference'],
-      ['no-app', { metadata: { labels: { $patch: 'replace', version: 'v2' } } }, 'spec.workloads[0].patch.metadata.labels: drops app=shop, which the Deployment\'s selector needs'],
+      [
+        'no-containers',
+        { spec: { containers: [{ name: 'shop', $patch: 'delete' }] } },
+        'spec.workloads[0].patch: leaves the pod template without containers',
+      ],
+      [
+        'no-image',
+        { spec: { containers: [{ name: 'shop', image: '' }] } },
+        'spec.workloads[0].patch.spec.containers[name=shop].image: the container has no image',
+      ],
+      [
+        'bad-image',
+        { spec: { containers: [{ name: 'shop', image: 'Example/Shop:2!' }] } },
+        'spec.workloads[0].patch.spec.containers[name=shop].image: "Example/Shop:2!" is not an image reference',
+      ],
+      [
+        'no-app',
+        { metadata: { labels: { $patch: 'replace', version: 'v2' } } },
+        "spec.workloads[0].patch.metadata.labels: drops app=shop, which the Deployment's selector needs",
+      ],
     ] as const) {
-      const run = await plugin('plan', '-f', await kubectl.manifest(`${name}.yaml`, release(name, { services: [entry], workloads: [{ name: 'shop', patch }] })));
+      const run = await plugin(
+        'plan',
+        '-f',
+        await kubectl.manifest(
+          `${name}.yaml`,
+          release(name, { services: [entry], workloads: [{ name: 'shop', patch }] }),
+        ),
+      );
       assert.equal(run.code, 1, `${name}: ${run.stdout}`);
       assert.ok(run.stdout.includes(`  - ${problem}`), `${problem}\n---\n${run.stdout}`);
       assert.doesNotMatch(run.stdout, /Deployments to create/, name);
     }
   });
 
-  it('plan refuses what kubectl apply would: an unknown field (protocl), by the API server\'s own schema; a good file passes it', async () => {
-    const entry = { service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 80, protocl: 'TCP' }] };
-    const file = await kubectl.manifest('typo.yaml', release('typo', { services: [entry] } as unknown as CanaryReleaseSpec));
+  it("plan refuses what kubectl apply would: an unknown field (protocl), by the API server's own schema; a good file passes it", async () => {
+    const entry = {
+      service: 'web',
+      canaryServiceOperations: { add: { version: 'v2' } },
+      ports: [{ port: 80, protocl: 'TCP' }],
+    };
+    const file = await kubectl.manifest(
+      'typo.yaml',
+      release('typo', { services: [entry] } as unknown as CanaryReleaseSpec),
+    );
     const before = await versions(cluster);
     const run = await plugin('plan', '-f', file);
     assert.equal(await versions(cluster), before, 'a dry run writes nothing');
     assert.equal(run.code, 1, run.stdout);
-    assert.match(run.stdout, /- kubectl apply would be refused: .*\.spec\.services\[0\]\.ports\[0\]\.protocl: field not declared in schema/);
+    assert.match(
+      run.stdout,
+      /- kubectl apply would be refused: .*\.spec\.services\[0\]\.ports\[0\]\.protocl: field not declared in schema/,
+    );
     await assert.rejects(kubectl('apply', '-f', file), /protocl/, 'kubectl apply refuses it too');
 
-    const good = await kubectl.manifest('good.yaml', release('typo', { services: [{ ...entry, ports: [{ port: 80 }] }] }));
+    const good = await kubectl.manifest(
+      'good.yaml',
+      release('typo', { services: [{ ...entry, ports: [{ port: 80 }] }] }),
+    );
     const planned = await plugin('plan', '-f', good);
     assert.equal(planned.code, 0, planned.stdout);
     assert.doesNotMatch(planned.stdout, /would be refused|not checked against/);
   });
 
   it('plan of a file that is not YAML says where, without a dangling colon', async () => {
-    const file = await kubectl.manifest('bad.yaml', release('fine', { services: [{ service: 'web', ports: [{ port: 80 }] }] }));
+    const file = await kubectl.manifest(
+      'bad.yaml',
+      release('fine', { services: [{ service: 'web', ports: [{ port: 80 }] }] }),
+    );
     await writeFile(file, 'kind: CanaryRelease\nspec: {services: [\n');
     const run = await plugin('plan', '-f', file);
     assert.equal(run.code, 2, run.stdout);
-    assert.match(run.stderr, new RegExp(`^kubectl canary-l4: -f ${file}: document 1 is not YAML: .*line \\d+, column \\d+\n$`));
+    assert.match(
+      run.stderr,
+      new RegExp(`^kubectl canary-l4: -f ${file}: document 1 is not YAML: .*line \\d+, column \\d+\n$`),
+    );
     assert.doesNotMatch(run.stderr, /:\n$/);
   });
-
 });

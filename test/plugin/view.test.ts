@@ -8,17 +8,46 @@ import type { PortStatus, StepAchievedSplit } from '../../src/api/status-types.t
 
 const NOW = new Date('2026-12-01T12:00:00Z');
 
-function release(achievedStep: StepAchievedSplit | undefined, withSteps = true, override: { override?: number | null } = { override: null }): CanaryRelease {
+function release(
+  achievedStep: StepAchievedSplit | undefined,
+  withSteps = true,
+  override: { override?: number | null } = { override: null },
+): CanaryRelease {
   const port: PortStatus = {
-    service: 'web', port: 9000, protocol: 'TCP', proxyPort: 18080, weight: 50, ...override, served: 50,
-    achieved: { stable: 3000, canary: 1000, canaryPercent: 25 }, ...(achievedStep === undefined ? {} : { achievedStep }),
+    service: 'web',
+    port: 9000,
+    protocol: 'TCP',
+    proxyPort: 18080,
+    weight: 50,
+    ...override,
+    served: 50,
+    achieved: { stable: 3000, canary: 1000, canaryPercent: 25 },
+    ...(achievedStep === undefined ? {} : { achievedStep }),
   };
   return {
-    apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: 'web-v3', namespace: 'default', uid: 'u1' },
-    spec: { services: [{ service: 'web', ports: [{ port: 9000, protocol: 'TCP' }] }],
-      ...(withSteps ? { steps: [{ weight: 10, pause: { duration: '30s' } }, { weight: 50, pause: {} }] } : {}) },
-    status: { phase: 'Running', observedGeneration: 1, transition: null, conditions: [], ports: [port], weights: 'web:9000=50%',
-      ...(withSteps ? { currentStep: 1, step: '2/2', stepStartedAt: '2026-12-01T11:59:00Z' } : {}) },
+    apiVersion: 'canary-l4.io/v1alpha1',
+    kind: 'CanaryRelease',
+    metadata: { name: 'web-v3', namespace: 'default', uid: 'u1' },
+    spec: {
+      services: [{ service: 'web', ports: [{ port: 9000, protocol: 'TCP' }] }],
+      ...(withSteps
+        ? {
+            steps: [
+              { weight: 10, pause: { duration: '30s' } },
+              { weight: 50, pause: {} },
+            ],
+          }
+        : {}),
+    },
+    status: {
+      phase: 'Running',
+      observedGeneration: 1,
+      transition: null,
+      conditions: [],
+      ports: [port],
+      weights: 'web:9000=50%',
+      ...(withSteps ? { currentStep: 1, step: '2/2', stepStartedAt: '2026-12-01T11:59:00Z' } : {}),
+    },
   };
 }
 
@@ -27,11 +56,16 @@ function thisStep(text: string): string | undefined {
   const lines = text.split('\n');
   const header = lines.find((line) => line.startsWith('SERVICE'))!;
   const at = header.indexOf('THIS STEP');
-  return at < 0 ? undefined : lines.find((line) => line.startsWith('web '))!.slice(at).trim();
+  return at < 0
+    ? undefined
+    : lines
+        .find((line) => line.startsWith('web '))!
+        .slice(at)
+        .trim();
 }
 
 describe('kubectl canary-l4 status: the split at the step in force', () => {
-  it('beside the release\'s: the canary\'s share and its counts since the step began', () => {
+  it("beside the release's: the canary's share and its counts since the step began", () => {
     const text = formatStatus(release({ step: 1, stable: 498, canary: 502, canaryPercent: 50.2 }), NOW);
     assert.match(text, /CANARY %\s+THIS STEP\n/);
     assert.match(text, /\s25%\s+50\.2% \(502 of 1000\)\n/);
@@ -39,7 +73,11 @@ describe('kubectl canary-l4 status: the split at the step in force', () => {
 
   for (const [what, split, shown] of [
     ['nothing counted at the step yet', { step: 1, stable: 0, canary: 0, canaryPercent: 0 }, 'none yet'],
-    ['counts of another step (a status written before the step changed)', { step: 0, stable: 90, canary: 10, canaryPercent: 10 }, '-'],
+    [
+      'counts of another step (a status written before the step changed)',
+      { step: 0, stable: 90, canary: 10, canaryPercent: 10 },
+      '-',
+    ],
     ['no counts in status', undefined, '-'],
   ] as const) {
     it(`${what}: ${shown}`, () => assert.equal(thisStep(formatStatus(release(split), NOW)), shown));
@@ -51,7 +89,8 @@ describe('kubectl canary-l4 status: the split at the step in force', () => {
     ['no override, as written (null)', { override: null }, /^web\s+9000\/TCP\s+18080\s+50%\s+50%/m],
     ['an override', { override: 0 }, /^web\s+9000\/TCP\s+18080\s+50% \(--weight 0%\)\s+50%/m],
   ] as const) {
-    it(`the CONFIGURED column with ${what}`, () => assert.match(formatStatus(release(undefined, true, override), NOW), shown));
+    it(`the CONFIGURED column with ${what}`, () =>
+      assert.match(formatStatus(release(undefined, true, override), NOW), shown));
   }
 
   it('without steps there is no such column', () => {
@@ -59,19 +98,44 @@ describe('kubectl canary-l4 status: the split at the step in force', () => {
   });
 });
 
-describe('kubectl canary-l4 status: the analysis\' signals', () => {
+describe("kubectl canary-l4 status: the analysis' signals", () => {
   const judged = (heldOut: number | undefined): CanaryRelease => {
     const base = release(undefined);
-    return { ...base, status: { ...base.status!, analysis: {
-      at: '2026-12-01T11:59:50Z', intervalMs: 10_000, replicas: 1, samples: 84, verdict: 'Failed', confidence: 0.99, failures: 1, message: 'connectErrorRate: …',
-      signals: [{ name: 'connectErrorRate', canary: 0.893, stable: 0, threshold: 'max 0.05', verdict: 'Failed',
-        counts: { canary: { count: 75, of: 84 }, stable: { count: 0, of: 210 } }, ...(heldOut === undefined ? {} : { heldOut }) }],
-    } } };
+    return {
+      ...base,
+      status: {
+        ...base.status!,
+        analysis: {
+          at: '2026-12-01T11:59:50Z',
+          intervalMs: 10_000,
+          replicas: 1,
+          samples: 84,
+          verdict: 'Failed',
+          confidence: 0.99,
+          failures: 1,
+          message: 'connectErrorRate: …',
+          signals: [
+            {
+              name: 'connectErrorRate',
+              canary: 0.893,
+              stable: 0,
+              threshold: 'max 0.05',
+              verdict: 'Failed',
+              counts: { canary: { count: 75, of: 84 }, stable: { count: 0, of: 210 } },
+              ...(heldOut === undefined ? {} : { heldOut }),
+            },
+          ],
+        },
+      },
+    };
   };
   const row = (text: string) => text.split('\n').find((line) => line.startsWith('connectErrorRate'))!;
 
-  it('the canary\'s count says how much of it passive health kept from the canary', () => {
-    assert.match(row(formatStatus(judged(74), NOW)), /^connectErrorRate +75 of 84 \(0\.893\), 74 held out +0 of 210 \(0\) +max 0\.05 \(99 % confidence\) +Failed$/);
+  it("the canary's count says how much of it passive health kept from the canary", () => {
+    assert.match(
+      row(formatStatus(judged(74), NOW)),
+      /^connectErrorRate +75 of 84 \(0\.893\), 74 held out +0 of 210 \(0\) +max 0\.05 \(99 % confidence\) +Failed$/,
+    );
   });
 
   it('and nothing of it when none was', () => {

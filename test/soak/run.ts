@@ -5,7 +5,13 @@
 import { parseArgs } from 'node:util';
 import { runSoak } from './soak.ts';
 
-const { values } = parseArgs({ options: { minutes: { type: 'string', default: '1' }, seed: { type: 'string' }, quiet: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '1' },
+    seed: { type: 'string' },
+    quiet: { type: 'boolean', default: false },
+  },
+});
 const minutes = Number(values.minutes);
 if (!Number.isFinite(minutes) || minutes <= 0) {
   process.stderr.write(`soak: --minutes must be a number > 0, got ${values.minutes}\n`);
@@ -13,7 +19,11 @@ if (!Number.isFinite(minutes) || minutes <= 0) {
 }
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 process.stdout.write(`soak: ${minutes} min, seed ${seed} (replay with --seed ${seed})\n`);
-const result = await runSoak({ durationMs: minutes * 60_000, seed, log: values.quiet ? undefined : (line) => process.stdout.write(`  ${line}\n`) });
+const result = await runSoak({
+  durationMs: minutes * 60_000,
+  seed,
+  log: values.quiet ? undefined : (line) => process.stdout.write(`  ${line}\n`),
+});
 process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 const ok = result.failuresOutside.length === 0 && result.serviceProblems.length === 0;
 process.stdout.write(ok ? 'soak: passed\n' : 'soak: FAILED\n');

@@ -20,7 +20,16 @@ import { sleep, waitFor } from '../support/net/backends.ts';
 import { freePort, freePortBlock } from '../support/net/free-ports.ts';
 import { metricValue } from '../support/dataplane/test-plane.ts';
 import { MAIN } from '../support/process/serve-child.ts';
-import { createRelease, getService, NAMESPACE, patchRelease, serviceEntry, setWeight, waitForRelease, writeProxyKubeconfig } from '../support/cluster/release-cluster.ts';
+import {
+  createRelease,
+  getService,
+  NAMESPACE,
+  patchRelease,
+  serviceEntry,
+  setWeight,
+  waitForRelease,
+  writeProxyKubeconfig,
+} from '../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Attempt, type Traffic } from '../support/cluster/testbed.ts';
 import { seededRandom } from '../support/seeded-random.ts';
 
@@ -45,10 +54,27 @@ const MANIFEST = {
   },
 };
 
-type Action = 'weight' | 'reapply' | 'reapply-server-side' | 'replace' | 'kill' | 'fail-next' | 'refuse' | 'drop-watches' | 'latency';
+type Action =
+  | 'weight'
+  | 'reapply'
+  | 'reapply-server-side'
+  | 'replace'
+  | 'kill'
+  | 'fail-next'
+  | 'refuse'
+  | 'drop-watches'
+  | 'latency';
 /** How often each action is drawn, out of the sum. */
 const ACTIONS: readonly [Action, number][] = [
-  ['weight', 30], ['reapply', 10], ['reapply-server-side', 10], ['replace', 5], ['kill', 15], ['fail-next', 15], ['refuse', 8], ['drop-watches', 6], ['latency', 6],
+  ['weight', 30],
+  ['reapply', 10],
+  ['reapply-server-side', 10],
+  ['replace', 5],
+  ['kill', 15],
+  ['fail-next', 15],
+  ['refuse', 8],
+  ['drop-watches', 6],
+  ['latency', 6],
 ];
 /** The only action whose window excuses failed connections: the single proxy replica is gone until it restarts. */
 const EXCUSED: ReadonlySet<Action> = new Set(['kill']);
@@ -87,8 +113,10 @@ async function retrying<T>(call: () => Promise<T>): Promise<T> {
 }
 
 function takenOver(service: V1Service | undefined): boolean {
-  return isTakeoverSelector(service?.spec?.selector, RELEASE)
-    && (service?.spec?.ports ?? []).every((port, index) => port.targetPort === MANIFEST.spec.ports[index]?.targetPort);
+  return (
+    isTakeoverSelector(service?.spec?.selector, RELEASE) &&
+    (service?.spec?.ports ?? []).every((port, index) => port.targetPort === MANIFEST.spec.ports[index]?.targetPort)
+  );
 }
 
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
@@ -100,32 +128,79 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   writeProxyKubeconfig(bed.cluster, kubeconfig);
   const adminPort = await freePort();
   const faults = `${bed.cluster.api.url}/_fake/faults`;
-  const fault = (route: string, body: unknown) => fetch(`${faults}/${route}`, { method: 'POST', body: JSON.stringify(body) }).then((response) => response.body?.cancel());
+  const fault = (route: string, body: unknown) =>
+    fetch(`${faults}/${route}`, { method: 'POST', body: JSON.stringify(body) }).then((response) =>
+      response.body?.cancel(),
+    );
   let proxy: ChildProcess | undefined;
   const startProxy = () => {
-    proxy = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', RELEASE,
-      '--port-base', String(PORT_BASE), '--admin-port', String(adminPort), '--admin-host', '127.0.0.1', '--state-dir', join(dir, 'state'),
-      '--no-leader-elect', '--api-timeout', '5', '--log-level', 'error', '--pod-name', `canary-l4-${RELEASE}`, '--listen-address', PROXY_POD_IP],
-    { stdio: ['ignore', 'ignore', 'inherit'] });
+    proxy = spawn(
+      process.execPath,
+      [
+        MAIN,
+        'proxy',
+        '--kubeconfig',
+        kubeconfig,
+        '-n',
+        NAMESPACE,
+        '--canary-release',
+        RELEASE,
+        '--port-base',
+        String(PORT_BASE),
+        '--admin-port',
+        String(adminPort),
+        '--admin-host',
+        '127.0.0.1',
+        '--state-dir',
+        join(dir, 'state'),
+        '--no-leader-elect',
+        '--api-timeout',
+        '5',
+        '--log-level',
+        'error',
+        '--pod-name',
+        `canary-l4-${RELEASE}`,
+        '--listen-address',
+        PROXY_POD_IP,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
   };
-  const admin = (path: string) => fetch(`http://127.0.0.1:${adminPort}${path}`, { signal: AbortSignal.timeout(500) }).catch(() => undefined);
+  const admin = (path: string) =>
+    fetch(`http://127.0.0.1:${adminPort}${path}`, { signal: AbortSignal.timeout(500) }).catch(() => undefined);
   /** Ready, and reconciled at least once since it started (not only serving its --state-dir config). */
-  const ready = async () => (await admin('/readyz'))?.status === 200
-    && (metricValue(await (await admin('/metrics'))?.text() ?? '', 'canary_l4_reconcile_total', { result: 'success' }) ?? 0) > 0;
+  const ready = async () =>
+    (await admin('/readyz'))?.status === 200 &&
+    (metricValue((await (await admin('/metrics'))?.text()) ?? '', 'canary_l4_reconcile_total', { result: 'success' }) ??
+      0) > 0;
   const windows: { action: Action; from: number; to: number }[] = [];
   let tcp: Traffic | undefined;
   let udp: Traffic | undefined;
   try {
     const path = await bed.kubectl.manifest('web.yaml', MANIFEST);
     await bed.kubectl('apply', '-f', path);
-    for (const [name, version, answer] of [['web-v1', 'v1', 'stable'], ['web-v2', 'v2', 'canary']] as const) {
+    for (const [name, version, answer] of [
+      ['web-v1', 'v1', 'stable'],
+      ['web-v2', 'v2', 'canary'],
+    ] as const) {
       await bed.startPod(name, { app: 'web', version }, [{ port: 8000 }, { port: 8053, protocol: 'UDP' }], answer);
     }
     await bed.startProxyPod(RELEASE, { podIP: PROXY_POD_IP });
-    await createRelease(bed.cluster, RELEASE, { services: [serviceEntry('web', [{ port: 9000, weight: 20 }, { port: 9053, protocol: 'UDP', weight: 20 }])] });
+    await createRelease(bed.cluster, RELEASE, {
+      services: [
+        serviceEntry('web', [
+          { port: 9000, weight: 20 },
+          { port: 9053, protocol: 'UDP', weight: 20 },
+        ]),
+      ],
+    });
     startProxy();
     const steady = async () => {
-      await waitFor(async () => (await ready()) && takenOver(await getService(bed.cluster, 'web').catch(() => undefined)), 'the release to serve', STEADY_TIMEOUT_MS);
+      await waitFor(
+        async () => (await ready()) && takenOver(await getService(bed.cluster, 'web').catch(() => undefined)),
+        'the release to serve',
+        STEADY_TIMEOUT_MS,
+      );
     };
     await steady();
     const ip = await bed.clusterIp('web');
@@ -149,9 +224,21 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
           continue;
         }
         case 'fail-next': {
-          const [verb, resource, subresource] = [['patch', 'services', ''], ['patch', 'canaryreleases', 'status'], ['create', 'services', ''],
-            ['list', 'pods', ''], ['watch', 'canaryreleases', ''], ['delete', 'services', '']][Math.floor(next() * 6)]!;
-          const rule = { verb, resource, ...(subresource === '' ? {} : { subresource }), code: next() < 0.5 ? 500 : 503, count: 1 + Math.floor(next() * 5) };
+          const [verb, resource, subresource] = [
+            ['patch', 'services', ''],
+            ['patch', 'canaryreleases', 'status'],
+            ['create', 'services', ''],
+            ['list', 'pods', ''],
+            ['watch', 'canaryreleases', ''],
+            ['delete', 'services', ''],
+          ][Math.floor(next() * 6)]!;
+          const rule = {
+            verb,
+            resource,
+            ...(subresource === '' ? {} : { subresource }),
+            code: next() < 0.5 ? 500 : 503,
+            count: 1 + Math.floor(next() * 5),
+          };
           await retrying(() => fault('fail-next', rule));
           continue;
         }
@@ -173,7 +260,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
         case 'reapply':
         case 'reapply-server-side':
         case 'replace': {
-          const command = { reapply: ['apply', '-f', path], 'reapply-server-side': ['apply', '--server-side', '--force-conflicts', '--field-manager', 'gitops', '-f', path], replace: ['replace', '-f', path] }[action];
+          const command = {
+            reapply: ['apply', '-f', path],
+            'reapply-server-side': [
+              'apply',
+              '--server-side',
+              '--force-conflicts',
+              '--field-manager',
+              'gitops',
+              '-f',
+              path,
+            ],
+            replace: ['replace', '-f', path],
+          }[action];
           await retrying(() => bed.kubectl(...command));
           break;
         }
@@ -194,14 +293,27 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const ending = next() < 0.5 ? 'Adopted' : 'Deprecated';
     say(`ending: ${ending}`);
     await retrying(() => patchRelease(bed.cluster, RELEASE, { spec: { transition: ending } }));
-    await waitForRelease(bed.cluster, RELEASE, ending, (found) => found?.status?.phase === ending && !found.metadata.finalizers?.length, STEADY_TIMEOUT_MS);
+    await waitForRelease(
+      bed.cluster,
+      RELEASE,
+      ending,
+      (found) => found?.status?.phase === ending && !found.metadata.finalizers?.length,
+      STEADY_TIMEOUT_MS,
+    );
     await sleep(500);
     await Promise.all([tcp.stop(), udp.stop()]);
     // A connection cut by the action started before it: what counts is that its life met the window.
-    const met = (attempt: Attempt, window: { from: number; to: number }) => attempt.end >= window.from && attempt.at <= window.to;
-    const windowOf = (attempt: Attempt) => windows.find((window) => EXCUSED.has(window.action) && met(attempt, window)) ?? windows.find((window) => met(attempt, window));
-    const failures = [...tcp.failures().map((attempt) => ({ ...attempt, protocol: 'TCP' })), ...udp.failures().map((attempt) => ({ ...attempt, protocol: 'UDP' }))];
-    const outside = failures.filter((attempt) => !windows.some((window) => EXCUSED.has(window.action) && met(attempt, window)))
+    const met = (attempt: Attempt, window: { from: number; to: number }) =>
+      attempt.end >= window.from && attempt.at <= window.to;
+    const windowOf = (attempt: Attempt) =>
+      windows.find((window) => EXCUSED.has(window.action) && met(attempt, window)) ??
+      windows.find((window) => met(attempt, window));
+    const failures = [
+      ...tcp.failures().map((attempt) => ({ ...attempt, protocol: 'TCP' })),
+      ...udp.failures().map((attempt) => ({ ...attempt, protocol: 'UDP' })),
+    ];
+    const outside = failures
+      .filter((attempt) => !windows.some((window) => EXCUSED.has(window.action) && met(attempt, window)))
       .map((attempt) => `${attempt.protocol} at ${attempt.at}–${attempt.end} ms: ${attempt.error}`);
     const failuresInWindows: Record<string, number> = {};
     for (const attempt of failures) {
@@ -210,20 +322,41 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     }
     const windowMs: Record<string, { median: number; max: number }> = {};
     for (const action of new Set(windows.map((window) => window.action))) {
-      const lengths = windows.filter((window) => window.action === action).map((window) => window.to - WINDOW_TAIL_MS - window.from).sort((a, b) => a - b);
+      const lengths = windows
+        .filter((window) => window.action === action)
+        .map((window) => window.to - WINDOW_TAIL_MS - window.from)
+        .sort((a, b) => a - b);
       windowMs[action] = { median: lengths[Math.floor(lengths.length / 2)] ?? 0, max: lengths.at(-1) ?? 0 };
     }
     const service = await getService(bed.cluster, 'web');
     const expectedSelector = ending === 'Adopted' ? { app: 'web', version: 'v2' } : MANIFEST.spec.selector;
     const serviceProblems = [
-      ...(JSON.stringify(service?.spec?.selector) === JSON.stringify(expectedSelector) ? [] : [`selector ${JSON.stringify(service?.spec?.selector)}, expected ${JSON.stringify(expectedSelector)}`]),
-      ...((service?.spec?.ports ?? []).every((port, index) => port.targetPort === MANIFEST.spec.ports[index]?.targetPort && port.port === MANIFEST.spec.ports[index]?.port)
-        ? [] : [`ports ${JSON.stringify(service?.spec?.ports)}`]),
-      ...(Object.keys(service?.metadata?.annotations ?? {}).some((key) => key.startsWith('canary-l4.io/')) ? ['a canary-l4.io annotation is left'] : []),
-      ...(await getService(bed.cluster, 'web-forked') === undefined && await getService(bed.cluster, 'web-canary') === undefined ? [] : ['a copy is left']),
+      ...(JSON.stringify(service?.spec?.selector) === JSON.stringify(expectedSelector)
+        ? []
+        : [`selector ${JSON.stringify(service?.spec?.selector)}, expected ${JSON.stringify(expectedSelector)}`]),
+      ...((service?.spec?.ports ?? []).every(
+        (port, index) =>
+          port.targetPort === MANIFEST.spec.ports[index]?.targetPort && port.port === MANIFEST.spec.ports[index]?.port,
+      )
+        ? []
+        : [`ports ${JSON.stringify(service?.spec?.ports)}`]),
+      ...(Object.keys(service?.metadata?.annotations ?? {}).some((key) => key.startsWith('canary-l4.io/'))
+        ? ['a canary-l4.io annotation is left']
+        : []),
+      ...((await getService(bed.cluster, 'web-forked')) === undefined &&
+      (await getService(bed.cluster, 'web-canary')) === undefined
+        ? []
+        : ['a copy is left']),
     ];
     return {
-      actions, tcp: tcp.counts(), udp: udp.counts(), failuresInWindows, windowMs, failuresOutside: outside, ending, serviceProblems,
+      actions,
+      tcp: tcp.counts(),
+      udp: udp.counts(),
+      failuresInWindows,
+      windowMs,
+      failuresOutside: outside,
+      ending,
+      serviceProblems,
     };
   } finally {
     await tcp?.stop();

@@ -37,8 +37,14 @@ export async function registeredFamilies(): Promise<Family[]> {
     // Without an election the gauge is registered and set, and the API is never called.
     const noApi = undefined as unknown as CoordinationV1Api;
     startLeadership({
-      coordination: noApi, namespace: 'shop', name: 'lease', identity: 'me', leaseDurationMs: undefined,
-      log, registry: leader, onChange: () => {},
+      coordination: noApi,
+      namespace: 'shop',
+      name: 'lease',
+      identity: 'me',
+      leaseDurationMs: undefined,
+      log,
+      registry: leader,
+      onChange: () => {},
     });
     const byMode: [Mode[], Map<string, string>][] = [
       [['serve', 'proxy', 'manager'], typesOf(exposition)],

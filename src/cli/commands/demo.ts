@@ -4,21 +4,24 @@ import { formatSplit, runDemo } from '../../modes/demo.ts';
 import { adminHost, runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
-  return (
-    withCommonOptions(yargs, { adminAddress: '127.0.0.1' })
-      .option('tcp-port', { type: 'number', default: 10080, describe: 'Port of the demo TCP listener' })
-      .option('udp-port', { type: 'number', default: 10053, describe: 'Port of the demo UDP listener' })
-      .option('connections', { type: 'number', default: 1000, describe: 'TCP connections in the burst' })
-      .option('sessions', { type: 'number', default: 200, describe: 'UDP sessions in the burst' })
-      .option('exit', { type: 'boolean', default: false, describe: 'Exit after the burst instead of serving until Ctrl-C' })
-  );
+  return withCommonOptions(yargs, { adminAddress: '127.0.0.1' })
+    .option('tcp-port', { type: 'number', default: 10080, describe: 'Port of the demo TCP listener' })
+    .option('udp-port', { type: 'number', default: 10053, describe: 'Port of the demo UDP listener' })
+    .option('connections', { type: 'number', default: 1000, describe: 'TCP connections in the burst' })
+    .option('sessions', { type: 'number', default: 200, describe: 'UDP sessions in the burst' })
+    .option('exit', {
+      type: 'boolean',
+      default: false,
+      describe: 'Exit after the burst instead of serving until Ctrl-C',
+    });
 }
 
 type Args = Awaited<ReturnType<typeof builder>['argv']>;
 
 export const demoCommand = {
   command: 'demo',
-  describe: 'Run the balancer on an embedded demo: local backends, a 90/10 split, a burst of traffic, the split achieved',
+  describe:
+    'Run the balancer on an embedded demo: local backends, a 90/10 split, a burst of traffic, the split achieved',
   builder,
   handler: async (argv: Args) => {
     const options = runtimeOptions(argv);

@@ -15,29 +15,72 @@ function builder(yargs: Argv) {
         type: 'string',
         array: true,
         default: [] as string[],
-        describe: 'A namespace whose CanaryReleases get a proxy (repeatable, or comma-separated) [default: every namespace]',
+        describe:
+          'A namespace whose CanaryReleases get a proxy (repeatable, or comma-separated) [default: every namespace]',
       })
-      .option('proxy-image', { type: 'string', describe: "Image of the proxy pods; a new one rolls every proxy [default: the manager's own image, read from --pod-name]" })
-      .option('pod-name', { type: 'string', describe: "The manager's own pod (deploy/ sets it from the downward API): its image is the default --proxy-image" })
-      .option('pod-namespace', { type: 'string', describe: "The manager's own namespace: where its Lease is [default: the kubeconfig context's namespace]" })
-      .option('kubeconfig', { type: 'string', describe: 'kubeconfig file of the manager only; the proxies use their ServiceAccount [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]' })
-      .option('resync', { type: 'number', default: 60, describe: 'Seconds between full reconciles that repair drift no event announced' })
-      .option('api-timeout', { type: 'number', default: 30, describe: 'Seconds an API call may take before it is abandoned and retried' })
-      .option('leader-elect', { type: 'boolean', default: true, describe: 'Elect one writer among the replicas with a Lease canary-l4-manager' })
-      .option('lease-duration', { type: 'number', default: 15, describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over' })
+      .option('proxy-image', {
+        type: 'string',
+        describe:
+          "Image of the proxy pods; a new one rolls every proxy [default: the manager's own image, read from --pod-name]",
+      })
+      .option('pod-name', {
+        type: 'string',
+        describe:
+          "The manager's own pod (deploy/ sets it from the downward API): its image is the default --proxy-image",
+      })
+      .option('pod-namespace', {
+        type: 'string',
+        describe: "The manager's own namespace: where its Lease is [default: the kubeconfig context's namespace]",
+      })
+      .option('kubeconfig', {
+        type: 'string',
+        describe:
+          'kubeconfig file of the manager only; the proxies use their ServiceAccount [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]',
+      })
+      .option('resync', {
+        type: 'number',
+        default: 60,
+        describe: 'Seconds between full reconciles that repair drift no event announced',
+      })
+      .option('api-timeout', {
+        type: 'number',
+        default: 30,
+        describe: 'Seconds an API call may take before it is abandoned and retried',
+      })
+      .option('leader-elect', {
+        type: 'boolean',
+        default: true,
+        describe: 'Elect one writer among the replicas with a Lease canary-l4-manager',
+      })
+      .option('lease-duration', {
+        type: 'number',
+        default: 15,
+        describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over',
+      })
       .check((argv) => {
         for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
           const value = argv[flag];
-          if (!Number.isFinite(value) || value <= 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
+          if (!Number.isFinite(value) || value <= 0)
+            throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
         }
         for (const namespace of namespaces(argv.namespace)) {
-          if (!NAMESPACE.test(namespace) || namespace.length > 63) throw new ConfigError('--namespace', [`must be a namespace name (lower-case letters, digits and '-'), got ${JSON.stringify(namespace)}`]);
+          if (!NAMESPACE.test(namespace) || namespace.length > 63)
+            throw new ConfigError('--namespace', [
+              `must be a namespace name (lower-case letters, digits and '-'), got ${JSON.stringify(namespace)}`,
+            ]);
         }
-        if (argv['proxy-image'] !== undefined && String(argv['proxy-image']).trim() === '') throw new ConfigError('--proxy-image', ['must name an image, got ""']);
+        if (argv['proxy-image'] !== undefined && String(argv['proxy-image']).trim() === '')
+          throw new ConfigError('--proxy-image', ['must name an image, got ""']);
         return true;
       })
-      .example('$0 manager --proxy-image registry.example/canary-l4:0.2.0', 'Provision a proxy for every CanaryRelease of the cluster')
-      .example('$0 manager -n shop -n payments --proxy-image canary-l4:0.2.0', 'Only for the CanaryReleases of two namespaces')
+      .example(
+        '$0 manager --proxy-image registry.example/canary-l4:0.2.0',
+        'Provision a proxy for every CanaryRelease of the cluster',
+      )
+      .example(
+        '$0 manager -n shop -n payments --proxy-image canary-l4:0.2.0',
+        'Only for the CanaryReleases of two namespaces',
+      )
   );
 }
 
@@ -50,7 +93,8 @@ function namespaces(values: readonly (string | number)[]): string[] {
 
 export const managerCommand = {
   command: 'manager',
-  describe: 'Keep a proxy (Deployment, PDB, metrics Service, RBAC) for every CanaryRelease, and report it in its status',
+  describe:
+    'Keep a proxy (Deployment, PDB, metrics Service, RBAC) for every CanaryRelease, and report it in its status',
   builder,
   handler: async (argv: Args) => {
     const { runManager } = await import('../../modes/manager.ts');

@@ -6,60 +6,96 @@ import { ConfigError } from '../../errors.ts';
 import { runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
-  return (
-    withCommonOptions(yargs)
-      .option('namespace', { alias: 'n', type: 'string', describe: 'Namespace of the CanaryRelease and its Services [env: CANARY_RELEASE_NAMESPACE]' })
-      .option('canary-release', { type: 'string', describe: 'Name of the CanaryRelease to run [env: CANARY_RELEASE_NAME]' })
-      .option('kubeconfig', { type: 'string', describe: 'kubeconfig file [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]' })
-      .option('proxy-selector', { type: 'string', describe: 'Labels of the proxy pods, which retargeted Services select [default: canary-l4.io/release=<name>]' })
-      .option('port-base', { type: 'number', default: DEFAULT_PORT_BASE, describe: 'First proxy port; each Service port gets its own, kept for the life of the release (in a pod: only those whose targetPort the proxy cannot listen on)' })
-      .option('pod-name', {
-        type: 'string',
-        describe: 'The proxy\'s own pod (the Deployment sets it from metadata.name): it listens on the Services\' own targetPorts and takes a Service over '
-          + 'once a proxy pod carrying its labels is Ready; unset, it runs on a host: every proxy port from --port-base, no pod to check',
-      })
-      .option('listen-address', { type: 'string', describe: 'Address the proxy ports listen on [every address]' })
-      .option('weight', {
-        type: 'string',
-        array: true,
-        default: [] as string[],
-        describe: 'Override the canary weight of one Service port: SERVICE:PORT=PCT (repeatable); shown in status',
-      })
-      .option('hand-back-grace', {
-        type: 'number',
-        default: 10,
-        describe: 'Seconds the proxy keeps serving after it hands a Service back, for clients kube-proxy still sends to it',
-      })
-      .option('resync', { type: 'number', default: 60, describe: 'Seconds between full reconciles that repair drift no event announced' })
-      .option('api-timeout', { type: 'number', default: 30, describe: 'Seconds an API call may take before it is abandoned and retried' })
-      .option('leader-elect', {
-        type: 'boolean',
-        default: true,
-        describe: 'Elect one writer among the replicas with a Lease canary-l4-<release>; every replica serves traffic',
-      })
-      .option('lease-duration', { type: 'number', default: 15, describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over' })
-      .option('state-dir', {
-        type: 'string',
-        describe: 'Directory (an emptyDir) where the served config is kept, so that a restarted proxy serves it before the API answers',
-      })
-      .option('reuse-port', {
-        type: 'boolean',
-        default: false,
-        describe: 'Share the proxy ports with other processes on this host (SO_REUSEPORT), e.g. replicas on hostNetwork',
-      })
-      .check((argv) => {
-        checkPortBase(argv['port-base']);
-        for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
-          const value = argv[flag];
-          if (!Number.isFinite(value) || value <= 0) throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
-        }
-        const grace = argv['hand-back-grace'];
-        if (!Number.isFinite(grace) || grace < 0) throw new ConfigError('--hand-back-grace', [`must be a number of seconds >= 0, got ${grace}`]);
-        return true;
-      })
-      .example('$0 proxy -n shop --canary-release web-v2', 'Run the canary release web-v2 of namespace shop')
-      .example('$0 proxy -n shop --canary-release web-v2 --weight web:80=0', 'The same, with no new traffic to the canary on port 80 of Service web')
-  );
+  return withCommonOptions(yargs)
+    .option('namespace', {
+      alias: 'n',
+      type: 'string',
+      describe: 'Namespace of the CanaryRelease and its Services [env: CANARY_RELEASE_NAMESPACE]',
+    })
+    .option('canary-release', {
+      type: 'string',
+      describe: 'Name of the CanaryRelease to run [env: CANARY_RELEASE_NAME]',
+    })
+    .option('kubeconfig', {
+      type: 'string',
+      describe: 'kubeconfig file [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]',
+    })
+    .option('proxy-selector', {
+      type: 'string',
+      describe: 'Labels of the proxy pods, which retargeted Services select [default: canary-l4.io/release=<name>]',
+    })
+    .option('port-base', {
+      type: 'number',
+      default: DEFAULT_PORT_BASE,
+      describe:
+        'First proxy port; each Service port gets its own, kept for the life of the release (in a pod: only those whose targetPort the proxy cannot listen on)',
+    })
+    .option('pod-name', {
+      type: 'string',
+      describe:
+        "The proxy's own pod (the Deployment sets it from metadata.name): it listens on the Services' own targetPorts and takes a Service over " +
+        'once a proxy pod carrying its labels is Ready; unset, it runs on a host: every proxy port from --port-base, no pod to check',
+    })
+    .option('listen-address', { type: 'string', describe: 'Address the proxy ports listen on [every address]' })
+    .option('weight', {
+      type: 'string',
+      array: true,
+      default: [] as string[],
+      describe: 'Override the canary weight of one Service port: SERVICE:PORT=PCT (repeatable); shown in status',
+    })
+    .option('hand-back-grace', {
+      type: 'number',
+      default: 10,
+      describe:
+        'Seconds the proxy keeps serving after it hands a Service back, for clients kube-proxy still sends to it',
+    })
+    .option('resync', {
+      type: 'number',
+      default: 60,
+      describe: 'Seconds between full reconciles that repair drift no event announced',
+    })
+    .option('api-timeout', {
+      type: 'number',
+      default: 30,
+      describe: 'Seconds an API call may take before it is abandoned and retried',
+    })
+    .option('leader-elect', {
+      type: 'boolean',
+      default: true,
+      describe: 'Elect one writer among the replicas with a Lease canary-l4-<release>; every replica serves traffic',
+    })
+    .option('lease-duration', {
+      type: 'number',
+      default: 15,
+      describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over',
+    })
+    .option('state-dir', {
+      type: 'string',
+      describe:
+        'Directory (an emptyDir) where the served config is kept, so that a restarted proxy serves it before the API answers',
+    })
+    .option('reuse-port', {
+      type: 'boolean',
+      default: false,
+      describe: 'Share the proxy ports with other processes on this host (SO_REUSEPORT), e.g. replicas on hostNetwork',
+    })
+    .check((argv) => {
+      checkPortBase(argv['port-base']);
+      for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
+        const value = argv[flag];
+        if (!Number.isFinite(value) || value <= 0)
+          throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
+      }
+      const grace = argv['hand-back-grace'];
+      if (!Number.isFinite(grace) || grace < 0)
+        throw new ConfigError('--hand-back-grace', [`must be a number of seconds >= 0, got ${grace}`]);
+      return true;
+    })
+    .example('$0 proxy -n shop --canary-release web-v2', 'Run the canary release web-v2 of namespace shop')
+    .example(
+      '$0 proxy -n shop --canary-release web-v2 --weight web:80=0',
+      'The same, with no new traffic to the canary on port 80 of Service web',
+    );
 }
 
 type Args = Awaited<ReturnType<typeof builder>['argv']>;
@@ -78,7 +114,8 @@ export const proxyCommand = {
   handler: async (argv: Args) => {
     const namespace = required(argv.namespace, 'namespace', 'CANARY_RELEASE_NAMESPACE');
     const release = required(argv.canaryRelease, 'canary-release', 'CANARY_RELEASE_NAME');
-    const proxySelector = argv.proxySelector === undefined ? defaultProxySelector(release) : parseSelector(argv.proxySelector);
+    const proxySelector =
+      argv.proxySelector === undefined ? defaultProxySelector(release) : parseSelector(argv.proxySelector);
     const weightOverrides = parsePortWeights(argv.weight);
     const { runProxy } = await import('../../modes/proxy.ts');
     await runProxy({

@@ -52,45 +52,91 @@ export async function applySteps(
 
 async function applyStep(target: ApplyTarget, step: Step): Promise<Written> {
   const { core, apps, custom, namespace, release, callOptions } = target;
-  const releaseRef = { group: GROUP, version: VERSION, namespace, plural: PLURAL, name: release, fieldManager: FIELD_MANAGER };
+  const releaseRef = {
+    group: GROUP,
+    version: VERSION,
+    namespace,
+    plural: PLURAL,
+    name: release,
+    fieldManager: FIELD_MANAGER,
+  };
   switch (step.kind) {
     case 'patchRelease': {
-      const patched = await custom.patchNamespacedCustomObject({ ...releaseRef, body: step.patch }, mergePatch(callOptions));
+      const patched = await custom.patchNamespacedCustomObject(
+        { ...releaseRef, body: step.patch },
+        mergePatch(callOptions),
+      );
       return { kind: 'release', resourceVersion: resourceVersionOf(patched) };
     }
     case 'writeStatus': {
-      const patched = await custom.patchNamespacedCustomObjectStatus({ ...releaseRef, body: { status: step.status } }, mergePatch(callOptions));
+      const patched = await custom.patchNamespacedCustomObjectStatus(
+        { ...releaseRef, body: { status: step.status } },
+        mergePatch(callOptions),
+      );
       return { kind: 'release', resourceVersion: resourceVersionOf(patched) };
     }
     case 'patchService': {
-      const patched = await core.patchNamespacedService({ name: step.name, namespace, body: step.patch, fieldManager: FIELD_MANAGER }, mergePatch(callOptions));
+      const patched = await core.patchNamespacedService(
+        { name: step.name, namespace, body: step.patch, fieldManager: FIELD_MANAGER },
+        mergePatch(callOptions),
+      );
       return { kind: 'service', name: step.name, resourceVersion: patched.metadata?.resourceVersion };
     }
     case 'createService': {
       // AlreadyExists fails the pass: the cache is behind, and the retry sees the Service.
-      const created = await core.createNamespacedService({ namespace, body: step.service, fieldManager: FIELD_MANAGER }, callOptions);
-      return { kind: 'service', name: created.metadata?.name ?? '', resourceVersion: created.metadata?.resourceVersion };
+      const created = await core.createNamespacedService(
+        { namespace, body: step.service, fieldManager: FIELD_MANAGER },
+        callOptions,
+      );
+      return {
+        kind: 'service',
+        name: created.metadata?.name ?? '',
+        resourceVersion: created.metadata?.resourceVersion,
+      };
     }
     case 'deleteService': {
       // The uid precondition: never delete a Service of the same name made since by someone else.
-      await ignoringNotFound(core.deleteNamespacedService({ name: step.name, namespace, body: { preconditions: uidPrecondition(step.uid) } }, callOptions));
+      await ignoringNotFound(
+        core.deleteNamespacedService(
+          { name: step.name, namespace, body: { preconditions: uidPrecondition(step.uid) } },
+          callOptions,
+        ),
+      );
       return { kind: 'serviceGone', name: step.name, uid: step.uid };
     }
     case 'createDeployment': {
-      const created = await apps.createNamespacedDeployment({ namespace, body: step.deployment, fieldManager: FIELD_MANAGER }, callOptions);
-      return { kind: 'deployment', name: created.metadata?.name ?? '', resourceVersion: created.metadata?.resourceVersion };
+      const created = await apps.createNamespacedDeployment(
+        { namespace, body: step.deployment, fieldManager: FIELD_MANAGER },
+        callOptions,
+      );
+      return {
+        kind: 'deployment',
+        name: created.metadata?.name ?? '',
+        resourceVersion: created.metadata?.resourceVersion,
+      };
     }
     case 'replaceDeployment': {
       const name = step.deployment.metadata?.name ?? '';
-      const replaced = await apps.replaceNamespacedDeployment({ name, namespace, body: step.deployment, fieldManager: FIELD_MANAGER }, callOptions);
+      const replaced = await apps.replaceNamespacedDeployment(
+        { name, namespace, body: step.deployment, fieldManager: FIELD_MANAGER },
+        callOptions,
+      );
       return { kind: 'deployment', name, resourceVersion: replaced.metadata?.resourceVersion };
     }
     case 'patchDeployment': {
-      const patched = await apps.patchNamespacedDeployment({ name: step.name, namespace, body: step.patch, fieldManager: FIELD_MANAGER }, strategicMergePatch(callOptions));
+      const patched = await apps.patchNamespacedDeployment(
+        { name: step.name, namespace, body: step.patch, fieldManager: FIELD_MANAGER },
+        strategicMergePatch(callOptions),
+      );
       return { kind: 'deployment', name: step.name, resourceVersion: patched.metadata?.resourceVersion };
     }
     case 'deleteDeployment': {
-      await ignoringNotFound(apps.deleteNamespacedDeployment({ name: step.name, namespace, body: { preconditions: uidPrecondition(step.uid) } }, callOptions));
+      await ignoringNotFound(
+        apps.deleteNamespacedDeployment(
+          { name: step.name, namespace, body: { preconditions: uidPrecondition(step.uid) } },
+          callOptions,
+        ),
+      );
       return { kind: 'deploymentGone', name: step.name, uid: step.uid };
     }
   }
@@ -102,13 +148,18 @@ function uidPrecondition(uid: string | undefined): { uid: string } | undefined {
 
 export function describeStep(step: Step): string {
   switch (step.kind) {
-    case 'patchRelease': case 'writeStatus':
+    case 'patchRelease':
+    case 'writeStatus':
       return step.reason;
-    case 'patchService': case 'deleteService': case 'patchDeployment': case 'deleteDeployment':
+    case 'patchService':
+    case 'deleteService':
+    case 'patchDeployment':
+    case 'deleteDeployment':
       return `${step.reason} ${step.name}`;
     case 'createService':
       return `${step.reason} ${step.service.metadata?.name ?? ''}`;
-    case 'createDeployment': case 'replaceDeployment':
+    case 'createDeployment':
+    case 'replaceDeployment':
       return `${step.reason} ${step.deployment.metadata?.name ?? ''}`;
   }
 }

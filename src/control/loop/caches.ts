@@ -6,7 +6,14 @@
 // old one answers until the new one holds its first list; meanwhile the caches are not settled and
 // no pass runs (a pass on a half-filled cache would see a side with no pods).
 
-import type { KubernetesListObject, KubernetesObject, V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
+import type {
+  KubernetesListObject,
+  KubernetesObject,
+  V1Deployment,
+  V1Pod,
+  V1ReplicaSet,
+  V1Service,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeClients } from '../../kube/client.ts';
 import { startInformer, type Informer } from '../../kube/informer.ts';
@@ -52,14 +59,28 @@ export class ReleaseCaches {
   /** Resolves once every cache holds its first list: a pass on a half-filled cache would see Services as missing. */
   readonly synced: Promise<void>;
 
-  constructor({ clients, namespace, release, proxySelector, callOptions, onChange, onRestarted, log }: ReleaseCachesOptions) {
+  constructor({
+    clients,
+    namespace,
+    release,
+    proxySelector,
+    callOptions,
+    onChange,
+    onRestarted,
+    log,
+  }: ReleaseCachesOptions) {
     this.#namespace = namespace;
     this.#name = release;
     this.#proxySelector = proxySelector;
     const { core, apps, custom, kubeConfig } = clients;
     const shared = {
-      kubeConfig, onChange, log, staleAfterMs: STALE_WATCH_MS, watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS,
-      maxBackoffMs: INFORMER_MAX_BACKOFF_MS, onRestarted,
+      kubeConfig,
+      onChange,
+      log,
+      staleAfterMs: STALE_WATCH_MS,
+      watchTimeoutSeconds: WATCH_TIMEOUT_SECONDS,
+      maxBackoffMs: INFORMER_MAX_BACKOFF_MS,
+      onRestarted,
     };
     const fieldSelector = `metadata.name=${release}`;
     // What the release and its Services select decides which Pods and ReplicaSets are watched.
@@ -72,7 +93,11 @@ export class ReleaseCaches {
       onChange: followRelease,
       path: `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`,
       fieldSelector,
-      list: () => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL, fieldSelector }, callOptions) as Promise<KubernetesListObject<KubernetesObject>>,
+      list: () =>
+        custom.listNamespacedCustomObject(
+          { group: GROUP, version: VERSION, namespace, plural: PLURAL, fieldSelector },
+          callOptions,
+        ) as Promise<KubernetesListObject<KubernetesObject>>,
     });
     this.#services = startInformer<V1Service>({
       ...shared,
@@ -81,35 +106,49 @@ export class ReleaseCaches {
       list: () => core.listNamespacedService({ namespace }, callOptions),
     });
     const podsPath = `/api/v1/namespaces/${namespace}/pods`;
-    const proxyLabels = Object.entries(proxySelector).map(([key, value]) => `${key}=${value}`).join(',');
+    const proxyLabels = Object.entries(proxySelector)
+      .map(([key, value]) => `${key}=${value}`)
+      .join(',');
     this.#proxyPods = startInformer<V1Pod>({
       ...shared,
       path: podsPath,
       labelSelector: proxyLabels,
       list: () => core.listNamespacedPod({ namespace, labelSelector: proxyLabels }, callOptions),
     });
-    this.#pods = new FollowingInformer((labelSelector) => startInformer<V1Pod>({
-      ...shared,
-      path: podsPath,
-      labelSelector,
-      list: () => core.listNamespacedPod({ namespace, labelSelector }, callOptions),
-    }), onChange);
+    this.#pods = new FollowingInformer(
+      (labelSelector) =>
+        startInformer<V1Pod>({
+          ...shared,
+          path: podsPath,
+          labelSelector,
+          list: () => core.listNamespacedPod({ namespace, labelSelector }, callOptions),
+        }),
+      onChange,
+    );
     this.#deployments = startInformer<V1Deployment>({
       ...shared,
       path: `/apis/apps/v1/namespaces/${namespace}/deployments`,
       list: () => apps.listNamespacedDeployment({ namespace }, callOptions),
     });
-    this.#replicaSets = new FollowingInformer((labelSelector) => startInformer<V1ReplicaSet>({
-      ...shared,
-      path: `/apis/apps/v1/namespaces/${namespace}/replicasets`,
-      labelSelector,
-      list: () => apps.listNamespacedReplicaSet({ namespace, labelSelector }, callOptions),
-    }), onChange);
-    this.synced = Promise.all([this.#releases.synced, this.#services.synced, this.#proxyPods.synced, this.#deployments.synced])
-      .then(() => {
-        this.#listed = true;
-        return this.#follow();
-      });
+    this.#replicaSets = new FollowingInformer(
+      (labelSelector) =>
+        startInformer<V1ReplicaSet>({
+          ...shared,
+          path: `/apis/apps/v1/namespaces/${namespace}/replicasets`,
+          labelSelector,
+          list: () => apps.listNamespacedReplicaSet({ namespace, labelSelector }, callOptions),
+        }),
+      onChange,
+    );
+    this.synced = Promise.all([
+      this.#releases.synced,
+      this.#services.synced,
+      this.#proxyPods.synced,
+      this.#deployments.synced,
+    ]).then(() => {
+      this.#listed = true;
+      return this.#follow();
+    });
   }
 
   /** Watches what the release selects now; resolves once the caches are settled. */
@@ -156,7 +195,14 @@ export class ReleaseCaches {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.#releases.stop(), this.#services.stop(), this.#proxyPods.stop(), this.#pods.stop(), this.#deployments.stop(), this.#replicaSets.stop()]);
+    await Promise.all([
+      this.#releases.stop(),
+      this.#services.stop(),
+      this.#proxyPods.stop(),
+      this.#pods.stop(),
+      this.#deployments.stop(),
+      this.#replicaSets.stop(),
+    ]);
   }
 }
 

@@ -25,20 +25,27 @@ function objectOf(written: Written): string {
 
 function shown(written: Written, cache: CacheView): boolean {
   switch (written.kind) {
-    case 'service': case 'deployment': {
+    case 'service':
+    case 'deployment': {
       const object = written.kind === 'service' ? cache.service(written.name) : cache.deployment(written.name);
-      return written.resourceVersion === undefined
-        || showsResourceVersion(object?.metadata?.resourceVersion, written.resourceVersion);
+      return (
+        written.resourceVersion === undefined ||
+        showsResourceVersion(object?.metadata?.resourceVersion, written.resourceVersion)
+      );
     }
-    case 'serviceGone': case 'deploymentGone': {
+    case 'serviceGone':
+    case 'deploymentGone': {
       const object = written.kind === 'serviceGone' ? cache.service(written.name) : cache.deployment(written.name);
       return object === undefined || (written.uid !== undefined && object.metadata?.uid !== written.uid);
     }
     case 'release': {
       const release = cache.release();
       // A release whose last finalizer we dropped may be gone for good: nothing more to see.
-      return release === undefined || written.resourceVersion === undefined
-        || showsResourceVersion(release.metadata.resourceVersion, written.resourceVersion);
+      return (
+        release === undefined ||
+        written.resourceVersion === undefined ||
+        showsResourceVersion(release.metadata.resourceVersion, written.resourceVersion)
+      );
     }
   }
 }

@@ -25,7 +25,12 @@ export class PassReporter {
   /** What was last logged, so that a state worth a human's attention is logged once, not per pass. */
   readonly #said = { phase: '', failure: '', error: '', missing: false };
 
-  constructor({ registry, log, release, namespace }: { registry: Registry; log: Logger; release: string; namespace: string }) {
+  constructor({
+    registry,
+    log,
+    release,
+    namespace,
+  }: { registry: Registry; log: Logger; release: string; namespace: string }) {
     this.#log = log;
     this.#release = release;
     this.#namespace = namespace;
@@ -105,7 +110,11 @@ export class PassReporter {
     const listeners = new Set(served.listeners.map((listener) => listener.name));
     this.#canaryWeight.reset();
     for (const port of desired.status.ports) {
-      if (listeners.has(listenerName(port))) this.#canaryWeight.set({ service: port.service, port: String(port.port), protocol: port.protocol }, servedWeight(port));
+      if (listeners.has(listenerName(port)))
+        this.#canaryWeight.set(
+          { service: port.service, port: String(port.port), protocol: port.protocol },
+          servedWeight(port),
+        );
     }
   }
 

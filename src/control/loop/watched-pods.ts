@@ -36,14 +36,22 @@ export const EVERY_OBJECT = '';
  * nothing to watch (no release, or none of its Services exists). Sorted, so that an unchanged set
  * of selectors gives the same text and the watch is not restarted.
  */
-export function watchedSelector(release: CanaryRelease | undefined, services: readonly V1Service[], proxySelector: Labels): string | undefined {
+export function watchedSelector(
+  release: CanaryRelease | undefined,
+  services: readonly V1Service[],
+  proxySelector: Labels,
+): string | undefined {
   if (release === undefined) return undefined;
   const selectors = releaseSelectors(release, services, proxySelector);
   return selectors.length === 0 ? undefined : sharedKeysSelector(selectors);
 }
 
 /** Every selector whose pods a pass of this release may look at (see the header). */
-export function releaseSelectors(release: CanaryRelease, services: readonly V1Service[], proxySelector: Labels): Labels[] {
+export function releaseSelectors(
+  release: CanaryRelease,
+  services: readonly V1Service[],
+  proxySelector: Labels,
+): Labels[] {
   const name = release.metadata.name;
   const entries = new Map((release.spec?.services ?? []).map((entry) => [entry.service, entry] as const));
   const named = new Set([...entries.keys(), ...(release.status?.ports ?? []).map((port) => port.service)]);
@@ -60,7 +68,8 @@ export function releaseSelectors(release: CanaryRelease, services: readonly V1Se
     if (saved?.release !== name && !named.has(serviceName)) continue;
     // Under another release (this one waits for it), the live selector is that proxy's; the saved
     // original is the application's.
-    const livePicksApplication = !selectorContains(live, proxySelector) && (saved === undefined || saved.release === name);
+    const livePicksApplication =
+      !selectorContains(live, proxySelector) && (saved === undefined || saved.release === name);
     const originals = [saved?.selector, livePicksApplication ? live : undefined];
     for (const original of originals) {
       if (original === undefined || Object.keys(original).length === 0) continue;
@@ -72,7 +81,10 @@ export function releaseSelectors(release: CanaryRelease, services: readonly V1Se
 
 /** The forked and canary selectors of an original, as plan.ts makes them (with and without workloads). */
 function sides(original: Labels, entry: CanaryServiceSpec | undefined, relabellings: readonly Labels[]): Labels[] {
-  const canaryOriginals = [original, ...relabellings.map((labels) => ({ ...relabel(original, labels), [LABEL_TRACK]: TRACK_CANARY }))];
+  const canaryOriginals = [
+    original,
+    ...relabellings.map((labels) => ({ ...relabel(original, labels), [LABEL_TRACK]: TRACK_CANARY })),
+  ];
   return [
     applyOperations(original, entry?.forkedServiceOperations),
     ...canaryOriginals.map((canary) => applyOperations(canary, entry?.canaryServiceOperations)),
@@ -88,7 +100,9 @@ function relabel(original: Labels, labels: Labels): Labels {
 function patchLabels(patch: unknown): Labels {
   const labels = (patch as { metadata?: { labels?: unknown } } | null | undefined)?.metadata?.labels;
   if (typeof labels !== 'object' || labels === null) return {};
-  return Object.fromEntries(Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return Object.fromEntries(
+    Object.entries(labels).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
 }
 
 function savedOriginal(service: V1Service): SavedOriginal | undefined {
@@ -106,7 +120,9 @@ function savedOriginal(service: V1Service): SavedOriginal | undefined {
 export function sharedKeysSelector(selectors: readonly Labels[]): string {
   const [first, ...rest] = selectors;
   if (first === undefined) return EVERY_OBJECT;
-  const shared = Object.keys(first).filter((key) => rest.every((selector) => key in selector)).sort();
+  const shared = Object.keys(first)
+    .filter((key) => rest.every((selector) => key in selector))
+    .sort();
   const requirements: string[] = [];
   for (const key of shared) {
     const values = [...new Set(selectors.map((selector) => selector[key]!))].sort();

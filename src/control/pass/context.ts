@@ -20,8 +20,15 @@ import { readyPods, selectorMatches } from '../service/selectors.ts';
 import { selectsProxy } from '../service/takeover-selector.ts';
 import { ANNOTATION_ORIGINAL, FINALIZER, type Labels } from '../../api/names.ts';
 import type {
-  AchievedSplit, AnalysisStatus, CanaryReleaseStatus, Phase,
-  MirrorCounts, PortStatus, TakeoverStatus, TransitionRecord, WorkloadStatus,
+  AchievedSplit,
+  AnalysisStatus,
+  CanaryReleaseStatus,
+  Phase,
+  MirrorCounts,
+  PortStatus,
+  TakeoverStatus,
+  TransitionRecord,
+  WorkloadStatus,
 } from '../../api/status-types.ts';
 import type { CanaryRelease } from '../../api/release-types.ts';
 
@@ -57,16 +64,30 @@ export interface Judged {
 }
 
 /** New evidence (an interval not counted yet) is counted into the achieved split and, with spec.analysis, judged. */
-function judgeEvidence(release: CanaryRelease, recorded: readonly PortStatus[], evidence: Evidence | undefined): Judged {
-  const recordedAchieved = new Map(recorded.flatMap((port) => (port.achieved === undefined ? [] : [[portKeyId(port), port.achieved] as const])));
+function judgeEvidence(
+  release: CanaryRelease,
+  recorded: readonly PortStatus[],
+  evidence: Evidence | undefined,
+): Judged {
+  const recordedAchieved = new Map(
+    recorded.flatMap((port) => (port.achieved === undefined ? [] : [[portKeyId(port), port.achieved] as const])),
+  );
   const countedAt = release.status?.countedAt;
   if (evidence === undefined || (countedAt !== undefined && Date.parse(evidence.at) <= Date.parse(countedAt))) {
-    return { analysis: release.status?.analysis, countedAt: undefined, achieved: recordedAchieved, mirror: mirrorCountsWith(undefined, recorded) };
+    return {
+      analysis: release.status?.analysis,
+      countedAt: undefined,
+      achieved: recordedAchieved,
+      mirror: mirrorCountsWith(undefined, recorded),
+    };
   }
   // Once a transition is recorded the verdict that decided it (or the last before it) stands.
   const spec = release.status?.transition == null ? release.spec?.analysis : undefined;
   return {
-    analysis: spec === undefined ? release.status?.analysis : judge(evidence, spec, recorded, release.status?.analysis, affinityListeners(release.spec)),
+    analysis:
+      spec === undefined
+        ? release.status?.analysis
+        : judge(evidence, spec, recorded, release.status?.analysis, affinityListeners(release.spec)),
     countedAt: evidence.at,
     achieved: achievedWith(evidence, recorded),
     mirror: mirrorCountsWith(evidence, recorded),
@@ -90,10 +111,25 @@ export function observe(observed: Observed, options: ReconcileOptions): Context 
   }
   const recorded = release.status?.ports ?? [];
   const proxyPortsOf = (service: string): ProxyPortsOf =>
-    new Map(recorded.filter((port) => port.service === service)
-      .map((port) => [port.proxyPort, { id: portIdOf(port.port, port.protocol), targetPortKept: port.targetPortKept === true }]));
-  const originals = new Map([...names].sort().map((serviceName) =>
-    [serviceName, classifyOriginal(services.get(serviceName), name, options.proxySelector, proxyPortsOf(serviceName))] as const));
+    new Map(
+      recorded
+        .filter((port) => port.service === service)
+        .map((port) => [
+          port.proxyPort,
+          { id: portIdOf(port.port, port.protocol), targetPortKept: port.targetPortKept === true },
+        ]),
+    );
+  const originals = new Map(
+    [...names]
+      .sort()
+      .map(
+        (serviceName) =>
+          [
+            serviceName,
+            classifyOriginal(services.get(serviceName), name, options.proxySelector, proxyPortsOf(serviceName)),
+          ] as const,
+      ),
+  );
   return {
     observed,
     options,
@@ -128,8 +164,10 @@ export function ignoredTransition(release: CanaryRelease): string | undefined {
   const recorded = release.status?.transition;
   const asked = release.spec?.transition;
   if (recorded == null || asked === undefined || asked === '' || asked === recorded.type) return undefined;
-  return `spec.transition ${JSON.stringify(asked)} is ignored: the transition ${recorded.type} (${recorded.reason}) was recorded first and wins; `
-    + `set spec.transition back to ${recorded.type} so that spec and status agree`;
+  return (
+    `spec.transition ${JSON.stringify(asked)} is ignored: the transition ${recorded.type} (${recorded.reason}) was recorded first and wins; ` +
+    `set spec.transition back to ${recorded.type} so that spec and status agree`
+  );
 }
 
 /** Whether some Ready pod matches the selector. */
@@ -142,26 +180,53 @@ export function hasReadyPod(context: Context, selector: Labels): boolean {
  * spec: the last API error of the controller, and replicas serving with other --weight flags. Ready
  * is derived from the others, so the columns and the conditions can never disagree.
  */
-export function makeStatus(context: Context, phase: Phase, transition: TransitionRecord | null,
-  drafts: Omit<ConditionDrafts, 'Ready'>, ports: readonly PortStatus[],
-  extra: { workloads?: readonly WorkloadStatus[] | undefined; steps?: StepPlan; takeover?: TakeoverStatus } = {}): CanaryReleaseStatus {
+export function makeStatus(
+  context: Context,
+  phase: Phase,
+  transition: TransitionRecord | null,
+  drafts: Omit<ConditionDrafts, 'Ready'>,
+  ports: readonly PortStatus[],
+  extra: { workloads?: readonly WorkloadStatus[] | undefined; steps?: StepPlan; takeover?: TakeoverStatus } = {},
+): CanaryReleaseStatus {
   const workloads = 'workloads' in extra ? extra.workloads : context.observed.release.status?.workloads;
   // Kept as recorded outside Running: the proxy pods keep their labels while they still serve.
-  const takeover = extra.takeover ?? (phase === 'Adopted' || phase === 'Deprecated' ? undefined : context.observed.release.status?.takeover);
+  const takeover =
+    extra.takeover ??
+    (phase === 'Adopted' || phase === 'Deprecated' ? undefined : context.observed.release.status?.takeover);
   const outside = [
-    ...(context.observed.apiError === undefined ? [] : [{ reason: 'APIError', message: `the last API request failed: ${context.observed.apiError}` }]),
-    ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides)
-      .map((message) => ({ reason: 'ReplicasDisagree', message })),
+    ...(context.observed.apiError === undefined
+      ? []
+      : [{ reason: 'APIError', message: `the last API request failed: ${context.observed.apiError}` }]),
+    ...disagreeingReplicas(context.observed.pods, context.options.proxySelector, context.options.weightOverrides).map(
+      (message) => ({ reason: 'ReplicasDisagree', message }),
+    ),
   ];
   const ignored = ignoredTransition(context.observed.release);
-  const own = ignored === undefined ? drafts
-    : { ...drafts, Progressing: { ...drafts.Progressing, message: [drafts.Progressing.message, ignored].filter((text) => text !== '').join('; ') } };
-  const failure = outside.reduce((draft: ConditionDraft, extra) => (draft.status === 'True'
-    // biome-ignore lint/performance/noAccumulatingSpread: a condition per disagreeing replica, a handful at most
-    ? { ...draft, message: `${draft.message}; ${extra.message}` }
-    : condition(true, extra.reason, extra.message)), own.Failure);
+  const own =
+    ignored === undefined
+      ? drafts
+      : {
+          ...drafts,
+          Progressing: {
+            ...drafts.Progressing,
+            message: [drafts.Progressing.message, ignored].filter((text) => text !== '').join('; '),
+          },
+        };
+  const failure = outside.reduce(
+    (draft: ConditionDraft, extra) =>
+      draft.status === 'True'
+        ? // biome-ignore lint/performance/noAccumulatingSpread: a condition per disagreeing replica, a handful at most
+          { ...draft, message: `${draft.message}; ${extra.message}` }
+        : condition(true, extra.reason, extra.message),
+    own.Failure,
+  );
   const all = { ...own, Failure: failure, Ready: readiness(phase, { ...own, Failure: failure }) };
-  const conditions = buildConditions(context.observed.release.status?.conditions, all, context.generation, context.options.now);
+  const conditions = buildConditions(
+    context.observed.release.status?.conditions,
+    all,
+    context.generation,
+    context.options.now,
+  );
   const { judged } = context;
   const steps = extra.steps;
   const recordedStep = context.observed.release.status?.currentStep;
@@ -169,27 +234,54 @@ export function makeStatus(context: Context, phase: Phase, transition: Transitio
   const stepInForce = steps?.currentStep ?? recordedStep;
   const { evidence } = context.observed;
   const stepStartedAt = context.observed.release.status?.stepStartedAt;
-  const countedInStep = judged.countedAt !== undefined && evidence !== undefined && stepStartedAt !== undefined && beganInStep(evidence, stepStartedAt);
+  const countedInStep =
+    judged.countedAt !== undefined &&
+    evidence !== undefined &&
+    stepStartedAt !== undefined &&
+    beganInStep(evidence, stepStartedAt);
   const counted = ports.map((port) => {
     const key = portKeyId(port);
     const achieved = judged.achieved.get(key);
     const recorded = context.recorded.find((other) => portKeyId(other) === key);
-    const achievedStep = stepInForce === undefined || (context.observed.release.spec?.steps ?? []).length === 0
-      ? undefined
-      : achievedAtStep({ recordedStep: recorded?.achievedStep, before: recorded?.achieved, after: achieved }, recordedStep, stepInForce, countedInStep);
+    const achievedStep =
+      stepInForce === undefined || (context.observed.release.spec?.steps ?? []).length === 0
+        ? undefined
+        : achievedAtStep(
+            { recordedStep: recorded?.achievedStep, before: recorded?.achieved, after: achieved },
+            recordedStep,
+            stepInForce,
+            countedInStep,
+          );
     const mirror = judged.mirror.get(key);
-    return { ...port, ...(achieved === undefined ? {} : { achieved }), ...(achievedStep === undefined ? {} : { achievedStep }), ...(mirror === undefined ? {} : { mirror }) };
+    return {
+      ...port,
+      ...(achieved === undefined ? {} : { achieved }),
+      ...(achievedStep === undefined ? {} : { achievedStep }),
+      ...(mirror === undefined ? {} : { mirror }),
+    };
   });
   return {
-    phase, observedGeneration: context.generation, transition, conditions, ports: counted, weights: formatWeights(ports),
+    phase,
+    observedGeneration: context.generation,
+    transition,
+    conditions,
+    ports: counted,
+    weights: formatWeights(ports),
     ...(workloads === undefined ? {} : { workloads }),
     ...(takeover === undefined ? {} : { takeover }),
     ...(judged.analysis === undefined ? {} : { analysis: judged.analysis }),
     ...(judged.countedAt === undefined ? {} : { countedAt: judged.countedAt }),
     // Without a plan of steps this pass (a hold, a transition) the step stays as recorded, but no pause runs.
     ...(steps === undefined
-      ? (context.observed.release.status?.step === undefined ? {} : { pause: null })
-      : { currentStep: steps.currentStep, step: steps.step, pause: steps.pause, ...(steps.stepStartedAt === undefined ? {} : { stepStartedAt: steps.stepStartedAt }) }),
+      ? context.observed.release.status?.step === undefined
+        ? {}
+        : { pause: null }
+      : {
+          currentStep: steps.currentStep,
+          step: steps.step,
+          pause: steps.pause,
+          ...(steps.stepStartedAt === undefined ? {} : { stepStartedAt: steps.stepStartedAt }),
+        }),
   };
 }
 
@@ -201,12 +293,17 @@ function readiness(phase: Phase, drafts: Omit<ConditionDrafts, 'Ready'>): Condit
   }
   if (drafts.Failure.status === 'True') return condition(false, drafts.Failure.reason, drafts.Failure.message);
   if (drafts.Available.status !== 'True') return condition(false, drafts.Available.reason, drafts.Available.message);
-  if (drafts.Progressing.status === 'True') return condition(false, drafts.Progressing.reason, drafts.Progressing.message);
+  if (drafts.Progressing.status === 'True')
+    return condition(false, drafts.Progressing.reason, drafts.Progressing.message);
   return condition(true, 'Serving', drafts.Available.message);
 }
 
 /** A status write, unless the observed status is already exactly this one. */
-export function statusStep(context: Context, status: CanaryReleaseStatus, reason: 'recordTransition' | 'updateStatus' = 'updateStatus'): Step[] {
+export function statusStep(
+  context: Context,
+  status: CanaryReleaseStatus,
+  reason: 'recordTransition' | 'updateStatus' = 'updateStatus',
+): Step[] {
   return statusWritten(context.observed.release, status) ? [] : [{ kind: 'writeStatus', reason, status }];
 }
 
@@ -223,5 +320,7 @@ export function deleteCopyStep(copy: V1Service): Step {
 
 export function finalizerStep(context: Context, wanted: boolean): Step[] {
   const patch = finalizerPatch(context.observed.release, FINALIZER, wanted);
-  return patch === undefined ? [] : [{ kind: 'patchRelease', reason: wanted ? 'addFinalizer' : 'removeFinalizer', patch }];
+  return patch === undefined
+    ? []
+    : [{ kind: 'patchRelease', reason: wanted ? 'addFinalizer' : 'removeFinalizer', patch }];
 }

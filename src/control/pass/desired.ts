@@ -69,17 +69,40 @@ export interface ReconcileOptions {
  *   delete); patchDeployment: the stable workload, on adoption only.
  */
 export type Step =
-  | { readonly kind: 'patchRelease'; readonly reason: 'addFinalizer' | 'removeFinalizer'; readonly patch: ReleaseMergePatch }
-  | { readonly kind: 'patchService'; readonly reason: ServicePatchReason; readonly name: string; readonly patch: ServiceMergePatch }
+  | {
+      readonly kind: 'patchRelease';
+      readonly reason: 'addFinalizer' | 'removeFinalizer';
+      readonly patch: ReleaseMergePatch;
+    }
+  | {
+      readonly kind: 'patchService';
+      readonly reason: ServicePatchReason;
+      readonly name: string;
+      readonly patch: ServiceMergePatch;
+    }
   | { readonly kind: 'createService'; readonly reason: 'createCopy'; readonly service: V1Service }
-  | { readonly kind: 'deleteService'; readonly reason: 'deleteCopy'; readonly name: string; readonly uid: string | undefined }
-  | { readonly kind: 'writeStatus'; readonly reason: 'recordTransition' | 'updateStatus'; readonly status: CanaryReleaseStatus }
+  | {
+      readonly kind: 'deleteService';
+      readonly reason: 'deleteCopy';
+      readonly name: string;
+      readonly uid: string | undefined;
+    }
+  | {
+      readonly kind: 'writeStatus';
+      readonly reason: 'recordTransition' | 'updateStatus';
+      readonly status: CanaryReleaseStatus;
+    }
   | { readonly kind: 'createDeployment'; readonly reason: 'createCanaryWorkload'; readonly deployment: V1Deployment }
   /** PUT of the whole canary Deployment (it is ours alone), with the observed resourceVersion. */
   | { readonly kind: 'replaceDeployment'; readonly reason: 'updateCanaryWorkload'; readonly deployment: V1Deployment }
   /** Strategic merge patch of the stable Deployment's template: what Adopted makes the new version. */
   | { readonly kind: 'patchDeployment'; readonly reason: 'adoptStable'; readonly name: string; readonly patch: unknown }
-  | { readonly kind: 'deleteDeployment'; readonly reason: 'deleteCanaryWorkload'; readonly name: string; readonly uid: string | undefined };
+  | {
+      readonly kind: 'deleteDeployment';
+      readonly reason: 'deleteCanaryWorkload';
+      readonly name: string;
+      readonly uid: string | undefined;
+    };
 
 export type ServicePatchReason =
   /** Annotation with the original selector and ports, before any change to the Service. */

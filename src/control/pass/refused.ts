@@ -12,8 +12,15 @@ import type { CanaryReleaseCondition, CanaryReleaseStatus, PortStatus } from '..
 export const CONFIG_REFUSED = 'ConfigRefused';
 
 /** `listening`: the proxy ports the data plane listens on with the previous config, which keeps serving. */
-export function withRefusedConfig(desired: Desired, observed: CanaryRelease, problem: string, now: Date, listening: ReadonlySet<number>): Desired {
-  const mark = (status: CanaryReleaseStatus) => markRefused(status, observed.status?.conditions, problem, now, listening);
+export function withRefusedConfig(
+  desired: Desired,
+  observed: CanaryRelease,
+  problem: string,
+  now: Date,
+  listening: ReadonlySet<number>,
+): Desired {
+  const mark = (status: CanaryReleaseStatus) =>
+    markRefused(status, observed.status?.conditions, problem, now, listening);
   const status = mark(desired.status);
   // A status write reconcile planned may say exactly what the release already holds once marked.
   const steps: Step[] = desired.steps

@@ -13,7 +13,10 @@ const WEIGHT_ENV = 'CANARY_L4_WEIGHT';
 
 /** `web:80=10,web:53=0`, sorted: equal override sets give equal text. */
 export function formatOverrides(overrides: readonly PortWeightOverride[]): string {
-  const text = overrides.map((item) => `${item.service}:${item.port}=${item.weight}`).sort().join(',');
+  const text = overrides
+    .map((item) => `${item.service}:${item.port}=${item.weight}`)
+    .sort()
+    .join(',');
   return text === '' ? 'none' : text;
 }
 
@@ -37,7 +40,11 @@ function isProxyContainer(container: V1Container): boolean {
  * One line per Ready proxy pod whose --weight flags differ from this writer's, naming the pod and
  * both sets. Pods that run no `canary-l4 proxy` container are not replicas.
  */
-export function disagreeingReplicas(pods: readonly V1Pod[], proxySelector: Labels, own: readonly PortWeightOverride[]): string[] {
+export function disagreeingReplicas(
+  pods: readonly V1Pod[],
+  proxySelector: Labels,
+  own: readonly PortWeightOverride[],
+): string[] {
   const mine = formatOverrides(own);
   return readyPods(pods)
     .filter((pod) => selectorMatches(proxySelector, pod.metadata?.labels))
@@ -50,6 +57,10 @@ export function disagreeingReplicas(pods: readonly V1Pod[], proxySelector: Label
       } catch (err) {
         theirs = `unreadable (${(err as Error).message})`;
       }
-      return theirs === mine ? [] : [`replica ${pod.metadata?.name ?? '<unnamed>'} serves with --weight ${theirs}, this writer with ${mine}: its split differs from status`];
+      return theirs === mine
+        ? []
+        : [
+            `replica ${pod.metadata?.name ?? '<unnamed>'} serves with --weight ${theirs}, this writer with ${mine}: its split differs from status`,
+          ];
     });
 }

@@ -9,12 +9,14 @@ import { newFlows, sides } from './pooling.ts';
 /** The split achieved since the release began: what status held, plus this interval. */
 export function achievedWith(evidence: Evidence, ports: readonly PortStatus[]): Map<string, AchievedSplit> {
   const { byPort } = sides(evidence, ports);
-  return new Map(ports.map((port) => {
-    const delta = byPort.get(portKeyId(port));
-    const stable = (port.achieved?.stable ?? 0) + (delta === undefined ? 0 : newFlows(delta.stable));
-    const canary = (port.achieved?.canary ?? 0) + (delta === undefined ? 0 : newFlows(delta.canary));
-    return [portKeyId(port), { stable, canary, canaryPercent: percent(canary, stable + canary) }];
-  }));
+  return new Map(
+    ports.map((port) => {
+      const delta = byPort.get(portKeyId(port));
+      const stable = (port.achieved?.stable ?? 0) + (delta === undefined ? 0 : newFlows(delta.stable));
+      const canary = (port.achieved?.canary ?? 0) + (delta === undefined ? 0 : newFlows(delta.canary));
+      return [portKeyId(port), { stable, canary, canaryPercent: percent(canary, stable + canary) }];
+    }),
+  );
 }
 
 function percent(part: number, whole: number): number {

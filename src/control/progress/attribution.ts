@@ -13,7 +13,10 @@ import type { PooledSide } from '../../api/status-types.ts';
  * for it), a connect error otherwise.
  * `heldOutIn` is how many of each signal's bad events were held-out ones.
  */
-export function attributed(side: PooledSide, thresholds: Readonly<Record<string, unknown>>): { side: PooledSide; heldOutIn: Readonly<Record<string, number>> } {
+export function attributed(
+  side: PooledSide,
+  thresholds: Readonly<Record<string, unknown>>,
+): { side: PooledSide; heldOutIn: Readonly<Record<string, number>> } {
   const gatedConnect = thresholds.connectErrorRate !== undefined;
   const gatedReset = thresholds.resetRate !== undefined;
   const connectToReset = gatedReset && !gatedConnect;
@@ -23,13 +26,21 @@ export function attributed(side: PooledSide, thresholds: Readonly<Record<string,
   const udpHeld = side.udpHeldOut ?? 0;
   const asConnects = (connectToReset ? 0 : held) + (resetToConnect ? heldResets : 0);
   // With resetRate alone, every failed connect moves there below; with both, the resets among them do.
-  const connectResets = gatedReset && gatedConnect ? side.connectResets ?? 0 : 0;
+  const connectResets = gatedReset && gatedConnect ? (side.connectResets ?? 0) : 0;
   const asResets = (resetToConnect ? 0 : heldResets) + (connectToReset ? held + side.errors : connectResets);
   return {
     side: {
-      ...side, attempts: side.attempts + asConnects, errors: side.errors + asConnects - connectResets, established: side.established + asResets, resets: side.resets + asResets,
+      ...side,
+      attempts: side.attempts + asConnects,
+      errors: side.errors + asConnects - connectResets,
+      established: side.established + asResets,
+      resets: side.resets + asResets,
       udpSessions: side.udpSessions + udpHeld,
     },
-    heldOutIn: { connectErrorRate: (connectToReset ? 0 : held) + (resetToConnect ? heldResets : 0), resetRate: (resetToConnect ? 0 : heldResets) + (connectToReset ? held : 0), udpReplyRate: udpHeld },
+    heldOutIn: {
+      connectErrorRate: (connectToReset ? 0 : held) + (resetToConnect ? heldResets : 0),
+      resetRate: (resetToConnect ? 0 : heldResets) + (connectToReset ? held : 0),
+      udpReplyRate: udpHeld,
+    },
   };
 }

@@ -6,7 +6,12 @@
 
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { MIRROR_OUTCOMES, TAKE_OUT_CAUSES, type BackendCounters, type CounterSnapshot } from '../../counters/snapshot.ts';
+import {
+  MIRROR_OUTCOMES,
+  TAKE_OUT_CAUSES,
+  type BackendCounters,
+  type CounterSnapshot,
+} from '../../counters/snapshot.ts';
 import type { Evidence } from './evidence.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import type { Labels } from '../../api/names.ts';
@@ -19,10 +24,15 @@ const TICK_MS = 1_000;
 
 /** Where the other replicas' counters are: `http://<podIP>:<admin port>/stats` of each Ready proxy pod. */
 export function replicaStatsUrls(pods: readonly V1Pod[], proxySelector: Labels): string[] {
-  return readyPods(pods).filter((pod) => selectorMatches(proxySelector, pod.metadata?.labels) && pod.status?.podIP !== undefined)
+  return readyPods(pods)
+    .filter((pod) => selectorMatches(proxySelector, pod.metadata?.labels) && pod.status?.podIP !== undefined)
     .flatMap((pod) => {
-      const container = pod.spec?.containers.find((item) => [...(item.command ?? []), ...(item.args ?? [])].includes('proxy'));
-      return container === undefined ? [] : [`http://${formatHost(pod.status!.podIP!)}:${adminPortOf(container)}/stats`];
+      const container = pod.spec?.containers.find((item) =>
+        [...(item.command ?? []), ...(item.args ?? [])].includes('proxy'),
+      );
+      return container === undefined
+        ? []
+        : [`http://${formatHost(pod.status!.podIP!)}:${adminPortOf(container)}/stats`];
     });
 }
 
@@ -30,7 +40,8 @@ export function replicaStatsUrls(pods: readonly V1Pod[], proxySelector: Labels):
 function adminPortOf(container: V1Container): number {
   const args = [...(container.command ?? []), ...(container.args ?? [])];
   const flagAt = args.findIndex((arg) => arg === '--admin-port' || arg.startsWith('--admin-port='));
-  const flag = flagAt < 0 ? undefined : Number(args[flagAt]!.includes('=') ? args[flagAt]!.split('=')[1] : args[flagAt + 1]);
+  const flag =
+    flagAt < 0 ? undefined : Number(args[flagAt]!.includes('=') ? args[flagAt]!.split('=')[1] : args[flagAt + 1]);
   const named = container.ports?.find((port) => port.name === ADMIN_PORT_NAME)?.containerPort;
   const fromEnv = Number(container.env?.find((variable) => variable.name === ADMIN_PORT_ENV)?.value);
   const valid = (port: number | undefined) => port !== undefined && Number.isInteger(port) && port > 0 && port < 65536;
@@ -58,10 +69,17 @@ function minus(now: BackendCounters, before: BackendCounters | undefined): Backe
 }
 
 /** `a + sign × b`, key by key, as the counters' `field` (`mirror`, `heldOut`; left out when neither has one: a version before it). */
-function byKey<Field extends 'mirror' | 'heldOut', Key extends string>(field: Field, keys: readonly Key[],
-  a: Readonly<Record<Key, number>> | undefined, b: Readonly<Record<Key, number>> | undefined, sign: 1 | -1): Partial<Record<Field, Record<Key, number>>> {
+function byKey<Field extends 'mirror' | 'heldOut', Key extends string>(
+  field: Field,
+  keys: readonly Key[],
+  a: Readonly<Record<Key, number>> | undefined,
+  b: Readonly<Record<Key, number>> | undefined,
+  sign: 1 | -1,
+): Partial<Record<Field, Record<Key, number>>> {
   if (a === undefined && b === undefined) return {};
-  return { [field]: Object.fromEntries(keys.map((key) => [key, (a?.[key] ?? 0) + sign * (b?.[key] ?? 0)])) } as Partial<Record<Field, Record<Key, number>>>;
+  return { [field]: Object.fromEntries(keys.map((key) => [key, (a?.[key] ?? 0) + sign * (b?.[key] ?? 0)])) } as Partial<
+    Record<Field, Record<Key, number>>
+  >;
 }
 
 function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounters {
@@ -86,8 +104,10 @@ function plus(a: BackendCounters | undefined, b: BackendCounters): BackendCounte
  * sets its baseline: its counts since it started are not all of this interval. A listener whose
  * weights differ between a replica's two snapshots moved during the interval. Pure.
  */
-export function intervalCounts(previous: ReadonlyMap<string, CounterSnapshot>, current: readonly CounterSnapshot[]):
-  { listeners: Evidence['listeners']; replicas: number; weightsMoved: string[] } {
+export function intervalCounts(
+  previous: ReadonlyMap<string, CounterSnapshot>,
+  current: readonly CounterSnapshot[],
+): { listeners: Evidence['listeners']; replicas: number; weightsMoved: string[] } {
   const sums: Record<string, Record<string, BackendCounters>> = {};
   const moved = new Set<string>();
   let replicas = 0;
@@ -97,7 +117,8 @@ export function intervalCounts(previous: ReadonlyMap<string, CounterSnapshot>, c
     replicas++;
     for (const [listener, backends] of Object.entries(snapshot.listeners)) {
       const sum = (sums[listener] ??= {});
-      for (const [backend, counters] of Object.entries(backends)) sum[backend] = plus(sum[backend], minus(counters, before.listeners[listener]?.[backend]));
+      for (const [backend, counters] of Object.entries(backends))
+        sum[backend] = plus(sum[backend], minus(counters, before.listeners[listener]?.[backend]));
     }
     for (const listener of new Set([...Object.keys(snapshot.weights), ...Object.keys(before.weights)])) {
       if (!sameWeights(snapshot.weights[listener], before.weights[listener])) moved.add(listener);
@@ -106,7 +127,10 @@ export function intervalCounts(previous: ReadonlyMap<string, CounterSnapshot>, c
   return { listeners: sums, replicas, weightsMoved: [...moved].sort() };
 }
 
-function sameWeights(a: Readonly<Record<string, number>> | undefined, b: Readonly<Record<string, number>> | undefined): boolean {
+function sameWeights(
+  a: Readonly<Record<string, number>> | undefined,
+  b: Readonly<Record<string, number>> | undefined,
+): boolean {
   const keys = new Set([...Object.keys(a ?? {}), ...Object.keys(b ?? {})]);
   return [...keys].every((key) => a?.[key] === b?.[key]);
 }
@@ -121,31 +145,53 @@ export function mergeEvidence(earlier: Evidence, later: Evidence): Evidence {
     }
   }
   return {
-    ...later, intervalMs: earlier.intervalMs + later.intervalMs, replicas: Math.min(earlier.replicas, later.replicas), listeners,
+    ...later,
+    intervalMs: earlier.intervalMs + later.intervalMs,
+    replicas: Math.min(earlier.replicas, later.replicas),
+    listeners,
     weightsMoved: [...new Set([...earlier.weightsMoved, ...later.weightsMoved])].sort(),
   };
 }
 
 const isCount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * A replica's /stats as a snapshot, or undefined when it is not one this version can sum (another
  * version's, a broken one): that replica is left out of the interval, never let to crash the leader.
  */
 export function parseSnapshot(value: unknown, latencyBucketsMs: readonly number[]): CounterSnapshot | undefined {
-  if (!isObject(value) || typeof value.instance !== 'string' || !isObject(value.listeners) || !isObject(value.weights)) return undefined;
+  if (!isObject(value) || typeof value.instance !== 'string' || !isObject(value.listeners) || !isObject(value.weights))
+    return undefined;
   const buckets = value.latencyBucketsMs;
-  if (!Array.isArray(buckets) || buckets.length !== latencyBucketsMs.length || buckets.some((bound, index) => bound !== latencyBucketsMs[index])) return undefined;
+  if (
+    !Array.isArray(buckets) ||
+    buckets.length !== latencyBucketsMs.length ||
+    buckets.some((bound, index) => bound !== latencyBucketsMs[index])
+  )
+    return undefined;
   for (const backends of Object.values(value.listeners)) {
     if (!isObject(backends)) return undefined;
     for (const counters of Object.values(backends)) {
       if (!isObject(counters)) return undefined;
       const latency = counters.connectLatency;
-      if (!(['connections', 'connectErrors', 'resets', 'sessionsReplied', 'markedDown'] as const).every((field) => isCount(counters[field]))) return undefined;
-      if ((['outMs', 'connectResets'] as const).some((field) => counters[field] !== undefined && !isCount(counters[field]))) return undefined;
-      if (!Array.isArray(latency) || latency.length !== latencyBucketsMs.length || !latency.every(isCount)) return undefined;
-      if (!countsByKey(counters.mirror, MIRROR_OUTCOMES) || !countsByKey(counters.heldOut, TAKE_OUT_CAUSES)) return undefined;
+      if (
+        !(['connections', 'connectErrors', 'resets', 'sessionsReplied', 'markedDown'] as const).every((field) =>
+          isCount(counters[field]),
+        )
+      )
+        return undefined;
+      if (
+        (['outMs', 'connectResets'] as const).some(
+          (field) => counters[field] !== undefined && !isCount(counters[field]),
+        )
+      )
+        return undefined;
+      if (!Array.isArray(latency) || latency.length !== latencyBucketsMs.length || !latency.every(isCount))
+        return undefined;
+      if (!countsByKey(counters.mirror, MIRROR_OUTCOMES) || !countsByKey(counters.heldOut, TAKE_OUT_CAUSES))
+        return undefined;
     }
   }
   for (const weights of Object.values(value.weights)) {
@@ -196,15 +242,21 @@ export class EvidenceCollector {
    * appears, with its own) takes effect at once, not after the old interval. */
   #schedule(): void {
     if (this.#stopped) return;
-    this.#timer = setTimeout(() => {
-      this.#collecting = this.#tick()
-        .catch((err: unknown) => {
-          this.#previous = new Map();
-          this.#previousAt = 0;
-          this.#options.log.warn({ error: (err as Error).message }, 'counting an analysis interval failed; the next one starts afresh');
-        })
-        .finally(() => this.#schedule());
-    }, Math.min(TICK_MS, this.#options.intervalMs()));
+    this.#timer = setTimeout(
+      () => {
+        this.#collecting = this.#tick()
+          .catch((err: unknown) => {
+            this.#previous = new Map();
+            this.#previousAt = 0;
+            this.#options.log.warn(
+              { error: (err as Error).message },
+              'counting an analysis interval failed; the next one starts afresh',
+            );
+          })
+          .finally(() => this.#schedule());
+      },
+      Math.min(TICK_MS, this.#options.intervalMs()),
+    );
     this.#timer.unref();
   }
 
@@ -223,7 +275,8 @@ export class EvidenceCollector {
     const local = this.#options.local();
     const fetched = await Promise.all(this.#options.replicas().map((url) => this.#fetch(url, local.latencyBucketsMs)));
     const snapshots = new Map<string, CounterSnapshot>([[local.instance, local]]);
-    for (const snapshot of fetched) if (snapshot !== undefined && !snapshots.has(snapshot.instance)) snapshots.set(snapshot.instance, snapshot);
+    for (const snapshot of fetched)
+      if (snapshot !== undefined && !snapshots.has(snapshot.instance)) snapshots.set(snapshot.instance, snapshot);
     const now = Date.now();
     const { listeners, replicas, weightsMoved } = intervalCounts(this.#previous, [...snapshots.values()]);
     const intervalMs = now - this.#previousAt;
@@ -231,7 +284,14 @@ export class EvidenceCollector {
     this.#previousAt = now;
     // The first look only sets the baseline: what came before it is not an interval of ours.
     if (replicas === 0) return;
-    this.#options.onEvidence({ at: new Date(now).toISOString(), intervalMs, replicas, latencyBucketsMs: local.latencyBucketsMs, listeners, weightsMoved });
+    this.#options.onEvidence({
+      at: new Date(now).toISOString(),
+      intervalMs,
+      replicas,
+      latencyBucketsMs: local.latencyBucketsMs,
+      listeners,
+      weightsMoved,
+    });
   }
 
   async #fetch(url: string, latencyBucketsMs: readonly number[]): Promise<CounterSnapshot | undefined> {
@@ -239,10 +299,13 @@ export class EvidenceCollector {
       const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       const snapshot = parseSnapshot(await response.json(), latencyBucketsMs);
-      if (snapshot === undefined) throw new Error('not counters this version can sum (another version\'s?)');
+      if (snapshot === undefined) throw new Error("not counters this version can sum (another version's?)");
       return snapshot;
     } catch (err) {
-      this.#options.log.debug({ url, error: (err as Error).message }, 'a replica\'s counters could not be read; it is left out of this interval');
+      this.#options.log.debug(
+        { url, error: (err as Error).message },
+        "a replica's counters could not be read; it is left out of this interval",
+      );
       return undefined;
     }
   }

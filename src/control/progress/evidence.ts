@@ -20,6 +20,16 @@ export interface Evidence {
 
 /** Whether any proxy counted anything during the interval. */
 export function hasCounts(evidence: Evidence): boolean {
-  return Object.values(evidence.listeners).some((backends) => Object.values(backends).some((counters) =>
-    counters.connections + counters.connectErrors + counters.resets + counters.sessionsReplied + counters.markedDown + (counters.mirror?.mirrored ?? 0) > 0));
+  return Object.values(evidence.listeners).some((backends) =>
+    Object.values(backends).some(
+      (counters) =>
+        counters.connections +
+          counters.connectErrors +
+          counters.resets +
+          counters.sessionsReplied +
+          counters.markedDown +
+          (counters.mirror?.mirrored ?? 0) >
+        0,
+    ),
+  );
 }

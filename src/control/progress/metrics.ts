@@ -20,11 +20,32 @@ export class ProgressMetrics {
 
   constructor(registry: Registry) {
     const registers = [registry];
-    this.#step = new Gauge({ name: `${METRIC_PREFIX}release_step`, help: 'The step in force, from 1 (the STEP column); equal to release_steps once every step is done.', registers });
-    this.#steps = new Gauge({ name: `${METRIC_PREFIX}release_steps`, help: 'Steps of the release (spec.steps).', registers });
-    this.#paused = new Gauge({ name: `${METRIC_PREFIX}release_step_held`, help: '1 while the step does not advance (a pause, a promotion or a passing analysis awaited: status.pause).', registers });
-    this.#verdict = new Gauge({ name: `${METRIC_PREFIX}analysis_verdict`, help: 'The last analysis interval\'s verdict: 1 for Passed, Failed or Inconclusive, 0 for the others.', labelNames: ['verdict'], registers });
-    this.#failures = new Gauge({ name: `${METRIC_PREFIX}analysis_failures`, help: 'Failed analysis intervals in a row (the release rolls back at spec.analysis.failureLimit).', registers });
+    this.#step = new Gauge({
+      name: `${METRIC_PREFIX}release_step`,
+      help: 'The step in force, from 1 (the STEP column); equal to release_steps once every step is done.',
+      registers,
+    });
+    this.#steps = new Gauge({
+      name: `${METRIC_PREFIX}release_steps`,
+      help: 'Steps of the release (spec.steps).',
+      registers,
+    });
+    this.#paused = new Gauge({
+      name: `${METRIC_PREFIX}release_step_held`,
+      help: '1 while the step does not advance (a pause, a promotion or a passing analysis awaited: status.pause).',
+      registers,
+    });
+    this.#verdict = new Gauge({
+      name: `${METRIC_PREFIX}analysis_verdict`,
+      help: "The last analysis interval's verdict: 1 for Passed, Failed or Inconclusive, 0 for the others.",
+      labelNames: ['verdict'],
+      registers,
+    });
+    this.#failures = new Gauge({
+      name: `${METRIC_PREFIX}analysis_failures`,
+      help: 'Failed analysis intervals in a row (the release rolls back at spec.analysis.failureLimit).',
+      registers,
+    });
     this.#signal = new Gauge({
       name: `${METRIC_PREFIX}analysis_signal`,
       help: 'Each signal of the last analysis interval (connectErrorRate, resetRate, connectLatencyP99 in ms, udpReplyRate, canaryShare), over the intervals judged together, for the canary and the stable side.',
@@ -65,6 +86,15 @@ export class ProgressMetrics {
   }
 
   reset(): void {
-    for (const gauge of [this.#step, this.#steps, this.#paused, this.#verdict, this.#failures, this.#signal, this.#achieved]) gauge.reset();
+    for (const gauge of [
+      this.#step,
+      this.#steps,
+      this.#paused,
+      this.#verdict,
+      this.#failures,
+      this.#signal,
+      this.#achieved,
+    ])
+      gauge.reset();
   }
 }

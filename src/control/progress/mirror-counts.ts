@@ -16,13 +16,21 @@ export function intervalMirrorCounts(evidence: Evidence, port: PortStatus): Mirr
  * By port key: the recorded counts plus the interval's; a port that never mirrored anything gets
  * none (its status stays as it was before mirroring existed).
  */
-export function mirrorCountsWith(evidence: Evidence | undefined, ports: readonly PortStatus[]): Map<string, MirrorCounts> {
+export function mirrorCountsWith(
+  evidence: Evidence | undefined,
+  ports: readonly PortStatus[],
+): Map<string, MirrorCounts> {
   const counts = new Map<string, MirrorCounts>();
   for (const port of ports) {
     const delta = evidence === undefined ? undefined : intervalMirrorCounts(evidence, port);
     const recorded = port.mirror;
     if (recorded === undefined && (delta === undefined || delta.mirrored === 0)) continue;
-    counts.set(portKeyId(port), Object.fromEntries(MIRROR_OUTCOMES.map((outcome) => [outcome, (recorded?.[outcome] ?? 0) + (delta?.[outcome] ?? 0)])) as unknown as MirrorCounts);
+    counts.set(
+      portKeyId(port),
+      Object.fromEntries(
+        MIRROR_OUTCOMES.map((outcome) => [outcome, (recorded?.[outcome] ?? 0) + (delta?.[outcome] ?? 0)]),
+      ) as unknown as MirrorCounts,
+    );
   }
   return counts;
 }

@@ -11,8 +11,22 @@ import type { Evidence } from './evidence.ts';
 type Side = { -readonly [Key in keyof PooledSide]: PooledSide[Key] extends readonly number[] ? number[] : number };
 
 const emptySide = (buckets: number): Side => ({
-  attempts: 0, errors: 0, established: 0, resets: 0, latency: new Array<number>(buckets).fill(0), udpSessions: 0, udpReplied: 0, markedDown: 0,
-  heldOut: 0, heldOutResets: 0, udpHeldOut: 0, connectResets: 0, mirrored: 0, mirrorCompared: 0, mirrorDifferent: 0, mirrorFailed: 0,
+  attempts: 0,
+  errors: 0,
+  established: 0,
+  resets: 0,
+  latency: new Array<number>(buckets).fill(0),
+  udpSessions: 0,
+  udpReplied: 0,
+  markedDown: 0,
+  heldOut: 0,
+  heldOutResets: 0,
+  udpHeldOut: 0,
+  connectResets: 0,
+  mirrored: 0,
+  mirrorCompared: 0,
+  mirrorDifferent: 0,
+  mirrorFailed: 0,
 });
 
 /** New connections (TCP) and flows (UDP) a side got. */
@@ -57,8 +71,24 @@ function add(side: Side, counters: BackendCounters | undefined, udp: boolean): v
 
 export function addSides(into: Side, from: PooledSide): void {
   // A pool written before mirroring was counted has no mirror fields: 0.
-  for (const key of ['attempts', 'errors', 'established', 'resets', 'udpSessions', 'udpReplied', 'markedDown', 'heldOut', 'heldOutResets', 'udpHeldOut', 'connectResets',
-    'mirrored', 'mirrorCompared', 'mirrorDifferent', 'mirrorFailed'] as const) into[key] = (into[key] ?? 0) + (from[key] ?? 0);
+  for (const key of [
+    'attempts',
+    'errors',
+    'established',
+    'resets',
+    'udpSessions',
+    'udpReplied',
+    'markedDown',
+    'heldOut',
+    'heldOutResets',
+    'udpHeldOut',
+    'connectResets',
+    'mirrored',
+    'mirrorCompared',
+    'mirrorDifferent',
+    'mirrorFailed',
+  ] as const)
+    into[key] = (into[key] ?? 0) + (from[key] ?? 0);
   from.latency.forEach((count, index) => {
     into.latency[index] = (into.latency[index] ?? 0) + count;
   });
@@ -71,7 +101,10 @@ interface PortSides {
   readonly canaryOutMs: number;
 }
 
-export function sides(evidence: Evidence, ports: readonly PortStatus[]): { stable: Side; canary: Side; byPort: Map<string, PortSides> } {
+export function sides(
+  evidence: Evidence,
+  ports: readonly PortStatus[],
+): { stable: Side; canary: Side; byPort: Map<string, PortSides> } {
   const buckets = evidence.latencyBucketsMs.length;
   const total = { stable: emptySide(buckets), canary: emptySide(buckets) };
   const byPort = new Map<string, PortSides>();
@@ -79,7 +112,10 @@ export function sides(evidence: Evidence, ports: readonly PortStatus[]): { stabl
     const counters = evidence.listeners[listenerName(port)];
     const udp = port.protocol === 'UDP';
     const own = { stable: emptySide(buckets), canary: emptySide(buckets) };
-    for (const [side, backend] of [['stable', 'forked'], ['canary', 'canary']] as const) {
+    for (const [side, backend] of [
+      ['stable', 'forked'],
+      ['canary', 'canary'],
+    ] as const) {
       add(total[side], counters?.[backend], udp);
       add(own[side], counters?.[backend], udp);
     }
@@ -89,10 +125,14 @@ export function sides(evidence: Evidence, ports: readonly PortStatus[]): { stabl
 }
 
 /** The pool this interval adds to: the previous one while it was inconclusive (same buckets), else none. */
-export function poolOf(previous: AnalysisStatus | undefined, buckets: number): { intervals: number; stable: Side; canary: Side } {
+export function poolOf(
+  previous: AnalysisStatus | undefined,
+  buckets: number,
+): { intervals: number; stable: Side; canary: Side } {
   const pool = { intervals: 0, stable: emptySide(buckets), canary: emptySide(buckets) };
   const before = previous?.verdict === 'Inconclusive' ? previous.pooled : undefined;
-  if (before === undefined || before.canary.latency.length !== buckets || before.stable.latency.length !== buckets) return pool;
+  if (before === undefined || before.canary.latency.length !== buckets || before.stable.latency.length !== buckets)
+    return pool;
   addSides(pool.stable, before.stable);
   addSides(pool.canary, before.canary);
   return { ...pool, intervals: before.intervals };

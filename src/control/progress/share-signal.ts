@@ -20,7 +20,12 @@ const STARVED_SHARE = 0.5;
  * share is its clients' hashes: a handful of clients can leave a healthy canary with none). Listed
  * only when it fails.
  */
-export function shareSignals(evidence: Evidence, ports: readonly PortStatus[], affinity: ReadonlySet<string>, confidence: number): SignalResult[] {
+export function shareSignals(
+  evidence: Evidence,
+  ports: readonly PortStatus[],
+  affinity: ReadonlySet<string>,
+  confidence: number,
+): SignalResult[] {
   const results: SignalResult[] = [];
   const { byPort } = sides(evidence, ports);
   const moved = new Set(evidence.weightsMoved);
@@ -29,12 +34,19 @@ export function shareSignals(evidence: Evidence, ports: readonly PortStatus[], a
     const weight = servedWeight(port);
     const split = byPort.get(portKeyId(port));
     if (split === undefined || weight <= 0 || weight >= 100) continue;
-    const eligible = Math.min(1, Math.max(0, 1 - split.canaryOutMs / (evidence.intervalMs * Math.max(1, evidence.replicas))));
+    const eligible = Math.min(
+      1,
+      Math.max(0, 1 - split.canaryOutMs / (evidence.intervalMs * Math.max(1, evidence.replicas))),
+    );
     const least = (weight / 100) * eligible * STARVED_SHARE;
     const counts = { count: newFlows(split.canary), of: newFlows(split.stable) + newFlows(split.canary) };
     if (counts.of === 0 || rateBound(counts, confidence, 'upper') >= least) continue;
     results.push({
-      name: 'canaryShare', canary: roundRate(counts.count / counts.of), stable: null, verdict: 'Failed', counts: { canary: counts, stable: null },
+      name: 'canaryShare',
+      canary: roundRate(counts.count / counts.of),
+      stable: null,
+      verdict: 'Failed',
+      counts: { canary: counts, stable: null },
       threshold: `at least ${Math.round(least * 1000) / 10}% of ${port.service}:${port.port}/${port.protocol} (weight ${weight}%, eligible ${Math.round(eligible * 100)}% of the interval)`,
     });
   }

@@ -25,7 +25,8 @@ export const RATE_SIGNALS: readonly RateSignal[] = [
 ];
 
 /** A rate as a signal's result shows it: four decimals. */
-export const roundRate = (value: number | null): number | null => (value === null ? null : Math.round(value * 10_000) / 10_000);
+export const roundRate = (value: number | null): number | null =>
+  value === null ? null : Math.round(value * 10_000) / 10_000;
 
 /** A threshold on a rate of bad events: the most it may be, and the most it may exceed the stable's by. */
 export interface BadRateLimits {
@@ -40,9 +41,17 @@ export interface Judged {
 }
 
 /** The bad events of a higher-is-better rate (flows not replied), and its limits on them. */
-export function asBadRate(signal: RateSignal, counts: SignalCounts, limits: Readonly<Record<string, number | undefined>>): { counts: Counts; limits: BadRateLimits } {
-  if (signal.higherIsBetter !== true) return { counts, limits: { max: limits.max, maxAboveStable: limits.maxAboveStable } };
-  return { counts: { count: counts.of - counts.count, of: counts.of }, limits: { max: limits.min === undefined ? undefined : 1 - limits.min, maxAboveStable: limits.maxBelowStable } };
+export function asBadRate(
+  signal: RateSignal,
+  counts: SignalCounts,
+  limits: Readonly<Record<string, number | undefined>>,
+): { counts: Counts; limits: BadRateLimits } {
+  if (signal.higherIsBetter !== true)
+    return { counts, limits: { max: limits.max, maxAboveStable: limits.maxAboveStable } };
+  return {
+    counts: { count: counts.of - counts.count, of: counts.of },
+    limits: { max: limits.min === undefined ? undefined : 1 - limits.min, maxAboveStable: limits.maxBelowStable },
+  };
 }
 
 /** `counts` as `scale` times as many samples would give them at the same rate. */
@@ -87,26 +96,53 @@ export function judgeBadRate(canary: Counts, stable: Counts | null, limits: BadR
   const { max, maxAboveStable } = limits;
   if (max !== undefined) {
     const [lower, upper] = [rateBound(canary, confidence, 'lower'), rateBound(canary, confidence, 'upper')];
-    outcomes.push(lower > max ? { verdict: 'Failed' } : upper <= max ? { verdict: 'Passed' }
-      : { verdict: 'Inconclusive', lacks: samplesToDecide(canary.of, (scale) => settles(rateBound(scaled(canary, scale), confidence, 'lower'), rateBound(scaled(canary, scale), confidence, 'upper'), max)) });
+    outcomes.push(
+      lower > max
+        ? { verdict: 'Failed' }
+        : upper <= max
+          ? { verdict: 'Passed' }
+          : {
+              verdict: 'Inconclusive',
+              lacks: samplesToDecide(canary.of, (scale) =>
+                settles(
+                  rateBound(scaled(canary, scale), confidence, 'lower'),
+                  rateBound(scaled(canary, scale), confidence, 'upper'),
+                  max,
+                ),
+              ),
+            },
+    );
   }
   if (maxAboveStable !== undefined) {
     const lower = stable === null ? undefined : differenceBound(canary, stable, confidence, 'lower');
     const upper = stable === null ? undefined : differenceBound(canary, stable, confidence, 'upper');
-    if (lower === undefined || upper === undefined || stable === null) outcomes.push({ verdict: 'Inconclusive', lacks: Number.POSITIVE_INFINITY });
+    if (lower === undefined || upper === undefined || stable === null)
+      outcomes.push({ verdict: 'Inconclusive', lacks: Number.POSITIVE_INFINITY });
     else {
       const settledAt = (scale: number): boolean => {
         const [canaryThen, stableThen] = [scaled(canary, scale), scaled(stable, scale)];
-        return settles(differenceBound(canaryThen, stableThen, confidence, 'lower'), differenceBound(canaryThen, stableThen, confidence, 'upper'), maxAboveStable);
+        return settles(
+          differenceBound(canaryThen, stableThen, confidence, 'lower'),
+          differenceBound(canaryThen, stableThen, confidence, 'upper'),
+          maxAboveStable,
+        );
       };
-      outcomes.push(lower > maxAboveStable ? { verdict: 'Failed' } : upper <= maxAboveStable ? { verdict: 'Passed' }
-        : { verdict: 'Inconclusive', lacks: samplesToDecide(canary.of, settledAt) });
+      outcomes.push(
+        lower > maxAboveStable
+          ? { verdict: 'Failed' }
+          : upper <= maxAboveStable
+            ? { verdict: 'Passed' }
+            : { verdict: 'Inconclusive', lacks: samplesToDecide(canary.of, settledAt) },
+      );
     }
   }
   if (outcomes.some((outcome) => outcome.verdict === 'Failed')) return { verdict: 'Failed' };
   const open = outcomes.filter((outcome) => outcome.verdict === 'Inconclusive');
   if (open.length === 0) return { verdict: 'Passed' };
-  return { verdict: 'Inconclusive', lacks: Math.max(...open.map((outcome) => outcome.lacks ?? Number.POSITIVE_INFINITY)) };
+  return {
+    verdict: 'Inconclusive',
+    lacks: Math.max(...open.map((outcome) => outcome.lacks ?? Number.POSITIVE_INFINITY)),
+  };
 }
 
 /** Where a quantile of a latency histogram lies: its bucket's edges, and an estimate inside it. */
@@ -118,7 +154,11 @@ export interface QuantileMs {
 }
 
 /** The `quantile` of the samples counted per upper bound in `boundsMs`; null without samples. */
-export function quantileMs(latency: readonly number[], boundsMs: readonly number[], quantile: number): QuantileMs | null {
+export function quantileMs(
+  latency: readonly number[],
+  boundsMs: readonly number[],
+  quantile: number,
+): QuantileMs | null {
   const total = latency.reduce((sum, count) => sum + count, 0);
   if (total === 0) return null;
   const rank = quantile * total;
@@ -126,7 +166,7 @@ export function quantileMs(latency: readonly number[], boundsMs: readonly number
   for (let index = 0; index < latency.length; index++) {
     const count = latency[index] ?? 0;
     if (count > 0 && seen + count >= rank) {
-      const lower = index === 0 ? 0 : boundsMs[index - 1] ?? 0;
+      const lower = index === 0 ? 0 : (boundsMs[index - 1] ?? 0);
       const upper = boundsMs[index] ?? lower;
       return { estimate: lower + (upper - lower) * ((rank - seen) / count), lower, upper };
     }
@@ -140,11 +180,15 @@ export function quantileMs(latency: readonly number[], boundsMs: readonly number
  * Connects slower than `lineMs`, as the buckets can tell: `certain` counts only buckets wholly
  * above the line, `possible` also the one the line falls in.
  */
-export function slowerThan(latency: readonly number[], boundsMs: readonly number[], lineMs: number): { certain: Counts; possible: Counts } {
+export function slowerThan(
+  latency: readonly number[],
+  boundsMs: readonly number[],
+  lineMs: number,
+): { certain: Counts; possible: Counts } {
   const of = latency.reduce((sum, count) => sum + count, 0);
   let [certain, possible] = [0, 0];
   latency.forEach((count, index) => {
-    const lower = index === 0 ? 0 : boundsMs[index - 1] ?? 0;
+    const lower = index === 0 ? 0 : (boundsMs[index - 1] ?? 0);
     const upper = boundsMs[index] ?? Number.POSITIVE_INFINITY;
     if (lower >= lineMs) certain += count;
     if (upper > lineMs) possible += count;
@@ -156,11 +200,19 @@ export function slowerThan(latency: readonly number[], boundsMs: readonly number
  * A 99th percentile against a line: Failed when the connects certainly slower than it are shown
  * more than 1 %, Passed when those possibly slower are shown at most 1 %.
  */
-export function judgeSlowShare(slow: { certain: Counts; possible: Counts }, slowShare: number, confidence: number): Judged {
+export function judgeSlowShare(
+  slow: { certain: Counts; possible: Counts },
+  slowShare: number,
+  confidence: number,
+): Judged {
   if (rateBound(slow.certain, confidence, 'lower') > slowShare) return { verdict: 'Failed' };
   const upper = rateBound(slow.possible, confidence, 'upper');
   if (upper <= slowShare) return { verdict: 'Passed' };
   const settledAt = (scale: number): boolean =>
-    settles(rateBound(scaled(slow.certain, scale), confidence, 'lower'), rateBound(scaled(slow.possible, scale), confidence, 'upper'), slowShare);
+    settles(
+      rateBound(scaled(slow.certain, scale), confidence, 'lower'),
+      rateBound(scaled(slow.possible, scale), confidence, 'upper'),
+      slowShare,
+    );
   return { verdict: 'Inconclusive', lacks: samplesToDecide(slow.possible.of, settledAt) };
 }

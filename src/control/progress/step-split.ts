@@ -20,10 +20,16 @@ export interface PortCounts {
  * that step's counts if it began once the step had (`inStep`); a step that begins in this pass
  * starts from zero.
  */
-export function achievedAtStep(counts: PortCounts, countedStep: number | undefined, currentStep: number, inStep: boolean): StepAchievedSplit {
+export function achievedAtStep(
+  counts: PortCounts,
+  countedStep: number | undefined,
+  currentStep: number,
+  inStep: boolean,
+): StepAchievedSplit {
   if (countedStep !== currentStep) return stepSplit(currentStep, 0, 0);
   const base = counts.recordedStep?.step === currentStep ? counts.recordedStep : undefined;
-  const added = (side: 'stable' | 'canary') => (inStep ? Math.max(0, (counts.after?.[side] ?? 0) - (counts.before?.[side] ?? 0)) : 0);
+  const added = (side: 'stable' | 'canary') =>
+    inStep ? Math.max(0, (counts.after?.[side] ?? 0) - (counts.before?.[side] ?? 0)) : 0;
   return stepSplit(currentStep, (base?.stable ?? 0) + added('stable'), (base?.canary ?? 0) + added('canary'));
 }
 

@@ -21,7 +21,10 @@ const GATE_SLACK_MS = 1_000;
 
 /** Whether an interval (when it ended, how long it was) began once the step had: it was served at
  * the step's weight throughout, not partly at the previous step's. */
-export function beganInStep(interval: { readonly at: string; readonly intervalMs: number }, stepStartedAt: string): boolean {
+export function beganInStep(
+  interval: { readonly at: string; readonly intervalMs: number },
+  stepStartedAt: string,
+): boolean {
   return Date.parse(interval.at) - interval.intervalMs >= Date.parse(stepStartedAt) - GATE_SLACK_MS;
 }
 
@@ -45,7 +48,11 @@ export interface RecordedSteps {
 /** Every step is done: the step in force is past the last, and the steps are still the ones it went through. */
 export function stepsComplete(spec: CanaryReleaseSpec | undefined, recorded: RecordedSteps): boolean {
   const steps = spec?.steps ?? [];
-  return steps.length > 0 && (recorded.currentStep ?? 0) >= steps.length && recorded.step === `${steps.length}/${steps.length}`;
+  return (
+    steps.length > 0 &&
+    (recorded.currentStep ?? 0) >= steps.length &&
+    recorded.step === `${steps.length}/${steps.length}`
+  );
 }
 
 /** Why the steps stand still, since when. */
@@ -72,7 +79,13 @@ export interface StepPlan {
  * `analysis`: the latest judged interval (this pass's, if it judged one); `serving`: every Service
  * is taken over (no clock runs before).
  */
-export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, analysis: AnalysisStatus | undefined, serving: boolean, now: Date): StepPlan | undefined {
+export function planSteps(
+  spec: CanaryReleaseSpec,
+  recorded: RecordedSteps,
+  analysis: AnalysisStatus | undefined,
+  serving: boolean,
+  now: Date,
+): StepPlan | undefined {
   const steps = spec.steps ?? [];
   if (steps.length === 0) return undefined;
   // Steps removed past the one in force: the last step is in force now, from the start.
@@ -82,14 +95,24 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
   const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight ?? 0;
   const shown = (index: number) => `${Math.min(index + 1, steps.length)}/${steps.length}`;
   const held = (reason: string, startedAt: string | undefined, requeueAfterMs?: number): StepPlan => ({
-    currentStep: current, stepStartedAt: startedAt, weight: weightOf(current), step: shown(current),
+    currentStep: current,
+    stepStartedAt: startedAt,
+    weight: weightOf(current),
+    step: shown(current),
     pause: { reason, since: recorded.pause?.reason === reason ? recorded.pause.since : now.toISOString() },
     ...(requeueAfterMs === undefined ? {} : { requeueAfterMs }),
   });
   if (current >= steps.length) {
-    return { currentStep: current, stepStartedAt: recorded.stepStartedAt, weight: weightOf(current), step: shown(current), pause: null };
+    return {
+      currentStep: current,
+      stepStartedAt: recorded.stepStartedAt,
+      weight: weightOf(current),
+      step: shown(current),
+      pause: null,
+    };
   }
-  if (!serving) return held('the Services are not taken over yet; the first step starts once they are', recorded.stepStartedAt);
+  if (!serving)
+    return held('the Services are not taken over yet; the first step starts once they are', recorded.stepStartedAt);
   const startedAt = recorded.stepStartedAt ?? now.toISOString();
   if (spec.paused === true) return held('paused (spec.paused); kubectl canary-l4 resume to go on', startedAt);
   const promoted = (spec.promotedStep ?? -1) >= current;
@@ -99,7 +122,12 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
       return held(`step ${current + 1} waits for a promotion: kubectl canary-l4 promote`, startedAt);
     }
     const remaining = Date.parse(startedAt) + (parseDuration(duration ?? '0s') ?? 0) - now.getTime();
-    if (remaining > 0) return held(`step ${current + 1} holds until ${new Date(now.getTime() + remaining).toISOString()}`, startedAt, remaining);
+    if (remaining > 0)
+      return held(
+        `step ${current + 1} holds until ${new Date(now.getTime() + remaining).toISOString()}`,
+        startedAt,
+        remaining,
+      );
     // An interval judged at this step's weight: one that began once the step had.
     const judged = analysis !== undefined && beganInStep(analysis, startedAt) ? analysis : undefined;
     if (spec.analysis !== undefined && judged?.verdict !== 'Passed') {
@@ -110,7 +138,11 @@ export function planSteps(spec: CanaryReleaseSpec, recorded: RecordedSteps, anal
   }
   const next = current + 1;
   return {
-    currentStep: next, stepStartedAt: now.toISOString(), weight: weightOf(next), step: shown(next), pause: null,
+    currentStep: next,
+    stepStartedAt: now.toISOString(),
+    weight: weightOf(next),
+    step: shown(next),
+    pause: null,
     requeueAfterMs: 0,
   };
 }

@@ -9,17 +9,23 @@ import type { Judgement } from './threshold-signals.ts';
 /** 2700 as `2 700`: counts a person reads at a glance. */
 const grouped = (value: number) => String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 const percentOf = (confidence: number) => `${Math.round(confidence * 1000) / 10} % confidence`;
-const countsText = (counts: SignalCounts | null) => (counts === null ? '-' : `${grouped(counts.count)} of ${grouped(counts.of)}`);
+const countsText = (counts: SignalCounts | null) =>
+  counts === null ? '-' : `${grouped(counts.count)} of ${grouped(counts.of)}`;
 
 function signalText(result: SignalResult, confidence: number): string {
-  const heldOut = result.heldOut === undefined ? '' : ` (${grouped(result.heldOut)} of them while passive health held it out)`;
-  const counts = result.counts === undefined ? `canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}`
-    : `canary ${countsText(result.counts.canary)}${heldOut}, stable ${countsText(result.counts.stable ?? null)}`;
+  const heldOut =
+    result.heldOut === undefined ? '' : ` (${grouped(result.heldOut)} of them while passive health held it out)`;
+  const counts =
+    result.counts === undefined
+      ? `canary ${result.canary ?? '-'}, stable ${result.stable ?? '-'}`
+      : `canary ${countsText(result.counts.canary)}${heldOut}, stable ${countsText(result.counts.stable ?? null)}`;
   return `${result.name}: ${counts}, threshold ${result.threshold}, ${percentOf(confidence)}`;
 }
 
 function lacksText(lacks: number | undefined): string {
-  return lacks === undefined || !Number.isFinite(lacks) ? 'not decided yet' : `about ${grouped(lacks)} more canary samples to decide`;
+  return lacks === undefined || !Number.isFinite(lacks)
+    ? 'not decided yet'
+    : `about ${grouped(lacks)} more canary samples to decide`;
 }
 
 /** What judge() found on an interval, for the message that says it. */
@@ -41,12 +47,26 @@ export function verdictMessage(findings: Findings): string {
   const enough = samplesOf(pooled.canary) >= minSamples;
   const over = `${pooled.intervals} interval(s) judged together`;
   const keptFrom = heldOutOf(pooled.canary);
-  const takenOut = pooled.canary.markedDown === 0 && keptFrom === 0 ? ''
-    : `; passive health took the canary out ${pooled.canary.markedDown} time(s)${keptFrom === 0 ? ''
-      : `, and the ${grouped(keptFrom)} connections/flows its weight offered it meanwhile count as attempts it failed (it was still failing a passive-health timeout after it first failed)`}`;
-  return stillDeadAfter !== undefined ? `no canary sample since it failed (passive health holds it out): ${stillDeadAfter}`
-    : verdict === 'Failed' ? failed.map((result) => signalText(result, confidence)).join('; ') + takenOut
-    : verdict === 'Passed' ? `${grouped(samplesOf(pooled.canary))} canary connections/flows judged (${over}), every threshold within at ${percentOf(confidence)}`
-    : [...(enough ? [] : [`too few samples: ${grouped(samplesOf(pooled.canary))} canary connections/flows over ${over.replace(' judged together', '')}, minSamples ${minSamples}`]),
-      ...open.map((item) => `${signalText(item.result, confidence)}: ${lacksText(item.lacks)}`)].join('; ') + takenOut;
+  const takenOut =
+    pooled.canary.markedDown === 0 && keptFrom === 0
+      ? ''
+      : `; passive health took the canary out ${pooled.canary.markedDown} time(s)${
+          keptFrom === 0
+            ? ''
+            : `, and the ${grouped(keptFrom)} connections/flows its weight offered it meanwhile count as attempts it failed (it was still failing a passive-health timeout after it first failed)`
+        }`;
+  return stillDeadAfter !== undefined
+    ? `no canary sample since it failed (passive health holds it out): ${stillDeadAfter}`
+    : verdict === 'Failed'
+      ? failed.map((result) => signalText(result, confidence)).join('; ') + takenOut
+      : verdict === 'Passed'
+        ? `${grouped(samplesOf(pooled.canary))} canary connections/flows judged (${over}), every threshold within at ${percentOf(confidence)}`
+        : [
+            ...(enough
+              ? []
+              : [
+                  `too few samples: ${grouped(samplesOf(pooled.canary))} canary connections/flows over ${over.replace(' judged together', '')}, minSamples ${minSamples}`,
+                ]),
+            ...open.map((item) => `${signalText(item.result, confidence)}: ${lacksText(item.lacks)}`),
+          ].join('; ') + takenOut;
 }

@@ -28,7 +28,13 @@ const DEFAULT_CONFIDENCE = 0.99;
  * it lacks. A canary that failed and has had no sample since (passive health holds it out: it is
  * dead) stays failed. Failures count up in a row; a pass resets them, an inconclusive interval does not.
  */
-export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly PortStatus[], previous: AnalysisStatus | undefined, affinity: ReadonlySet<string> = new Set()): AnalysisStatus {
+export function judge(
+  evidence: Evidence,
+  spec: AnalysisSpec,
+  ports: readonly PortStatus[],
+  previous: AnalysisStatus | undefined,
+  affinity: ReadonlySet<string> = new Set(),
+): AnalysisStatus {
   const confidence = spec.confidence ?? DEFAULT_CONFIDENCE;
   const interval = sides(evidence, ports);
   const pool = poolOf(previous, evidence.latencyBucketsMs.length);
@@ -39,21 +45,47 @@ export function judge(evidence: Evidence, spec: AnalysisSpec, ports: readonly Po
   const minSamples = Math.max(1, spec.minSamples ?? DEFAULT_MIN_SAMPLES);
   // The pool, and the interval alone: a canary that turns bad after a long undecided stretch is not
   // hidden by the good counts before it. A second look, so at a tenth of the error rate.
-  const alone = pooled.intervals === 1 ? [] : thresholdSignals(spec, interval.stable, interval.canary, evidence.latencyBucketsMs, 1 - (1 - confidence) / 10);
-  const judged = thresholdSignals(spec, pooled.stable, pooled.canary, evidence.latencyBucketsMs, confidence)
-    .map((item) => alone.find((fresh) => fresh.result.name === item.result.name && fresh.result.verdict === 'Failed' && item.result.verdict !== 'Failed') ?? item);
+  const alone =
+    pooled.intervals === 1
+      ? []
+      : thresholdSignals(spec, interval.stable, interval.canary, evidence.latencyBucketsMs, 1 - (1 - confidence) / 10);
+  const judged = thresholdSignals(spec, pooled.stable, pooled.canary, evidence.latencyBucketsMs, confidence).map(
+    (item) =>
+      alone.find(
+        (fresh) =>
+          fresh.result.name === item.result.name &&
+          fresh.result.verdict === 'Failed' &&
+          item.result.verdict !== 'Failed',
+      ) ?? item,
+  );
   const signals = [...shareSignals(evidence, ports, affinity, confidence), ...judged.map((item) => item.result)];
   const failed = signals.filter((result) => result.verdict === 'Failed');
   const open = judged.filter((item) => item.result.verdict === 'Inconclusive');
   const stillDead = failed.length === 0 && samples === 0 && previous?.verdict === 'Failed';
   const enough = samplesOf(pooled.canary) >= minSamples;
-  const verdict: Verdict = failed.length > 0 || stillDead ? 'Failed' : open.length === 0 && enough ? 'Passed' : 'Inconclusive';
-  const failures = verdict === 'Failed' ? (previous?.failures ?? 0) + 1 : verdict === 'Passed' ? 0 : previous?.failures ?? 0;
+  const verdict: Verdict =
+    failed.length > 0 || stillDead ? 'Failed' : open.length === 0 && enough ? 'Passed' : 'Inconclusive';
+  const failures =
+    verdict === 'Failed' ? (previous?.failures ?? 0) + 1 : verdict === 'Passed' ? 0 : (previous?.failures ?? 0);
   const message = verdictMessage({
-    verdict, failed, open, pooled, minSamples, confidence, ...(stillDead ? { stillDeadAfter: previous.message } : {}),
+    verdict,
+    failed,
+    open,
+    pooled,
+    minSamples,
+    confidence,
+    ...(stillDead ? { stillDeadAfter: previous.message } : {}),
   });
   return {
-    at: evidence.at, intervalMs: evidence.intervalMs, replicas: evidence.replicas, samples, verdict, confidence, signals, failures, message,
+    at: evidence.at,
+    intervalMs: evidence.intervalMs,
+    replicas: evidence.replicas,
+    samples,
+    verdict,
+    confidence,
+    signals,
+    failures,
+    message,
     ...(verdict === 'Inconclusive' ? { pooled } : {}),
   };
 }

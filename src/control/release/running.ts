@@ -32,7 +32,6 @@ export interface SelectorFindings {
   readonly notes: readonly string[];
 }
 
-
 interface RetargetOutcome {
   readonly steps: readonly Step[];
   /** The Service selects the proxy once the steps are done. */
@@ -40,35 +39,73 @@ interface RetargetOutcome {
   readonly waiting: readonly string[];
 }
 
-export function planRunning(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
-  workloads: readonly WorkloadPlan[], stepPlan?: StepPlan): Desired {
+export function planRunning(
+  context: Context,
+  plans: readonly ServicePlan[],
+  allocations: readonly Allocation[],
+  workloads: readonly WorkloadPlan[],
+  stepPlan?: StepPlan,
+): Desired {
   const readiness = sidesReady(context, plans);
-  const takeover = planTakeover(context.name, plans, allocations, context.options.inPod === true, context.options.reservedPorts ?? new Set());
+  const takeover = planTakeover(
+    context.name,
+    plans,
+    allocations,
+    context.options.inPod === true,
+    context.options.reservedPorts ?? new Set(),
+  );
   const ports = portStatuses(context, plans, allocations, readiness, takeover);
   const findings = checkSelectors(context, plans, readiness);
   const mixing = findings.failures.length > 0;
   const outcomes = plans.map((plan) => planRetarget(context, plan, allocations, mixing, takeover));
   const planned = new Set(plans.map((plan) => plan.name));
-  const dropped = handBackSteps(context, [...context.originals.keys()].filter((name) => !planned.has(name)), 'Deprecated');
+  const dropped = handBackSteps(
+    context,
+    [...context.originals.keys()].filter((name) => !planned.has(name)),
+    'Deprecated',
+  );
   const deletions: Step[] = context.copies
-    .filter((copy) => { const source = copySource(copy) ?? ''; return !planned.has(source) && !dropped.blocked.has(source); })
+    .filter((copy) => {
+      const source = copySource(copy) ?? '';
+      return !planned.has(source) && !dropped.blocked.has(source);
+    })
     .map(deleteCopyStep);
   const allRetargeted = outcomes.every((outcome) => outcome.retargeted);
   const waiting = outcomes.flatMap((outcome) => outcome.waiting);
   const progressing = [...waiting, ...findings.notes, ...dropped.waiting];
   const failures = [...findings.failures, ...dropped.problems];
-  const status = makeStatus(context, 'Running', null, {
-    Available: allRetargeted
-      ? condition(true, ports.some((port) => port.override != null) ? 'WeightOverridden' : 'Serving', describeServing(ports, context, takeover))
-      : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy yet'),
-    Progressing: progressing.length === 0 ? condition(false, 'Complete') : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForReadyPods', progressing.join('; ')),
-    Failure: failures.length === 0 ? condition(false, 'None') : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
-    Archived: condition(false, 'Running'),
-  }, ports, {
-    workloads: workloads.length === 0 ? undefined : workloadStatuses(workloads, context.observed.deployments, context.observed.release.status?.workloads ?? []),
-    ...(stepPlan === undefined ? {} : { steps: stepPlan }),
-    takeover: takeover.status,
-  });
+  const status = makeStatus(
+    context,
+    'Running',
+    null,
+    {
+      Available: allRetargeted
+        ? condition(
+            true,
+            ports.some((port) => port.override != null) ? 'WeightOverridden' : 'Serving',
+            describeServing(ports, context, takeover),
+          )
+        : condition(false, 'NotRetargeted', 'traffic has not been moved to the proxy yet'),
+      Progressing:
+        progressing.length === 0
+          ? condition(false, 'Complete')
+          : condition(true, waiting.length > 0 ? 'Retargeting' : 'WaitingForReadyPods', progressing.join('; ')),
+      Failure:
+        failures.length === 0
+          ? condition(false, 'None')
+          : condition(true, mixing ? 'SelectorsMix' : 'CannotRestore', failures.join('; ')),
+      Archived: condition(false, 'Running'),
+    },
+    ports,
+    {
+      workloads:
+        workloads.length === 0
+          ? undefined
+          : workloadStatuses(workloads, context.observed.deployments, context.observed.release.status?.workloads ?? []),
+      ...(stepPlan === undefined ? {} : { steps: stepPlan }),
+      takeover: takeover.status,
+    },
+  );
   const steps = [
     ...finalizerStep(context, true),
     ...plans.flatMap((plan) => saveStep(context, plan)),
@@ -80,14 +117,22 @@ export function planRunning(context: Context, plans: readonly ServicePlan[], all
     ...statusStep(context, status),
   ];
   return {
-    mode: 'running', steps, status, l4Config: buildL4Config(ports, context.observed.services, context.options.listenHost),
+    mode: 'running',
+    steps,
+    status,
+    l4Config: buildL4Config(ports, context.observed.services, context.options.listenHost),
     ...(stepPlan?.requeueAfterMs === undefined ? {} : { requeueAfterMs: stepPlan.requeueAfterMs }),
   };
 }
 
 /** Spec weights and overrides for planned ports; a dropped Service still served keeps what status says. */
-function portStatuses(context: Context, plans: readonly ServicePlan[], allocations: readonly Allocation[],
-  readiness: ReadonlyMap<string, SideReadiness>, takeover: TakeoverPlan): PortStatus[] {
+function portStatuses(
+  context: Context,
+  plans: readonly ServicePlan[],
+  allocations: readonly Allocation[],
+  readiness: ReadonlyMap<string, SideReadiness>,
+  takeover: TakeoverPlan,
+): PortStatus[] {
   const plansByName = new Map(plans.map((plan) => [plan.name, plan] as const));
   const planned = new Map(plans.flatMap((plan) => plan.ports.map((port) => [portKeyId(port), port] as const)));
   const recorded = new Map(context.recorded.map((port) => [portKeyId(port), port] as const));
@@ -95,27 +140,51 @@ function portStatuses(context: Context, plans: readonly ServicePlan[], allocatio
     const port = planned.get(portKeyId(allocation));
     if (port === undefined) {
       const previous = recorded.get(portKeyId(allocation));
-      const kept = { ...allocation, weight: previous?.weight ?? 0, override: previous?.override ?? null, ...(previous?.targetPortKept === true ? { targetPortKept: true as const } : {}) };
+      const kept = {
+        ...allocation,
+        weight: previous?.weight ?? 0,
+        override: previous?.override ?? null,
+        ...(previous?.targetPortKept === true ? { targetPortKept: true as const } : {}),
+      };
       return { ...kept, served: previous === undefined ? askedWeight(kept) : servedWeight(previous) };
     }
     const plan = plansByName.get(port.service);
     const targetPortKept = plan !== undefined && takeover.keepsTargetPort(plan, allocation);
-    const override = context.options.weightOverrides.findLast((item) => item.service === port.service && item.port === port.port);
+    const override = context.options.weightOverrides.findLast(
+      (item) => item.service === port.service && item.port === port.port,
+    );
     const asked = { ...allocation, weight: port.weight, override: override?.weight ?? null };
     const sides = readiness.get(port.service) ?? { stable: true, canary: true };
-    return { ...asked, served: gatedWeight(askedWeight(asked), sides), ...(targetPortKept ? { targetPortKept: true as const } : {}) };
+    return {
+      ...asked,
+      served: gatedWeight(askedWeight(asked), sides),
+      ...(targetPortKept ? { targetPortKept: true as const } : {}),
+    };
   });
 }
 
 /** Whether each planned Service's stable and canary sides have a Ready pod. */
 export function sidesReady(context: Context, plans: readonly ServicePlan[]): Map<string, SideReadiness> {
-  return new Map(plans.map((plan) => [plan.name, {
-    stable: hasReadyPod(context, plan.forkedSelector), canary: hasReadyPod(context, plan.canarySelector),
-  }] as const));
+  return new Map(
+    plans.map(
+      (plan) =>
+        [
+          plan.name,
+          {
+            stable: hasReadyPod(context, plan.forkedSelector),
+            canary: hasReadyPod(context, plan.canarySelector),
+          },
+        ] as const,
+    ),
+  );
 }
 
 /** Selectors that would mix versions (failures), and sides with no Ready pod (notes). */
-export function checkSelectors(context: Context, plans: readonly ServicePlan[], readiness: ReadonlyMap<string, SideReadiness>): SelectorFindings {
+export function checkSelectors(
+  context: Context,
+  plans: readonly ServicePlan[],
+  readiness: ReadonlyMap<string, SideReadiness>,
+): SelectorFindings {
   const pods = livePods(context.observed.pods);
   const failures: string[] = [];
   const notes: string[] = [];
@@ -133,9 +202,16 @@ export function checkSelectors(context: Context, plans: readonly ServicePlan[], 
     const canary = `canary selector ${formatSelector(plan.canarySelector)}`;
     const stable = `forked selector ${formatSelector(plan.forkedSelector)}`;
     if (sides === undefined || (sides.stable && sides.canary)) continue;
-    if (!sides.stable && !sides.canary) notes.push(`Service ${plan.name}: neither the ${stable} nor the ${canary} matches a Ready pod`);
-    else if (!sides.canary) notes.push(`Service ${plan.name}: the ${canary} matches no Ready pod; its ports send the canary no new traffic until one is Ready`);
-    else notes.push(`Service ${plan.name}: the ${stable} matches no Ready pod; its ports send all new traffic to the canary until one is Ready`);
+    if (!sides.stable && !sides.canary)
+      notes.push(`Service ${plan.name}: neither the ${stable} nor the ${canary} matches a Ready pod`);
+    else if (!sides.canary)
+      notes.push(
+        `Service ${plan.name}: the ${canary} matches no Ready pod; its ports send the canary no new traffic until one is Ready`,
+      );
+    else
+      notes.push(
+        `Service ${plan.name}: the ${stable} matches no Ready pod; its ports send all new traffic to the canary until one is Ready`,
+      );
   }
   return { failures, notes };
 }
@@ -150,13 +226,18 @@ function describeOverlap(service: string, first: string, second: string, overlap
 function canaryWorkloadSteps(context: Context, workload: WorkloadPlan): Step[] {
   const name = workload.canary.metadata?.name ?? '';
   const live = context.observed.deployments.get(name);
-  if (live === undefined) return [{ kind: 'createDeployment', reason: 'createCanaryWorkload', deployment: workload.canary }];
+  if (live === undefined)
+    return [{ kind: 'createDeployment', reason: 'createCanaryWorkload', deployment: workload.canary }];
   switch (canaryDrift(live, workload.canary)) {
-    case 'none': return [];
-    case 'recreate': return [{ kind: 'deleteDeployment', reason: 'deleteCanaryWorkload', name, uid: live.metadata?.uid }];
+    case 'none':
+      return [];
+    case 'recreate':
+      return [{ kind: 'deleteDeployment', reason: 'deleteCanaryWorkload', name, uid: live.metadata?.uid }];
     case 'update': {
       const metadata = { ...workload.canary.metadata, resourceVersion: live.metadata?.resourceVersion };
-      return [{ kind: 'replaceDeployment', reason: 'updateCanaryWorkload', deployment: { ...workload.canary, metadata } }];
+      return [
+        { kind: 'replaceDeployment', reason: 'updateCanaryWorkload', deployment: { ...workload.canary, metadata } },
+      ];
     }
   }
 }
@@ -171,15 +252,29 @@ function saveStep(context: Context, plan: ServicePlan): Step[] {
 
 function copySteps(context: Context, plan: ServicePlan): Step[] {
   return COPY_ROLES.flatMap((role): Step[] => {
-    const desired = desiredCopy(context.observed.release, plan.name, plan.saved, role, role === 'forked' ? plan.forkedSelector : plan.canarySelector);
+    const desired = desiredCopy(
+      context.observed.release,
+      plan.name,
+      plan.saved,
+      role,
+      role === 'forked' ? plan.forkedSelector : plan.canarySelector,
+    );
     const live = context.observed.services.get(copyName(plan.name, role));
     if (live === undefined) return [{ kind: 'createService', reason: 'createCopy', service: desired }];
     const patch = copyPatch(live, desired);
-    return patch === undefined ? [] : [{ kind: 'patchService', reason: 'updateCopy', name: copyName(plan.name, role), patch }];
+    return patch === undefined
+      ? []
+      : [{ kind: 'patchService', reason: 'updateCopy', name: copyName(plan.name, role), patch }];
   });
 }
 
-function planRetarget(context: Context, plan: ServicePlan, allocations: readonly Allocation[], mixing: boolean, takeover: TakeoverPlan): RetargetOutcome {
+function planRetarget(
+  context: Context,
+  plan: ServicePlan,
+  allocations: readonly Allocation[],
+  mixing: boolean,
+  takeover: TakeoverPlan,
+): RetargetOutcome {
   const { listening } = context.observed;
   const mine = allocations.filter((allocation) => allocation.service === plan.name);
   const recordedIds = new Set(context.recorded.map((port) => `${portKeyId(port)}@${port.proxyPort}`));
@@ -187,11 +282,15 @@ function planRetarget(context: Context, plan: ServicePlan, allocations: readonly
   const silent = mine.filter((allocation) => !unrecorded.includes(allocation) && !listening.has(allocation.proxyPort));
   const targetPortOf = (port: V1ServicePort): number | string | undefined => {
     const allocation = mine.find((item) => item.port === port.port && item.protocol === portProtocol(port));
-    return allocation === undefined || unrecorded.includes(allocation) || silent.includes(allocation) ? undefined : takeover.targetPortOf(plan, port, allocation.proxyPort);
+    return allocation === undefined || unrecorded.includes(allocation) || silent.includes(allocation)
+      ? undefined
+      : takeover.targetPortOf(plan, port, allocation.proxyPort);
   };
   const pods = podWait(context, plan, takeover);
   const portWaits = [
-    ...(unrecorded.length > 0 ? [`Service ${plan.name}: recording proxy ports ${listPorts(unrecorded)} in status`] : []),
+    ...(unrecorded.length > 0
+      ? [`Service ${plan.name}: recording proxy ports ${listPorts(unrecorded)} in status`]
+      : []),
     ...(silent.length > 0 ? [`Service ${plan.name}: waiting for the proxy to listen on ${listPorts(silent)}`] : []),
     ...(pods === undefined ? [] : [pods]),
   ];
@@ -203,17 +302,29 @@ function planRetarget(context: Context, plan: ServicePlan, allocations: readonly
     // targetPort where the proxy pods answer nothing, or select pods that are not there yet.
     // Meanwhile the Service selects the owner's pods (the takeover kept its keys): it answers.
     const patch = portWaits.length > 0 ? undefined : originalPatch(service, fields);
-    return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'repair', name: plan.name, patch }], retargeted: true, waiting: portWaits };
+    return {
+      steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'repair', name: plan.name, patch }],
+      retargeted: true,
+      waiting: portWaits,
+    };
   }
-  const noIp = COPY_ROLES.map((role) => copyName(plan.name, role)).filter((name) => clusterIpOf(context.observed.services.get(name)) === undefined);
+  const noIp = COPY_ROLES.map((role) => copyName(plan.name, role)).filter(
+    (name) => clusterIpOf(context.observed.services.get(name)) === undefined,
+  );
   const waiting = [
-    ...(plan.state.kind === 'free' || saveStep(context, plan).length > 0 ? [`Service ${plan.name}: saving the original selector and ports`] : []),
+    ...(plan.state.kind === 'free' || saveStep(context, plan).length > 0
+      ? [`Service ${plan.name}: saving the original selector and ports`]
+      : []),
     ...(noIp.length > 0 ? [`Service ${plan.name}: waiting for ${noIp.join(' and ')} to get a cluster IP`] : []),
     ...portWaits,
   ];
   if (waiting.length > 0 || mixing) return { steps: [], retargeted: false, waiting };
   const patch = originalPatch(service, fields);
-  return { steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'retarget', name: plan.name, patch }], retargeted: true, waiting };
+  return {
+    steps: patch === undefined ? [] : [{ kind: 'patchService', reason: 'retarget', name: plan.name, patch }],
+    retargeted: true,
+    waiting,
+  };
 }
 
 /**
@@ -225,8 +336,14 @@ function podWait(context: Context, plan: ServicePlan, takeover: TakeoverPlan): s
   if (context.options.inPod !== true || plan.takeover.design !== 'values') return undefined;
   const names = new Set(plan.saved.ports.map((port) => port.targetPort));
   const namedPorts = takeover.status.namedPorts.filter((named) => names.has(named.name));
-  const readiness = proxyPodsReady(plan.takeover.selector, context.options.proxySelector, context.observed.pods, namedPorts);
-  return readiness.ready ? undefined
+  const readiness = proxyPodsReady(
+    plan.takeover.selector,
+    context.options.proxySelector,
+    context.observed.pods,
+    namedPorts,
+  );
+  return readiness.ready
+    ? undefined
     : `Service ${plan.name}: waiting for a Ready proxy pod labelled ${formatSelector(plan.takeover.selector)} (${readiness.why}; the manager gives them status.takeover)`;
 }
 
@@ -239,20 +356,34 @@ function describeServing(ports: readonly PortStatus[], context: Context, takeove
   return [
     describeWeights(ports, context),
     // Outside a pod every targetPort moves (status.takeover.movedPorts lists them): said once, with why.
-    ...(context.options.inPod !== true ? ['the proxy runs outside a pod: every targetPort points at a proxy port, and it cannot check that a proxy pod the Services select is Ready']
-      : takeover.status.movedPorts.length === 0 ? [] : [`targetPorts moved to proxy ports: ${takeover.status.movedPorts.join(', ')}`]),
+    ...(context.options.inPod !== true
+      ? [
+          'the proxy runs outside a pod: every targetPort points at a proxy port, and it cannot check that a proxy pod the Services select is Ready',
+        ]
+      : takeover.status.movedPorts.length === 0
+        ? []
+        : [`targetPorts moved to proxy ports: ${takeover.status.movedPorts.join(', ')}`]),
   ].join('; ');
 }
 
 function describeWeights(ports: readonly PortStatus[], context: Context): string {
-  const weights = ports.map((port) => `${port.service}:${port.port}/${port.protocol}=${servedWeight(port)}%`
-    + (port.override == null ? '' : ` (--weight; spec ${port.weight}%)`)
-    + (servedWeight(port) === askedWeight(port) ? '' : ` (held: asks ${askedWeight(port)}%)`));
+  const weights = ports.map(
+    (port) =>
+      `${port.service}:${port.port}/${port.protocol}=${servedWeight(port)}%` +
+      (port.override == null ? '' : ` (--weight; spec ${port.weight}%)`) +
+      (servedWeight(port) === askedWeight(port) ? '' : ` (held: asks ${askedWeight(port)}%)`),
+  );
   const unmatched = context.options.weightOverrides
     .filter((item) => !ports.some((port) => port.service === item.service && port.port === item.port))
     .map((item) => `--weight ${item.service}:${item.port} matches no port of the release`);
   // Running at 0 % everywhere is legitimate (take over first, weigh later), but never silently.
-  const idle = ports.length > 0 && ports.every((port) => servedWeight(port) === 0 && askedWeight(port) === 0) && context.observed.release.spec?.steps === undefined
-    ? ['every port asks 0 %, so the canary gets no traffic: set spec.services[].ports[].config.weight (kubectl canary-l4 set-weight) or spec.steps'] : [];
+  const idle =
+    ports.length > 0 &&
+    ports.every((port) => servedWeight(port) === 0 && askedWeight(port) === 0) &&
+    context.observed.release.spec?.steps === undefined
+      ? [
+          'every port asks 0 %, so the canary gets no traffic: set spec.services[].ports[].config.weight (kubectl canary-l4 set-weight) or spec.steps',
+        ]
+      : [];
   return [`canary weights ${weights.join(', ')}`, ...unmatched, ...idle].join('; ');
 }

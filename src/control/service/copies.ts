@@ -16,8 +16,11 @@ export function copyName(service: string, role: CopyRole): string {
 /** Whether a Service is a copy made by this release (by label: the spec may no longer name it). */
 export function isCopyOf(service: V1Service, release: string): boolean {
   const labels = service.metadata?.labels;
-  return labels?.[LABEL_RELEASE] === release && labels[LABEL_SERVICE] !== undefined
-    && (labels[LABEL_ROLE] === 'forked' || labels[LABEL_ROLE] === 'canary');
+  return (
+    labels?.[LABEL_RELEASE] === release &&
+    labels[LABEL_SERVICE] !== undefined &&
+    (labels[LABEL_ROLE] === 'forked' || labels[LABEL_ROLE] === 'canary')
+  );
 }
 
 /** The original Service a copy of this release was made from. */
@@ -25,7 +28,13 @@ export function copySource(service: V1Service): string | undefined {
   return service.metadata?.labels?.[LABEL_SERVICE];
 }
 
-export function desiredCopy(release: CanaryRelease, original: string, saved: SavedOriginal, role: CopyRole, selector: Labels): V1Service {
+export function desiredCopy(
+  release: CanaryRelease,
+  original: string,
+  saved: SavedOriginal,
+  role: CopyRole,
+  selector: Labels,
+): V1Service {
   const { name, namespace, uid } = release.metadata;
   return {
     apiVersion: 'v1',
@@ -42,7 +51,8 @@ export function desiredCopy(release: CanaryRelease, original: string, saved: Sav
       type: 'ClusterIP',
       selector: { ...selector },
       ports: saved.ports.map(({ name: portName, port, protocol, targetPort }) =>
-        (portName === undefined ? { port, protocol, targetPort } : { name: portName, port, protocol, targetPort })),
+        portName === undefined ? { port, protocol, targetPort } : { name: portName, port, protocol, targetPort },
+      ),
     },
   };
 }

@@ -6,8 +6,13 @@ import type { V1Service } from '@kubernetes/client-node';
 import { readConnectionPolicies, type ConnectionPolicies } from '../../config/validate.ts';
 import type { BackendConfig, L4Config, ListenerConfig } from '../../config/types.ts';
 import {
-  DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_FAIL_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_FAILS, RELEASE_PROBE_INTERVAL_MS,
-  DEFAULT_UDP_IDLE_TIMEOUT_MS, DEFAULT_UDP_MAX_SESSIONS,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_FAIL_TIMEOUT_MS,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_FAILS,
+  RELEASE_PROBE_INTERVAL_MS,
+  DEFAULT_UDP_IDLE_TIMEOUT_MS,
+  DEFAULT_UDP_MAX_SESSIONS,
 } from '../../defaults.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
 import { selectsProxy } from './takeover-selector.ts';
@@ -48,11 +53,13 @@ export function gatedWeight(asked: number, sides: SideReadiness): number {
 
 /** `web:80=20%,dns:53/UDP=5%`; a port held away from what it asks: `web:80=0% (asks 20%)`. */
 export function formatWeights(ports: readonly PortStatus[]): string {
-  return ports.map((port) => {
-    const served = servedWeight(port);
-    const held = served === askedWeight(port) ? '' : ` (asks ${askedWeight(port)}%)`;
-    return `${port.service}:${port.port}${port.protocol === 'TCP' ? '' : `/${port.protocol}`}=${served}%${held}`;
-  }).join(',');
+  return ports
+    .map((port) => {
+      const served = servedWeight(port);
+      const held = served === askedWeight(port) ? '' : ` (asks ${askedWeight(port)}%)`;
+      return `${port.service}:${port.port}${port.protocol === 'TCP' ? '' : `/${port.protocol}`}=${served}%${held}`;
+    })
+    .join(',');
 }
 
 /**
@@ -60,7 +67,11 @@ export function formatWeights(ports: readonly PortStatus[]): string {
  * other keeps its weight, so a port at 100 % canary with no canary refuses, as it should) rather than
  * closing a port the original Service may target; a port with neither copy gets no listener.
  */
-export function buildL4Config(ports: readonly PortStatus[], services: ReadonlyMap<string, V1Service>, listenHost?: string): L4Config {
+export function buildL4Config(
+  ports: readonly PortStatus[],
+  services: ReadonlyMap<string, V1Service>,
+  listenHost?: string,
+): L4Config {
   const listeners = ports.flatMap((port): ListenerConfig[] => {
     const backends = (['forked', 'canary'] as const).flatMap((role) => backendFor(port, role, services));
     return backends.length === 0 ? [] : [listenerFor(port, backends, listenHost)];
@@ -76,7 +87,11 @@ function backendFor(port: PortStatus, role: CopyRole, services: ReadonlyMap<stri
   return [port.override == null ? backend : { ...backend, overriddenFrom: share(port.weight) }];
 }
 
-function listenerFor(port: PortStatus, backends: readonly BackendConfig[], listenHost: string | undefined): ListenerConfig {
+function listenerFor(
+  port: PortStatus,
+  backends: readonly BackendConfig[],
+  listenHost: string | undefined,
+): ListenerConfig {
   const udp = port.protocol === 'UDP';
   return {
     name: listenerName(port),
@@ -100,8 +115,13 @@ function listenerFor(port: PortStatus, backends: readonly BackendConfig[], liste
  * proxy and targets the port, by number or, in a pod, by a name the proxy container declares: a
  * finalizer removed by hand); the others can close.
  */
-export function listenersStillTargeted(config: L4Config, services: Iterable<V1Service>, release: string, proxySelector: Labels,
-  namedPorts: readonly NamedProxyPort[] = []): L4Config {
+export function listenersStillTargeted(
+  config: L4Config,
+  services: Iterable<V1Service>,
+  release: string,
+  proxySelector: Labels,
+  namedPorts: readonly NamedProxyPort[] = [],
+): L4Config {
   const targeted = new Set<number>();
   for (const service of services) {
     if (!selectsProxy(service, release, proxySelector)) continue;
@@ -130,7 +150,10 @@ function policiesByListener(spec: CanaryReleaseSpec | undefined): Map<string, Co
   const byListener = new Map<string, ConnectionPolicies>();
   for (const entry of spec?.services ?? []) {
     for (const port of entry.ports ?? []) {
-      byListener.set(listenerName({ service: entry.service, port: port.port, protocol: normalizeProtocol(port.protocol) }), readConnectionPolicies(port.config ?? {}, (key) => key, []));
+      byListener.set(
+        listenerName({ service: entry.service, port: port.port, protocol: normalizeProtocol(port.protocol) }),
+        readConnectionPolicies(port.config ?? {}, (key) => key, []),
+      );
     }
   }
   return byListener;
@@ -138,5 +161,9 @@ function policiesByListener(spec: CanaryReleaseSpec | undefined): Map<string, Co
 
 /** Listeners whose port asks for `affinity: clientIP`: their clients, not the weights alone, decide each side's share. */
 export function affinityListeners(spec: CanaryReleaseSpec | undefined): ReadonlySet<string> {
-  return new Set([...policiesByListener(spec)].flatMap(([listener, policies]) => (policies.affinity === 'clientIP' ? [listener] : [])));
+  return new Set(
+    [...policiesByListener(spec)].flatMap(([listener, policies]) =>
+      policies.affinity === 'clientIP' ? [listener] : [],
+    ),
+  );
 }

@@ -70,18 +70,33 @@ function savedPortOf(port: V1ServicePort): SavedPort {
 }
 
 export function saveOriginal(service: V1Service, release: string): SavedOriginal {
-  return { release, selector: service.spec?.selector ?? {}, ports: servicePorts(service).map(savedPortOf), retargeted: false };
+  return {
+    release,
+    selector: service.spec?.selector ?? {},
+    ports: servicePorts(service).map(savedPortOf),
+    retargeted: false,
+  };
 }
 
 /** Deterministic text (fixed key order), so equal saves compare equal as strings. */
 export function formatSaved(saved: SavedOriginal): string {
-  const selector = Object.fromEntries(Object.keys(saved.selector).sort().map((key) => [key, saved.selector[key]]));
+  const selector = Object.fromEntries(
+    Object.keys(saved.selector)
+      .sort()
+      .map((key) => [key, saved.selector[key]]),
+  );
   return JSON.stringify({
-    release: saved.release, retargeted: saved.retargeted, ...(saved.takeover === undefined ? {} : { takeover: saved.takeover }), selector, ports: saved.ports,
+    release: saved.release,
+    retargeted: saved.retargeted,
+    ...(saved.takeover === undefined ? {} : { takeover: saved.takeover }),
+    selector,
+    ports: saved.ports,
   });
 }
 
-type ParsedAnnotation = { readonly ok: true; readonly saved: SavedOriginal } | { readonly ok: false; readonly error: string };
+type ParsedAnnotation =
+  | { readonly ok: true; readonly saved: SavedOriginal }
+  | { readonly ok: false; readonly error: string };
 
 export function parseSaved(text: string): ParsedAnnotation {
   let value: unknown;
@@ -90,9 +105,15 @@ export function parseSaved(text: string): ParsedAnnotation {
   } catch (error) {
     return { ok: false, error: `not JSON (${(error as Error).message})` };
   }
-  if (!isRecord(value) || typeof value.release !== 'string' || typeof value.retargeted !== 'boolean'
-    || !isStringMap(value.selector) || !Array.isArray(value.ports) || !value.ports.every(isSavedPort)
-    || (value.takeover !== undefined && value.takeover !== 'values')) {
+  if (
+    !isRecord(value) ||
+    typeof value.release !== 'string' ||
+    typeof value.retargeted !== 'boolean' ||
+    !isStringMap(value.selector) ||
+    !Array.isArray(value.ports) ||
+    !value.ports.every(isSavedPort) ||
+    (value.takeover !== undefined && value.takeover !== 'values')
+  ) {
     return { ok: false, error: 'expected {release, retargeted, takeover?: "values", selector, ports}' };
   }
   const saved = { release: value.release, retargeted: value.retargeted, selector: value.selector, ports: value.ports };
@@ -110,18 +131,26 @@ export type ProxyPortsOf = ReadonlyMap<number, { readonly id: string; readonly t
  * leaves), and one without them is a hand-over (hijacked). The saved original in the state is
  * already brought up to date (refreshSaved).
  */
-export function classifyOriginal(service: V1Service | undefined, release: string, proxySelector: Labels, proxyPorts: ProxyPortsOf): OriginalState {
+export function classifyOriginal(
+  service: V1Service | undefined,
+  release: string,
+  proxySelector: Labels,
+  proxyPorts: ProxyPortsOf,
+): OriginalState {
   if (service === undefined) return { kind: 'missing' };
   const selector = service.spec?.selector;
   const legacySelectsProxy = selectorContains(selector, proxySelector);
   const text = service.metadata?.annotations?.[ANNOTATION_ORIGINAL];
-  if (text === undefined) return selectsProxy(service, release, proxySelector) ? { kind: 'lost', service } : { kind: 'free', service };
+  if (text === undefined)
+    return selectsProxy(service, release, proxySelector) ? { kind: 'lost', service } : { kind: 'free', service };
   const parsed = parseSaved(text);
   if (!parsed.ok) return { kind: 'unreadable', service, error: parsed.error };
   if (parsed.saved.release !== release) return { kind: 'foreign', service, release: parsed.saved.release };
   const saved = refreshSaved(parsed.saved, service, proxySelector, proxyPorts);
   if (!saved.retargeted) return { kind: 'saved', service, saved };
-  return saved.takeover === 'values' || legacySelectsProxy ? { kind: 'retargeted', service, saved } : { kind: 'hijacked', service, saved };
+  return saved.takeover === 'values' || legacySelectsProxy
+    ? { kind: 'retargeted', service, saved }
+    : { kind: 'hijacked', service, saved };
 }
 
 /**
@@ -134,19 +163,27 @@ export function classifyOriginal(service: V1Service | undefined, release: string
  *   proxy port, even if the port was renumbered since; so the save never holds a proxy port.
  * A port someone added is saved as they wrote it and a removed one is forgotten.
  */
-export function refreshSaved(saved: SavedOriginal, service: V1Service, proxySelector: Labels, proxyPorts: ProxyPortsOf): SavedOriginal {
+export function refreshSaved(
+  saved: SavedOriginal,
+  service: V1Service,
+  proxySelector: Labels,
+  proxyPorts: ProxyPortsOf,
+): SavedOriginal {
   if (!saved.retargeted) return saveOriginal(service, saved.release);
   const savedById = new Map(saved.ports.map((port) => [portIdOf(port.port, port.protocol), port]));
   const ports = servicePorts(service).map((port): SavedPort => {
     const live = savedPortOf(port);
     const recorded = typeof port.targetPort === 'number' ? proxyPorts.get(port.targetPort) : undefined;
     // A targetPort kept by the takeover is the owner's, not ours to map back (a re-apply may move it).
-    const owner = recorded === undefined || (saved.takeover === 'values' && recorded.targetPortKept) ? undefined : recorded.id;
+    const owner =
+      recorded === undefined || (saved.takeover === 'values' && recorded.targetPortKept) ? undefined : recorded.id;
     if (owner === undefined) return live;
     // The save may still name the port by its old number (its update waits for the retarget): the
     // port's name, unique in a multi-port Service, outlives a renumbering.
-    const before = savedById.get(owner) ?? savedById.get(portIdOf(live.port, live.protocol))
-      ?? saved.ports.find((item) => item.name !== undefined && item.name === live.name && item.protocol === live.protocol);
+    const before =
+      savedById.get(owner) ??
+      savedById.get(portIdOf(live.port, live.protocol)) ??
+      saved.ports.find((item) => item.name !== undefined && item.name === live.name && item.protocol === live.protocol);
     // A proxy port with nothing saved for it: Kubernetes' own default, the port itself.
     return { ...live, targetPort: before?.targetPort ?? live.port };
   });
@@ -170,14 +207,22 @@ export interface Takeover {
  * The Service taken over: the takeover's selector; each port's targetPort as `targetPortOf` says
  * (undefined: left as it is). nodePorts stay.
  */
-export function retargetFields(service: V1Service, saved: SavedOriginal, takeover: Takeover,
-  targetPortOf: (port: V1ServicePort) => number | string | undefined): OriginalFields {
+export function retargetFields(
+  service: V1Service,
+  saved: SavedOriginal,
+  takeover: Takeover,
+  targetPortOf: (port: V1ServicePort) => number | string | undefined,
+): OriginalFields {
   const ports = servicePorts(service).map((port) => {
     const targetPort = targetPortOf(port);
     return targetPort === undefined ? port : { ...port, targetPort };
   });
   const marked: SavedOriginal = {
-    release: saved.release, retargeted: true, selector: saved.selector, ports: saved.ports, ...(takeover.design === undefined ? {} : { takeover: takeover.design }),
+    release: saved.release,
+    retargeted: true,
+    selector: saved.selector,
+    ports: saved.ports,
+    ...(takeover.design === undefined ? {} : { takeover: takeover.design }),
   };
   return { selector: takeover.selector, ports, annotation: formatSaved(marked) };
 }
@@ -187,8 +232,12 @@ export function retargetFields(service: V1Service, saved: SavedOriginal, takeove
  * `restore` says so (nodePorts and everything else as they are live), the saved original dropped —
  * all in one patch, so a crash leaves either the release's Service or the restored one, never a mix.
  */
-export function releaseFields(service: V1Service, saved: SavedOriginal, selector: Labels,
-  restore: (port: V1ServicePort) => boolean): OriginalFields {
+export function releaseFields(
+  service: V1Service,
+  saved: SavedOriginal,
+  selector: Labels,
+  restore: (port: V1ServicePort) => boolean,
+): OriginalFields {
   const savedById = new Map(saved.ports.map((port) => [portIdOf(port.port, port.protocol), port]));
   const ports = servicePorts(service).map((port) => {
     const original = savedById.get(portIdOf(port.port, portProtocol(port)));
@@ -214,7 +263,11 @@ function isStringMap(value: unknown): value is Record<string, string> {
 }
 
 function isSavedPort(value: unknown): value is SavedPort {
-  return isRecord(value) && typeof value.port === 'number' && typeof value.protocol === 'string'
-    && (typeof value.targetPort === 'number' || typeof value.targetPort === 'string')
-    && (value.name === undefined || typeof value.name === 'string');
+  return (
+    isRecord(value) &&
+    typeof value.port === 'number' &&
+    typeof value.protocol === 'string' &&
+    (typeof value.targetPort === 'number' || typeof value.targetPort === 'string') &&
+    (value.name === undefined || typeof value.name === 'string')
+  );
 }

@@ -38,7 +38,9 @@ export function selectorPatch(live: Labels | undefined, desired: Labels): Record
 const PORT_FIELDS = ['name', 'port', 'protocol', 'targetPort', 'nodePort', 'appProtocol'] as const;
 
 export function portsEqual(a: readonly V1ServicePort[], b: readonly V1ServicePort[]): boolean {
-  return a.length === b.length && a.every((port, index) => PORT_FIELDS.every((field) => port[field] === b[index]?.[field]));
+  return (
+    a.length === b.length && a.every((port, index) => PORT_FIELDS.every((field) => port[field] === b[index]?.[field]))
+  );
 }
 
 /** Patch of an original Service to the fields we own, or undefined when it already has them. */
@@ -72,10 +74,16 @@ export function copyPatch(live: V1Service, desired: V1Service): ServiceMergePatc
 }
 
 /** The finalizer list with ours added or removed (others' kept), or undefined when already so. */
-export function finalizerPatch(release: CanaryRelease, finalizer: string, wanted: boolean): ReleaseMergePatch | undefined {
+export function finalizerPatch(
+  release: CanaryRelease,
+  finalizer: string,
+  wanted: boolean,
+): ReleaseMergePatch | undefined {
   const finalizers = release.metadata.finalizers ?? [];
   if (finalizers.includes(finalizer) === wanted) return undefined;
-  return { metadata: { finalizers: wanted ? [...finalizers, finalizer] : finalizers.filter((item) => item !== finalizer) } };
+  return {
+    metadata: { finalizers: wanted ? [...finalizers, finalizer] : finalizers.filter((item) => item !== finalizer) },
+  };
 }
 
 function resourceVersionOf(service: V1Service): { resourceVersion?: string } {
@@ -103,7 +111,11 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
 function withoutNullKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutNullKeys);
   if (!isPlainObject(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== null).map(([key, item]) => [key, withoutNullKeys(item)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, item]) => item !== null)
+      .map(([key, item]) => [key, withoutNullKeys(item)]),
+  );
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

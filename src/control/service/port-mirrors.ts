@@ -16,7 +16,11 @@ const MIRROR_TO = 'canary';
  * defaults). A port at 0 %, or whose listener has no canary backend (no canary copy yet), mirrors
  * nothing; a port whose config.mirror is out of bounds holds the release (spec.ts says why).
  */
-export function withMirrors(config: L4Config, spec: CanaryReleaseSpec | undefined, stepPercent: number | undefined): L4Config {
+export function withMirrors(
+  config: L4Config,
+  spec: CanaryReleaseSpec | undefined,
+  stepPercent: number | undefined,
+): L4Config {
   const byListener = new Map<string, ListenerConfig['mirror']>();
   for (const entry of spec?.services ?? []) {
     for (const port of entry.ports ?? []) {
@@ -24,14 +28,19 @@ export function withMirrors(config: L4Config, spec: CanaryReleaseSpec | undefine
       if (policy === undefined) continue;
       const percent = stepPercent ?? policy.percent;
       if (percent === 0) continue;
-      byListener.set(listenerName({ service: entry.service, port: port.port, protocol: normalizeProtocol(port.protocol) }), { ...policy, percent, to: MIRROR_TO });
+      byListener.set(
+        listenerName({ service: entry.service, port: port.port, protocol: normalizeProtocol(port.protocol) }),
+        { ...policy, percent, to: MIRROR_TO },
+      );
     }
   }
   if (byListener.size === 0) return config;
   return {
     listeners: config.listeners.map((listener) => {
       const mirror = byListener.get(listener.name);
-      return mirror === undefined || !listener.backends.some((backend) => backend.name === MIRROR_TO) ? listener : { ...listener, mirror };
+      return mirror === undefined || !listener.backends.some((backend) => backend.name === MIRROR_TO)
+        ? listener
+        : { ...listener, mirror };
     }),
   };
 }

@@ -31,7 +31,11 @@ export function portKeyId(key: PortKey): string {
 }
 
 export function comparePortKeys(a: PortKey, b: PortKey): number {
-  return a.service < b.service ? -1 : a.service > b.service ? 1 : a.port - b.port || (a.protocol < b.protocol ? -1 : a.protocol > b.protocol ? 1 : 0);
+  return a.service < b.service
+    ? -1
+    : a.service > b.service
+      ? 1
+      : a.port - b.port || (a.protocol < b.protocol ? -1 : a.protocol > b.protocol ? 1 : 0);
 }
 
 /** A port the release serves, and the proxy port it would rather have: the Service's own targetPort. */
@@ -51,8 +55,12 @@ export interface WantedPort extends PortKey {
  * wanted free their port. Keys are served in sorted order so a retry after a lost status write
  * gives the same answer. A recorded port claimed twice (a hand-edited status) stays with the first.
  */
-export function allocatePorts(recorded: readonly Allocation[], wanted: readonly WantedPort[], portBase: number,
-  reserved: ReadonlySet<number> = new Set()): AllocationResult {
+export function allocatePorts(
+  recorded: readonly Allocation[],
+  wanted: readonly WantedPort[],
+  portBase: number,
+  reserved: ReadonlySet<number> = new Set(),
+): AllocationResult {
   const recordedById = new Map(recorded.map((allocation) => [portKeyId(allocation), allocation]));
   const sorted = [...wanted].sort(comparePortKeys);
   const taken = new Set<number>(reserved);
@@ -64,13 +72,18 @@ export function allocatePorts(recorded: readonly Allocation[], wanted: readonly 
   const keepRecorded = (keys: readonly WantedPort[]) => {
     for (const key of keys) {
       const previous = recordedById.get(portKeyId(key));
-      if (!placed.has(portKeyId(key)) && previous !== undefined && !taken.has(previous.proxyPort)) place(key, previous.proxyPort);
+      if (!placed.has(portKeyId(key)) && previous !== undefined && !taken.has(previous.proxyPort))
+        place(key, previous.proxyPort);
     }
   };
   // A Service targets the recorded port of a key without a preferred one: it comes first.
   keepRecorded(sorted.filter((key) => key.preferred === undefined));
   // A key already on its preferred port keeps it: a Service selects it there now.
-  keepRecorded(sorted.filter((key) => key.preferred !== undefined && recordedById.get(portKeyId(key))?.proxyPort === key.preferred));
+  keepRecorded(
+    sorted.filter(
+      (key) => key.preferred !== undefined && recordedById.get(portKeyId(key))?.proxyPort === key.preferred,
+    ),
+  );
   for (const key of sorted) {
     if (key.preferred !== undefined && !taken.has(key.preferred)) place(key, key.preferred);
   }
@@ -98,8 +111,14 @@ export function followRenumbered<T extends Allocation>(recorded: readonly T[], l
   const recordedIds = new Set(recorded.map(portKeyId));
   return recorded.map((allocation) => {
     if (liveIds.has(portKeyId(allocation))) return allocation;
-    const renumbered = live.find((port) => port.service === allocation.service && port.targetPort === allocation.proxyPort
-      && !recordedIds.has(portKeyId(port)));
-    return renumbered === undefined ? allocation : { ...allocation, port: renumbered.port, protocol: renumbered.protocol };
+    const renumbered = live.find(
+      (port) =>
+        port.service === allocation.service &&
+        port.targetPort === allocation.proxyPort &&
+        !recordedIds.has(portKeyId(port)),
+    );
+    return renumbered === undefined
+      ? allocation
+      : { ...allocation, port: renumbered.port, protocol: renumbered.protocol };
   });
 }

@@ -27,18 +27,24 @@ export function selectorMatches(selector: Labels, labels: Labels | undefined): b
 
 /** Pods that are, or may become, endpoints: not terminating, not finished. */
 export function livePods(pods: readonly V1Pod[]): readonly V1Pod[] {
-  return pods.filter((pod) => pod.metadata?.deletionTimestamp == null
-    && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed');
+  return pods.filter(
+    (pod) =>
+      pod.metadata?.deletionTimestamp == null && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed',
+  );
 }
 
 /** Pods that are endpoints now, as the endpoints controller decides: Running and Ready, not terminating. */
 export function readyPods(pods: readonly V1Pod[]): readonly V1Pod[] {
-  return livePods(pods).filter((pod) => pod.status?.phase === 'Running'
-    && pod.status.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') === true);
+  return livePods(pods).filter(
+    (pod) =>
+      pod.status?.phase === 'Running' &&
+      pod.status.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True') === true,
+  );
 }
 
 export function podsMatching(selector: Labels, pods: readonly V1Pod[]): readonly string[] {
-  return pods.filter((pod) => selectorMatches(selector, pod.metadata?.labels))
+  return pods
+    .filter((pod) => selectorMatches(selector, pod.metadata?.labels))
     .map((pod) => pod.metadata?.name ?? '<unnamed>');
 }
 
@@ -54,7 +60,8 @@ export interface SelectorOverlap {
 /** Whether two selectors would send traffic to the same pods; undefined when they are apart. */
 export function findOverlap(first: Labels, second: Labels, pods: readonly V1Pod[]): SelectorOverlap | undefined {
   const identical = selectorsEqual(first, second);
-  const shared = pods.filter((pod) => selectorMatches(first, pod.metadata?.labels) && selectorMatches(second, pod.metadata?.labels))
+  const shared = pods
+    .filter((pod) => selectorMatches(first, pod.metadata?.labels) && selectorMatches(second, pod.metadata?.labels))
     .map((pod) => pod.metadata?.name ?? '<unnamed>');
   return identical || shared.length > 0 ? { first, second, identical, pods: shared } : undefined;
 }

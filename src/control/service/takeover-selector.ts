@@ -32,7 +32,11 @@ export function takeoverValue(release: string): string {
 /** The owner's selector keys, each with the release's takeover value. */
 export function takeoverSelector(ownerSelector: Labels, release: string): Labels {
   const value = takeoverValue(release);
-  return Object.fromEntries(Object.keys(ownerSelector).sort().map((key) => [key, value]));
+  return Object.fromEntries(
+    Object.keys(ownerSelector)
+      .sort()
+      .map((key) => [key, value]),
+  );
 }
 
 /** A selector taken over by the release: at least one key, every value the release's. */
@@ -70,9 +74,7 @@ export function takeoverKeys(selectors: readonly Labels[]): string[] {
 }
 
 /** Whether the proxy pods can serve a Service taken over with `selector`. */
-export type ProxyPodReadiness =
-  | { readonly ready: true }
-  | { readonly ready: false; readonly why: string };
+export type ProxyPodReadiness = { readonly ready: true } | { readonly ready: false; readonly why: string };
 
 /**
  * A Service is taken over only once a proxy pod it would select is Ready (the same rule as the
@@ -80,12 +82,33 @@ export type ProxyPodReadiness =
  * such a pod is of an older rendering (a proxy of the old design during an upgrade, or a rollout
  * that has not finished), and a takeover it cannot serve must not begin under it.
  */
-export function proxyPodsReady(selector: Labels, proxySelector: Labels, pods: readonly V1Pod[], namedPorts: readonly NamedProxyPort[] = []): ProxyPodReadiness {
+export function proxyPodsReady(
+  selector: Labels,
+  proxySelector: Labels,
+  pods: readonly V1Pod[],
+  namedPorts: readonly NamedProxyPort[] = [],
+): ProxyPodReadiness {
   const proxies = livePods(pods).filter((pod) => selectorMatches(proxySelector, pod.metadata?.labels));
-  const declares = (pod: V1Pod) => namedPorts.every((named) => pod.spec?.containers.some((container) => container.ports?.some((port) =>
-    port.name === named.name && port.containerPort === named.containerPort && (port.protocol ?? 'TCP') === named.protocol)) === true);
-  const lacking = proxies.filter((pod) => !selectorMatches(selector, pod.metadata?.labels) || !declares(pod)).map((pod) => pod.metadata?.name ?? '<unnamed>');
-  if (lacking.length > 0) return { ready: false, why: `proxy pods ${lacking.join(', ')} do not carry its labels${namedPorts.length === 0 ? '' : ' and named ports'} yet` };
+  const declares = (pod: V1Pod) =>
+    namedPorts.every(
+      (named) =>
+        pod.spec?.containers.some((container) =>
+          container.ports?.some(
+            (port) =>
+              port.name === named.name &&
+              port.containerPort === named.containerPort &&
+              (port.protocol ?? 'TCP') === named.protocol,
+          ),
+        ) === true,
+    );
+  const lacking = proxies
+    .filter((pod) => !selectorMatches(selector, pod.metadata?.labels) || !declares(pod))
+    .map((pod) => pod.metadata?.name ?? '<unnamed>');
+  if (lacking.length > 0)
+    return {
+      ready: false,
+      why: `proxy pods ${lacking.join(', ')} do not carry its labels${namedPorts.length === 0 ? '' : ' and named ports'} yet`,
+    };
   if (readyPods(proxies).length === 0) return { ready: false, why: 'no proxy pod carrying its labels is Ready yet' };
   return { ready: true };
 }

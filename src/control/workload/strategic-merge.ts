@@ -32,7 +32,8 @@ function isMap(value: unknown): value is Record<string, Json> {
 
 /** `patch` applied to `template`; a PatchProblem names the path where it cannot apply. */
 export function patchTemplate<T>(template: T, patch: unknown): T {
-  if (!isMap(patch)) throw new PatchProblem(`must be a map (a strategic merge patch of the pod template), got ${JSON.stringify(patch)}`);
+  if (!isMap(patch))
+    throw new PatchProblem(`must be a map (a strategic merge patch of the pod template), got ${JSON.stringify(patch)}`);
   return mergeMap(structuredClone(template ?? {}) as Record<string, Json>, patch, '') as T;
 }
 
@@ -53,19 +54,22 @@ function mergeMap(target: Record<string, Json>, patch: Record<string, Json>, pat
 
 function mergeValue(target: Json | undefined, patch: Json, path: string): Json {
   if (isMap(patch)) {
-    if (target !== undefined && !isMap(target)) throw new PatchProblem(`${path}: a map cannot patch ${JSON.stringify(target)}`);
+    if (target !== undefined && !isMap(target))
+      throw new PatchProblem(`${path}: a map cannot patch ${JSON.stringify(target)}`);
     return mergeMap(target ?? {}, patch, path);
   }
   const mergeKey = MERGE_KEYS[path];
   if (!Array.isArray(patch) || mergeKey === undefined) return patch;
-  if (target !== undefined && !Array.isArray(target)) throw new PatchProblem(`${path}: a list cannot patch ${JSON.stringify(target)}`);
+  if (target !== undefined && !Array.isArray(target))
+    throw new PatchProblem(`${path}: a list cannot patch ${JSON.stringify(target)}`);
   return mergeList(target ?? [], patch, mergeKey, path);
 }
 
 function mergeList(target: Json[], patch: Json[], mergeKey: string, path: string): Json[] {
   const result = [...target];
   for (const item of patch) {
-    if (!isMap(item) || item[mergeKey] === undefined) throw new PatchProblem(`${path}: every item needs its ${mergeKey}`);
+    if (!isMap(item) || item[mergeKey] === undefined)
+      throw new PatchProblem(`${path}: every item needs its ${mergeKey}`);
     const index = result.findIndex((existing) => isMap(existing) && existing[mergeKey] === item[mergeKey]);
     if (item.$patch === 'delete') {
       if (index >= 0) result.splice(index, 1);

@@ -20,7 +20,16 @@ import { patchTemplate } from './strategic-merge.ts';
 import { LABEL_TEMPLATE_HASH } from '../../api/names.ts';
 import type { TransitionRecord, WorkloadStatus } from '../../api/status-types.ts';
 import type { WorkloadSpec } from '../../api/spec-types.ts';
-import { isCanaryWorkloadOf, patchedTemplate, readyCount, replicaSetsOf, rolledOut, rolloutStalled, stableSideSelector, templateHashOf } from './workloads.ts';
+import {
+  isCanaryWorkloadOf,
+  patchedTemplate,
+  readyCount,
+  replicaSetsOf,
+  rolledOut,
+  rolloutStalled,
+  stableSideSelector,
+  templateHashOf,
+} from './workloads.ts';
 
 export interface WorkloadStage {
   readonly steps: readonly Step[];
@@ -34,7 +43,8 @@ export interface WorkloadStage {
 
 export function planWorkloadStage(context: Context, record: TransitionRecord): WorkloadStage {
   const recorded = context.observed.release.status?.workloads;
-  if (recorded === undefined || recorded.length === 0) return { steps: [], waiting: [], problems: [], workloads: recorded, done: true };
+  if (recorded === undefined || recorded.length === 0)
+    return { steps: [], waiting: [], problems: [], workloads: recorded, done: true };
   return record.type === 'Deprecated' ? deprecate(context, recorded) : adopt(context, recorded);
 }
 
@@ -45,12 +55,25 @@ function withReady(context: Context, recorded: readonly WorkloadStatus[]): Workl
 /** Deletes the release's canary Deployments not already on their way out. */
 export function deleteCanaryWorkloads(context: Context): Step[] {
   return [...context.observed.deployments.values()]
-    .filter((deployment) => isCanaryWorkloadOf(deployment, context.name) && deployment.metadata?.deletionTimestamp == null)
-    .map((deployment) => ({ kind: 'deleteDeployment', reason: 'deleteCanaryWorkload', name: deployment.metadata?.name ?? '', uid: deployment.metadata?.uid }));
+    .filter(
+      (deployment) => isCanaryWorkloadOf(deployment, context.name) && deployment.metadata?.deletionTimestamp == null,
+    )
+    .map((deployment) => ({
+      kind: 'deleteDeployment',
+      reason: 'deleteCanaryWorkload',
+      name: deployment.metadata?.name ?? '',
+      uid: deployment.metadata?.uid,
+    }));
 }
 
 function deprecate(context: Context, recorded: readonly WorkloadStatus[]): WorkloadStage {
-  return { steps: deleteCanaryWorkloads(context), waiting: [], problems: [], workloads: withReady(context, recorded), done: true };
+  return {
+    steps: deleteCanaryWorkloads(context),
+    waiting: [],
+    problems: [],
+    workloads: withReady(context, recorded),
+    done: true,
+  };
 }
 
 function adopt(context: Context, recorded: readonly WorkloadStatus[]): WorkloadStage {
@@ -61,32 +84,57 @@ function adopt(context: Context, recorded: readonly WorkloadStatus[]): WorkloadS
     const spec = context.observed.release.spec?.workloads?.find((entry) => entry.name === item.name);
     const stable = context.observed.deployments.get(item.name);
     if (spec === undefined || stable === undefined) {
-      problems.push(`Deployment ${item.name} ${stable === undefined ? 'is gone' : 'is no longer in spec.workloads'}: it cannot take the canary's patch; restore it, or delete the CanaryRelease`);
+      problems.push(
+        `Deployment ${item.name} ${stable === undefined ? 'is gone' : 'is no longer in spec.workloads'}: it cannot take the canary's patch; restore it, or delete the CanaryRelease`,
+      );
       return item;
     }
     if (item.stablePatched !== true) {
       if ((context.observed.deployments.get(item.canary)?.status?.availableReplicas ?? 0) === 0) {
-        waiting.push(`Deployment ${item.canary} has no available pod; the stable Deployment ${item.name} takes the patch once it has`);
+        waiting.push(
+          `Deployment ${item.canary} has no available pod; the stable Deployment ${item.name} takes the patch once it has`,
+        );
         return item;
       }
       // A patch edited since into one that leaves no valid pod template is not put on the stable Deployment.
       const invalid: string[] = [];
-      patchedTemplate(stable, spec, `spec.workloads[${context.observed.release.spec?.workloads?.indexOf(spec) ?? 0}]`, invalid);
+      patchedTemplate(
+        stable,
+        spec,
+        `spec.workloads[${context.observed.release.spec?.workloads?.indexOf(spec) ?? 0}]`,
+        invalid,
+      );
       if (invalid.length > 0) {
-        problems.push(...invalid.map((problem) => `${problem}; Deployment ${item.name} takes no patch until it is fixed`));
+        problems.push(
+          ...invalid.map((problem) => `${problem}; Deployment ${item.name} takes no patch until it is fixed`),
+        );
         return item;
       }
       // Already on it (a crash after the patch, before status said so): nothing to send again.
       const patch = withoutLabels(spec);
-      if (!appliesNothing(stable, patch)) steps.push({ kind: 'patchDeployment', reason: 'adoptStable', name: item.name, patch: { spec: { template: patch } } });
-      waiting.push(`Deployment ${item.name} takes the canary's patch; the Services are handed back once it has rolled out`);
+      if (!appliesNothing(stable, patch))
+        steps.push({
+          kind: 'patchDeployment',
+          reason: 'adoptStable',
+          name: item.name,
+          patch: { spec: { template: patch } },
+        });
+      waiting.push(
+        `Deployment ${item.name} takes the canary's patch; the Services are handed back once it has rolled out`,
+      );
       return { ...item, stablePatched: true };
     }
     steps.push(...forkedRepins(context, stable, item));
     if (!rolledOut(stable)) {
       const stalled = rolloutStalled(stable);
-      if (stalled !== undefined) problems.push(`the rollout of Deployment ${item.name} is stuck (${stalled}); fix it (kubectl rollout status deploy/${item.name}) and the adoption goes on`);
-      else waiting.push(`rolling out Deployment ${item.name}: ${stable.status?.updatedReplicas ?? 0}/${stable.spec?.replicas ?? 1} updated, ${stable.status?.availableReplicas ?? 0} available`);
+      if (stalled !== undefined)
+        problems.push(
+          `the rollout of Deployment ${item.name} is stuck (${stalled}); fix it (kubectl rollout status deploy/${item.name}) and the adoption goes on`,
+        );
+      else
+        waiting.push(
+          `rolling out Deployment ${item.name}: ${stable.status?.updatedReplicas ?? 0}/${stable.spec?.replicas ?? 1} updated, ${stable.status?.availableReplicas ?? 0} available`,
+        );
     }
     return item;
   });
@@ -119,7 +167,8 @@ function busiestHash(stable: V1Deployment, context: Context): string | undefined
     if (hash === undefined) continue;
     const count = ready.filter((pod) => pod.metadata?.labels?.[LABEL_TEMPLATE_HASH] === hash).length;
     const revision = Number(replicaSet.metadata?.annotations?.['deployment.kubernetes.io/revision'] ?? 0);
-    if (best === undefined || count > best.count || (count === best.count && revision > best.revision)) best = { hash, count, revision };
+    if (best === undefined || count > best.count || (count === best.count && revision > best.revision))
+      best = { hash, count, revision };
   }
   return best?.hash;
 }
@@ -128,12 +177,15 @@ function busiestHash(stable: V1Deployment, context: Context): string | undefined
 function forkedRepins(context: Context, stable: V1Deployment, item: WorkloadStatus): Step[] {
   const hash = busiestHash(stable, context) ?? item.stableHash;
   return [...context.originals].flatMap(([name, state]): Step[] => {
-    if (state.kind !== 'retargeted' || !selectorMatches(state.saved.selector, stable.spec?.template?.metadata?.labels)) return [];
+    if (state.kind !== 'retargeted' || !selectorMatches(state.saved.selector, stable.spec?.template?.metadata?.labels))
+      return [];
     const live = context.observed.services.get(copyName(name, 'forked'));
     const entry = context.observed.release.spec?.services?.find((service) => service.service === name);
     if (live === undefined) return [];
     const selector = applyOperations(stableSideSelector(state.saved.selector, hash), entry?.forkedServiceOperations);
     const patch = copyPatch(live, desiredCopy(context.observed.release, name, state.saved, 'forked', selector));
-    return patch === undefined ? [] : [{ kind: 'patchService', reason: 'updateCopy', name: copyName(name, 'forked'), patch }];
+    return patch === undefined
+      ? []
+      : [{ kind: 'patchService', reason: 'updateCopy', name: copyName(name, 'forked'), patch }];
   });
 }

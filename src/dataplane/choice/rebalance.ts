@@ -33,7 +33,9 @@ export function shortfalls(live: readonly number[], weights: readonly number[], 
   const exact = below.map((gap) => (moving * gap) / belowSum);
   const shares = exact.map(Math.floor);
   let left = moving - sum(shares);
-  const byRemainder = exact.map((value, i) => [value - shares[i]!, i] as const).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  const byRemainder = exact
+    .map((value, i) => [value - shares[i]!, i] as const)
+    .sort((a, b) => b[0] - a[0] || a[1] - b[1]);
   for (const [, i] of byRemainder) {
     if (left === 0) break;
     shares[i]!++;
@@ -78,7 +80,8 @@ export class Steering {
   /** One replacement fewer, from the backend owed the most: the end that would have made room for it was not needed. */
   forgo(): void {
     let most = -1;
-    for (let i = 0; i < this.#owed.length; i++) if (this.#owed[i]! > 0 && (most === -1 || this.#owed[i]! > this.#owed[most]!)) most = i;
+    for (let i = 0; i < this.#owed.length; i++)
+      if (this.#owed[i]! > 0 && (most === -1 || this.#owed[i]! > this.#owed[most]!)) most = i;
     if (most === -1) return;
     this.#owed[most]!--;
     this.#left--;

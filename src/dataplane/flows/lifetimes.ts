@@ -115,7 +115,10 @@ export class FlowLifetimes {
     const byBackend = this.#settledByBackend(next);
     let chosen: LiveFlow[];
     if (next.config.affinity === 'clientIP') {
-      const affinity = new ClientAffinity(weights, next.backends.map((backend) => backend.config.name));
+      const affinity = new ClientAffinity(
+        weights,
+        next.backends.map((backend) => backend.config.name),
+      );
       const at = Date.now();
       // A client on another backend only while its own is down is where it can be: ending it would
       // bring it back. With every weight 0 no client is assigned anywhere, and nothing moves.
@@ -157,7 +160,8 @@ export class FlowLifetimes {
   #tally(): RebalanceTally {
     const live = this.#settledByBackend(this.#snapshot).map((flows) => flows.length);
     let scheduled = 0;
-    for (const flow of this.flows) if (!flow.ending && flow.endReason === 'rebalance' && flow.endAt !== Infinity) scheduled++;
+    for (const flow of this.flows)
+      if (!flow.ending && flow.endReason === 'rebalance' && flow.endAt !== Infinity) scheduled++;
     return { live, awaiting: Math.max(0, (this.steering?.pending ?? 0) - scheduled) };
   }
 
@@ -182,8 +186,12 @@ export class FlowLifetimes {
   /** Runs the timer at the pace the shortest policy needs, or not at all. */
   #ensureSweep(): void {
     const periods = this.#periods();
-    if (this.flows.size === 0 || (periods.length === 0 && (this.#stopped || !this.#anyScheduled()))) return this.#stopSweep();
-    const everyMs = Math.min(MAX_SWEEP_MS, Math.max(MIN_SWEEP_MS, Math.floor(Math.min(...periods, MAX_SWEEP_MS * SWEEPS_PER_PERIOD) / SWEEPS_PER_PERIOD)));
+    if (this.flows.size === 0 || (periods.length === 0 && (this.#stopped || !this.#anyScheduled())))
+      return this.#stopSweep();
+    const everyMs = Math.min(
+      MAX_SWEEP_MS,
+      Math.max(MIN_SWEEP_MS, Math.floor(Math.min(...periods, MAX_SWEEP_MS * SWEEPS_PER_PERIOD) / SWEEPS_PER_PERIOD)),
+    );
     if (this.#timer !== undefined && this.#timerMs === everyMs) return;
     clearInterval(this.#timer);
     this.#timerMs = everyMs;
@@ -195,7 +203,9 @@ export class FlowLifetimes {
   #periods(): number[] {
     const { idleTimeoutMs, maxConnectionAgeMs = 0, rebalanceWindowMs = 0, drainTimeoutMs = 0 } = this.#snapshot.config;
     const idle = this.#idle ? idleTimeoutMs : 0;
-    return (this.#stopped ? [idle] : [idle, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs]).filter((ms) => ms > 0);
+    return (this.#stopped ? [idle] : [idle, maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs]).filter(
+      (ms) => ms > 0,
+    );
   }
 
   #stopSweep(): void {

@@ -50,7 +50,8 @@ export function createReadForwarder(to: net.Socket, count: (bytes: number) => vo
   return {
     heldBytes: () => (next === FIRST_READ ? 0 : next.length),
     releaseBuffer: (socket) => {
-      if (next === FIRST_READ || releases >= MAX_RELEASES_PER_SOCKET || !swapReadBuffer(socket, FIRST_READ)) return false;
+      if (next === FIRST_READ || releases >= MAX_RELEASES_PER_SOCKET || !swapReadBuffer(socket, FIRST_READ))
+        return false;
       next = FIRST_READ;
       releases++;
       return true;

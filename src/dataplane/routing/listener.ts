@@ -41,7 +41,8 @@ export interface Listener {
  * keeps a cluster worker from routing its bind through the primary process.
  */
 export function listenOptions(listen: ListenAddress, reusePort: boolean): net.ListenOptions {
-  const address = listen.host === undefined ? { port: listen.port, ipv6Only: false } : { host: listen.host, port: listen.port };
+  const address =
+    listen.host === undefined ? { port: listen.port, ipv6Only: false } : { host: listen.host, port: listen.port };
   return reusePort ? { ...address, reusePort: true, exclusive: true } : address;
 }
 
@@ -75,7 +76,7 @@ export function bindError(config: ListenerConfig, err: NodeJS.ErrnoException): E
       : err.code === 'EACCES'
         ? 'permission denied; use a port above 1023 or grant CAP_NET_BIND_SERVICE'
         : err.code === 'EADDRNOTAVAIL'
-          ? 'no local interface has that address; use one of this host\'s addresses or omit the host'
+          ? "no local interface has that address; use one of this host's addresses or omit the host"
           : err.message;
   return Object.assign(new Error(`${where}: ${hint} (${err.code ?? 'error'})`), { code: err.code });
 }

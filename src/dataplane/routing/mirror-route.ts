@@ -39,7 +39,11 @@ export class MirrorRoute {
  * Opens a mirror leg (counted mirrored) with the descriptor it takes, released when the leg calls
  * `release`; undefined, counted dropped, when the listener's budget has none left for it.
  */
-export function openMirrorLeg<Leg>(route: MirrorRoute, descriptors: DescriptorAccount, open: (release: () => void) => Leg): Leg | undefined {
+export function openMirrorLeg<Leg>(
+  route: MirrorRoute,
+  descriptors: DescriptorAccount,
+  open: (release: () => void) => Leg,
+): Leg | undefined {
   route.counts.mirrored++;
   if (!descriptors.tryAcquire(MIRROR_LEG_DESCRIPTORS)) {
     route.counts.dropped++;

@@ -32,28 +32,49 @@ export function buildSnapshot(
 ): ListenerSnapshot {
   const backends = config.backends.map((backend) => ({ config: backend, ...runtimeOf(backend) }));
   return {
-    config, stats, backends, picker: nextPicker(config, previous?.config, previous?.picker), offers: nextPicker(config, previous?.config, previous?.offers),
+    config,
+    stats,
+    backends,
+    picker: nextPicker(config, previous?.config, previous?.picker),
+    offers: nextPicker(config, previous?.config, previous?.offers),
     mirror: mirrorRoute(config, backends),
   };
 }
 
 function mirrorRoute(config: ListenerConfig, backends: readonly BackendRuntime[]): MirrorRoute | null {
   const { mirror } = config;
-  const backend = mirror === undefined || mirror.percent === 0 ? undefined : backends.find((candidate) => candidate.config.name === mirror.to);
+  const backend =
+    mirror === undefined || mirror.percent === 0
+      ? undefined
+      : backends.find((candidate) => candidate.config.name === mirror.to);
   return mirror === undefined || backend === undefined ? null : new MirrorRoute(mirror, backend);
 }
 
 /** The same picker while the strategy and the backends' names and weights stay; else one carried over. */
-function nextPicker(config: ListenerConfig, previousConfig: ListenerConfig | undefined, previous: Picker | undefined): Picker {
+function nextPicker(
+  config: ListenerConfig,
+  previousConfig: ListenerConfig | undefined,
+  previous: Picker | undefined,
+): Picker {
   const weights = config.backends.map((b) => b.weight);
   // Stateless: the same answer for a client on every replica, after every restart.
-  if (config.affinity === 'clientIP') return new ClientAffinity(weights, config.backends.map((b) => b.name));
-  if (previousConfig === undefined || previous === undefined || previousConfig.balance !== config.balance || previous instanceof ClientAffinity) {
+  if (config.affinity === 'clientIP')
+    return new ClientAffinity(
+      weights,
+      config.backends.map((b) => b.name),
+    );
+  if (
+    previousConfig === undefined ||
+    previous === undefined ||
+    previousConfig.balance !== config.balance ||
+    previous instanceof ClientAffinity
+  ) {
     return createPicker(config.balance, weights);
   }
   const before = previousConfig.backends;
   const unchanged =
-    before.length === config.backends.length && before.every((b, i) => b.name === config.backends[i]!.name && b.weight === weights[i]);
+    before.length === config.backends.length &&
+    before.every((b, i) => b.name === config.backends[i]!.name && b.weight === weights[i]);
   if (unchanged) return previous;
   const names = (backends: readonly BackendConfig[]) => backends.map((b) => b.name);
   return carryOverPicker(previous, names(before), config.balance, weights, names(config.backends));
@@ -78,7 +99,8 @@ export function chooseBackend(
   const healthyUntried = (i: number) => untried(i) && snapshot.backends[i]!.health.isAvailable(now);
   // After a rebalance ended connections, their replacements go where the new split lacks them.
   // Steering was worked out for the weights of its rebalance; a backend at weight 0 now takes nothing.
-  const owed = steering === null ? -1 : steering.take((i) => healthyUntried(i) && snapshot.backends[i]!.config.weight > 0);
+  const owed =
+    steering === null ? -1 : steering.take((i) => healthyUntried(i) && snapshot.backends[i]!.config.weight > 0);
   if (owed !== -1) return owed;
   const healthy = snapshot.picker.pick(healthyUntried, clientHash);
   return healthy !== -1 ? healthy : snapshot.picker.pick(untried, clientHash);

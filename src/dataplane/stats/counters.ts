@@ -32,7 +32,16 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config, now = D
     }
     listeners[listener] = byName;
   }
-  const weights = Object.fromEntries(config.listeners.map((listener) =>
-    [listener.name, Object.fromEntries(listener.backends.map((backend) => [backend.name, backend.weight]))]));
-  return { instance: INSTANCE, latencyBucketsMs: DURATION_BUCKETS.map((seconds) => seconds * 1000), listeners, weights };
+  const weights = Object.fromEntries(
+    config.listeners.map((listener) => [
+      listener.name,
+      Object.fromEntries(listener.backends.map((backend) => [backend.name, backend.weight])),
+    ]),
+  );
+  return {
+    instance: INSTANCE,
+    latencyBucketsMs: DURATION_BUCKETS.map((seconds) => seconds * 1000),
+    listeners,
+    weights,
+  };
 }

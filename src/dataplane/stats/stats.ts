@@ -77,7 +77,14 @@ export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full' | Local
 
 /** What mirroring to a backend did, outcome by outcome (counters/snapshot.ts says what each one is). */
 export type MirrorCounts = Record<MirrorOutcome, number>;
-export const noMirrorCounts = (): MirrorCounts => ({ mirrored: 0, compared: 0, equal: 0, different: 0, missing: 0, dropped: 0 });
+export const noMirrorCounts = (): MirrorCounts => ({
+  mirrored: 0,
+  compared: 0,
+  equal: 0,
+  different: 0,
+  missing: 0,
+  dropped: 0,
+});
 
 export class BackendStats {
   /** TCP connections established to this backend, or UDP sessions opened to it. */
@@ -87,7 +94,13 @@ export class BackendStats {
   bytesToClient = 0;
   datagramsToBackend = 0;
   datagramsToClient = 0;
-  readonly connectErrors: Record<ConnectErrorReason, number> = { timeout: 0, refused: 0, reset: 0, unreachable: 0, other: 0 };
+  readonly connectErrors: Record<ConnectErrorReason, number> = {
+    timeout: 0,
+    refused: 0,
+    reset: 0,
+    unreachable: 0,
+    other: 0,
+  };
   /** Established connections counted against the backend's health (the opt-in failOnReset, firstByteTimeoutMs). */
   readonly failures: Record<BackendFailureReason, number> = { reset: 0, first_byte_timeout: 0 };
   /** Connections and sessions the proxy ended gracefully, by policy (maxConnectionAgeMs, rebalanceWindowMs, drainTimeoutMs). */
@@ -144,8 +157,20 @@ export class BackendStats {
 export class ListenerStats {
   /** Client connections accepted (TCP) or sessions opened (UDP; a datagram refused a session is a drop). */
   accepted = 0;
-  readonly refused: Record<RefusalReason, number> = { no_backend: 0, max_connections: 0, draining: 0, fd_limit: 0, local_error: 0 };
-  readonly udpDropped: Record<UdpDropReason, number> = { no_backend: 0, max_sessions: 0, queue_full: 0, fd_limit: 0, local_error: 0 };
+  readonly refused: Record<RefusalReason, number> = {
+    no_backend: 0,
+    max_connections: 0,
+    draining: 0,
+    fd_limit: 0,
+    local_error: 0,
+  };
+  readonly udpDropped: Record<UdpDropReason, number> = {
+    no_backend: 0,
+    max_sessions: 0,
+    queue_full: 0,
+    fd_limit: 0,
+    local_error: 0,
+  };
 }
 
 export class StatsRegistry {

@@ -52,7 +52,13 @@ export class ConnectAttempts {
     }
     const reason = connectErrorReason(err);
     backend.stats.connectErrors[reason]++;
-    this.recordFailure(backend, snapshot, `connect failure (${reason})`, err.message, reason === 'reset' ? 'reset' : 'connect');
+    this.recordFailure(
+      backend,
+      snapshot,
+      `connect failure (${reason})`,
+      err.message,
+      reason === 'reset' ? 'reset' : 'connect',
+    );
     return true;
   }
 
@@ -77,14 +83,25 @@ export class ConnectAttempts {
   }
 
   /** `reset` resets the client's connection. */
-  refuseLocally(reset: () => void, snapshot: ListenerSnapshot, reason: LocalRefusal, err?: NodeJS.ErrnoException): void {
+  refuseLocally(
+    reset: () => void,
+    snapshot: ListenerSnapshot,
+    reason: LocalRefusal,
+    err?: NodeJS.ErrnoException,
+  ): void {
     snapshot.stats.refused[reason]++;
     this.#context.onLocalRefusal(reason, err);
     reset();
   }
 
   /** Passive health (maxFails within failTimeoutMs); logs when the backend is taken out. */
-  recordFailure(backend: BackendRuntime, snapshot: ListenerSnapshot, what: string, detail: string, cause: TakeOutCause): void {
+  recordFailure(
+    backend: BackendRuntime,
+    snapshot: ListenerSnapshot,
+    what: string,
+    detail: string,
+    cause: TakeOutCause,
+  ): void {
     const { config } = snapshot;
     const now = Date.now();
     if (backend.health.recordFailure(now, config.maxFails, config.failTimeoutMs)) {

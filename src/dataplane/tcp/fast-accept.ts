@@ -65,7 +65,8 @@ export class FastAccept {
     const started = performance.now();
     const failed = (err: NodeJS.ErrnoException) => {
       client.abandon = undefined;
-      if (attempts.failed(err, backend, snapshot, () => client.close(true))) this.#connect(client, snapshot, tried, clientHash);
+      if (attempts.failed(err, backend, snapshot, () => client.close(true)))
+        this.#connect(client, snapshot, tried, clientHash);
     };
     const timer = setTimeout(() => {
       abandon();
@@ -78,8 +79,12 @@ export class FastAccept {
       attempts.established(backend, started);
       backend.health.recordSuccess();
       backend.stats.heldOut.succeeded();
-      const connection: FastTcpConnection = new FastTcpConnection(backend, started, { client, upstream: new FastLeg(handle) }, clientHash, () =>
-        attempts.flowClosed(connection, backend, started),
+      const connection: FastTcpConnection = new FastTcpConnection(
+        backend,
+        started,
+        { client, upstream: new FastLeg(handle) },
+        clientHash,
+        () => attempts.flowClosed(connection, backend, started),
       );
       attempts.joined(connection);
     });

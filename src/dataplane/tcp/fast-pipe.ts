@@ -123,7 +123,13 @@ export class FastTcpConnection extends LiveFlow implements ReadingPair {
   #reset = false;
 
   /** Joins the two legs and starts reading both; `onClosed` once both sockets are closed. */
-  constructor(backend: BackendRuntime, startedAt: number, legs: { client: FastLeg; upstream: FastLeg }, clientHash: number, onClosed: () => void) {
+  constructor(
+    backend: BackendRuntime,
+    startedAt: number,
+    legs: { client: FastLeg; upstream: FastLeg },
+    clientHash: number,
+    onClosed: () => void,
+  ) {
     super(backend, startedAt);
     this.client = legs.client;
     this.upstream = legs.upstream;

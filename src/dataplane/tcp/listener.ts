@@ -114,7 +114,9 @@ let warnedUnavailable = false;
 function warnFastPathUnavailable(log: Logger): void {
   if (warnedUnavailable) return;
   warnedUnavailable = true;
-  const missing = RAW_TCP_REQUIREMENTS.filter((requirement) => !requirement.present).map((requirement) => requirement.name);
+  const missing = RAW_TCP_REQUIREMENTS.filter((requirement) => !requirement.present).map(
+    (requirement) => requirement.name,
+  );
   log.warn(
     { missing: missing.length > 0 ? missing : ["a listening net.Server's _handle.onconnection"] },
     `TCP fast path unavailable on Node ${process.version}: TCP listeners use net.Socket (slower on short connections; --no-tcp-fast-path silences this)`,

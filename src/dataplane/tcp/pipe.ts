@@ -7,7 +7,13 @@ import { clientAddressHash } from '../choice/affinity.ts';
 import type { ReadingPair } from '../resources/idle-read-buffers.ts';
 import { LiveFlow } from '../flows/live-flow.ts';
 import type { BackendRuntime } from '../routing/backend-runtime.ts';
-import { createReadForwarder, discardReads, readAcceptedSocketInto, teeReads, type ReadForwarder } from '../resources/socket-reads.ts';
+import {
+  createReadForwarder,
+  discardReads,
+  readAcceptedSocketInto,
+  teeReads,
+  type ReadForwarder,
+} from '../resources/socket-reads.ts';
 import type { TcpMirrorLeg } from './tcp-mirror-leg.ts';
 
 export interface PipeCounters {
@@ -128,19 +134,30 @@ export function joinSockets(
   const counters = backend.stats;
   const countToBackend = (n: number) => (counters.bytesToBackend += n);
   const forwarder = createReadForwarder(upstream, countToBackend);
-  let clientReads: ReadForwarder | undefined = mirror === undefined ? forwarder : teeReads(forwarder, (buffer, bytes) => mirror.copy(buffer, bytes));
+  let clientReads: ReadForwarder | undefined =
+    mirror === undefined ? forwarder : teeReads(forwarder, (buffer, bytes) => mirror.copy(buffer, bytes));
   if (!readAcceptedSocketInto(client, clientReads)) {
     clientReads = undefined;
     const toUpstream = (chunk: Buffer) => {
       countToBackend(chunk.length);
       if (!upstream.write(chunk)) client.pause();
     };
-    client.on('data', mirror === undefined ? toUpstream : (chunk: Buffer) => {
-      mirror.copy(chunk, chunk.length);
-      toUpstream(chunk);
-    });
+    client.on(
+      'data',
+      mirror === undefined
+        ? toUpstream
+        : (chunk: Buffer) => {
+            mirror.copy(chunk, chunk.length);
+            toUpstream(chunk);
+          },
+    );
   }
-  const connection = new TcpConnection(backend, startedAt, { client, clientReads, upstream, upstreamReads: upstreamForwarder }, clientHash);
+  const connection = new TcpConnection(
+    backend,
+    startedAt,
+    { client, clientReads, upstream, upstreamReads: upstreamForwarder },
+    clientHash,
+  );
   // Once a graceful end stopped the client's reads, a drained upstream must not restart them.
   upstream.on('drain', () => {
     if (!connection.ending) client.resume();

@@ -70,7 +70,19 @@ const kReadBytesOrError = streamWrap?.kReadBytesOrError;
 const kLastWriteWasAsync = streamWrap?.kLastWriteWasAsync;
 /** libuv's end-of-file status, read off the public error map. */
 const UV_EOF = [...getSystemErrorMap()].find(([, [name]]) => name === 'EOF')?.[0];
-const HANDLE_METHODS = ['readStart', 'readStop', 'useUserBuffer', 'writeBuffer', 'shutdown', 'close', 'reset', 'connect', 'connect6', 'getpeername', 'setNoDelay'] as const;
+const HANDLE_METHODS = [
+  'readStart',
+  'readStop',
+  'useUserBuffer',
+  'writeBuffer',
+  'shutdown',
+  'close',
+  'reset',
+  'connect',
+  'connect6',
+  'getpeername',
+  'setNoDelay',
+] as const;
 
 function listeningHandle(server: net.Server): TcpHandle | undefined {
   return (server as unknown as { _handle?: TcpHandle | null })._handle ?? undefined;
@@ -90,7 +102,10 @@ function requirements(): { readonly name: string; readonly present: boolean }[] 
     { name: 'stream_wrap.kReadBytesOrError', present: typeof kReadBytesOrError === 'number' },
     { name: 'stream_wrap.kLastWriteWasAsync', present: typeof kLastWriteWasAsync === 'number' },
     { name: 'the EOF status in util.getSystemErrorMap()', present: typeof UV_EOF === 'number' },
-    ...HANDLE_METHODS.map((method) => ({ name: `TCP.prototype.${method}`, present: typeof prototype?.[method] === 'function' })),
+    ...HANDLE_METHODS.map((method) => ({
+      name: `TCP.prototype.${method}`,
+      present: typeof prototype?.[method] === 'function',
+    })),
   ];
 }
 
@@ -290,7 +305,11 @@ export type AcceptedHandle = TcpHandle;
  * the error code, or null and the connected handle. Returns a function that abandons the attempt
  * (closing the socket; `done` is then never called).
  */
-export function connectTo(host: string, port: number, done: (code: string | null, handle: TcpHandle) => void): () => void {
+export function connectTo(
+  host: string,
+  port: number,
+  done: (code: string | null, handle: TcpHandle) => void,
+): () => void {
   const handle = new TCP!(SOCKET_TYPE as number);
   let settled = false;
   const fail = (code: string) => {

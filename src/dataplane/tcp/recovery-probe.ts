@@ -89,7 +89,12 @@ export class RecoveryProbes {
  * Whether to probe again. Pure but for the backend's own state: the simulation of the analysis
  * (bench/analysis.ts) runs it too.
  */
-export function probed(backend: Pick<BackendRuntime, 'health' | 'stats'>, ok: boolean, now: number, failTimeoutMs: number): boolean {
+export function probed(
+  backend: Pick<BackendRuntime, 'health' | 'stats'>,
+  ok: boolean,
+  now: number,
+  failTimeoutMs: number,
+): boolean {
   if (ok) {
     backend.health.recordSuccess();
     backend.stats.probeSucceeded(now);

@@ -45,7 +45,13 @@ export class SocketAccept {
     this.#connect(client, snapshot, new Set(), clientHash, () => client.off('error', ignoreEarlyError));
   }
 
-  #connect(client: net.Socket, snapshot: ListenerSnapshot, tried: Set<number>, clientHash: number, joined: () => void): void {
+  #connect(
+    client: net.Socket,
+    snapshot: ListenerSnapshot,
+    tried: Set<number>,
+    clientHash: number,
+    joined: () => void,
+  ): void {
     if (client.destroyed) return;
     const attempts = this.#attempts;
     const backend = attempts.pick(snapshot, tried, clientHash);
@@ -55,11 +61,14 @@ export class SocketAccept {
     }
     const { config } = snapshot;
     const started = performance.now();
-    const mirrorRoute = snapshot.mirror !== null && snapshot.mirror.take(backend) ? snapshot.mirror : null;
+    const mirrorRoute = snapshot.mirror?.take(backend) ? snapshot.mirror : null;
     // The leg opens once the stable is connected, before the stable's first byte can arrive.
     let mirror: TcpMirrorLeg | undefined;
     const plainForwarder = upstreamReads(client, backend.stats);
-    const upstreamForwarder = mirrorRoute?.config.compare === 'replies' ? teeReads(plainForwarder, (buffer, bytes) => mirror?.stableReply(buffer, bytes)) : plainForwarder;
+    const upstreamForwarder =
+      mirrorRoute?.config.compare === 'replies'
+        ? teeReads(plainForwarder, (buffer, bytes) => mirror?.stableReply(buffer, bytes))
+        : plainForwarder;
     const upstream = net.connect({
       host: backend.config.host,
       port: backend.config.port,
@@ -80,24 +89,40 @@ export class SocketAccept {
       clearTimeout(timer);
       client.off('close', abandon);
       if (client.destroyed) return;
-      if (attempts.failed(err, backend, snapshot, () => client.resetAndDestroy())) this.#connect(client, snapshot, tried, clientHash, joined);
+      if (attempts.failed(err, backend, snapshot, () => client.resetAndDestroy()))
+        this.#connect(client, snapshot, tried, clientHash, joined);
     });
     upstream.once('connect', () => {
       clearTimeout(timer);
       client.off('close', abandon);
       upstream.removeAllListeners('error');
       attempts.established(backend, started);
-      if (config.failOnReset || (config.firstByteTimeoutMs ?? 0) > 0) this.#judgeByFirstByte(backend, upstream, snapshot);
+      if (config.failOnReset || (config.firstByteTimeoutMs ?? 0) > 0)
+        this.#judgeByFirstByte(backend, upstream, snapshot);
       else {
         backend.health.recordSuccess();
         backend.stats.heldOut.succeeded();
       }
       joined();
-      if (mirrorRoute !== null) mirror = openMirrorLeg(mirrorRoute, this.#descriptors, (release) => new TcpMirrorLeg(mirrorRoute, config.connectTimeoutMs, release));
-      const connection = joinSockets(client, upstream, upstreamForwarder, backend, started, clientHash, () => {
-        attempts.flowClosed(connection, backend, started);
-        mirror?.realClosed();
-      }, mirror);
+      if (mirrorRoute !== null)
+        mirror = openMirrorLeg(
+          mirrorRoute,
+          this.#descriptors,
+          (release) => new TcpMirrorLeg(mirrorRoute, config.connectTimeoutMs, release),
+        );
+      const connection = joinSockets(
+        client,
+        upstream,
+        upstreamForwarder,
+        backend,
+        started,
+        clientHash,
+        () => {
+          attempts.flowClosed(connection, backend, started);
+          mirror?.realClosed();
+        },
+        mirror,
+      );
       attempts.joined(connection);
     });
   }
@@ -116,10 +141,19 @@ export class SocketAccept {
       if (failed || upstream.bytesRead > 0) return;
       failed = true;
       backend.stats.failures[reason]++;
-      this.#attempts.recordFailure(backend, snapshot, reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time', detail, reason === 'reset' ? 'reset' : 'connect');
+      this.#attempts.recordFailure(
+        backend,
+        snapshot,
+        reason === 'reset' ? 'a reset before its first byte' : 'no first byte in time',
+        detail,
+        reason === 'reset' ? 'reset' : 'connect',
+      );
     };
     const timeoutMs = config.firstByteTimeoutMs ?? 0;
-    const timer = timeoutMs > 0 ? setTimeout(() => fail('first_byte_timeout', `nothing within ${timeoutMs} ms`), timeoutMs) : undefined;
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => fail('first_byte_timeout', `nothing within ${timeoutMs} ms`), timeoutMs)
+        : undefined;
     if (config.failOnReset) {
       upstream.on('error', (err: NodeJS.ErrnoException) => {
         if (err.code === 'ECONNRESET' || err.code === 'EPIPE') fail('reset', err.message);

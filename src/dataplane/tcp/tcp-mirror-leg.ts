@@ -30,7 +30,8 @@ export class TcpMirrorLeg {
     this.#counts = route.counts;
     this.#maxBytes = route.config.maxBytes;
     this.#release = release;
-    const prefixes = route.config.compare === 'replies' ? { stable: new ReplyPrefix(), mirror: new ReplyPrefix() } : null;
+    const prefixes =
+      route.config.compare === 'replies' ? { stable: new ReplyPrefix(), mirror: new ReplyPrefix() } : null;
     this.#prefixes = prefixes;
     const { host, port } = route.backend.config;
     const socket = (this.#socket = net.connect({ host, port, noDelay: true }));

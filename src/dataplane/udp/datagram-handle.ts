@@ -17,7 +17,12 @@ export interface DatagramSender {
 
 /** The parts of the runtime's `udp_wrap` handle this uses (lib/dgram.js calls them the same way). */
 interface UdpHandle {
-  send(request: object, buffers: Buffer[], count: number, ...rest: [hasCallback: boolean] | [port: number, address: string, hasCallback: boolean]): number;
+  send(
+    request: object,
+    buffers: Buffer[],
+    count: number,
+    ...rest: [hasCallback: boolean] | [port: number, address: string, hasCallback: boolean]
+  ): number;
   onmessage: ((nread: number, handle: UdpHandle, datagram: Buffer, sender: dgram.RemoteInfo) => void) | undefined;
 }
 
@@ -46,7 +51,8 @@ function findInternals(): RuntimeInternals | Error {
     const stateSymbol = Object.getOwnPropertySymbols(probe).find((symbol) => symbol.description === 'state symbol');
     if (stateSymbol === undefined) return new Error("a dgram.Socket has no 'state symbol' property");
     const state = (probe as unknown as Record<symbol, Partial<SocketState> | undefined>)[stateSymbol];
-    if (typeof state?.handle?.send !== 'function') return new Error("a dgram.Socket's state has no handle with a send method");
+    if (typeof state?.handle?.send !== 'function')
+      return new Error("a dgram.Socket's state has no handle with a send method");
     // process.binding is deprecated (DEP0111) but udp_wrap stays on its allow list in Node 24.
     const binding = (process as unknown as { binding(name: string): { SendWrap?: unknown } }).binding('udp_wrap');
     if (typeof binding.SendWrap !== 'function') return new Error("process.binding('udp_wrap') has no SendWrap");
@@ -68,7 +74,11 @@ function stateOf(socket: dgram.Socket, internals: RuntimeInternals): SocketState
  * 'message' until dgram starts receiving, then straight from the handle; errors (a refused
  * datagram's ICMP) still go through dgram to 'error'.
  */
-export function receiveDatagrams(socket: dgram.Socket, onDatagram: DatagramHandler, internals: RuntimeInternals | Error = INTERNALS): void {
+export function receiveDatagrams(
+  socket: dgram.Socket,
+  onDatagram: DatagramHandler,
+  internals: RuntimeInternals | Error = INTERNALS,
+): void {
   socket.on('message', onDatagram);
   if (internals instanceof Error) return;
   const takeOver = () => {

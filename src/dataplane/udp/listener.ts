@@ -131,9 +131,10 @@ export class UdpListener implements Listener {
     if (backend === undefined || !this.#reserveDescriptors()) return undefined;
     snapshot.stats.accepted++;
     const mirror = this.#openMirror(snapshot, backend);
-    const session = mirror === undefined
-      ? new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession)
-      : new MirroredUdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession, mirror);
+    const session =
+      mirror === undefined
+        ? new UdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession)
+        : new MirroredUdpSession(backend, address, port, this.#tick, clientHash, this.#detachSession, mirror);
     this.#register(session);
     this.#wireUpstream(session, snapshot, snapshot.mirror?.config.compare === 'replies' ? mirror : undefined);
     return session;
@@ -205,10 +206,15 @@ export class UdpListener implements Listener {
       }
       if (responses > 0 && session.replies >= responses) this.#end(session);
     };
-    receiveDatagrams(upstream, compared !== undefined ? (reply: Buffer) => {
-      compared.stableReply(reply);
-      relay(reply);
-    } : relay);
+    receiveDatagrams(
+      upstream,
+      compared !== undefined
+        ? (reply: Buffer) => {
+            compared.stableReply(reply);
+            relay(reply);
+          }
+        : relay,
+    );
     upstream.on('error', (err: NodeJS.ErrnoException) => this.#upstreamError(session, snapshot, err));
     // dgram hands a failed connect (a backend name that does not resolve, no route) to this
     // callback rather than to 'error'; sending on the unconnected socket would then throw.

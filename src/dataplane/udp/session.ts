@@ -28,7 +28,14 @@ export class UdpSession extends LiveFlow {
   #clientHash: number;
   readonly #detach: (session: UdpSession) => void;
 
-  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number, clientHash: number, detach: (session: UdpSession) => void) {
+  constructor(
+    backend: BackendRuntime,
+    clientAddress: string,
+    clientPort: number,
+    tick: number,
+    clientHash: number,
+    detach: (session: UdpSession) => void,
+  ) {
     super(backend, performance.now());
     this.clientAddress = clientAddress;
     this.clientPort = clientPort;
@@ -63,7 +70,15 @@ export class UdpSession extends LiveFlow {
 export class MirroredUdpSession extends UdpSession {
   readonly mirror: UdpMirrorLeg;
 
-  constructor(backend: BackendRuntime, clientAddress: string, clientPort: number, tick: number, clientHash: number, detach: (session: UdpSession) => void, mirror: UdpMirrorLeg) {
+  constructor(
+    backend: BackendRuntime,
+    clientAddress: string,
+    clientPort: number,
+    tick: number,
+    clientHash: number,
+    detach: (session: UdpSession) => void,
+    mirror: UdpMirrorLeg,
+  ) {
     super(backend, clientAddress, clientPort, tick, clientHash, detach);
     this.mirror = mirror;
   }

@@ -12,7 +12,11 @@ export const RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
  * Answering IP literals at once saves a deferred callback per connect, and per datagram where
  * datagram-handle.ts falls back to dgram's own send.
  */
-export const immediateLookup = ((hostname: string, options: dns.LookupOptions | number, callback: (err: Error | null, address: string, family: number) => void) => {
+export const immediateLookup = ((
+  hostname: string,
+  options: dns.LookupOptions | number,
+  callback: (err: Error | null, address: string, family: number) => void,
+) => {
   const family = net.isIP(hostname);
   if (family !== 0) return callback(null, hostname, family);
   dns.lookup(hostname, { family: typeof options === 'number' ? options : (options.family ?? 0) }, callback);

@@ -13,10 +13,13 @@ import { FAULT_ENV, parseFault, serveTcp, serveUdp, type Serving } from '../../s
 const ip = process.env.APP_POD_IP ?? '127.0.0.1';
 const answer = process.env.APP_ANSWER ?? 'app';
 const fault = parseFault(process.env[FAULT_ENV] ?? '');
-const ports = (process.env.APP_PORTS ?? '').split(',').filter(Boolean).map((entry) => {
-  const [port, protocol = 'TCP'] = entry.split('/');
-  return { port: Number(port), protocol: protocol === 'UDP' ? 'UDP' as const : 'TCP' as const };
-});
+const ports = (process.env.APP_PORTS ?? '')
+  .split(',')
+  .filter(Boolean)
+  .map((entry) => {
+    const [port, protocol = 'TCP'] = entry.split('/');
+    return { port: Number(port), protocol: protocol === 'UDP' ? ('UDP' as const) : ('TCP' as const) };
+  });
 
 const serving: Serving[] = [];
 for (const { port, protocol } of ports) {

@@ -15,18 +15,25 @@ const CANARY_L4_BIN = fileURLToPath(new URL('../../../bin/canary-l4', import.met
 const APP_SERVER = fileURLToPath(new URL('./app-server.ts', import.meta.url));
 export const APP_IMAGE_REGISTRY = 'app.canary-l4.test';
 
-const ports = (container: V1Container) => (container.ports ?? []).map((port) => `${port.containerPort}/${port.protocol ?? 'TCP'}`).join(',');
+const ports = (container: V1Container) =>
+  (container.ports ?? []).map((port) => `${port.containerPort}/${port.protocol ?? 'TCP'}`).join(',');
 
 export function images(image: string): Image | undefined {
   if (/^(?:[^/]+\/)*canary-l4(?::[\w.-]+)?(?:@sha256:[0-9a-f]{64})?$/.test(image)) {
     // Only `proxy` has --listen-address (and the commands refuse flags they do not know, from the environment too).
     return {
       command: [process.execPath, CANARY_L4_BIN],
-      env: (podIP, container) => ({ CANARY_L4_ADMIN_ADDRESS: podIP, ...(container.args?.[0] === 'proxy' ? { CANARY_L4_LISTEN_ADDRESS: podIP } : {}) }),
+      env: (podIP, container) => ({
+        CANARY_L4_ADMIN_ADDRESS: podIP,
+        ...(container.args?.[0] === 'proxy' ? { CANARY_L4_LISTEN_ADDRESS: podIP } : {}),
+      }),
     };
   }
   if (image.startsWith(`${APP_IMAGE_REGISTRY}/`)) {
-    return { command: [process.execPath, APP_SERVER], env: (podIP, container) => ({ APP_POD_IP: podIP, APP_PORTS: ports(container), APP_ANSWER: image }) };
+    return {
+      command: [process.execPath, APP_SERVER],
+      env: (podIP, container) => ({ APP_POD_IP: podIP, APP_PORTS: ports(container), APP_ANSWER: image }),
+    };
   }
   return undefined;
 }

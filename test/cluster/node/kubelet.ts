@@ -28,8 +28,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  CoreV1Api, PatchStrategy, setHeaderOptions,
-  type KubeConfig, type ListWatch, type V1Container, type V1ContainerStatus, type V1Pod, type V1Probe,
+  CoreV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubeConfig,
+  type ListWatch,
+  type V1Container,
+  type V1ContainerStatus,
+  type V1Pod,
+  type V1Probe,
 } from '@kubernetes/client-node';
 import { resolveContainerEnv } from '../../support/cluster/container-env.ts';
 import { keepWatching, OnePassAtATime } from '../../support/cluster/watching.ts';
@@ -111,7 +118,10 @@ class Kubelet implements NodeKubelet {
   readonly #synced: Promise<void>;
   readonly #runs = new Map<string, PodRun>();
   readonly #dir = mkdtempSync(join(tmpdir(), 'canary-l4-kubelet-'));
-  readonly #sync = new OnePassAtATime(() => this.#pass(), () => this.#stopped);
+  readonly #sync = new OnePassAtATime(
+    () => this.#pass(),
+    () => this.#stopped,
+  );
   #node: RegisteredNode | undefined;
   #stopped = false;
   readonly #killAllOnExit = () => {
@@ -125,8 +135,13 @@ class Kubelet implements NodeKubelet {
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
     process.once('exit', this.#killAllOnExit);
     const fieldSelector = `spec.nodeName=${options.nodeName}`;
-    const { informer, synced } = keepWatching(options.kubeConfig, '/api/v1/pods', () => this.#core.listPodForAllNamespaces({ fieldSelector }),
-      () => this.#sync.request(), { fieldSelector, retryMs: 300, stopped: () => this.#stopped });
+    const { informer, synced } = keepWatching(
+      options.kubeConfig,
+      '/api/v1/pods',
+      () => this.#core.listPodForAllNamespaces({ fieldSelector }),
+      () => this.#sync.request(),
+      { fieldSelector, retryMs: 300, stopped: () => this.#stopped },
+    );
     this.#pods = informer;
     this.#synced = synced;
   }
@@ -139,11 +154,19 @@ class Kubelet implements NodeKubelet {
   }
 
   running(): string[] {
-    return [...this.#runs.values()].filter((run) => run.containers.some((container) => container.child !== undefined)).map((run) => run.key).sort();
+    return [...this.#runs.values()]
+      .filter((run) => run.containers.some((container) => container.child !== undefined))
+      .map((run) => run.key)
+      .sort();
   }
 
   output(namespace: string, pod: string): string {
-    return this.#runs.get(`${namespace}/${pod}`)?.containers.map((container) => container.output).join('') ?? '';
+    return (
+      this.#runs
+        .get(`${namespace}/${pod}`)
+        ?.containers.map((container) => container.output)
+        .join('') ?? ''
+    );
   }
 
   crash(namespace: string, pod: string): void {
@@ -187,11 +210,15 @@ class Kubelet implements NodeKubelet {
       }
       run.pod = pod;
       if (pod.metadata?.deletionTimestamp != null && run.terminating === undefined) {
-        run.terminating = this.#terminate(run, pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
+        run.terminating = this.#terminate(
+          run,
+          pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30,
+        );
       }
     }
     // Gone without a graceful deletion (a forced delete): the processes end at once.
-    for (const [key, run] of this.#runs) if (!seen.has(key) && run.terminating === undefined) run.terminating = this.#killPod(run, 2);
+    for (const [key, run] of this.#runs)
+      if (!seen.has(key) && run.terminating === undefined) run.terminating = this.#killPod(run, 2);
   }
 
   #freeIp(): string {
@@ -199,14 +226,31 @@ class Kubelet implements NodeKubelet {
     // EndpointSlices may still name a terminating pod's address.
     const used = new Set([...this.#runs.values()].map((run) => run.podIP));
     for (const pod of this.#pods.list()) if (pod.status?.podIP !== undefined) used.add(pod.status.podIP);
-    for (let host = 2; host <= 250; host++) if (!used.has(`${this.#options.podNet}.${host}`)) return `${this.#options.podNet}.${host}`;
+    for (let host = 2; host <= 250; host++)
+      if (!used.has(`${this.#options.podNet}.${host}`)) return `${this.#options.podNet}.${host}`;
     throw new Error(`pod network ${this.#options.podNet}.0/24 is full`);
   }
 
   #startPod(pod: V1Pod, key: string): void {
     const run: PodRun = {
-      key, uid: pod.metadata!.uid!, pod, podIP: this.#freeIp(), dirs: [], terminating: undefined, stopped: false, statusWrite: Promise.resolve(), lastStatus: '',
-      containers: pod.spec!.containers.map((spec) => ({ spec, child: undefined, ready: false, started: false, restarts: 0, state: { waiting: { reason: 'ContainerCreating' } }, output: '' })),
+      key,
+      uid: pod.metadata!.uid!,
+      pod,
+      podIP: this.#freeIp(),
+      dirs: [],
+      terminating: undefined,
+      stopped: false,
+      statusWrite: Promise.resolve(),
+      lastStatus: '',
+      containers: pod.spec!.containers.map((spec) => ({
+        spec,
+        child: undefined,
+        ready: false,
+        started: false,
+        restarts: 0,
+        state: { waiting: { reason: 'ContainerCreating' } },
+        output: '',
+      })),
     };
     this.#runs.set(key, run);
     void (async () => {
@@ -214,7 +258,8 @@ class Kubelet implements NodeKubelet {
       try {
         env = await this.#podEnv(run);
       } catch (err) {
-        for (const container of run.containers) container.state = { waiting: { reason: 'CreateContainerConfigError', message: (err as Error).message } };
+        for (const container of run.containers)
+          container.state = { waiting: { reason: 'CreateContainerConfigError', message: (err as Error).message } };
         this.#writeStatus(run);
         return;
       }
@@ -231,11 +276,28 @@ class Kubelet implements NodeKubelet {
     const account = pod.spec?.serviceAccountName ?? 'default';
     const namespace = pod.metadata!.namespace!;
     const token = await this.#core.createNamespacedServiceAccountToken({
-      name: account, namespace,
-      body: { spec: { audiences: [], expirationSeconds: TOKEN_SECONDS, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata!.name!, uid: run.uid } } },
+      name: account,
+      namespace,
+      body: {
+        spec: {
+          audiences: [],
+          expirationSeconds: TOKEN_SECONDS,
+          boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata!.name!, uid: run.uid },
+        },
+      },
     });
     const kubeconfig = join(home, 'kubeconfig');
-    writeFileSync(kubeconfig, kubeconfigYaml(this.#options.server.url, this.#options.server.caPem, `system:serviceaccount:${namespace}:${account}`, token.status?.token ?? "", namespace), { mode: 0o600 });
+    writeFileSync(
+      kubeconfig,
+      kubeconfigYaml(
+        this.#options.server.url,
+        this.#options.server.caPem,
+        `system:serviceaccount:${namespace}:${account}`,
+        token.status?.token ?? '',
+        namespace,
+      ),
+      { mode: 0o600 },
+    );
     return { PATH: process.env.PATH, HOME: home, KUBECONFIG: kubeconfig };
   }
 
@@ -243,9 +305,13 @@ class Kubelet implements NodeKubelet {
   #containerEnv(run: PodRun, container: V1Container, podEnv: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     const pod = run.pod;
     const fields: Record<string, string | undefined> = {
-      'metadata.name': pod.metadata?.name, 'metadata.namespace': pod.metadata?.namespace, 'metadata.uid': run.uid,
-      'spec.nodeName': pod.spec?.nodeName, 'spec.serviceAccountName': pod.spec?.serviceAccountName ?? 'default',
-      'status.podIP': run.podIP, 'status.hostIP': this.#nodeIP,
+      'metadata.name': pod.metadata?.name,
+      'metadata.namespace': pod.metadata?.namespace,
+      'metadata.uid': run.uid,
+      'spec.nodeName': pod.spec?.nodeName,
+      'spec.serviceAccountName': pod.spec?.serviceAccountName ?? 'default',
+      'status.podIP': run.podIP,
+      'status.hostIP': this.#nodeIP,
     };
     const resolved = resolveContainerEnv(pod, container, fields, this.#dir, run.dirs);
     if (typeof resolved === 'string') throw new Error(resolved);
@@ -255,7 +321,9 @@ class Kubelet implements NodeKubelet {
   #startContainer(run: PodRun, container: Container, podEnv: NodeJS.ProcessEnv): void {
     const image = this.#options.images(container.spec.image ?? '');
     if (image === undefined) {
-      container.state = { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.spec.image}"` } };
+      container.state = {
+        waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.spec.image}"` },
+      };
       return;
     }
     let env: NodeJS.ProcessEnv;
@@ -274,8 +342,13 @@ class Kubelet implements NodeKubelet {
       container.started = true;
       container.ready = false;
       container.state = { running: { startedAt: new Date() } };
-      const file = this.#options.logDir === undefined ? undefined
-        : join(this.#options.logDir, `${run.pod.metadata!.namespace}_${run.pod.metadata!.name}_${container.spec.name}.log`);
+      const file =
+        this.#options.logDir === undefined
+          ? undefined
+          : join(
+              this.#options.logDir,
+              `${run.pod.metadata!.namespace}_${run.pod.metadata!.name}_${container.spec.name}.log`,
+            );
       const keep = (chunk: string) => {
         container.output = (container.output + chunk).slice(-65_536);
         if (file !== undefined) appendFileSync(file, chunk);
@@ -289,11 +362,22 @@ class Kubelet implements NodeKubelet {
         container.started = false;
         const finished = new Date();
         if (run.stopped || this.#stopped) {
-          container.state = { terminated: { exitCode: code ?? (signal === 'SIGKILL' ? 137 : 143), reason: code === 0 ? 'Completed' : 'Error', finishedAt: finished } };
+          container.state = {
+            terminated: {
+              exitCode: code ?? (signal === 'SIGKILL' ? 137 : 143),
+              reason: code === 0 ? 'Completed' : 'Error',
+              finishedAt: finished,
+            },
+          };
           return;
         }
         container.restarts++;
-        container.state = { waiting: { reason: 'CrashLoopBackOff', message: `back-off restarting failed container ${container.spec.name}: exited with ${signal ?? code}` } };
+        container.state = {
+          waiting: {
+            reason: 'CrashLoopBackOff',
+            message: `back-off restarting failed container ${container.spec.name}: exited with ${signal ?? code}`,
+          },
+        };
         this.#writeStatus(run);
         void sleep(RESTART_BACKOFF_MS[Math.min(container.restarts - 1, RESTART_BACKOFF_MS.length - 1)]).then(start);
       });
@@ -315,7 +399,10 @@ class Kubelet implements NodeKubelet {
     const streaks = { readyPass: 0, readyFail: 0, liveFail: 0 };
     const started = Date.now();
     const tick = 100;
-    const due = { readiness: started + (readiness?.initialDelaySeconds ?? 0) * 1000, liveness: started + (liveness?.initialDelaySeconds ?? 0) * 1000 };
+    const due = {
+      readiness: started + (readiness?.initialDelaySeconds ?? 0) * 1000,
+      liveness: started + (liveness?.initialDelaySeconds ?? 0) * 1000,
+    };
     while (alive()) {
       const now = Date.now();
       if (readiness !== undefined && now >= due.readiness) {
@@ -324,7 +411,9 @@ class Kubelet implements NodeKubelet {
         if (!alive()) return;
         streaks.readyPass = ok ? streaks.readyPass + 1 : 0;
         streaks.readyFail = ok ? 0 : streaks.readyFail + 1;
-        const ready = container.ready ? streaks.readyFail < (readiness.failureThreshold ?? 3) : streaks.readyPass >= (readiness.successThreshold ?? 1);
+        const ready = container.ready
+          ? streaks.readyFail < (readiness.failureThreshold ?? 3)
+          : streaks.readyPass >= (readiness.successThreshold ?? 1);
         if (ready !== container.ready) {
           container.ready = ready;
           this.#writeStatus(run);
@@ -347,12 +436,15 @@ class Kubelet implements NodeKubelet {
 
   async #probe(run: PodRun, container: V1Container, probe: V1Probe): Promise<boolean> {
     const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
-    const portOf = (port: number | string | undefined) => (typeof port === 'number' ? port : container.ports?.find((p) => p.name === port)?.containerPort);
+    const portOf = (port: number | string | undefined) =>
+      typeof port === 'number' ? port : container.ports?.find((p) => p.name === port)?.containerPort;
     if (probe.httpGet !== undefined) {
       const port = portOf(probe.httpGet.port as number | string);
       if (port === undefined) return false;
       try {
-        const response = await fetch(`http://${run.podIP}:${port}${probe.httpGet.path ?? '/'}`, { signal: AbortSignal.timeout(timeoutMs) });
+        const response = await fetch(`http://${run.podIP}:${port}${probe.httpGet.path ?? '/'}`, {
+          signal: AbortSignal.timeout(timeoutMs),
+        });
         await response.body?.cancel();
         return response.status >= 200 && response.status < 400;
       } catch {
@@ -382,18 +474,29 @@ class Kubelet implements NodeKubelet {
 
   /** Writes the pod's status (one write at a time, in order; an unchanged status is not written). */
   #writeStatus(run: PodRun): void {
-    run.statusWrite = run.statusWrite.then(async () => {
-      if (this.#stopped) return;
-      const status = this.#status(run);
-      const text = JSON.stringify(status, (key, value) => (key.endsWith('Time') || key === 'startedAt' || key === 'finishedAt' ? undefined : value));
-      if (text === run.lastStatus) return;
-      try {
-        await this.#core.patchNamespacedPodStatus({ name: run.pod.metadata!.name!, namespace: run.pod.metadata!.namespace!, body: { metadata: { uid: run.uid }, status } }, strategicMerge);
-        run.lastStatus = text;
-      } catch (err) {
-        if ((err as { code?: number }).code !== 404 && (err as { code?: number }).code !== 409) throw err;
-      }
-    }).catch(() => undefined);
+    run.statusWrite = run.statusWrite
+      .then(async () => {
+        if (this.#stopped) return;
+        const status = this.#status(run);
+        const text = JSON.stringify(status, (key, value) =>
+          key.endsWith('Time') || key === 'startedAt' || key === 'finishedAt' ? undefined : value,
+        );
+        if (text === run.lastStatus) return;
+        try {
+          await this.#core.patchNamespacedPodStatus(
+            {
+              name: run.pod.metadata!.name!,
+              namespace: run.pod.metadata!.namespace!,
+              body: { metadata: { uid: run.uid }, status },
+            },
+            strategicMerge,
+          );
+          run.lastStatus = text;
+        } catch (err) {
+          if ((err as { code?: number }).code !== 404 && (err as { code?: number }).code !== 409) throw err;
+        }
+      })
+      .catch(() => undefined);
   }
 
   #status(run: PodRun): object {
@@ -402,24 +505,49 @@ class Kubelet implements NodeKubelet {
     const condition = (type: string, on: boolean) => {
       const status = on ? 'True' : 'False';
       const previous = before.find((c) => c.type === type);
-      return { type, status, lastProbeTime: null, lastTransitionTime: previous?.status === status ? previous.lastTransitionTime : now };
+      return {
+        type,
+        status,
+        lastProbeTime: null,
+        lastTransitionTime: previous?.status === status ? previous.lastTransitionTime : now,
+      };
     };
     const ready = run.containers.every((container) => container.ready);
     // A deleted pod whose containers have all exited ends in a terminal phase, as the kubelet puts it.
-    const exited = run.terminating !== undefined && run.containers.every((container) => container.state?.terminated !== undefined);
-    const phase = exited ? (run.containers.every((container) => container.state?.terminated?.exitCode === 0) ? 'Succeeded' : 'Failed')
-      // Running once a container has started, for good: a pod's phase never goes back to Pending.
-      : run.pod.status?.phase === 'Running' || run.containers.some((container) => container.started || container.restarts > 0) ? 'Running' : 'Pending';
+    const exited =
+      run.terminating !== undefined && run.containers.every((container) => container.state?.terminated !== undefined);
+    const phase = exited
+      ? run.containers.every((container) => container.state?.terminated?.exitCode === 0)
+        ? 'Succeeded'
+        : 'Failed'
+      : // Running once a container has started, for good: a pod's phase never goes back to Pending.
+        run.pod.status?.phase === 'Running' ||
+          run.containers.some((container) => container.started || container.restarts > 0)
+        ? 'Running'
+        : 'Pending';
     return {
       phase,
-      hostIP: this.#nodeIP, hostIPs: [{ ip: this.#nodeIP }], podIP: run.podIP, podIPs: [{ ip: run.podIP }],
+      hostIP: this.#nodeIP,
+      hostIPs: [{ ip: this.#nodeIP }],
+      podIP: run.podIP,
+      podIPs: [{ ip: run.podIP }],
       startTime: run.pod.status?.startTime ?? now,
       conditions: [
-        condition('PodReadyToStartContainers', true), condition('Initialized', true), condition('ContainersReady', ready), condition('Ready', ready), condition('PodScheduled', true),
+        condition('PodReadyToStartContainers', true),
+        condition('Initialized', true),
+        condition('ContainersReady', ready),
+        condition('Ready', ready),
+        condition('PodScheduled', true),
       ],
       containerStatuses: run.containers.map((container) => ({
-        name: container.spec.name, image: container.spec.image, imageID: '', containerID: container.child === undefined ? undefined : `canary-l4-process://${container.child.pid}`,
-        ready: container.ready, started: container.started, restartCount: container.restarts, state: container.state,
+        name: container.spec.name,
+        image: container.spec.image,
+        imageID: '',
+        containerID: container.child === undefined ? undefined : `canary-l4-process://${container.child.pid}`,
+        ready: container.ready,
+        started: container.started,
+        restartCount: container.restarts,
+        state: container.state,
       })),
     };
   }
@@ -429,14 +557,16 @@ class Kubelet implements NodeKubelet {
   /** A graceful deletion: preStop hooks, SIGTERM, SIGKILL at the end of the grace period; then the pod is removed. */
   async #terminate(run: PodRun, graceSeconds: number): Promise<void> {
     const deadline = Date.now() + graceSeconds * 1000;
-    await Promise.all(run.containers.map(async (container) => {
-      const command = container.spec.lifecycle?.preStop?.exec?.command;
-      if (command === undefined || container.child === undefined) return;
-      const hook = spawn(command[0]!, command.slice(1), { stdio: 'ignore' });
-      const timer = setTimeout(() => hook.kill('SIGKILL'), Math.max(0, deadline - Date.now()));
-      await new Promise((resolve) => hook.once('exit', resolve).once('error', resolve));
-      clearTimeout(timer);
-    }));
+    await Promise.all(
+      run.containers.map(async (container) => {
+        const command = container.spec.lifecycle?.preStop?.exec?.command;
+        if (command === undefined || container.child === undefined) return;
+        const hook = spawn(command[0]!, command.slice(1), { stdio: 'ignore' });
+        const timer = setTimeout(() => hook.kill('SIGKILL'), Math.max(0, deadline - Date.now()));
+        await new Promise((resolve) => hook.once('exit', resolve).once('error', resolve));
+        clearTimeout(timer);
+      }),
+    );
     await this.#killPod(run, Math.max(0, (deadline - Date.now()) / 1000));
     this.#writeStatus(run);
     await run.statusWrite;
@@ -444,7 +574,11 @@ class Kubelet implements NodeKubelet {
     while (!this.#stopped) {
       try {
         // In the body: kube-apiserver ignores the query's gracePeriodSeconds when a body comes with it.
-        await this.#core.deleteNamespacedPod({ name: run.pod.metadata!.name!, namespace: run.pod.metadata!.namespace!, body: { gracePeriodSeconds: 0, preconditions: { uid: run.uid } } });
+        await this.#core.deleteNamespacedPod({
+          name: run.pod.metadata!.name!,
+          namespace: run.pod.metadata!.namespace!,
+          body: { gracePeriodSeconds: 0, preconditions: { uid: run.uid } },
+        });
         return;
       } catch (err) {
         const code = (err as { code?: number }).code;
@@ -457,15 +591,17 @@ class Kubelet implements NodeKubelet {
   /** Ends every process of the pod: SIGTERM, then SIGKILL after `graceSeconds`; forgets the pod. */
   async #killPod(run: PodRun, graceSeconds: number): Promise<void> {
     run.stopped = true;
-    await Promise.all(run.containers.map(async (container) => {
-      const child = container.child;
-      if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceSeconds * 1000);
-      await exited;
-      clearTimeout(timer);
-    }));
+    await Promise.all(
+      run.containers.map(async (container) => {
+        const child = container.child;
+        if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceSeconds * 1000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
     for (const dir of run.dirs) rmSync(dir, { recursive: true, force: true });
     if (this.#runs.get(run.key) === run) this.#runs.delete(run.key);
   }

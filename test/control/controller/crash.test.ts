@@ -15,8 +15,18 @@ import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { sleep } from '../../support/net/backends.ts';
 import { MAIN } from '../../support/process/serve-child.ts';
 import {
-  createRelease, createService, getRelease, getService, NAMESPACE, patchRelease, PROXY_USER, serviceEntry, serving, startCluster,
-  writeProxyKubeconfig, type Cluster,
+  createRelease,
+  createService,
+  getRelease,
+  getService,
+  NAMESPACE,
+  patchRelease,
+  PROXY_USER,
+  serviceEntry,
+  serving,
+  startCluster,
+  writeProxyKubeconfig,
+  type Cluster,
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
@@ -41,11 +51,15 @@ describe('crash at every step', { timeout: 240_000 }, () => {
   let child: ChildProcess | undefined;
 
   before(async () => {
-    cluster = await startCluster('127.0.15.0/24', { simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.59.0/24' } });
+    cluster = await startCluster('127.0.15.0/24', {
+      simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.59.0/24' },
+    });
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-crash-'));
     kubeconfig = join(dir, 'kubeconfig');
     writeProxyKubeconfig(cluster, kubeconfig);
-    await createService(cluster, 'crash', [{ name: 'http', port: SERVICE_PORT, targetPort: 9800 }], { type: 'NodePort' });
+    await createService(cluster, 'crash', [{ name: 'http', port: SERVICE_PORT, targetPort: 9800 }], {
+      type: 'NodePort',
+    });
   });
 
   after(async () => {
@@ -60,7 +74,11 @@ describe('crash at every step', { timeout: 240_000 }, () => {
     for (const service of items.filter((item) => item.metadata?.labels?.[LABEL_ROLE] === undefined)) {
       const name = service.metadata?.name;
       assert.ok(Object.keys(service.spec?.selector ?? {}).length > 0, `Service ${name} selects nothing`);
-      if (Object.values(service.spec?.selector ?? {}).some((value) => value.startsWith('canary-l4.'))) assert.ok(service.metadata?.annotations?.[ANNOTATION_ORIGINAL], `Service ${name} selects the proxy with no saved original`);
+      if (Object.values(service.spec?.selector ?? {}).some((value) => value.startsWith('canary-l4.')))
+        assert.ok(
+          service.metadata?.annotations?.[ANNOTATION_ORIGINAL],
+          `Service ${name} selects the proxy with no saved original`,
+        );
     }
   }
 
@@ -71,15 +89,44 @@ describe('crash at every step', { timeout: 240_000 }, () => {
   async function runUntil(release: string, done: (found: CanaryRelease | undefined) => boolean): Promise<number> {
     for (let kills = 0; kills < MAX_RESTARTS_PER_PHASE; kills++) {
       let killed = false;
-      const proxy = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', release,
-        '--port-base', String(PORT_BASE), '--admin-port', '0', '--admin-host', '127.0.0.1', '--log-level', 'warn',
-        // One writer per run here: a Lease held by the killed incarnation would only add its expiry to every restart.
-        '--no-leader-elect', '--hand-back-grace', '1'], { stdio: 'ignore' });
+      const proxy = spawn(
+        process.execPath,
+        [
+          MAIN,
+          'proxy',
+          '--kubeconfig',
+          kubeconfig,
+          '-n',
+          NAMESPACE,
+          '--canary-release',
+          release,
+          '--port-base',
+          String(PORT_BASE),
+          '--admin-port',
+          '0',
+          '--admin-host',
+          '127.0.0.1',
+          '--log-level',
+          'warn',
+          // One writer per run here: a Lease held by the killed incarnation would only add its expiry to every restart.
+          '--no-leader-elect',
+          '--hand-back-grace',
+          '1',
+        ],
+        { stdio: 'ignore' },
+      );
       child = proxy;
       const exited = new Promise((resolve) => proxy.once('exit', resolve));
       const unsubscribe = cluster.fake.onRequest((request) => {
         // Events are reports, not state: a kill after one tests nothing and would never let a phase end.
-        if (killed || request.user !== PROXY_USER || !MUTATING.has(request.verb) || request.code >= 300 || request.resource === 'events') return;
+        if (
+          killed ||
+          request.user !== PROXY_USER ||
+          !MUTATING.has(request.verb) ||
+          request.code >= 300 ||
+          request.resource === 'events'
+        )
+          return;
         killed = true;
         proxy.kill('SIGKILL');
       });
@@ -88,9 +135,12 @@ describe('crash at every step', { timeout: 240_000 }, () => {
         const deadline = Date.now() + PHASE_TIMEOUT_MS;
         while (!killed) {
           const found = await getRelease(cluster, release);
-          assert.ok(Date.now() < deadline, `${release}: neither a write nor convergence within ${PHASE_TIMEOUT_MS} ms; status ${JSON.stringify(found?.status)}`);
+          assert.ok(
+            Date.now() < deadline,
+            `${release}: neither a write nor convergence within ${PHASE_TIMEOUT_MS} ms; status ${JSON.stringify(found?.status)}`,
+          );
           const converged = done(found);
-          quietSince = converged ? quietSince ?? Date.now() : undefined;
+          quietSince = converged ? (quietSince ?? Date.now()) : undefined;
           if (quietSince !== undefined && Date.now() - quietSince >= QUIET_MS) {
             proxy.kill('SIGKILL');
             await exited;
@@ -108,17 +158,24 @@ describe('crash at every step', { timeout: 240_000 }, () => {
     assert.fail(`${release}: not converged after ${MAX_RESTARTS_PER_PHASE} restarts`);
   }
 
-  const archived = (phase: string) => (found: CanaryRelease | undefined) => found?.status?.phase === phase && !found.metadata.finalizers?.length;
+  const archived = (phase: string) => (found: CanaryRelease | undefined) =>
+    found?.status?.phase === phase && !found.metadata.finalizers?.length;
 
   it('run, then Adopted', async (t) => {
     const original = await getService(cluster, 'crash');
-    await createRelease(cluster, 'crash-v2', { services: [serviceEntry('crash', [{ port: SERVICE_PORT, weight: 20 }])] });
+    await createRelease(cluster, 'crash-v2', {
+      services: [serviceEntry('crash', [{ port: SERVICE_PORT, weight: 20 }])],
+    });
     const runKills = await runUntil('crash-v2', serving);
     assert.ok(runKills >= 5, `every write of the rollout was interrupted (${runKills} kills)`);
     const retargeted = await getService(cluster, 'crash');
     assert.deepEqual(retargeted?.spec?.selector, takenOver('crash-v2'));
     assert.equal(retargeted?.spec?.ports?.[0]?.targetPort, PORT_BASE);
-    assert.deepEqual((await getRelease(cluster, 'crash-v2'))?.status?.ports?.map((port) => port.proxyPort), [PORT_BASE], 'one proxy port, allocated once');
+    assert.deepEqual(
+      (await getRelease(cluster, 'crash-v2'))?.status?.ports?.map((port) => port.proxyPort),
+      [PORT_BASE],
+      'one proxy port, allocated once',
+    );
 
     await patchRelease(cluster, 'crash-v2', { spec: { transition: 'Adopted' } });
     const adoptKills = await runUntil('crash-v2', archived('Adopted'));
@@ -134,7 +191,9 @@ describe('crash at every step', { timeout: 240_000 }, () => {
 
   it('run, then Deprecated: the Service exactly as before', async (t) => {
     const original = await getService(cluster, 'crash');
-    await createRelease(cluster, 'crash-v3', { services: [serviceEntry('crash', [{ port: SERVICE_PORT, weight: 10 }], 'v3')] });
+    await createRelease(cluster, 'crash-v3', {
+      services: [serviceEntry('crash', [{ port: SERVICE_PORT, weight: 10 }], 'v3')],
+    });
     await runUntil('crash-v3', serving);
     await patchRelease(cluster, 'crash-v3', { spec: { transition: 'Deprecated' } });
     const kills = await runUntil('crash-v3', archived('Deprecated'));
@@ -147,9 +206,17 @@ describe('crash at every step', { timeout: 240_000 }, () => {
 
   it('run, then the CanaryRelease deleted: the Service restored first, then the release goes', async (t) => {
     const original = await getService(cluster, 'crash');
-    await createRelease(cluster, 'crash-v4', { services: [serviceEntry('crash', [{ port: SERVICE_PORT, weight: 10 }], 'v4')] });
+    await createRelease(cluster, 'crash-v4', {
+      services: [serviceEntry('crash', [{ port: SERVICE_PORT, weight: 10 }], 'v4')],
+    });
     await runUntil('crash-v4', serving);
-    await cluster.custom.deleteNamespacedCustomObject({ group: 'canary-l4.io', version: 'v1alpha1', namespace: NAMESPACE, plural: 'canaryreleases', name: 'crash-v4' });
+    await cluster.custom.deleteNamespacedCustomObject({
+      group: 'canary-l4.io',
+      version: 'v1alpha1',
+      namespace: NAMESPACE,
+      plural: 'canaryreleases',
+      name: 'crash-v4',
+    });
     const kills = await runUntil('crash-v4', (found) => found === undefined);
     assert.ok(kills >= 3, `every write of the deletion was interrupted (${kills} kills)`);
     t.diagnostic(`kills: ${kills} during the deletion`);
@@ -162,25 +229,39 @@ describe('crash at every step', { timeout: 240_000 }, () => {
     const stable = (image: string) => ({
       metadata: { name: 'crashw' },
       spec: {
-        replicas: 2, selector: { matchLabels: { app: 'crashw' } },
+        replicas: 2,
+        selector: { matchLabels: { app: 'crashw' } },
         template: { metadata: { labels: { app: 'crashw' } }, spec: { containers: [{ name: 'main', image }] } },
       },
     });
     const workloadRelease = (image: string) => ({
       workloads: [{ name: 'crashw', patch: { spec: { containers: [{ name: 'main', image }] } } }],
-      services: [{ service: 'crashw', ports: [{ port: SERVICE_PORT, protocol: 'TCP' as const, config: { weight: 30 } }] }],
+      services: [
+        { service: 'crashw', ports: [{ port: SERVICE_PORT, protocol: 'TCP' as const, config: { weight: 30 } }] },
+      ],
     });
-    const imageOf = async () => (await cluster.apps.readNamespacedDeployment({ name: 'crashw', namespace: NAMESPACE })).spec?.template?.spec?.containers[0]?.image;
-    const canaryGone = async () => cluster.apps.readNamespacedDeployment({ name: 'crashw-canary', namespace: NAMESPACE }).then(() => false, () => true);
+    const imageOf = async () =>
+      (await cluster.apps.readNamespacedDeployment({ name: 'crashw', namespace: NAMESPACE })).spec?.template?.spec
+        ?.containers[0]?.image;
+    const canaryGone = async () =>
+      cluster.apps.readNamespacedDeployment({ name: 'crashw-canary', namespace: NAMESPACE }).then(
+        () => false,
+        () => true,
+      );
 
     before(async () => {
       await cluster.apps.createNamespacedDeployment({ namespace: NAMESPACE, body: stable('example/crashw:1') });
-      await createService(cluster, 'crashw', [{ name: 'http', port: SERVICE_PORT, targetPort: 9800 }], { selector: { app: 'crashw' } });
+      await createService(cluster, 'crashw', [{ name: 'http', port: SERVICE_PORT, targetPort: 9800 }], {
+        selector: { app: 'crashw' },
+      });
     });
 
     it('run, then Adopted: the stable Deployment takes the patch, the Service its own selector, the canary goes', async (t) => {
       await createRelease(cluster, 'crashw-v2', workloadRelease('example/crashw:2'));
-      const runKills = await runUntil('crashw-v2', (found) => serving(found) && found?.status?.workloads?.[0]?.canaryReady === '1/1');
+      const runKills = await runUntil(
+        'crashw-v2',
+        (found) => serving(found) && found?.status?.workloads?.[0]?.canaryReady === '1/1',
+      );
       await patchRelease(cluster, 'crashw-v2', { spec: { transition: 'Adopted' } });
       const adoptKills = await runUntil('crashw-v2', archived('Adopted'));
       t.diagnostic(`kills: ${runKills} during the run, ${adoptKills} during the adoption`);

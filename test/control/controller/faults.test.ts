@@ -7,8 +7,21 @@ import { after, before, describe, it } from 'node:test';
 import { sleep, waitFor } from '../../support/net/backends.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import {
-  conditionOf, createRelease, createService, PROXY_USER, serviceEntry, serving, setWeight, split, startBackends, startCluster,
-  startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
+  conditionOf,
+  createRelease,
+  createService,
+  PROXY_USER,
+  serviceEntry,
+  serving,
+  setWeight,
+  split,
+  startBackends,
+  startCluster,
+  startProxy,
+  waitForRelease,
+  type Backends,
+  type Cluster,
+  type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 
@@ -33,7 +46,11 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
   });
 
   const weightServed = async (weight: number) => {
-    await waitFor(async () => metricValue(await proxy.metrics(), 'canary_l4_canary_weight', { service: 'api' }) === weight, `weight ${weight} served`, 15_000);
+    await waitFor(
+      async () => metricValue(await proxy.metrics(), 'canary_l4_canary_weight', { service: 'api' }) === weight,
+      `weight ${weight} served`,
+      15_000,
+    );
   };
 
   it('409 storms and 500s during the rollout: retried with backoff until it converges', async () => {
@@ -45,7 +62,11 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
     backends = await startBackends(cluster, 'api', [{ port: SERVICE_PORT }]);
     await waitForRelease(cluster, 'api-v2', 'serving', serving, 20_000);
     const failed = cluster.fake.requests.filter((request) => request.user === PROXY_USER && request.code >= 409);
-    assert.deepEqual(failed.map((request) => request.code).sort(), [409, 409, 409, 500, 500], 'every injected fault was met');
+    assert.deepEqual(
+      failed.map((request) => request.code).sort(),
+      [409, 409, 409, 500, 500],
+      'every injected fault was met',
+    );
     assert.equal(metricValue(await proxy.metrics(), 'canary_l4_reconcile_total', { result: 'error' }), 5);
     assert.deepEqual(await split(PORT_BASE, 100), { stable: 80, canary: 20 });
     const warnings = proxy.logs().filter((line) => line.msg === 'reconcile failed; retrying');
@@ -65,8 +86,8 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
     cluster.fake.faults.failNext({ verb: 'watch', code: 500, count: 6 });
     cluster.fake.faults.dropWatches();
     // The patch lands while the watches are being refused, not before they broke.
-    const refused = () => cluster.fake.requests.slice(since)
-      .some((request) => request.verb === 'watch' && request.code === 500);
+    const refused = () =>
+      cluster.fake.requests.slice(since).some((request) => request.verb === 'watch' && request.code === 500);
     await waitFor(refused, 'a refused watch');
     await setWeight(cluster, 'api-v2', 0, 0, 30);
     await weightServed(30);
@@ -87,7 +108,12 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
     await setWeight(cluster, 'api-v2', 0, 0, 0);
     await weightServed(0);
     assert.deepEqual(await split(PORT_BASE, 10), { stable: 10 });
-    const release = await waitForRelease(cluster, 'api-v2', 'status shows 0', (found) => found?.status?.ports?.[0]?.weight === 0);
+    const release = await waitForRelease(
+      cluster,
+      'api-v2',
+      'status shows 0',
+      (found) => found?.status?.ports?.[0]?.weight === 0,
+    );
     assert.equal(conditionOf(release, 'Failure')?.status, 'False');
   });
 });

@@ -12,8 +12,22 @@ import { after, before, describe, it } from 'node:test';
 import { sleep, waitFor } from '../../support/net/backends.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
-  createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split, startBackends, startCluster,
-  waitForRelease, writeProxyKubeconfig, type Backends, type Cluster,
+  createRelease,
+  createService,
+  getService,
+  patchRelease,
+  proxyGrantsWithoutWorkloads,
+  rbacUsed,
+  serviceEntry,
+  serving,
+  setWeight,
+  split,
+  startBackends,
+  startCluster,
+  waitForRelease,
+  writeProxyKubeconfig,
+  type Backends,
+  type Cluster,
 } from '../../support/cluster/release-cluster.ts';
 import { isLeader, metric, startReplica as spawnReplica, type Replica } from './replicas.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
@@ -22,8 +36,10 @@ const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
 const LEASE_SECONDS = 2;
 
-const startReplica = (kubeconfig: string) => spawnReplica(kubeconfig, { release: 'web-ha', portBase: PORT_BASE, leaseSeconds: LEASE_SECONDS });
-const connectionsServed = (replica: Replica) => metric(replica, /^canary_l4_listener_connections_total\{listener="web-ha-svc-8600-tcp"\} (\d+)$/m);
+const startReplica = (kubeconfig: string) =>
+  spawnReplica(kubeconfig, { release: 'web-ha', portBase: PORT_BASE, leaseSeconds: LEASE_SECONDS });
+const connectionsServed = (replica: Replica) =>
+  metric(replica, /^canary_l4_listener_connections_total\{listener="web-ha-svc-8600-tcp"\} (\d+)$/m);
 
 describe('two replicas, one leader', { timeout: suiteTimeout(90_000) }, () => {
   let cluster: Cluster;
@@ -46,29 +62,51 @@ describe('two replicas, one leader', { timeout: suiteTimeout(90_000) }, () => {
   it('both replicas serve the split; the follower finishes the release when the leader dies', async () => {
     const kubeconfig = join(dir, 'kubeconfig');
     writeProxyKubeconfig(cluster, kubeconfig);
-    await createService(cluster, 'web-ha-svc', [{ name: 'http', port: SERVICE_PORT, targetPort: 9600 }], { selector: { app: 'web', version: 'v1' } });
+    await createService(cluster, 'web-ha-svc', [{ name: 'http', port: SERVICE_PORT, targetPort: 9600 }], {
+      selector: { app: 'web', version: 'v1' },
+    });
     await createRelease(cluster, 'web-ha', {
-      services: [{ ...serviceEntry('web-ha-svc', [{ port: SERVICE_PORT, weight: 20 }]), canaryServiceOperations: { add: { version: 'v2' } } }],
+      services: [
+        {
+          ...serviceEntry('web-ha-svc', [{ port: SERVICE_PORT, weight: 20 }]),
+          canaryServiceOperations: { add: { version: 'v2' } },
+        },
+      ],
     });
     replicas.push(startReplica(kubeconfig), startReplica(kubeconfig));
     backends = await startBackends(cluster, 'web-ha-svc', [{ port: SERVICE_PORT }]).catch((err: Error) => {
-      throw new Error(`${err.message}; the replicas said:\n${replicas.map((replica) => replica.output().slice(-3000)).join('\n---\n')}`);
+      throw new Error(
+        `${err.message}; the replicas said:\n${replicas.map((replica) => replica.output().slice(-3000)).join('\n---\n')}`,
+      );
     });
     await waitForRelease(cluster, 'web-ha', 'serving', serving, 20_000);
-    await waitFor(() => replicas.every((replica) => Number.isFinite(replica.adminPort())), 'both admin servers to say where they listen', 10_000);
-    await waitFor(async () => (await Promise.all(replicas.map(isLeader))).filter(Boolean).length === 1, 'exactly one leader', 10_000);
+    await waitFor(
+      () => replicas.every((replica) => Number.isFinite(replica.adminPort())),
+      'both admin servers to say where they listen',
+      10_000,
+    );
+    await waitFor(
+      async () => (await Promise.all(replicas.map(isLeader))).filter(Boolean).length === 1,
+      'exactly one leader',
+      10_000,
+    );
 
     // Each replica runs its own smooth WRR: the sum over both is 80/20 give or take one per replica.
     const counts = await split(PORT_BASE, 200);
     assert.ok(Math.abs((counts.canary ?? 0) - 40) <= 2, `canary got ${counts.canary} of 200 at weight 20`);
-    for (const replica of replicas) assert.ok((await connectionsServed(replica)) > 0, 'every replica serves connections');
+    for (const replica of replicas)
+      assert.ok((await connectionsServed(replica)) > 0, 'every replica serves connections');
 
     // The weight change reaches both data planes, though only the leader writes.
     await setWeight(cluster, 'web-ha', 0, 0, 50);
-    await waitFor(async () => {
-      const now = await split(PORT_BASE, 20);
-      return Math.abs((now.canary ?? 0) - 10) <= 2;
-    }, 'the 50/50 split on both replicas', 10_000);
+    await waitFor(
+      async () => {
+        const now = await split(PORT_BASE, 20);
+        return Math.abs((now.canary ?? 0) - 10) <= 2;
+      },
+      'the 50/50 split on both replicas',
+      10_000,
+    );
 
     const leaders = await Promise.all(replicas.map(isLeader));
     const leader = replicas[leaders.indexOf(true)]!;
@@ -82,10 +120,17 @@ describe('two replicas, one leader', { timeout: suiteTimeout(90_000) }, () => {
     const during = await split(PORT_BASE, 10);
     assert.equal((during.stable ?? 0) + (during.canary ?? 0), 10, 'connections answered while the lease expires');
     await waitFor(() => isLeader(follower), 'the follower to take the lease', 15_000);
-    assert.ok(Date.now() - killedAt >= (LEASE_SECONDS - 0.5) * 1000, 'no takeover before the dead leader\'s lease expired');
+    assert.ok(
+      Date.now() - killedAt >= (LEASE_SECONDS - 0.5) * 1000,
+      "no takeover before the dead leader's lease expired",
+    );
     await waitForRelease(cluster, 'web-ha', 'Adopted', (release) => release?.status?.phase === 'Adopted', 20_000);
     const original = await getService(cluster, 'web-ha-svc');
-    assert.deepEqual(original?.spec?.selector, { app: 'web', version: 'v2' }, 'the original selects the canary pods, not the proxy');
+    assert.deepEqual(
+      original?.spec?.selector,
+      { app: 'web', version: 'v2' },
+      'the original selects the canary pods, not the proxy',
+    );
     assert.equal(await getService(cluster, 'web-ha-svc-forked'), undefined);
     assert.equal(await getService(cluster, 'web-ha-svc-canary'), undefined);
 
@@ -94,6 +139,10 @@ describe('two replicas, one leader', { timeout: suiteTimeout(90_000) }, () => {
     assert.equal(await follower.exited, 0);
     await sleep(100);
 
-    assert.deepEqual(rbacUsed(cluster), proxyGrantsWithoutWorkloads(), 'the ClusterRole in deploy/proxy-rbac.yaml, but for what only spec.workloads uses, is exactly what the proxy used');
+    assert.deepEqual(
+      rbacUsed(cluster),
+      proxyGrantsWithoutWorkloads(),
+      'the ClusterRole in deploy/proxy-rbac.yaml, but for what only spec.workloads uses, is exactly what the proxy used',
+    );
   });
 });

@@ -14,8 +14,24 @@ import { randomPayload, sha256, waitFor } from '../../support/net/backends.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
-  conditionOf, createRelease, createService, getService, patchRelease, proxyGrantsWithoutWorkloads, rbacUsed, serviceEntry, serving, setWeight, split,
-  startBackends, startCluster, startProxy, waitForRelease, type Backends, type Cluster, type InProcessProxy,
+  conditionOf,
+  createRelease,
+  createService,
+  getService,
+  patchRelease,
+  proxyGrantsWithoutWorkloads,
+  rbacUsed,
+  serviceEntry,
+  serving,
+  setWeight,
+  split,
+  startBackends,
+  startCluster,
+  startProxy,
+  waitForRelease,
+  type Backends,
+  type Cluster,
+  type InProcessProxy,
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
@@ -25,7 +41,12 @@ const SERVICE_PORT = 8000;
 
 /** What a release must leave exactly as it found it: everything but the server's bookkeeping. */
 function owned(service: V1Service | undefined): unknown {
-  const { resourceVersion: _rv, generation: _generation, managedFields: _managed, ...metadata } = service?.metadata ?? {};
+  const {
+    resourceVersion: _rv,
+    generation: _generation,
+    managedFields: _managed,
+    ...metadata
+  } = service?.metadata ?? {};
   return { metadata, spec: service?.spec };
 }
 
@@ -41,7 +62,9 @@ async function openLive(port: number): Promise<{ name: string; socket: net.Socke
   return { name: text.slice(0, text.indexOf('\n')), socket, received };
 }
 
-describe('lifecycle: run, weight change, Adopted; a second release, Deprecated', { timeout: suiteTimeout(30_000) }, () => {
+describe('lifecycle: run, weight change, Adopted; a second release, Deprecated', {
+  timeout: suiteTimeout(30_000),
+}, () => {
   let cluster: Cluster;
   let proxy: InProcessProxy | undefined;
   let backends: Backends | undefined;
@@ -64,7 +87,11 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
     proxy = await startProxy(cluster, 'web-v2', PORT_BASE);
     backends = await startBackends(cluster, 'web', [{ port: SERVICE_PORT }]);
     const release = await waitForRelease(cluster, 'web-v2', 'serving', serving);
-    assert.deepEqual(release?.status?.ports, [{ service: 'web', port: SERVICE_PORT, protocol: 'TCP', proxyPort: PORT_BASE, weight: 20, served: 20 }], 'override: null is stored as absent (a list in a merge patch keeps no null keys)');
+    assert.deepEqual(
+      release?.status?.ports,
+      [{ service: 'web', port: SERVICE_PORT, protocol: 'TCP', proxyPort: PORT_BASE, weight: 20, served: 20 }],
+      'override: null is stored as absent (a list in a merge patch keeps no null keys)',
+    );
     assert.deepEqual(release?.metadata.finalizers, ['canary-l4.io/restore-services']);
 
     const web = await getService(cluster, 'web');
@@ -79,8 +106,14 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
 
     assert.deepEqual(await split(PORT_BASE, 100), { stable: 80, canary: 20 });
     const metrics = await proxy.metrics();
-    assert.equal(metricValue(metrics, 'canary_l4_canary_weight', { service: 'web', port: String(SERVICE_PORT), protocol: 'TCP' }), 20);
-    assert.equal(metricValue(metrics, 'canary_l4_release_info', { release: 'web-v2', namespace: 'default', phase: 'Running' }), 1);
+    assert.equal(
+      metricValue(metrics, 'canary_l4_canary_weight', { service: 'web', port: String(SERVICE_PORT), protocol: 'TCP' }),
+      20,
+    );
+    assert.equal(
+      metricValue(metrics, 'canary_l4_release_info', { release: 'web-v2', namespace: 'default', phase: 'Running' }),
+      1,
+    );
     assert.ok((metricValue(metrics, 'canary_l4_reconcile_total', { result: 'success' }) ?? 0) > 0);
     assert.ok((metricValue(metrics, 'canary_l4_reconcile_duration_seconds_count') ?? 0) > 0);
   });
@@ -89,23 +122,46 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
     assert.ok(proxy);
     const live = await Promise.all(Array.from({ length: 5 }, () => openLive(PORT_BASE)));
     await setWeight(cluster, 'web-v2', 0, 0, 50);
-    await waitFor(async () => metricValue(await proxy!.metrics(), 'canary_l4_canary_weight', { service: 'web' }) === 50, 'weight 50 served');
+    await waitFor(
+      async () => metricValue(await proxy!.metrics(), 'canary_l4_canary_weight', { service: 'web' }) === 50,
+      'weight 50 served',
+    );
     assert.deepEqual(await split(PORT_BASE, 100), { stable: 50, canary: 50 });
     for (const connection of live) {
       const payload = randomPayload(256 * 1024);
       connection.socket.end(payload);
       await once(connection.socket, 'close');
-      assert.equal(sha256(Buffer.concat(connection.received)), sha256(payload), `live connection to ${connection.name} intact`);
+      assert.equal(
+        sha256(Buffer.concat(connection.received)),
+        sha256(payload),
+        `live connection to ${connection.name} intact`,
+      );
     }
     // Opened at 20 %: any five consecutive picks of a 4:1 smooth WRR are four stable, one canary.
-    assert.deepEqual(live.map((connection) => connection.name).sort(), ['canary', 'stable', 'stable', 'stable', 'stable']);
-    const release = await waitForRelease(cluster, 'web-v2', 'status shows 50', (found) => found?.status?.ports?.[0]?.weight === 50);
+    assert.deepEqual(live.map((connection) => connection.name).sort(), [
+      'canary',
+      'stable',
+      'stable',
+      'stable',
+      'stable',
+    ]);
+    const release = await waitForRelease(
+      cluster,
+      'web-v2',
+      'status shows 50',
+      (found) => found?.status?.ports?.[0]?.weight === 50,
+    );
     assert.match(conditionOf(release, 'Available')?.message ?? '', /web:8000\/TCP=50%/);
   });
 
   it('Adopted: the original selects the canary pods (nodePort and targetPort back), copies and finalizer gone', async () => {
     await patchRelease(cluster, 'web-v2', { spec: { transition: 'Adopted' } });
-    const release = await waitForRelease(cluster, 'web-v2', 'phase Adopted', (found) => found?.status?.phase === 'Adopted' && !found.metadata.finalizers?.length);
+    const release = await waitForRelease(
+      cluster,
+      'web-v2',
+      'phase Adopted',
+      (found) => found?.status?.phase === 'Adopted' && !found.metadata.finalizers?.length,
+    );
     assert.equal(conditionOf(release, 'Archived')?.status, 'True');
     const web = await getService(cluster, 'web');
     assert.deepEqual(web?.spec?.selector, { app: 'web', version: 'v2' });
@@ -114,8 +170,16 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
     assert.equal(await getService(cluster, 'web-forked'), undefined);
     assert.equal(await getService(cluster, 'web-canary'), undefined);
     await waitFor(() => proxy!.runtime.dataplane.config.listeners.length === 0, 'the proxy to stop listening');
-    assert.equal(proxy?.logs().filter((line) => String(line.msg).startsWith('retargeted Service web')).length, 1, 'the retarget is logged once');
-    assert.equal(proxy?.logs().filter((line) => String(line.msg).startsWith('adopted: Service web')).length, 1, 'the adoption is logged once');
+    assert.equal(
+      proxy?.logs().filter((line) => String(line.msg).startsWith('retargeted Service web')).length,
+      1,
+      'the retarget is logged once',
+    );
+    assert.equal(
+      proxy?.logs().filter((line) => String(line.msg).startsWith('adopted: Service web')).length,
+      1,
+      'the adoption is logged once',
+    );
     await proxy?.stop();
     await backends?.close();
     proxy = undefined;
@@ -124,15 +188,26 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
 
   it('a second release, Deprecated: the original comes back exactly as it was', async () => {
     const adopted = await getService(cluster, 'web');
-    await createRelease(cluster, 'web-v3', { services: [serviceEntry('web', [{ port: SERVICE_PORT, weight: 10 }], 'v3')] });
+    await createRelease(cluster, 'web-v3', {
+      services: [serviceEntry('web', [{ port: SERVICE_PORT, weight: 10 }], 'v3')],
+    });
     proxy = await startProxy(cluster, 'web-v3', PORT_BASE + 10);
     backends = await startBackends(cluster, 'web', [{ port: SERVICE_PORT }]);
     await waitForRelease(cluster, 'web-v3', 'serving', serving);
     assert.deepEqual(await split(PORT_BASE + 10, 10), { stable: 9, canary: 1 });
 
     await patchRelease(cluster, 'web-v3', { spec: { transition: 'Deprecated' } });
-    await waitForRelease(cluster, 'web-v3', 'phase Deprecated', (found) => found?.status?.phase === 'Deprecated' && !found.metadata.finalizers?.length);
-    assert.deepEqual(owned(await getService(cluster, 'web')), owned(adopted), 'selector, ports, nodePorts, annotations and every other field as before');
+    await waitForRelease(
+      cluster,
+      'web-v3',
+      'phase Deprecated',
+      (found) => found?.status?.phase === 'Deprecated' && !found.metadata.finalizers?.length,
+    );
+    assert.deepEqual(
+      owned(await getService(cluster, 'web')),
+      owned(adopted),
+      'selector, ports, nodePorts, annotations and every other field as before',
+    );
     assert.equal(await getService(cluster, 'web-forked'), undefined);
     assert.equal(await getService(cluster, 'web-canary'), undefined);
   });
@@ -140,6 +215,9 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
   it('asked the API for what the proxy ClusterRole grants, but for leader election (one replica here) and what only spec.workloads uses', (t) => {
     const used = rbacUsed(cluster);
     t.diagnostic(`RBAC used by the proxy: ${used.join('; ')}`);
-    assert.deepEqual(used, proxyGrantsWithoutWorkloads().filter((grant) => !grant.includes('coordination.k8s.io/leases')));
+    assert.deepEqual(
+      used,
+      proxyGrantsWithoutWorkloads().filter((grant) => !grant.includes('coordination.k8s.io/leases')),
+    );
   });
 });

@@ -15,7 +15,17 @@ import { freePort, freePortBlock } from '../../support/net/free-ports.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { MAIN } from '../../support/process/serve-child.ts';
 import {
-  conditionOf, createRelease, NAMESPACE, PROXY_USER, serviceEntry, serving, setWeight, startProxy, waitForRelease, writeProxyKubeconfig, type InProcessProxy,
+  conditionOf,
+  createRelease,
+  NAMESPACE,
+  PROXY_USER,
+  serviceEntry,
+  serving,
+  setWeight,
+  startProxy,
+  waitForRelease,
+  writeProxyKubeconfig,
+  type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 
@@ -24,7 +34,9 @@ const IN_PROCESS_BASE = await freePortBlock(10, { udp: true });
 const OUTAGE_MS = 6_000;
 
 const service = (name: string, port: number) => ({
-  apiVersion: 'v1', kind: 'Service', metadata: { name },
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name },
   spec: { selector: { app: name, version: 'v1' }, ports: [{ name: 'tcp', port, targetPort: 8000, protocol: 'TCP' }] },
 });
 
@@ -46,7 +58,11 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-outages-'));
     kubeconfig = join(dir, 'kubeconfig');
     writeProxyKubeconfig(bed.cluster, kubeconfig);
-    await bed.kubectl('apply', '-f', await bed.kubectl.manifest('services.yaml', service('db', 9000), service('dns', 9100)));
+    await bed.kubectl(
+      'apply',
+      '-f',
+      await bed.kubectl.manifest('services.yaml', service('db', 9000), service('dns', 9100)),
+    );
     for (const app of ['db', 'dns']) {
       await bed.startPod(`${app}-v1`, { app, version: 'v1' }, [{ port: 8000 }], 'stable');
       await bed.startPod(`${app}-v2`, { app, version: 'v2' }, [{ port: 8000 }], 'canary');
@@ -65,9 +81,31 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
     const stateDir = join(dir, 'state');
     let child: ChildProcess | undefined;
     const start = () => {
-      child = spawn(process.execPath, [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', NAMESPACE, '--canary-release', 'db-v2',
-        '--port-base', String(CHILD_BASE), '--admin-port', String(adminPort), '--admin-host', '127.0.0.1', '--state-dir', stateDir,
-        '--no-leader-elect', '--log-level', 'warn'], { stdio: 'ignore' });
+      child = spawn(
+        process.execPath,
+        [
+          MAIN,
+          'proxy',
+          '--kubeconfig',
+          kubeconfig,
+          '-n',
+          NAMESPACE,
+          '--canary-release',
+          'db-v2',
+          '--port-base',
+          String(CHILD_BASE),
+          '--admin-port',
+          String(adminPort),
+          '--admin-host',
+          '127.0.0.1',
+          '--state-dir',
+          stateDir,
+          '--no-leader-elect',
+          '--log-level',
+          'warn',
+        ],
+        { stdio: 'ignore' },
+      );
       return child;
     };
     try {
@@ -89,11 +127,16 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       await waitForRelease(bed.cluster, 'db-v2', 'serving again', serving, 15_000);
       await sleep(300);
       await traffic.stop();
-      t.diagnostic(`ready ${readyAt - restartedAt} ms after the restart (API down for ${OUTAGE_MS} ms); ${JSON.stringify(traffic.counts())}`);
+      t.diagnostic(
+        `ready ${readyAt - restartedAt} ms after the restart (API down for ${OUTAGE_MS} ms); ${JSON.stringify(traffic.counts())}`,
+      );
       assert.ok(readyAt - restartedAt < OUTAGE_MS, 'ready while the API was still down');
       assert.deepEqual(traffic.failures(readyAt), [], 'once ready, every connection is served: none waits for the API');
       const served = traffic.counts(readyAt);
-      assert.ok((served.stable ?? 0) > 0 && (served.canary ?? 0) > 0, `both versions served on the saved config: ${JSON.stringify(served)}`);
+      assert.ok(
+        (served.stable ?? 0) > 0 && (served.canary ?? 0) > 0,
+        `both versions served on the saved config: ${JSON.stringify(served)}`,
+      );
     } finally {
       child?.kill('SIGKILL');
     }
@@ -106,8 +149,15 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
     try {
       proxy = await startProxy(bed.cluster, 'dns-v2', IN_PROCESS_BASE);
       await waitForRelease(bed.cluster, 'dns-v2', 'serving', serving, 15_000);
-      const canaryWeight = () => proxy!.runtime.dataplane.config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
-      bed.cluster.fake.faults.failNext({ verb: 'patch', resource: 'canaryreleases', subresource: 'status', code: 500, count: 100_000 });
+      const canaryWeight = () =>
+        proxy!.runtime.dataplane.config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
+      bed.cluster.fake.faults.failNext({
+        verb: 'patch',
+        resource: 'canaryreleases',
+        subresource: 'status',
+        code: 500,
+        count: 100_000,
+      });
       for (const weight of [10, 0]) {
         await sleep(1_500); // the work loop is backing off from the failing status writes
         const asked = Date.now();
@@ -123,19 +173,50 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       await waitFor(() => traffic.attempts.length >= 20, '20 connections');
       await traffic.stop();
       assert.deepEqual(traffic.counts(), { stable: 20 }, 'the rollback to 0 % holds for every new connection');
-      assert.ok((metricValue(await proxy.metrics(), 'canary_l4_reconcile_total', { result: 'error' }) ?? 0) > 0, 'the failing writes are counted');
+      assert.ok(
+        (metricValue(await proxy.metrics(), 'canary_l4_reconcile_total', { result: 'error' }) ?? 0) > 0,
+        'the failing writes are counted',
+      );
       bed.cluster.fake.faults.reset();
-      const release = await waitForRelease(bed.cluster, 'dns-v2', 'status shows 0 %', (found) => found?.status?.ports?.[0]?.weight === 0, 15_000);
+      const release = await waitForRelease(
+        bed.cluster,
+        'dns-v2',
+        'status shows 0 %',
+        (found) => found?.status?.ports?.[0]?.weight === 0,
+        15_000,
+      );
       assert.equal(release?.status?.weights, 'dns:9100=0%');
 
       // A write that keeps failing before the status write (the drift repair, refused): said in status.
-      bed.cluster.fake.faults.failNext({ user: PROXY_USER, verb: 'patch', resource: 'services', code: 403, count: 100_000, message: 'services "dns" is forbidden: no patch for you' });
+      bed.cluster.fake.faults.failNext({
+        user: PROXY_USER,
+        verb: 'patch',
+        resource: 'services',
+        code: 403,
+        count: 100_000,
+        message: 'services "dns" is forbidden: no patch for you',
+      });
       await bed.kubectl('apply', '-f', join(bed.kubectl.home, 'services.yaml'));
-      const failing = await waitForRelease(bed.cluster, 'dns-v2', 'the API error in status', (found) => conditionOf(found, 'Failure')?.reason === 'APIError', 15_000);
-      assert.match(conditionOf(failing, 'Failure')?.message ?? '', /repair dns: 403 Forbidden: services "dns" is forbidden: no patch for you/);
+      const failing = await waitForRelease(
+        bed.cluster,
+        'dns-v2',
+        'the API error in status',
+        (found) => conditionOf(found, 'Failure')?.reason === 'APIError',
+        15_000,
+      );
+      assert.match(
+        conditionOf(failing, 'Failure')?.message ?? '',
+        /repair dns: 403 Forbidden: services "dns" is forbidden: no patch for you/,
+      );
       assert.equal(conditionOf(failing, 'Ready')?.status, 'False');
       bed.cluster.fake.faults.reset();
-      const repaired = await waitForRelease(bed.cluster, 'dns-v2', 'repaired, the failure cleared', (found) => conditionOf(found, 'Failure')?.status === 'False', 15_000);
+      const repaired = await waitForRelease(
+        bed.cluster,
+        'dns-v2',
+        'repaired, the failure cleared',
+        (found) => conditionOf(found, 'Failure')?.status === 'False',
+        15_000,
+      );
       assert.equal(conditionOf(repaired, 'Ready')?.status, 'True');
     } finally {
       bed.cluster.fake.faults.reset();
@@ -148,7 +229,8 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
     try {
       proxy = await startProxy(bed.cluster, 'dns-v2', IN_PROCESS_BASE);
       await waitForRelease(bed.cluster, 'dns-v2', 'serving', serving, 15_000);
-      const canaryWeight = () => proxy!.runtime.dataplane.config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
+      const canaryWeight = () =>
+        proxy!.runtime.dataplane.config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
       await bed.cluster.fake.faults.refuseConnections(20_000);
       const back = Date.now();
       await setWeight(bed.cluster, 'dns-v2', 0, 0, 40);
@@ -157,7 +239,13 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
       t.diagnostic(`weight served ${tookMs} ms after the API came back from a 20 s outage`);
       // With the backoff doubling to 30 s, as before, the watches came back 11.5 s after the API here.
       assert.ok(tookMs < 6_000, `served ${tookMs} ms after the API came back`);
-      await waitForRelease(bed.cluster, 'dns-v2', 'status follows', (found) => found?.status?.ports?.[0]?.served === 40, 15_000);
+      await waitForRelease(
+        bed.cluster,
+        'dns-v2',
+        'status follows',
+        (found) => found?.status?.ports?.[0]?.served === 40,
+        15_000,
+      );
     } finally {
       await proxy?.stop();
     }

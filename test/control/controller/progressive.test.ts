@@ -21,7 +21,15 @@ import { takeoverLabels } from '../../../src/api/labels.ts';
 import { sleep, startTcpBackend, waitFor } from '../../support/net/backends.ts';
 import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
 import {
-  conditionOf, createRelease, getRelease, getService, judgedAfter, startProxy, startUdpNamed, waitForRelease, writeProxyKubeconfig,
+  conditionOf,
+  createRelease,
+  getRelease,
+  getService,
+  judgedAfter,
+  startProxy,
+  startUdpNamed,
+  waitForRelease,
+  writeProxyKubeconfig,
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { isLeader, startReplica, type Replica } from './replicas.ts';
@@ -36,16 +44,25 @@ const LEASE_SECONDS = 2;
 const INTERVAL_MS = 1000;
 const FAILURE_LIMIT = 2;
 
-const analysis = (thresholds: AnalysisSpec['thresholds'], minSamples = 20): AnalysisSpec =>
-  ({ interval: `${INTERVAL_MS / 1000}s`, minSamples, failureLimit: FAILURE_LIMIT, thresholds });
+const analysis = (thresholds: AnalysisSpec['thresholds'], minSamples = 20): AnalysisSpec => ({
+  interval: `${INTERVAL_MS / 1000}s`,
+  minSamples,
+  failureLimit: FAILURE_LIMIT,
+  thresholds,
+});
 
 /** With steps, a listed port may leave out its config: the step sets its weight. */
 const entry = (service: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): CanaryServiceSpec => ({
-  service, canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port, protocol }],
+  service,
+  canaryServiceOperations: { add: { version: 'v2' } },
+  ports: [{ port, protocol }],
 });
 
 const manifest = (name: string, port: number, targetPort: number, protocol: 'TCP' | 'UDP' = 'TCP') => ({
-  apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { selector: { app: name, version: 'v1' }, ports: [{ name: 'main', port, targetPort, protocol }] },
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name },
+  spec: { selector: { app: name, version: 'v1' }, ports: [{ name: 'main', port, targetPort, protocol }] },
 });
 
 const stepOf = (release: CanaryRelease | undefined) => release?.status?.currentStep;
@@ -55,13 +72,32 @@ const stepOf = (release: CanaryRelease | undefined) => release?.status?.currentS
  * after. Bounded by the interval under way when it went bad, then failureLimit bad ones, and a
  * poll's worth of slack.
  */
-async function rollbackAfter(bed: Testbed, release: string, goBad: () => void, t: { diagnostic(message: string): void }): Promise<CanaryRelease | undefined> {
-  await waitForRelease(bed.cluster, release, 'a healthy interval', (found) => found?.status?.analysis?.verdict === 'Passed', 15_000);
+async function rollbackAfter(
+  bed: Testbed,
+  release: string,
+  goBad: () => void,
+  t: { diagnostic(message: string): void },
+): Promise<CanaryRelease | undefined> {
+  await waitForRelease(
+    bed.cluster,
+    release,
+    'a healthy interval',
+    (found) => found?.status?.analysis?.verdict === 'Passed',
+    15_000,
+  );
   goBad();
   const wentBad = Date.now();
-  const rolledBack = await waitForRelease(bed.cluster, release, 'rolled back', (found) => found?.status?.transition?.reason === 'AnalysisFailed', 15_000);
+  const rolledBack = await waitForRelease(
+    bed.cluster,
+    release,
+    'rolled back',
+    (found) => found?.status?.transition?.reason === 'AnalysisFailed',
+    15_000,
+  );
   const afterMs = Date.now() - wentBad;
-  t.diagnostic(`${release} rolled back ${afterMs} ms after its canary went bad (interval ${INTERVAL_MS} ms, failureLimit ${FAILURE_LIMIT})`);
+  t.diagnostic(
+    `${release} rolled back ${afterMs} ms after its canary went bad (interval ${INTERVAL_MS} ms, failureLimit ${FAILURE_LIMIT})`,
+  );
   assert.ok(afterMs <= (FAILURE_LIMIT + 1) * INTERVAL_MS + 1500, `within failureLimit × interval (${afterMs} ms)`);
   assert.equal(conditionOf(rolledBack, 'Failure')?.reason, 'AnalysisFailed');
   return rolledBack;
@@ -99,35 +135,93 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     await bed.startPod('db-v2', { app: 'db', version: 'v2' }, [{ port: 8000 }], 'canary');
     const kubeconfig = join(dir, 'kubeconfig');
     writeProxyKubeconfig(bed.cluster, kubeconfig);
-    replicas.push(...[0, 1].map(() => startReplica(kubeconfig, { release: 'db-v2', portBase: REPLICAS_BASE, leaseSeconds: LEASE_SECONDS, extraArgs: ['--hand-back-grace', '0'] })));
-    await waitFor(() => replicas.every((replica) => Number.isFinite(replica.adminPort())), 'both admin servers listening', 15_000);
+    replicas.push(
+      ...[0, 1].map(() =>
+        startReplica(kubeconfig, {
+          release: 'db-v2',
+          portBase: REPLICAS_BASE,
+          leaseSeconds: LEASE_SECONDS,
+          extraArgs: ['--hand-back-grace', '0'],
+        }),
+      ),
+    );
+    await waitFor(
+      () => replicas.every((replica) => Number.isFinite(replica.adminPort())),
+      'both admin servers listening',
+      15_000,
+    );
     // The proxy Deployment's pods, as the leader finds the others' /stats: by the admin container port.
     for (const [index, replica] of replicas.entries()) {
       await bed.pods.createReady({
-        name: `canary-l4-db-v2-${index}`, labels: { ...takeoverLabels({ keys: ['app', 'version'], value: takeoverValue('db-v2') }), ...defaultProxySelector('db-v2') }, podIP: '127.0.0.1',
-        containers: [{ name: 'proxy', image: 'canary-l4:test', args: ['proxy'], ports: [{ name: 'admin', containerPort: replica.adminPort() }] }],
+        name: `canary-l4-db-v2-${index}`,
+        labels: {
+          ...takeoverLabels({ keys: ['app', 'version'], value: takeoverValue('db-v2') }),
+          ...defaultProxySelector('db-v2'),
+        },
+        podIP: '127.0.0.1',
+        containers: [
+          {
+            name: 'proxy',
+            image: 'canary-l4:test',
+            args: ['proxy'],
+            ports: [{ name: 'admin', containerPort: replica.adminPort() }],
+          },
+        ],
       });
     }
     await createRelease(bed.cluster, 'db-v2', {
       services: [entry('db', 9000)],
-      steps: [{ weight: 20, pause: { duration: '2s' } }, { weight: 40, pause: { duration: '10s' } }, { weight: 60, pause: {} }, { weight: 80, pause: { duration: '6s' } }],
+      steps: [
+        { weight: 20, pause: { duration: '2s' } },
+        { weight: 40, pause: { duration: '10s' } },
+        { weight: 60, pause: {} },
+        { weight: 80, pause: { duration: '6s' } },
+      ],
       analysis: analysis({ connectErrorRate: { max: 0.05 }, resetRate: { max: 0.05 } }),
     });
-    const first = await waitForRelease(bed.cluster, 'db-v2', 'step 1 started: the Services are taken over',
-      (found) => found?.status?.stepStartedAt !== undefined, 20_000);
+    const first = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      'step 1 started: the Services are taken over',
+      (found) => found?.status?.stepStartedAt !== undefined,
+      20_000,
+    );
 
     // No traffic: the pause runs out, but too few samples never promote (judged by a pass after it ran out).
     const pauseEnd = Date.parse(first!.status!.stepStartedAt!) + 2000;
-    const held = await waitForRelease(bed.cluster, 'db-v2', 'an idle interval judged after the 2 s pause',
-      (found) => judgedAfter(found, pauseEnd), 10_000);
+    const held = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      'an idle interval judged after the 2 s pause',
+      (found) => judgedAfter(found, pauseEnd),
+      10_000,
+    );
     assert.equal(stepOf(held), 0, 'step 1 holds past its 2 s pause without samples');
-    assert.match(held?.status?.pause?.reason ?? '', /step 1 waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/);
-    assert.match(held?.status?.analysis?.message ?? '', /too few samples: 0 canary connections\/flows over \d+ interval\(s\), minSamples 20/);
+    assert.match(
+      held?.status?.pause?.reason ?? '',
+      /step 1 waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/,
+    );
+    assert.match(
+      held?.status?.analysis?.message ?? '',
+      /too few samples: 0 canary connections\/flows over \d+ interval\(s\), minSamples 20/,
+    );
 
     const clients = startTraffic(() => ip, 9000, 'TCP', { pauseMs: 2, maxMs: 120_000 });
     traffic.push(clients);
-    const second = await waitForRelease(bed.cluster, 'db-v2', 'step 2 once an interval passed', (found) => stepOf(found) === 1, 10_000);
-    const judged = await waitForRelease(bed.cluster, 'db-v2', 'an interval counted by both replicas', (found) => found?.status?.analysis?.replicas === 2, 10_000);
+    const second = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      'step 2 once an interval passed',
+      (found) => stepOf(found) === 1,
+      10_000,
+    );
+    const judged = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      'an interval counted by both replicas',
+      (found) => found?.status?.analysis?.replicas === 2,
+      10_000,
+    );
     assert.equal(judged?.status?.analysis?.verdict, 'Passed');
     const stepStarted = Date.parse(second!.status!.stepStartedAt!);
 
@@ -138,64 +232,129 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     leader.child.kill('SIGKILL');
     await leader.exited;
     await bed.kubectl('delete', 'pod', `canary-l4-db-v2-${replicas.indexOf(leader)}`, '--wait=false');
-    const third = await waitForRelease(bed.cluster, 'db-v2', 'step 3 after the rest of the pause', (found) => stepOf(found) === 2, 25_000);
+    const third = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      'step 3 after the rest of the pause',
+      (found) => stepOf(found) === 2,
+      25_000,
+    );
     const advancedAfterMs = Date.parse(third!.status!.stepStartedAt!) - stepStarted;
-    t.diagnostic(`step 2 (10 s pause, leader killed at 1 s, lease ${LEASE_SECONDS} s) advanced after ${advancedAfterMs} ms`);
+    t.diagnostic(
+      `step 2 (10 s pause, leader killed at 1 s, lease ${LEASE_SECONDS} s) advanced after ${advancedAfterMs} ms`,
+    );
     assert.ok(advancedAfterMs >= 10_000, `never before the pause is over (${advancedAfterMs} ms)`);
-    assert.ok(advancedAfterMs < 10_000 + LEASE_SECONDS * 1000, `resumed from the recorded start, not from the takeover (${advancedAfterMs} ms)`);
+    assert.ok(
+      advancedAfterMs < 10_000 + LEASE_SECONDS * 1000,
+      `resumed from the recorded start, not from the takeover (${advancedAfterMs} ms)`,
+    );
 
     // Step 3 has no duration: it waits for a promotion, whatever an interval of its own judges.
     const thirdStarted = Date.parse(third!.status!.stepStartedAt!);
-    const waiting = await waitForRelease(bed.cluster, 'db-v2', 'an interval of step 3 passed', (found) =>
-      found?.status?.analysis?.verdict === 'Passed' && judgedAfter(found, thirdStarted + INTERVAL_MS), 10_000);
+    const waiting = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      'an interval of step 3 passed',
+      (found) => found?.status?.analysis?.verdict === 'Passed' && judgedAfter(found, thirdStarted + INTERVAL_MS),
+      10_000,
+    );
     assert.equal(stepOf(waiting), 2);
     assert.match(waiting?.status?.pause?.reason ?? '', /step 3 waits for a promotion: kubectl canary-l4 promote/);
     const promoted = await plugin('promote', 'db-v2');
     assert.equal(promoted.code, 0, promoted.stderr);
     assert.match(promoted.stdout, /step 3\/4 promoted/);
-    assert.match(promoted.stdout, /kubectl patch canaryrelease db-v2 -n default --type=merge -p '\{"spec":\{"promotedStep":2\}\}'/);
+    assert.match(
+      promoted.stdout,
+      /kubectl patch canaryrelease db-v2 -n default --type=merge -p '\{"spec":\{"promotedStep":2\}\}'/,
+    );
     await waitForRelease(bed.cluster, 'db-v2', 'step 4 once promoted', (found) => stepOf(found) === 3, 10_000);
 
     // A person's pause holds step 4 past its 6 s; resume lets it end, and the release is adopted.
     const pausing = await plugin('pause', 'db-v2');
     assert.equal(pausing.code, 0, pausing.stderr);
     const fourth = Date.parse((await getRelease(bed.cluster, 'db-v2'))!.status!.stepStartedAt!);
-    const paused = await waitForRelease(bed.cluster, 'db-v2', 'an interval judged after step 4\'s 6 s',
-      (found) => judgedAfter(found, fourth + 6000), 15_000);
+    const paused = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      "an interval judged after step 4's 6 s",
+      (found) => judgedAfter(found, fourth + 6000),
+      15_000,
+    );
     assert.equal(stepOf(paused), 3, 'paused: step 4 holds past its pause');
     assert.match(paused?.status?.pause?.reason ?? '', /paused \(spec.paused\)/);
     const achieved = paused?.status?.ports?.[0]?.achieved;
     t.diagnostic(`achieved since the release began: ${JSON.stringify(achieved)}`);
-    assert.ok((achieved?.canary ?? 0) > 0 && (achieved?.stable ?? 0) > 0, 'the achieved split counts both sides, both replicas');
+    assert.ok(
+      (achieved?.canary ?? 0) > 0 && (achieved?.stable ?? 0) > 0,
+      'the achieved split counts both sides, both replicas',
+    );
     const atStep = paused?.status?.ports?.[0]?.achievedStep;
     t.diagnostic(`achieved since step 4 began: ${JSON.stringify(atStep)}`);
-    assert.equal(atStep?.step, 3, 'the split at the step in force is step 4\'s');
-    assert.ok((atStep?.stable ?? 0) + (atStep?.canary ?? 0) < (achieved?.stable ?? 0) + (achieved?.canary ?? 0), 'it counts from the step\'s start, not the release\'s');
+    assert.equal(atStep?.step, 3, "the split at the step in force is step 4's");
+    assert.ok(
+      (atStep?.stable ?? 0) + (atStep?.canary ?? 0) < (achieved?.stable ?? 0) + (achieved?.canary ?? 0),
+      "it counts from the step's start, not the release's",
+    );
     const survivor = replicas.find((replica) => replica !== leader)!;
     const scraped = await (await fetch(`http://127.0.0.1:${survivor.adminPort()}/metrics`)).text();
-    for (const sample of ['canary_l4_release_step 4', 'canary_l4_release_steps 4', 'canary_l4_release_step_held 1', 'canary_l4_analysis_verdict{verdict="Passed"} 1', 'canary_l4_analysis_failures 0']) {
+    for (const sample of [
+      'canary_l4_release_step 4',
+      'canary_l4_release_steps 4',
+      'canary_l4_release_step_held 1',
+      'canary_l4_analysis_verdict{verdict="Passed"} 1',
+      'canary_l4_analysis_failures 0',
+    ]) {
       assert.ok(scraped.split('\n').includes(sample), `the dashboard's ${sample}`);
     }
-    assert.match(scraped, /^canary_l4_achieved_connections\{service="db",port="9000",protocol="TCP",side="canary"\} [1-9]\d*$/m);
+    assert.match(
+      scraped,
+      /^canary_l4_achieved_connections\{service="db",port="9000",protocol="TCP",side="canary"\} [1-9]\d*$/m,
+    );
     const status = await plugin('status', 'db-v2');
     assert.equal(status.code, 0, status.stderr);
     t.diagnostic(status.stdout);
     assert.match(status.stdout, /Step: 4\/4, started .*, paused \(spec.paused\)/);
-    assert.match(status.stdout, /db\s+9000\/TCP\s+\d+\s+80%\s+80%\s+\d+\s+\d+\s+[\d.]+%\s+([\d.]+% \(\d+ of \d+\)|none yet)\n/, 'the port: configured, served, achieved, and this step\'s split');
+    assert.match(
+      status.stdout,
+      /db\s+9000\/TCP\s+\d+\s+80%\s+80%\s+\d+\s+\d+\s+[\d.]+%\s+([\d.]+% \(\d+ of \d+\)|none yet)\n/,
+      "the port: configured, served, achieved, and this step's split",
+    );
     // The interval after a Passed one starts its evidence afresh: by the time status is read it may be still undecided.
-    assert.match(status.stdout, /Analysis: (Passed|Inconclusive) at .*, 1 replica\(s\)/, 'the survivor alone counts now');
-    assert.match(status.stdout, /resetRate\s+0 of \d+ \(0\)\s+0 of \d+ \(0\)\s+max 0.05 \(99 % confidence\)\s+(Passed|Inconclusive)/, 'each side\'s counts');
+    assert.match(
+      status.stdout,
+      /Analysis: (Passed|Inconclusive) at .*, 1 replica\(s\)/,
+      'the survivor alone counts now',
+    );
+    assert.match(
+      status.stdout,
+      /resetRate\s+0 of \d+ \(0\)\s+0 of \d+ \(0\)\s+max 0.05 \(99 % confidence\)\s+(Passed|Inconclusive)/,
+      "each side's counts",
+    );
 
     const resuming = await plugin('resume', 'db-v2');
     assert.equal(resuming.code, 0, resuming.stderr);
-    const adopted = await waitForRelease(bed.cluster, 'db-v2', 'adopted after the last step', (found) => found?.status?.phase === 'Adopted', 20_000);
+    const adopted = await waitForRelease(
+      bed.cluster,
+      'db-v2',
+      'adopted after the last step',
+      (found) => found?.status?.phase === 'Adopted',
+      20_000,
+    );
     assert.equal(adopted?.status?.transition?.reason, 'StepsComplete');
-    assert.deepEqual((await getService(bed.cluster, 'db'))?.spec?.selector, { app: 'db', version: 'v2' }, 'the Service selects the canary pods');
+    assert.deepEqual(
+      (await getService(bed.cluster, 'db'))?.spec?.selector,
+      { app: 'db', version: 'v2' },
+      'the Service selects the canary pods',
+    );
     await sleep(500);
     const end = clients.now();
     await sleep(300);
     await clients.stop();
-    assert.deepEqual(Object.keys(clients.counts(end)), ['canary'], 'after the adoption every connection reaches the canary');
+    assert.deepEqual(
+      Object.keys(clients.counts(end)),
+      ['canary'],
+      'after the adoption every connection reaches the canary',
+    );
   });
 
   it('a canary that starts resetting 30 % of its connections is rolled back within failureLimit × interval', async (t) => {
@@ -204,31 +363,53 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     await bed.startPod('rst-v1', { app: 'rst', version: 'v1' }, [{ port: 8100 }], 'stable');
     let resetting = false;
     let accepted = 0;
-    const canary = await startTcpBackend((socket) => {
-      // Deterministic: 3 of every 10 connections.
-      if (resetting && accepted++ % 10 < 3) socket.resetAndDestroy();
-      else socket.end('canary');
-    }, '127.0.87.100', 8100);
+    const canary = await startTcpBackend(
+      (socket) => {
+        // Deterministic: 3 of every 10 connections.
+        if (resetting && accepted++ % 10 < 3) socket.resetAndDestroy();
+        else socket.end('canary');
+      },
+      '127.0.87.100',
+      8100,
+    );
     closers.push(() => canary.close());
     await podAt(bed, 'rst-v2', { app: 'rst', version: 'v2' }, '127.0.87.100', 8100, 'TCP');
     await bed.startProxyPod('rst-v2', { keys: ['app', 'version'] });
     proxies.push(await startProxy(bed.cluster, 'rst-v2', RESETS_BASE));
     await createRelease(bed.cluster, 'rst-v2', {
-      services: [entry('rst', 9100)], steps: [{ weight: 50, pause: {} }],
+      services: [entry('rst', 9100)],
+      steps: [{ weight: 50, pause: {} }],
       analysis: analysis({ resetRate: { max: 0.05, maxAboveStable: 0.02 } }),
     });
     const clients = startTraffic(() => ip, 9100, 'TCP', { pauseMs: 2, maxMs: 60_000 });
     traffic.push(clients);
     const rolledBack = await rollbackAfter(bed, 'rst-v2', () => (resetting = true), t);
-    assert.match(conditionOf(rolledBack, 'Failure')?.message ?? '', /failed 2 analysis interval\(s\) in a row: resetRate: canary \d+ of \d+, stable 0 of \d+, threshold max 0.05, maxAboveStable 0.02, 99 % confidence/);
-    const deprecated = await waitForRelease(bed.cluster, 'rst-v2', 'Deprecated', (found) => found?.status?.phase === 'Deprecated', 15_000);
+    assert.match(
+      conditionOf(rolledBack, 'Failure')?.message ?? '',
+      /failed 2 analysis interval\(s\) in a row: resetRate: canary \d+ of \d+, stable 0 of \d+, threshold max 0.05, maxAboveStable 0.02, 99 % confidence/,
+    );
+    const deprecated = await waitForRelease(
+      bed.cluster,
+      'rst-v2',
+      'Deprecated',
+      (found) => found?.status?.phase === 'Deprecated',
+      15_000,
+    );
     assert.equal(deprecated?.status?.transition?.type, 'Deprecated');
-    assert.deepEqual((await getService(bed.cluster, 'rst'))?.spec?.selector, { app: 'rst', version: 'v1' }, 'the Service is its owner\'s again');
+    assert.deepEqual(
+      (await getService(bed.cluster, 'rst'))?.spec?.selector,
+      { app: 'rst', version: 'v1' },
+      "the Service is its owner's again",
+    );
     await sleep(300);
     const end = clients.now();
     await sleep(500);
     await clients.stop();
-    assert.deepEqual(Object.keys(clients.counts(end)), ['stable'], 'after the rollback every connection reaches the stable pods');
+    assert.deepEqual(
+      Object.keys(clients.counts(end)),
+      ['stable'],
+      'after the rollback every connection reaches the stable pods',
+    );
   });
 
   it('a canary whose UDP replies stop is rolled back, the signal named', async (t) => {
@@ -248,14 +429,20 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     await bed.startProxyPod('dns-v2', { keys: ['app', 'version'] });
     proxies.push(await startProxy(bed.cluster, 'dns-v2', UDP_BASE));
     await createRelease(bed.cluster, 'dns-v2', {
-      services: [entry('dns', 9053, 'UDP')], steps: [{ weight: 50, pause: {} }],
+      services: [entry('dns', 9053, 'UDP')],
+      steps: [{ weight: 50, pause: {} }],
       analysis: analysis({ udpReplyRate: { min: 0.9, maxBelowStable: 0.05 } }, 10),
     });
     // New flows from fresh sockets, several at once: a silent canary costs each its timeout.
-    const clients = [0, 1, 2].map(() => startTraffic(() => ip, 9053, 'UDP', { pauseMs: 2, maxMs: 60_000, udpTimeoutMs: 100 }));
+    const clients = [0, 1, 2].map(() =>
+      startTraffic(() => ip, 9053, 'UDP', { pauseMs: 2, maxMs: 60_000, udpTimeoutMs: 100 }),
+    );
     traffic.push(...clients);
     const rolledBack = await rollbackAfter(bed, 'dns-v2', () => (silent = true), t);
-    assert.match(conditionOf(rolledBack, 'Failure')?.message ?? '', /udpReplyRate: canary \d+ of \d+, stable \d+ of \d+, threshold min 0.9, maxBelowStable 0.05, 99 % confidence/);
+    assert.match(
+      conditionOf(rolledBack, 'Failure')?.message ?? '',
+      /udpReplyRate: canary \d+ of \d+, stable \d+ of \d+, threshold min 0.9, maxBelowStable 0.05, 99 % confidence/,
+    );
     await waitForRelease(bed.cluster, 'dns-v2', 'Deprecated', (found) => found?.status?.phase === 'Deprecated', 15_000);
     assert.deepEqual((await getService(bed.cluster, 'dns'))?.spec?.selector, { app: 'dns', version: 'v1' });
     await Promise.all(clients.map((client) => client.stop()));
@@ -269,25 +456,53 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     await bed.startProxyPod('cnt-v2', { keys: ['app', 'version'] });
     const proxy = await startProxy(bed.cluster, 'cnt-v2', COUNTS_BASE);
     proxies.push(proxy);
-    await createRelease(bed.cluster, 'cnt-v2', { services: [entry('cnt', 9200)], steps: [{ weight: 30, pause: {} }], analysis: analysis({}, 1) });
+    await createRelease(bed.cluster, 'cnt-v2', {
+      services: [entry('cnt', 9200)],
+      steps: [{ weight: 30, pause: {} }],
+      analysis: analysis({}, 1),
+    });
     // Counting has begun (an interval counted, with no traffic yet): every connection from now on is in an interval.
-    await waitForRelease(bed.cluster, 'cnt-v2', 'a first interval counted', (found) => found?.status?.countedAt !== undefined, 15_000);
+    await waitForRelease(
+      bed.cluster,
+      'cnt-v2',
+      'a first interval counted',
+      (found) => found?.status?.countedAt !== undefined,
+      15_000,
+    );
     const clients = startTraffic(() => ip, 9200, 'TCP', { pauseMs: 2, maxMs: 30_000 });
     traffic.push(clients);
     await sleep(1500);
     // For 3.5 s no status write goes through: the passes back off, the intervals queue up.
-    bed.cluster.fake.faults.failNext({ verb: 'patch', resource: 'canaryreleases', subresource: 'status', code: 500, count: 100_000 });
+    bed.cluster.fake.faults.failNext({
+      verb: 'patch',
+      resource: 'canaryreleases',
+      subresource: 'status',
+      code: 500,
+      count: 100_000,
+    });
     await sleep(3500);
     bed.cluster.fake.faults.reset();
     await sleep(1000);
     await clients.stop();
     const stoppedAt = Date.now();
-    const counted = await waitForRelease(bed.cluster, 'cnt-v2', 'the intervals after the traffic counted',
-      (found) => Date.parse(found?.status?.countedAt ?? '0') > stoppedAt + 1500, 20_000);
-    const served = [...(proxy.runtime.stats.backends.get('cnt-9200-tcp')?.values() ?? [])].reduce((sum, backend) => sum + backend.connections, 0);
+    const counted = await waitForRelease(
+      bed.cluster,
+      'cnt-v2',
+      'the intervals after the traffic counted',
+      (found) => Date.parse(found?.status?.countedAt ?? '0') > stoppedAt + 1500,
+      20_000,
+    );
+    const served = [...(proxy.runtime.stats.backends.get('cnt-9200-tcp')?.values() ?? [])].reduce(
+      (sum, backend) => sum + backend.connections,
+      0,
+    );
     const achieved = counted?.status?.ports?.[0]?.achieved;
     t.diagnostic(`served ${served} connections; achieved ${JSON.stringify(achieved)}`);
     assert.ok(served > 100);
-    assert.equal((achieved?.stable ?? 0) + (achieved?.canary ?? 0), served, 'every connection the proxy served is in the achieved split');
+    assert.equal(
+      (achieved?.stable ?? 0) + (achieved?.canary ?? 0),
+      served,
+      'every connection the proxy served is in the achieved split',
+    );
   });
 });

@@ -14,7 +14,16 @@ import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { sleep } from '../../support/net/backends.ts';
-import { conditionOf, createRelease, getService, patchRelease, startProxy, waitForRelease, waitForService, type InProcessProxy } from '../../support/cluster/release-cluster.ts';
+import {
+  conditionOf,
+  createRelease,
+  getService,
+  patchRelease,
+  startProxy,
+  waitForRelease,
+  waitForService,
+  type InProcessProxy,
+} from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 
@@ -80,7 +89,11 @@ describe('a GitOps sync during a release fails no connection', { timeout: suiteT
         : await getService(bed.cluster, 'web');
       if (repaired) repairs += 1;
       else assert.deepEqual(service?.spec?.selector, manifest.spec.selector, 'as applied');
-      assert.deepEqual(service?.spec?.ports?.map((port) => port.targetPort), [8000, 9100], 'the targetPorts as the owner wrote them');
+      assert.deepEqual(
+        service?.spec?.ports?.map((port) => port.targetPort),
+        [8000, 9100],
+        'the targetPorts as the owner wrote them',
+      );
       await sleep(150);
     }
     t.diagnostic(`TCP ${JSON.stringify(tcp.counts())}, no targetPort ${JSON.stringify(alt.counts())}`);
@@ -91,55 +104,112 @@ describe('a GitOps sync during a release fails no connection', { timeout: suiteT
     const podIP = `${bed.podNet}.250`;
     await bed.startProxyPod(RELEASE, { podIP });
     await createRelease(bed.cluster, RELEASE, {
-      services: [{ service: 'web', canaryServiceOperations: { add: { version: 'v2' } }, ports: [{ port: 9000, protocol: 'TCP' }, { port: 9100, protocol: 'TCP' }] }],
-      steps: [{ weight: 30, pause: { duration: '6s' } }, { weight: 50, pause: {} }],
+      services: [
+        {
+          service: 'web',
+          canaryServiceOperations: { add: { version: 'v2' } },
+          ports: [
+            { port: 9000, protocol: 'TCP' },
+            { port: 9100, protocol: 'TCP' },
+          ],
+        },
+      ],
+      steps: [
+        { weight: 30, pause: { duration: '6s' } },
+        { weight: 50, pause: {} },
+      ],
     });
     proxy = await startProxy(bed.cluster, RELEASE, PORT_BASE, { podIP });
     const service = await waitForService(bed.cluster, 'web', 'taken over', takenOver, 15_000);
     assert.deepEqual(service?.spec?.selector, { app: 'canary-l4.web-v2', version: 'canary-l4.web-v2' });
-    assert.deepEqual(service?.spec?.ports?.map((port) => port.targetPort), [8000, 9100]);
-    const release = await waitForRelease(bed.cluster, RELEASE, 'step 1 running', (found) => found?.status?.currentStep === 0 && found.status.takeover !== undefined);
-    assert.deepEqual(release?.status?.ports?.map((port) => [port.port, port.proxyPort, port.targetPortKept]), [[9000, 8000, true], [9100, 9100, true]]);
+    assert.deepEqual(
+      service?.spec?.ports?.map((port) => port.targetPort),
+      [8000, 9100],
+    );
+    const release = await waitForRelease(
+      bed.cluster,
+      RELEASE,
+      'step 1 running',
+      (found) => found?.status?.currentStep === 0 && found.status.takeover !== undefined,
+    );
+    assert.deepEqual(
+      release?.status?.ports?.map((port) => [port.port, port.proxyPort, port.targetPortKept]),
+      [
+        [9000, 8000, true],
+        [9100, 9100, true],
+      ],
+    );
     await sleep(500);
     assert.ok((tcp.counts().canary ?? 0) > 0, 'the canary answers through the proxy');
     assert.deepEqual([...tcp.failures(), ...alt.failures()], []);
   });
 
-  it('re-applies while the release runs (step 1): the app\'s pods answer until the repair, none fails', async (t) => {
+  it("re-applies while the release runs (step 1): the app's pods answer until the repair, none fails", async (t) => {
     await reapplyEveryWay(t);
-    const release = await waitForRelease(bed.cluster, RELEASE, 'still running', (found) => found?.status?.phase === 'Running');
+    const release = await waitForRelease(
+      bed.cluster,
+      RELEASE,
+      'still running',
+      (found) => found?.status?.phase === 'Running',
+    );
     assert.equal(release?.status?.transition ?? null, null, 'no deprecation');
   });
 
-  it('re-applies during a step\'s pause (step 2, until promoted)', async (t) => {
+  it("re-applies during a step's pause (step 2, until promoted)", async (t) => {
     await waitForRelease(bed.cluster, RELEASE, 'step 2 paused', (found) => found?.status?.currentStep === 1, 20_000);
     await reapplyEveryWay(t);
-    assert.equal((await waitForRelease(bed.cluster, RELEASE, 'still step 2', (found) => found?.status?.currentStep === 1))?.status?.phase, 'Running');
+    assert.equal(
+      (await waitForRelease(bed.cluster, RELEASE, 'still step 2', (found) => found?.status?.currentStep === 1))?.status
+        ?.phase,
+      'Running',
+    );
   });
 
   it('re-applies while Adopting (waiting for a Ready canary: the Service stays as applied), then the release ends adopted onto the canary', async (t) => {
     await bed.pods.markNotReady('web-v2');
     await patchRelease(bed.cluster, RELEASE, { spec: { promotedStep: 1 } });
-    await waitForRelease(bed.cluster, RELEASE, 'Adopting, waiting for a Ready canary',
-      (found) => found?.status?.phase === 'Adopting' && conditionOf(found, 'Progressing')?.reason === 'WaitingForReadyPods', 20_000);
+    await waitForRelease(
+      bed.cluster,
+      RELEASE,
+      'Adopting, waiting for a Ready canary',
+      (found) =>
+        found?.status?.phase === 'Adopting' && conditionOf(found, 'Progressing')?.reason === 'WaitingForReadyPods',
+      20_000,
+    );
     await reapplyEveryWay(t, false);
     await bed.pods.markReady('web-v2');
     await waitForRelease(bed.cluster, RELEASE, 'Adopted', (found) => found?.status?.phase === 'Adopted', 20_000);
     const adopted = await getService(bed.cluster, 'web');
     assert.deepEqual(adopted?.spec?.selector, { app: 'web', version: 'v2' });
-    assert.deepEqual(adopted?.spec?.ports?.map((port) => [port.port, port.targetPort]), [[9000, 8000], [9100, 9100]]);
+    assert.deepEqual(
+      adopted?.spec?.ports?.map((port) => [port.port, port.targetPort]),
+      [
+        [9000, 8000],
+        [9100, 9100],
+      ],
+    );
     assert.equal(adopted?.metadata?.annotations?.[ANNOTATION_ORIGINAL], undefined);
     const adoptedAt = tcp.now();
     await sleep(400);
     await Promise.all([tcp.stop(), alt.stop()]);
-    t.diagnostic(`${repairs} re-applies repaired; TCP ${JSON.stringify(tcp.counts())}, no targetPort ${JSON.stringify(alt.counts())}`);
-    assert.deepEqual([...tcp.failures(), ...alt.failures()], [], 'no connection failed from before the takeover to after the adoption');
+    t.diagnostic(
+      `${repairs} re-applies repaired; TCP ${JSON.stringify(tcp.counts())}, no targetPort ${JSON.stringify(alt.counts())}`,
+    );
+    assert.deepEqual(
+      [...tcp.failures(), ...alt.failures()],
+      [],
+      'no connection failed from before the takeover to after the adoption',
+    );
     assert.deepEqual(Object.keys(tcp.counts(adoptedAt + 100)), ['canary'], 'the adopted version answers');
   });
 
   it('records the repairs as Events', async () => {
-    const events = await bed.cluster.core.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.name=${RELEASE}` });
+    const events = await bed.cluster.core.listNamespacedEvent({
+      namespace: 'default',
+      fieldSelector: `involvedObject.name=${RELEASE}`,
+    });
     const reasons = new Set(events.items.map((event) => event.reason));
-    for (const reason of ['Retargeted', 'DriftRepaired', 'Adopting', 'Adopted']) assert.ok(reasons.has(reason), `an Event ${reason}; got ${[...reasons].join(', ')}`);
+    for (const reason of ['Retargeted', 'DriftRepaired', 'Adopting', 'Adopted'])
+      assert.ok(reasons.has(reason), `an Event ${reason}; got ${[...reasons].join(', ')}`);
   });
 });

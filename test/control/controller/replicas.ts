@@ -14,12 +14,34 @@ export interface Replica {
   output(): string;
 }
 
-export function startReplica(kubeconfig: string, options: { release: string; portBase: number; leaseSeconds: number; extraArgs?: readonly string[] }): Replica {
+export function startReplica(
+  kubeconfig: string,
+  options: { release: string; portBase: number; leaseSeconds: number; extraArgs?: readonly string[] },
+): Replica {
   const child = spawn(
     process.execPath,
-    [MAIN, 'proxy', '--kubeconfig', kubeconfig, '-n', 'default', '--canary-release', options.release, '--port-base', String(options.portBase),
-      '--reuse-port', '--lease-duration', String(options.leaseSeconds), '--admin-port', '0', '--admin-host', '127.0.0.1', '--log-level', 'info',
-      ...(options.extraArgs ?? [])],
+    [
+      MAIN,
+      'proxy',
+      '--kubeconfig',
+      kubeconfig,
+      '-n',
+      'default',
+      '--canary-release',
+      options.release,
+      '--port-base',
+      String(options.portBase),
+      '--reuse-port',
+      '--lease-duration',
+      String(options.leaseSeconds),
+      '--admin-port',
+      '0',
+      '--admin-host',
+      '127.0.0.1',
+      '--log-level',
+      'info',
+      ...(options.extraArgs ?? []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stdout = '';

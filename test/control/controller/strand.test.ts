@@ -14,7 +14,16 @@ import { isTakeoverSelector } from '../../../src/control/service/takeover-select
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { sleep, waitFor } from '../../support/net/backends.ts';
 import {
-  conditionOf, createRelease, getService, NAMESPACE, patchRelease, serviceEntry, serving, startProxy, waitForRelease, waitForService,
+  conditionOf,
+  createRelease,
+  getService,
+  NAMESPACE,
+  patchRelease,
+  serviceEntry,
+  serving,
+  startProxy,
+  waitForRelease,
+  waitForService,
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
@@ -49,7 +58,9 @@ function savedTargetPorts(service: V1Service | undefined): (number | string)[] {
   return parsed.saved.ports.map((port) => port.targetPort);
 }
 
-describe('never strand a Service: real traffic while the owner re-applies, renumbers and adopts', { timeout: suiteTimeout(120_000) }, () => {
+describe('never strand a Service: real traffic while the owner re-applies, renumbers and adopts', {
+  timeout: suiteTimeout(120_000),
+}, () => {
   let bed: Testbed;
   let proxy: InProcessProxy | undefined;
   let web = '';
@@ -67,7 +78,12 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
     await bed.startPod('web-v2', { app: 'web', version: 'v2' }, POD_PORTS, 'canary');
     await bed.startProxyPod('web-v2', { podIP: proxyPodIp });
     await createRelease(bed.cluster, 'web-v2', {
-      services: [serviceEntry('web', [{ port: 9000, weight: 20 }, { port: 9053, protocol: 'UDP', weight: 20 }])],
+      services: [
+        serviceEntry('web', [
+          { port: 9000, weight: 20 },
+          { port: 9053, protocol: 'UDP', weight: 20 },
+        ]),
+      ],
     });
     proxy = await startProxy(bed.cluster, 'web-v2', FIRST_BASE, { podIP: proxyPodIp });
     await waitForRelease(bed.cluster, 'web-v2', 'serving', serving);
@@ -83,7 +99,10 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
     const udp = startTraffic(() => web, 9053, 'UDP');
     await sleep(300);
     let repairedAt = 0;
-    for (const apply of [['apply', '-f', path], ['apply', '--server-side', '--force-conflicts', '--field-manager', 'gitops', '-f', path]]) {
+    for (const apply of [
+      ['apply', '-f', path],
+      ['apply', '--server-side', '--force-conflicts', '--field-manager', 'gitops', '-f', path],
+    ]) {
       await bed.kubectl(...apply);
       await waitForService(bed.cluster, 'web', 'the release takes it back', (found) => takenOver(found, 'web-v2'));
       repairedAt = tcp.now();
@@ -91,17 +110,45 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
     await sleep(500);
     await Promise.all([tcp.stop(), udp.stop()]);
     t.diagnostic(`TCP ${JSON.stringify(tcp.counts())}, UDP ${JSON.stringify(udp.counts())}`);
-    assert.deepEqual([...tcp.failures(), ...udp.failures()], [], 'no connection or flow failed: the app\'s pods answer until the repair');
-    assert.ok((tcp.counts(repairedAt).canary ?? 0) > 0 && (tcp.counts(repairedAt).stable ?? 0) > 0, 'both versions serve after the repair');
-    const release = await waitForRelease(bed.cluster, 'web-v2', 'still running', (found) => found?.status?.phase === 'Running');
+    assert.deepEqual(
+      [...tcp.failures(), ...udp.failures()],
+      [],
+      "no connection or flow failed: the app's pods answer until the repair",
+    );
+    assert.ok(
+      (tcp.counts(repairedAt).canary ?? 0) > 0 && (tcp.counts(repairedAt).stable ?? 0) > 0,
+      'both versions serve after the repair',
+    );
+    const release = await waitForRelease(
+      bed.cluster,
+      'web-v2',
+      'still running',
+      (found) => found?.status?.phase === 'Running',
+    );
     assert.equal(release?.status?.transition ?? null, null, 'no deprecation');
     assert.equal(conditionOf(release, 'Failure')?.status, 'False');
-    assert.deepEqual(savedTargetPorts(await getService(bed.cluster, 'web')), [8000, 8053, 8100], 'the saved original never holds a proxy port');
+    assert.deepEqual(
+      savedTargetPorts(await getService(bed.cluster, 'web')),
+      [8000, 8053, 8100],
+      'the saved original never holds a proxy port',
+    );
   });
 
   it('a renumbered port (9100 → 9102, kubectl patch --type=json) keeps working through the proxy', async () => {
-    await bed.kubectl('patch', 'svc', 'web', '--type=json', '-p', '[{"op":"replace","path":"/spec/ports/2/port","value":9102}]');
-    await waitForService(bed.cluster, 'web-forked', 'the copy follows', (found) => found?.spec?.ports?.some((port) => port.port === 9102 && port.targetPort === 8100) === true);
+    await bed.kubectl(
+      'patch',
+      'svc',
+      'web',
+      '--type=json',
+      '-p',
+      '[{"op":"replace","path":"/spec/ports/2/port","value":9102}]',
+    );
+    await waitForService(
+      bed.cluster,
+      'web-forked',
+      'the copy follows',
+      (found) => found?.spec?.ports?.some((port) => port.port === 9102 && port.targetPort === 8100) === true,
+    );
     const traffic = startTraffic(() => web, 9102, 'TCP', { maxAttempts: 20 });
     await waitFor(() => traffic.attempts.length >= 20, '20 connections to the renumbered port', 10_000);
     await traffic.stop();
@@ -110,12 +157,33 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
   });
 
   it('a targetPort the owner moves (8000 → 8001) is followed by the copies and kept', async () => {
-    await bed.kubectl('patch', 'svc', 'web', '--type=json', '-p', '[{"op":"replace","path":"/spec/ports/0/targetPort","value":8001}]');
-    await waitForService(bed.cluster, 'web-canary', 'the copy follows', (found) => found?.spec?.ports?.[0]?.targetPort === 8001);
+    await bed.kubectl(
+      'patch',
+      'svc',
+      'web',
+      '--type=json',
+      '-p',
+      '[{"op":"replace","path":"/spec/ports/0/targetPort","value":8001}]',
+    );
+    await waitForService(
+      bed.cluster,
+      'web-canary',
+      'the copy follows',
+      (found) => found?.spec?.ports?.[0]?.targetPort === 8001,
+    );
     // The selector stayed taken over: what to wait for is the saved original following the edit.
-    const service = await waitForService(bed.cluster, 'web', 'the edit saved', (found) => takenOver(found, 'web-v2') && savedTargetPorts(found)[0] === 8001);
+    const service = await waitForService(
+      bed.cluster,
+      'web',
+      'the edit saved',
+      (found) => takenOver(found, 'web-v2') && savedTargetPorts(found)[0] === 8001,
+    );
     assert.deepEqual(savedTargetPorts(service), [8001, 8053, 8100]);
-    assert.deepEqual(service?.spec?.ports?.map((port) => port.targetPort), [8001, 8053, 8100], 'kept: the proxy pod listens on 8001 now');
+    assert.deepEqual(
+      service?.spec?.ports?.map((port) => port.targetPort),
+      [8001, 8053, 8100],
+      'kept: the proxy pod listens on 8001 now',
+    );
   });
 
   it('Deprecated hands the Service back exactly as its owner left it: renumbered port, moved targetPort, and it answers', async () => {
@@ -126,7 +194,14 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
     await sleep(300);
     await traffic.stop();
     assert.deepEqual(restored?.spec?.selector, { app: 'web', version: 'v1' });
-    assert.deepEqual(restored?.spec?.ports?.map((port) => [port.name, port.port, port.targetPort]), [['http', 9000, 8001], ['dns', 9053, 8053], ['admin', 9102, 8100]]);
+    assert.deepEqual(
+      restored?.spec?.ports?.map((port) => [port.name, port.port, port.targetPort]),
+      [
+        ['http', 9000, 8001],
+        ['dns', 9053, 8053],
+        ['admin', 9102, 8100],
+      ],
+    );
     assert.deepEqual(traffic.failures(), [], 'no connection failed across the hand-back');
     for (const port of [9000, 9102]) {
       const after = startTraffic(() => web, port, 'TCP', { maxAttempts: 5 });
@@ -144,14 +219,31 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
     proxy = await startProxy(bed.cluster, 'web-v3', SECOND_BASE, { podIP: proxyPodIp });
     await waitForService(bed.cluster, 'web', 'taken over', (found) => takenOver(found, 'web-v3'));
     const traffic = startTraffic(() => web, 9000, 'TCP');
-    const held = await waitForRelease(bed.cluster, 'web-v3', 'the weight held', (found) => found?.status?.ports?.[0]?.served === 0);
+    const held = await waitForRelease(
+      bed.cluster,
+      'web-v3',
+      'the weight held',
+      (found) => found?.status?.ports?.[0]?.served === 0,
+    );
     assert.match(held?.status?.weights ?? '', /web:9000=0% \(asks 50%\)/);
     await patchRelease(bed.cluster, 'web-v3', { spec: { transition: 'Adopted' } });
-    const waiting = await waitForRelease(bed.cluster, 'web-v3', 'Adopting, waiting for a Ready canary',
-      (found) => found?.status?.phase === 'Adopting' && conditionOf(found, 'Progressing')?.reason === 'WaitingForReadyPods');
-    assert.match(conditionOf(waiting, 'Progressing')?.message ?? '', /canary selector app=web,version=v3 matches no Ready pod/);
+    const waiting = await waitForRelease(
+      bed.cluster,
+      'web-v3',
+      'Adopting, waiting for a Ready canary',
+      (found) =>
+        found?.status?.phase === 'Adopting' && conditionOf(found, 'Progressing')?.reason === 'WaitingForReadyPods',
+    );
+    assert.match(
+      conditionOf(waiting, 'Progressing')?.message ?? '',
+      /canary selector app=web,version=v3 matches no Ready pod/,
+    );
     await sleep(500);
-    assert.deepEqual(traffic.counts(), { stable: traffic.attempts.length }, 'every connection reached a Ready stable pod meanwhile');
+    assert.deepEqual(
+      traffic.counts(),
+      { stable: traffic.attempts.length },
+      'every connection reached a Ready stable pod meanwhile',
+    );
     await bed.startPod('web-v3', { app: 'web', version: 'v3' }, POD_PORTS, 'v3');
     await waitForRelease(bed.cluster, 'web-v3', 'Adopted', (found) => found?.status?.phase === 'Adopted');
     const adoptedAt = traffic.now();
@@ -164,10 +256,17 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
   });
 
   it('records every decision as an Event on the CanaryRelease', async () => {
-    const events = await bed.cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: 'involvedObject.name=web-v2' });
+    const events = await bed.cluster.core.listNamespacedEvent({
+      namespace: NAMESPACE,
+      fieldSelector: 'involvedObject.name=web-v2',
+    });
     const reasons = new Set(events.items.map((event) => event.reason));
-    for (const reason of ['Retargeted', 'DriftRepaired', 'Deprecating', 'Restored', 'Deprecated']) assert.ok(reasons.has(reason), `an Event ${reason}; got ${[...reasons].join(', ')}`);
-    const v3 = await bed.cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: 'involvedObject.name=web-v3' });
+    for (const reason of ['Retargeted', 'DriftRepaired', 'Deprecating', 'Restored', 'Deprecated'])
+      assert.ok(reasons.has(reason), `an Event ${reason}; got ${[...reasons].join(', ')}`);
+    const v3 = await bed.cluster.core.listNamespacedEvent({
+      namespace: NAMESPACE,
+      fieldSelector: 'involvedObject.name=web-v3',
+    });
     assert.ok(v3.items.some((event) => event.reason === 'WeightHeld' && event.type === 'Warning'));
     assert.ok(v3.items.some((event) => event.reason === 'WaitingForReadyPods'));
   });

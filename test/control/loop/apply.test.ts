@@ -30,13 +30,17 @@ const create = (name: string): Step => ({
 });
 
 async function serviceNames(): Promise<string[]> {
-  return (await target.core.listNamespacedService({ namespace: 'default' })).items.map((s) => s.metadata?.name ?? '').sort();
+  return (await target.core.listNamespacedService({ namespace: 'default' })).items
+    .map((s) => s.metadata?.name ?? '')
+    .sort();
 }
 
 describe('applySteps', () => {
   it('runs every step in order while writing is allowed', async () => {
     const done: string[] = [];
-    await applySteps(target, [create('a1'), create('a2'), create('a3')], (_step, written) => done.push(written.kind === 'service' ? written.name : '?'));
+    await applySteps(target, [create('a1'), create('a2'), create('a3')], (_step, written) =>
+      done.push(written.kind === 'service' ? written.name : '?'),
+    );
     assert.deepEqual(done, ['a1', 'a2', 'a3']);
   });
 
@@ -53,6 +57,9 @@ describe('applySteps', () => {
       () => leading,
     );
     assert.deepEqual(done, ['b1']);
-    assert.deepEqual((await serviceNames()).filter((name) => name.startsWith('b')), ['b1']);
+    assert.deepEqual(
+      (await serviceNames()).filter((name) => name.startsWith('b')),
+      ['b1'],
+    );
   });
 });

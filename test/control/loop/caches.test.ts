@@ -26,27 +26,52 @@ async function createReplicaSet(name: string, labels: Labels): Promise<void> {
     namespace: NAMESPACE,
     body: {
       metadata: { name, labels: { ...labels } },
-      spec: { replicas: 0, selector: { matchLabels: { ...labels } }, template: { metadata: { labels: { ...labels } }, spec: { containers: [{ name: 'app', image: 'app:1' }] } } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { ...labels } },
+        template: { metadata: { labels: { ...labels } }, spec: { containers: [{ name: 'app', image: 'app:1' }] } },
+      },
     },
   });
 }
 
-const names = (objects: readonly { metadata?: { name?: string } }[]) => objects.map((object) => object.metadata?.name ?? '').sort();
+const names = (objects: readonly { metadata?: { name?: string } }[]) =>
+  objects.map((object) => object.metadata?.name ?? '').sort();
 
 describe('ReleaseCaches', () => {
-  test('holds the pods and ReplicaSets its release can select and the proxy\'s own, not the rest of the namespace; follows a Service selector change', async (t) => {
+  test("holds the pods and ReplicaSets its release can select and the proxy's own, not the rest of the namespace; follows a Service selector change", async (t) => {
     const { core, custom, api } = cluster;
     const pods = new Pods(api.kubeConfig, NAMESPACE);
-    await core.createNamespacedService({ namespace: NAMESPACE, body: { metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } } });
+    await core.createNamespacedService({
+      namespace: NAMESPACE,
+      body: { metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } },
+    });
     await custom.createNamespacedCustomObject({
-      group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL,
-      body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'CanaryRelease', metadata: { name: RELEASE }, spec: { services: [{ service: 'web', canaryServiceOperations: { add: { track: 'canary' } }, ports: [{ port: 80, config: { weight: 10 } }] }] } },
+      group: GROUP,
+      version: VERSION,
+      namespace: NAMESPACE,
+      plural: PLURAL,
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'CanaryRelease',
+        metadata: { name: RELEASE },
+        spec: {
+          services: [
+            {
+              service: 'web',
+              canaryServiceOperations: { add: { track: 'canary' } },
+              ports: [{ port: 80, config: { weight: 10 } }],
+            },
+          ],
+        },
+      },
     });
     await pods.create({ name: 'web-1', labels: { app: 'web' } });
     await pods.create({ name: 'web-canary-1', labels: { app: 'web', track: 'canary' } });
     await pods.create({ name: 'proxy-1', labels: defaultProxySelector(RELEASE) });
     await pods.create({ name: 'shop-1', labels: { app: 'shop' } });
-    for (let i = 0; i < 20; i++) await pods.create({ name: `other-${i}`, labels: { app: `other-${i % 3}`, tier: 'web' } });
+    for (let i = 0; i < 20; i++)
+      await pods.create({ name: `other-${i}`, labels: { app: `other-${i % 3}`, tier: 'web' } });
     await pods.create({ name: 'unlabelled' });
     await createReplicaSet('web-rs', { app: 'web' });
     await createReplicaSet('shop-rs', { app: 'shop' });
@@ -54,8 +79,14 @@ describe('ReleaseCaches', () => {
 
     let changes = 0;
     const caches = new ReleaseCaches({
-      clients: makeClients(api.kubeConfig), namespace: NAMESPACE, release: RELEASE, proxySelector: defaultProxySelector(RELEASE),
-      callOptions: undefined, onChange: () => changes++, onRestarted: () => {}, log: pino({ level: 'silent' }),
+      clients: makeClients(api.kubeConfig),
+      namespace: NAMESPACE,
+      release: RELEASE,
+      proxySelector: defaultProxySelector(RELEASE),
+      callOptions: undefined,
+      onChange: () => changes++,
+      onRestarted: () => {},
+      log: pino({ level: 'silent' }),
     });
     t.after(() => caches.stop());
     await caches.synced;
@@ -69,7 +100,11 @@ describe('ReleaseCaches', () => {
       { name: 'web', namespace: NAMESPACE, body: { spec: { selector: { app: 'shop' } } } },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
-    await waitFor(() => caches.settled() && names(caches.pods()).includes('shop-1'), 'the pods watch to follow the Service selector', 5_000);
+    await waitFor(
+      () => caches.settled() && names(caches.pods()).includes('shop-1'),
+      'the pods watch to follow the Service selector',
+      5_000,
+    );
     assert.deepEqual(names(caches.pods()), ['proxy-1', 'shop-1']);
     assert.deepEqual(names(caches.replicaSets()), ['shop-rs']);
     assert.ok(changes > before, 'the switch is announced, so that a pass runs on the new pods');

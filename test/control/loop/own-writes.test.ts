@@ -9,9 +9,14 @@ function cache(services: Record<string, { rv: string; uid?: string }>, releaseRv
     deployment: () => undefined,
     service: (name) => {
       const found = services[name];
-      return found === undefined ? undefined : { metadata: { name, resourceVersion: found.rv, uid: found.uid ?? `uid-${name}` } } satisfies V1Service;
+      return found === undefined
+        ? undefined
+        : ({ metadata: { name, resourceVersion: found.rv, uid: found.uid ?? `uid-${name}` } } satisfies V1Service);
     },
-    release: () => (releaseRv === undefined ? undefined : { metadata: { name: 'rel', uid: 'u', resourceVersion: releaseRv } } satisfies CanaryRelease),
+    release: () =>
+      releaseRv === undefined
+        ? undefined
+        : ({ metadata: { name: 'rel', uid: 'u', resourceVersion: releaseRv } } satisfies CanaryRelease),
   };
 }
 
@@ -23,7 +28,11 @@ describe('own writes: the next pass waits until the caches show them', () => {
     writes.record({ kind: 'release', resourceVersion: '7' }, 100);
     assert.equal(writes.waitMs(cache({ web: { rv: '4' } }, '5'), 200), 1900, 'nothing shown yet');
     assert.equal(writes.waitMs(cache({ web: { rv: '5' } }, '6'), 300), 1800, 'the release shows only its first write');
-    assert.equal(writes.waitMs(cache({ web: { rv: '4' } }, '7'), 400), 0, 'web was seen at 5 before; the release now at 7');
+    assert.equal(
+      writes.waitMs(cache({ web: { rv: '4' } }, '7'), 400),
+      0,
+      'web was seen at 5 before; the release now at 7',
+    );
   });
 
   it('a deleted Service is shown once it is gone, or replaced by one with another uid', () => {
@@ -41,7 +50,7 @@ describe('own writes: the next pass waits until the caches show them', () => {
     assert.equal(writes.waitMs(cache({}, undefined), 10), 0);
   });
 
-  it('a write overtaken by a later one (someone else\'s) is waited for until the bound: resourceVersions are opaque', () => {
+  it("a write overtaken by a later one (someone else's) is waited for until the bound: resourceVersions are opaque", () => {
     const writes = proxyOwnWrites(2000);
     writes.record({ kind: 'service', name: 'web', resourceVersion: '5' }, 0);
     writes.record({ kind: 'release', resourceVersion: '9' }, 0);

@@ -18,8 +18,20 @@ import { applyOnFreePort, createPlane, type TestPlane } from '../../support/data
 
 const INTERVAL_MS = 500;
 const FAIL_TIMEOUT_MS = 3_000;
-const SPEC: AnalysisSpec = { minSamples: 10, failureLimit: 2, thresholds: { connectErrorRate: { max: 0.05 }, resetRate: { maxAboveStable: 0.02 } } };
-const PORT: PortStatus = { service: 'web', port: 80, protocol: 'TCP', proxyPort: 0, weight: 50, override: null, served: 50 };
+const SPEC: AnalysisSpec = {
+  minSamples: 10,
+  failureLimit: 2,
+  thresholds: { connectErrorRate: { max: 0.05 }, resetRate: { maxAboveStable: 0.02 } },
+};
+const PORT: PortStatus = {
+  service: 'web',
+  port: 80,
+  protocol: 'TCP',
+  proxyPort: 0,
+  weight: 50,
+  override: null,
+  served: 50,
+};
 
 interface Run {
   readonly statuses: AnalysisStatus[];
@@ -52,14 +64,31 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
    * `flapMs` (it refuses about half of what it is offered); with recovery probes every
    * `probeIntervalMs` (0: none, passive health as nginx's).
    */
-  async function run(name: string, ms: number, listenAfterMs: number | undefined, probeIntervalMs = 0, flapMs = 0): Promise<Run> {
+  async function run(
+    name: string,
+    ms: number,
+    listenAfterMs: number | undefined,
+    probeIntervalMs = 0,
+    flapMs = 0,
+  ): Promise<Run> {
     const canaryPort = await freePort();
     // Named as the release's listener of service `name`, port 80: the judge finds its counters by it.
     const listenerName = `${name}-80-tcp`;
-    const listener = (port: number) => ({ listeners: [{
-      name: listenerName, listen: `127.0.0.1:${port}`, maxFails: 1, failTimeoutMs: FAIL_TIMEOUT_MS, probeIntervalMs,
-      backends: [{ name: 'forked', host: '127.0.0.1', port: stable.port, weight: 50 }, { name: 'canary', host: '127.0.0.1', port: canaryPort, weight: 50 }],
-    }] });
+    const listener = (port: number) => ({
+      listeners: [
+        {
+          name: listenerName,
+          listen: `127.0.0.1:${port}`,
+          maxFails: 1,
+          failTimeoutMs: FAIL_TIMEOUT_MS,
+          probeIntervalMs,
+          backends: [
+            { name: 'forked', host: '127.0.0.1', port: stable.port, weight: 50 },
+            { name: 'canary', host: '127.0.0.1', port: canaryPort, weight: 50 },
+          ],
+        },
+      ],
+    });
     const port = await applyOnFreePort(plane, listener);
     // The baseline, before any connection, as the collector's first look.
     const baseline = snapshotCounters(plane.stats, plane.dataplane.config);
@@ -75,9 +104,14 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
         await sleep(5);
       }
     })();
-    const canaryListens = flapMs > 0 ? flap(canaryPort, flapMs, () => Date.now() - started >= ms)
-      : listenAfterMs === undefined ? undefined
-      : sleep(listenAfterMs).then(async () => servers.push(await startTcpBackend((socket) => socket.end('canary'), '127.0.0.1', canaryPort)));
+    const canaryListens =
+      flapMs > 0
+        ? flap(canaryPort, flapMs, () => Date.now() - started >= ms)
+        : listenAfterMs === undefined
+          ? undefined
+          : sleep(listenAfterMs).then(async () =>
+              servers.push(await startTcpBackend((socket) => socket.end('canary'), '127.0.0.1', canaryPort)),
+            );
     let previous = new Map<string, CounterSnapshot>([[baseline.instance, baseline]]);
     let rolledBackAt: number | undefined;
     while (Date.now() - started < ms) {
@@ -86,7 +120,14 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
       const counted = intervalCounts(previous, [snapshot]);
       previous = new Map([[snapshot.instance, snapshot]]);
       if (counted.replicas === 0) continue;
-      const evidence: Evidence = { at: new Date().toISOString(), intervalMs: INTERVAL_MS, replicas: 1, latencyBucketsMs: snapshot.latencyBucketsMs, listeners: counted.listeners, weightsMoved: counted.weightsMoved };
+      const evidence: Evidence = {
+        at: new Date().toISOString(),
+        intervalMs: INTERVAL_MS,
+        replicas: 1,
+        latencyBucketsMs: snapshot.latencyBucketsMs,
+        listeners: counted.listeners,
+        weightsMoved: counted.weightsMoved,
+      };
       statuses.push(judge(evidence, SPEC, [{ ...PORT, service: name }], statuses.at(-1)));
       if ((statuses.at(-1)?.failures ?? 0) >= 2) {
         rolledBackAt = Date.now() - started;
@@ -111,51 +152,117 @@ describe('the analysis on a live data plane: refusals taken out by passive healt
   it('a canary refusing its first connections for 1.5 s, then serving, is never a failed interval and gets its share back within one passive-health timeout', async (t) => {
     const { statuses, failed, takenOutAt, servedAt } = await run('blip', 1_500 + FAIL_TIMEOUT_MS + 2_000, 1_500);
     const errors = plane.backend('blip-80-tcp', 'canary').connectErrors.refused;
-    t.diagnostic(`${errors} refused, taken out at ${takenOutAt} ms, serving at ${servedAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}`);
+    t.diagnostic(
+      `${errors} refused, taken out at ${takenOutAt} ms, serving at ${servedAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}`,
+    );
     assert.equal(failed, 0, 'no client saw it: the proxy tried the stable side');
-    assert.ok(takenOutAt !== undefined && errors >= 1 && errors <= 3, 'passive health took it out at the first refusal (and a recovery probe, maybe)');
-    assert.ok(statuses.some((status) => status.samples > 0), 'the canary\'s counts were judged');
-    assert.deepEqual(statuses.filter((status) => status.verdict === 'Failed').map((status) => status.message), [], 'no interval failed');
-    assert.ok(servedAt !== undefined && servedAt - takenOutAt <= FAIL_TIMEOUT_MS + 1_000, 'its share back within one passive-health timeout');
-    assert.ok(statuses.every((status) => !status.signals.some((signal) => signal.name === 'canaryShare')), 'its share judged only while it was eligible');
+    assert.ok(
+      takenOutAt !== undefined && errors >= 1 && errors <= 3,
+      'passive health took it out at the first refusal (and a recovery probe, maybe)',
+    );
+    assert.ok(
+      statuses.some((status) => status.samples > 0),
+      "the canary's counts were judged",
+    );
+    assert.deepEqual(
+      statuses.filter((status) => status.verdict === 'Failed').map((status) => status.message),
+      [],
+      'no interval failed',
+    );
+    assert.ok(
+      servedAt !== undefined && servedAt - takenOutAt <= FAIL_TIMEOUT_MS + 1_000,
+      'its share back within one passive-health timeout',
+    );
+    assert.ok(
+      statuses.every((status) => !status.signals.some((signal) => signal.name === 'canaryShare')),
+      'its share judged only while it was eligible',
+    );
   });
 
   it('a dead canary (every connection refused, recovery probes too) is rolled back within failureLimit × interval plus one passive-health timeout', async (t) => {
     const { statuses, takenOutAt, rolledBackAt } = await run('dead', 2 * FAIL_TIMEOUT_MS + 3_000, undefined);
-    t.diagnostic(`taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}; ${statuses.at(-1)?.message}`);
+    t.diagnostic(
+      `taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}; ${statuses.at(-1)?.message}`,
+    );
     assert.ok(takenOutAt !== undefined && rolledBackAt !== undefined, 'taken out, and rolled back');
     // The take-out, one passive-health timeout, the refused probe's interval and failureLimit − 1 more, and an interval's slack.
-    assert.ok(rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500, `within failureLimit × interval + one passive-health timeout: ${rolledBackAt - takenOutAt} ms`);
+    assert.ok(
+      rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500,
+      `within failureLimit × interval + one passive-health timeout: ${rolledBackAt - takenOutAt} ms`,
+    );
     // Every connection its weight offered it from the take-out on counts, and is said to.
-    assert.match(statuses.at(-1)!.message, /connectErrorRate: canary (\d+) of \1 \(\d+ of them while passive health held it out\), stable 0 of/);
+    assert.match(
+      statuses.at(-1)!.message,
+      /connectErrorRate: canary (\d+) of \1 \(\d+ of them while passive health held it out\), stable 0 of/,
+    );
   });
 
-  describe('with recovery probes (probeIntervalMs, as a release\'s listeners have them): what passive health kept from a canary still failing counts against it', () => {
+  describe("with recovery probes (probeIntervalMs, as a release's listeners have them): what passive health kept from a canary still failing counts against it", () => {
     const PROBE_MS = 1_000;
 
     it('the 1.5 s blip is never a failed interval (its failed probe held back, then cleared), and serves again within a probe interval', async (t) => {
-      const { statuses, failed, takenOutAt, servedAt } = await run('blip-probed', 1_500 + FAIL_TIMEOUT_MS + 2_000, 1_500, PROBE_MS);
+      const { statuses, failed, takenOutAt, servedAt } = await run(
+        'blip-probed',
+        1_500 + FAIL_TIMEOUT_MS + 2_000,
+        1_500,
+        PROBE_MS,
+      );
       const probes = plane.backend('blip-probed-80-tcp', 'canary').probes;
-      t.diagnostic(`taken out at ${takenOutAt} ms, serving at ${servedAt} ms; probes ${JSON.stringify(probes)}; verdicts ${statuses.map((status) => status.verdict[0]).join('')}`);
+      t.diagnostic(
+        `taken out at ${takenOutAt} ms, serving at ${servedAt} ms; probes ${JSON.stringify(probes)}; verdicts ${statuses.map((status) => status.verdict[0]).join('')}`,
+      );
       assert.equal(failed, 0, 'no client saw it');
       assert.ok(probes.failed >= 1 && probes.ok === 1, 'a probe found it still refusing, the next one serving');
-      assert.deepEqual(statuses.filter((status) => status.verdict === 'Failed').map((status) => status.message), [], 'no interval failed');
-      assert.ok(servedAt !== undefined && takenOutAt !== undefined && servedAt - takenOutAt <= 1_500 + PROBE_MS + 500, 'back once a probe finds it listening, not after failTimeoutMs');
+      assert.deepEqual(
+        statuses.filter((status) => status.verdict === 'Failed').map((status) => status.message),
+        [],
+        'no interval failed',
+      );
+      assert.ok(
+        servedAt !== undefined && takenOutAt !== undefined && servedAt - takenOutAt <= 1_500 + PROBE_MS + 500,
+        'back once a probe finds it listening, not after failTimeoutMs',
+      );
     });
 
     it('a dead canary is rolled back within failureLimit × interval plus one passive-health timeout, the attempts kept from it counted', async (t) => {
-      const { statuses, takenOutAt, rolledBackAt } = await run('dead-probed', 2 * FAIL_TIMEOUT_MS + 3_000, undefined, PROBE_MS);
+      const { statuses, takenOutAt, rolledBackAt } = await run(
+        'dead-probed',
+        2 * FAIL_TIMEOUT_MS + 3_000,
+        undefined,
+        PROBE_MS,
+      );
       t.diagnostic(`taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; ${statuses.at(-1)?.message}`);
-      assert.ok(takenOutAt !== undefined && rolledBackAt !== undefined && rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500, `${rolledBackAt! - takenOutAt!} ms`);
-      assert.match(statuses.at(-1)!.message, /connectErrorRate: canary (\d+) of \1 \(\d+ of them while passive health held it out\), stable 0 of/);
+      assert.ok(
+        takenOutAt !== undefined &&
+          rolledBackAt !== undefined &&
+          rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500,
+        `${rolledBackAt! - takenOutAt!} ms`,
+      );
+      assert.match(
+        statuses.at(-1)!.message,
+        /connectErrorRate: canary (\d+) of \1 \(\d+ of them while passive health held it out\), stable 0 of/,
+      );
     });
 
     // Listening 50 ms at a time: fewer connections than end a failing episode (10 in a row) reach it
     // in one stretch, as with a canary refusing half at random; one serving long stretches is a blip each time.
     it('a canary refusing about half of what it is offered is rolled back within failureLimit × interval plus one failTimeout', async (t) => {
-      const { statuses, takenOutAt, rolledBackAt } = await run('flapping', 2 * FAIL_TIMEOUT_MS + 3_000, undefined, PROBE_MS, 50);
-      t.diagnostic(`taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}; ${statuses.at(-1)?.message}`);
-      assert.ok(takenOutAt !== undefined && rolledBackAt !== undefined && rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500, `${rolledBackAt! - takenOutAt!} ms`);
+      const { statuses, takenOutAt, rolledBackAt } = await run(
+        'flapping',
+        2 * FAIL_TIMEOUT_MS + 3_000,
+        undefined,
+        PROBE_MS,
+        50,
+      );
+      t.diagnostic(
+        `taken out at ${takenOutAt} ms, rolled back at ${rolledBackAt} ms; verdicts ${statuses.map((status) => status.verdict[0]).join('')}; ${statuses.at(-1)?.message}`,
+      );
+      assert.ok(
+        takenOutAt !== undefined &&
+          rolledBackAt !== undefined &&
+          rolledBackAt - takenOutAt <= FAIL_TIMEOUT_MS + 3 * INTERVAL_MS + 500,
+        `${rolledBackAt! - takenOutAt!} ms`,
+      );
       // On the offers passive health kept from it, or sooner, on what it served.
       assert.match(statuses.at(-1)!.message, /connectErrorRate: canary \d+ of \d+/);
     });

@@ -20,7 +20,8 @@ export function templateHash(deployment: V1Deployment): string {
 /** A Deployment `name` of `replicas` pods labelled `labels`, running `image`. */
 export function deployment(name: string, labels: Labels, replicas = 2, image = 'example/web:1'): V1Deployment {
   return {
-    apiVersion: 'apps/v1', kind: 'Deployment',
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
     metadata: { name, namespace: 'ns', uid: `uid-deploy-${name}`, resourceVersion: '1', generation: 1 },
     spec: {
       replicas,
@@ -39,15 +40,35 @@ export function rollOut(world: DeploymentWorld, live: V1Deployment): void {
   const rsName = `${name}-${hash}`;
   world.deployments.set(name, {
     ...live,
-    status: { observedGeneration: live.metadata?.generation, replicas, updatedReplicas: replicas, readyReplicas: replicas, availableReplicas: replicas },
+    status: {
+      observedGeneration: live.metadata?.generation,
+      replicas,
+      updatedReplicas: replicas,
+      readyReplicas: replicas,
+      availableReplicas: replicas,
+    },
   });
   const owned = (item: V1ReplicaSet) => item.metadata?.ownerReferences?.some((owner) => owner.uid === uid) === true;
-  world.replicaSets = world.replicaSets.map((item) => (owned(item) && item.metadata?.name !== rsName ? { ...item, spec: { ...item.spec, replicas: 0 } as V1ReplicaSet['spec'] } : item));
+  world.replicaSets = world.replicaSets.map((item) =>
+    owned(item) && item.metadata?.name !== rsName
+      ? { ...item, spec: { ...item.spec, replicas: 0 } as V1ReplicaSet['spec'] }
+      : item,
+  );
   const labels = { ...live.spec?.template?.metadata?.labels, [LABEL_TEMPLATE_HASH]: hash };
   if (!world.replicaSets.some((item) => item.metadata?.name === rsName)) {
     world.replicaSets.push({
-      metadata: { name: rsName, namespace: 'ns', uid: `uid-rs-${rsName}`, labels, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name, uid: uid ?? '', controller: true }] },
-      spec: { replicas, selector: { matchLabels: { ...live.spec?.selector?.matchLabels, [LABEL_TEMPLATE_HASH]: hash } }, template: { ...live.spec?.template, metadata: { ...live.spec?.template?.metadata, labels } } },
+      metadata: {
+        name: rsName,
+        namespace: 'ns',
+        uid: `uid-rs-${rsName}`,
+        labels,
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name, uid: uid ?? '', controller: true }],
+      },
+      spec: {
+        replicas,
+        selector: { matchLabels: { ...live.spec?.selector?.matchLabels, [LABEL_TEMPLATE_HASH]: hash } },
+        template: { ...live.spec?.template, metadata: { ...live.spec?.template?.metadata, labels } },
+      },
     });
   }
   const ownPods = new Set(world.replicaSets.filter(owned).map((item) => item.metadata?.name));
@@ -64,7 +85,11 @@ export function rollOut(world: DeploymentWorld, live: V1Deployment): void {
 export function removeDeployment(world: DeploymentWorld, name: string): void {
   const uid = world.deployments.get(name)?.metadata?.uid;
   world.deployments.delete(name);
-  const gone = new Set(world.replicaSets.filter((item) => item.metadata?.ownerReferences?.some((owner) => owner.uid === uid)).map((item) => item.metadata?.name));
+  const gone = new Set(
+    world.replicaSets
+      .filter((item) => item.metadata?.ownerReferences?.some((owner) => owner.uid === uid))
+      .map((item) => item.metadata?.name),
+  );
   world.replicaSets = world.replicaSets.filter((item) => !gone.has(item.metadata?.name));
   world.pods = world.pods.filter((item) => !gone.has(item.metadata?.labels?.['test/replicaset'] ?? ''));
 }

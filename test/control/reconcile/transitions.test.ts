@@ -3,11 +3,33 @@ import { describe, it } from 'node:test';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import type { Transition } from '../../../src/api/spec-types.ts';
-import { applyStep, assertCrashSafe, clone, conditionOf, converge, options, PROXY, reasons, run, service, takenOverByOldProxy, webWorld, WEB_SPEC, type World } from './world.ts';
+import {
+  applyStep,
+  assertCrashSafe,
+  clone,
+  conditionOf,
+  converge,
+  options,
+  PROXY,
+  reasons,
+  run,
+  service,
+  takenOverByOldProxy,
+  webWorld,
+  WEB_SPEC,
+  type World,
+} from './world.ts';
 
-const original = () => service('web', { app: 'web', version: 'v1' }, [
-  { name: 'http', port: 80, targetPort: 8000 }, { name: 'https', port: 443, targetPort: 'https', nodePort: 30443 },
-], { type: 'NodePort' });
+const original = () =>
+  service(
+    'web',
+    { app: 'web', version: 'v1' },
+    [
+      { name: 'http', port: 80, targetPort: 8000 },
+      { name: 'https', port: 443, targetPort: 'https', nodePort: 30443 },
+    ],
+    { type: 'NodePort' },
+  );
 
 function running(): World {
   return converge(webWorld(WEB_SPEC, [original()])).world;
@@ -20,10 +42,13 @@ function withRelease(world: World, change: (release: CanaryRelease) => CanaryRel
   return next;
 }
 
-const requesting = (transition: Transition) => (release: CanaryRelease): CanaryRelease =>
-  ({ ...release, spec: { ...release.spec, transition } });
-const deleting = (release: CanaryRelease): CanaryRelease =>
-  ({ ...release, metadata: { ...release.metadata, deletionTimestamp: '2025-01-01T00:00:00Z' } });
+const requesting =
+  (transition: Transition) =>
+  (release: CanaryRelease): CanaryRelease => ({ ...release, spec: { ...release.spec, transition } });
+const deleting = (release: CanaryRelease): CanaryRelease => ({
+  ...release,
+  metadata: { ...release.metadata, deletionTimestamp: '2025-01-01T00:00:00Z' },
+});
 
 function assertNoCopies(world: World): void {
   assert.deepEqual([...world.services.keys()], ['web']);
@@ -31,33 +56,72 @@ function assertNoCopies(world: World): void {
 
 describe('transitions', () => {
   it('an invalid release is not adopted (it asks for what is refused), but may still be rolled back; a lower-case transition is refused by name', () => {
-    const broken = (release: CanaryRelease): CanaryRelease => ({ ...release, spec: { ...release.spec, steps: [{ weight: 10 }], promotedStep: 5 } });
+    const broken = (release: CanaryRelease): CanaryRelease => ({
+      ...release,
+      spec: { ...release.spec, steps: [{ weight: 10 }], promotedStep: 5 },
+    });
     const adopt = run(withRelease(running(), (release) => requesting('Adopted')(broken(release))));
     assert.equal(adopt.status.phase, 'Holding');
     assert.equal(adopt.status.transition, null);
     assert.match(conditionOf(adopt, 'Failure').message, /spec.promotedStep: 5 is past the last step/);
-    assert.deepEqual(reasons(adopt).filter((reason) => reason !== 'updateStatus'), [], 'nothing is written but the status');
+    assert.deepEqual(
+      reasons(adopt).filter((reason) => reason !== 'updateStatus'),
+      [],
+      'nothing is written but the status',
+    );
     const rollback = run(withRelease(running(), (release) => requesting('Deprecated')(broken(release))));
-    assert.equal(rollback.status.transition?.type, 'Deprecated', 'a rollback hands the Services back whatever else the spec says');
+    assert.equal(
+      rollback.status.transition?.type,
+      'Deprecated',
+      'a rollback hands the Services back whatever else the spec says',
+    );
     const lower = run(withRelease(running(), requesting('adopted' as Transition)));
     assert.equal(lower.status.phase, 'Holding');
-    assert.match(conditionOf(lower, 'Failure').message, /spec.transition: "adopted" is not a transition; write Adopted \(capitalised\)/);
+    assert.match(
+      conditionOf(lower, 'Failure').message,
+      /spec.transition: "adopted" is not a transition; write Adopted \(capitalised\)/,
+    );
   });
 
   it('a second transition is ignored, and said in Progressing and as an ignored decision (an Event)', () => {
     const adopting = run(withRelease(running(), requesting('Adopted')));
-    const recorded = withRelease(running(), (release) => ({ ...requesting('Deprecated')(release), status: { ...release.status, transition: adopting.status.transition } }));
+    const recorded = withRelease(running(), (release) => ({
+      ...requesting('Deprecated')(release),
+      status: { ...release.status, transition: adopting.status.transition },
+    }));
     const second = run(recorded);
     assert.equal(second.status.transition?.type, 'Adopted');
-    assert.match(conditionOf(second, 'Progressing').message, /spec.transition "Deprecated" is ignored: the transition Adopted \(Requested\) was recorded first and wins/);
-    assert.deepEqual(second.ignored?.map((item) => item.reason), ['TransitionIgnored']);
-    assert.equal(run(withRelease(running(), (release) => ({ ...requesting('Adopted')(release), status: { ...release.status, transition: adopting.status.transition } }))).ignored, undefined, 'the same one again is no news');
+    assert.match(
+      conditionOf(second, 'Progressing').message,
+      /spec.transition "Deprecated" is ignored: the transition Adopted \(Requested\) was recorded first and wins/,
+    );
+    assert.deepEqual(
+      second.ignored?.map((item) => item.reason),
+      ['TransitionIgnored'],
+    );
+    assert.equal(
+      run(
+        withRelease(running(), (release) => ({
+          ...requesting('Adopted')(release),
+          status: { ...release.status, transition: adopting.status.transition },
+        })),
+      ).ignored,
+      undefined,
+      'the same one again is no news',
+    );
   });
 
   it('Adopted: the canary selector, the original targetPorts and nodePorts, in one patch; then the copies and finalizer go', () => {
     const first = run(withRelease(running(), requesting('Adopted')));
     assert.equal(first.mode, 'transition');
-    assert.deepEqual(reasons(first), ['recordTransition', 'adopt web', 'deleteCopy web-forked', 'deleteCopy web-canary', 'updateStatus', 'removeFinalizer']);
+    assert.deepEqual(reasons(first), [
+      'recordTransition',
+      'adopt web',
+      'deleteCopy web-forked',
+      'deleteCopy web-canary',
+      'updateStatus',
+      'removeFinalizer',
+    ]);
     const end = assertCrashSafe(withRelease(running(), requesting('Adopted'))).world;
     assertNoCopies(end);
     const web = end.services.get('web');
@@ -81,7 +145,11 @@ describe('transitions', () => {
   it('deleted CanaryRelease: restores first (finalizer), then lets go', () => {
     const start = withRelease(running(), deleting);
     const first = run(start);
-    assert.deepEqual(first.status.transition, { type: 'Deprecated', reason: 'ReleaseDeleted', message: 'the CanaryRelease is being deleted' });
+    assert.deepEqual(first.status.transition, {
+      type: 'Deprecated',
+      reason: 'ReleaseDeleted',
+      message: 'the CanaryRelease is being deleted',
+    });
     const end = assertCrashSafe(start).world;
     assert.equal(end.release, undefined);
     assert.deepEqual(end.services.get('web')?.spec, original().spec);
@@ -91,12 +159,19 @@ describe('transitions', () => {
   it('listeners stay while an original still targets them, and drain once it is handed back', () => {
     const world = withRelease(running(), requesting('Deprecated'));
     const first = run(world);
-    assert.deepEqual(first.l4Config.listeners.map((listener) => listener.listen.port), [8080, 8081]);
+    assert.deepEqual(
+      first.l4Config.listeners.map((listener) => listener.listen.port),
+      [8080, 8081],
+    );
     for (const step of first.steps) applyStep(world, step);
     assert.deepEqual(run(world).l4Config.listeners, []);
   });
 
-  for (const [name, change] of [['Adopted', requesting('Adopted')], ['Deprecated', requesting('Deprecated')], ['deletion', deleting]] as const) {
+  for (const [name, change] of [
+    ['Adopted', requesting('Adopted')],
+    ['Deprecated', requesting('Deprecated')],
+    ['deletion', deleting],
+  ] as const) {
     it(`${name} from every intermediate state of the rollout`, () => {
       const rollout = converge(webWorld(WEB_SPEC, [original()]));
       for (let k = 0; k <= rollout.steps.length; k += 1) {
@@ -106,7 +181,11 @@ describe('transitions', () => {
         const web = end.services.get('web');
         assert.equal(web?.metadata?.annotations?.[ANNOTATION_ORIGINAL], undefined, `after ${k} steps`);
         assert.deepEqual(web?.spec?.ports, original().spec?.ports, `after ${k} steps`);
-        assert.deepEqual(web?.spec?.selector, name === 'Adopted' ? { app: 'web', version: 'v2' } : { app: 'web', version: 'v1' }, `after ${k} steps`);
+        assert.deepEqual(
+          web?.spec?.selector,
+          name === 'Adopted' ? { app: 'web', version: 'v2' } : { app: 'web', version: 'v1' },
+          `after ${k} steps`,
+        );
       }
     });
   }
@@ -155,7 +234,11 @@ describe('transitions', () => {
     assert.equal(conditionOf(last, 'Failure').reason, 'CannotRestore');
     assert.match(conditionOf(last, 'Failure').message, /Service web selects the proxy but its saved original is gone/);
     assert.ok(stuck.services.has('web-forked') && stuck.services.has('web-canary'), 'copies kept');
-    assert.deepEqual(last.l4Config.listeners.map((listener) => listener.listen.port), [8080, 8081], 'still served');
+    assert.deepEqual(
+      last.l4Config.listeners.map((listener) => listener.listen.port),
+      [8080, 8081],
+      'still served',
+    );
     const fixed = structuredClone(stuck.services.get('web')!);
     fixed.spec = original().spec;
     stuck.services.set('web', fixed);

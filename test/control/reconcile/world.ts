@@ -45,12 +45,20 @@ export function options(overrides: Partial<ReconcileOptions> = {}): ReconcileOpt
   return { proxySelector: PROXY, portBase: 8080, weightOverrides: [], handBackGraceMs: 0, now: NOW, ...overrides };
 }
 
-export function service(name: string, selector: Labels, ports: V1ServicePort[], extra: { type?: string; clusterIP?: string } = {}): V1Service {
+export function service(
+  name: string,
+  selector: Labels,
+  ports: V1ServicePort[],
+  extra: { type?: string; clusterIP?: string } = {},
+): V1Service {
   return {
-    apiVersion: 'v1', kind: 'Service',
+    apiVersion: 'v1',
+    kind: 'Service',
     metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '1' },
     spec: {
-      type: extra.type ?? 'ClusterIP', clusterIP: extra.clusterIP ?? `10.0.0.${name.length}`, selector: { ...selector },
+      type: extra.type ?? 'ClusterIP',
+      clusterIP: extra.clusterIP ?? `10.0.0.${name.length}`,
+      selector: { ...selector },
       ports: ports.map((port) => ({ protocol: 'TCP', targetPort: port.port, ...port })),
     },
   };
@@ -58,27 +66,46 @@ export function service(name: string, selector: Labels, ports: V1ServicePort[], 
 
 /** A Running pod, Ready unless told otherwise (an endpoint, as the endpoints controller decides). */
 export function pod(name: string, labels: Labels, ready = true): V1Pod {
-  return { metadata: { name, labels: { ...labels } }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] } };
+  return {
+    metadata: { name, labels: { ...labels } },
+    status: { phase: 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] },
+  };
 }
 
 export function release(spec: CanaryReleaseSpec, extra: Partial<CanaryRelease['metadata']> = {}): CanaryRelease {
-  return { apiVersion: 'canary-l4.io/v1alpha1', kind: 'CanaryRelease', metadata: { name: RELEASE, namespace: 'ns', uid: 'uid-rel', generation: 1, ...extra }, spec };
+  return {
+    apiVersion: 'canary-l4.io/v1alpha1',
+    kind: 'CanaryRelease',
+    metadata: { name: RELEASE, namespace: 'ns', uid: 'uid-rel', generation: 1, ...extra },
+    spec,
+  };
 }
 
 /** web: selects app=web,version=v1 on port 80; canary pods carry version=v2. */
 export const WEB_SPEC: CanaryReleaseSpec = {
-  services: [{
-    service: 'web',
-    canaryServiceOperations: { add: { version: 'v2' } },
-    ports: [{ port: 80, protocol: 'TCP', config: { weight: 10 } }],
-  }],
+  services: [
+    {
+      service: 'web',
+      canaryServiceOperations: { add: { version: 'v2' } },
+      ports: [{ port: 80, protocol: 'TCP', config: { weight: 10 } }],
+    },
+  ],
 };
 
-export function webWorld(spec: CanaryReleaseSpec = WEB_SPEC, services: V1Service[] = [service('web', { app: 'web', version: 'v1' }, [{ name: 'http', port: 80, targetPort: 8000 }])]): World {
+export function webWorld(
+  spec: CanaryReleaseSpec = WEB_SPEC,
+  services: V1Service[] = [
+    service('web', { app: 'web', version: 'v1' }, [{ name: 'http', port: 80, targetPort: 8000 }]),
+  ],
+): World {
   return {
     release: release(spec),
     services: new Map(services.map((item) => [item.metadata?.name ?? '', item])),
-    pods: [pod('web-v1-a', { app: 'web', version: 'v1' }), pod('web-v2-a', { app: 'web', version: 'v2' }), pod('proxy-a', PROXY)],
+    pods: [
+      pod('web-v1-a', { app: 'web', version: 'v1' }),
+      pod('web-v2-a', { app: 'web', version: 'v2' }),
+      pod('proxy-a', PROXY),
+    ],
     deployments: new Map(),
     replicaSets: [],
     listening: new Set(),
@@ -92,8 +119,18 @@ export function clone(world: World): World {
 
 export function run(world: World, opts: ReconcileOptions = options()): Desired {
   assert.ok(world.release, 'the release is gone');
-  return reconcile({ release: world.release, services: world.services, pods: world.pods, listening: world.listening,
-    deployments: world.deployments, replicaSets: world.replicaSets, ...(world.evidence === undefined ? {} : { evidence: world.evidence }) }, opts);
+  return reconcile(
+    {
+      release: world.release,
+      services: world.services,
+      pods: world.pods,
+      listening: world.listening,
+      deployments: world.deployments,
+      replicaSets: world.replicaSets,
+      ...(world.evidence === undefined ? {} : { evidence: world.evidence }),
+    },
+    opts,
+  );
 }
 
 /** The data plane: every listener of the config listens and is ready at once. */
@@ -115,20 +152,28 @@ export function applyStep(world: World, step: Step): void {
           if (item.metadata?.ownerReferences?.some((owner) => owner.uid === metadata.uid)) world.services.delete(name);
         }
         for (const [name, item] of world.deployments) {
-          if (item.metadata?.ownerReferences?.some((owner) => owner.uid === metadata.uid)) removeDeployment(world, name);
+          if (item.metadata?.ownerReferences?.some((owner) => owner.uid === metadata.uid))
+            removeDeployment(world, name);
         }
       }
       return;
     }
     case 'writeStatus':
       // As the apiserver applies it: a merge patch, in which a null deletes its key.
-      world.release = { ...release, status: applyMergePatch(release.status ?? {}, step.status) as CanaryRelease['status'] };
+      world.release = {
+        ...release,
+        status: applyMergePatch(release.status ?? {}, step.status) as CanaryRelease['status'],
+      };
       return;
     case 'createService': {
       const name = step.service.metadata?.name ?? '';
       assert.ok(!world.services.has(name), `create ${name}: AlreadyExists`);
       const created = structuredClone(step.service);
-      created.metadata = { ...created.metadata, uid: `uid-${name}-${world.counter}`, resourceVersion: String(world.counter) };
+      created.metadata = {
+        ...created.metadata,
+        uid: `uid-${name}-${world.counter}`,
+        resourceVersion: String(world.counter),
+      };
       created.spec = { ...created.spec, clusterIP: `10.96.0.${world.counter % 250}` };
       world.services.set(name, created);
       return;
@@ -141,23 +186,54 @@ export function applyStep(world: World, step: Step): void {
     case 'createDeployment': {
       const name = step.deployment.metadata?.name ?? '';
       assert.ok(!world.deployments.has(name), `create ${name}: AlreadyExists`);
-      rollOut(world, { ...structuredClone(step.deployment), metadata: { ...structuredClone(step.deployment.metadata), uid: `uid-${name}-${world.counter}`, resourceVersion: String(world.counter), generation: 1 } });
+      rollOut(world, {
+        ...structuredClone(step.deployment),
+        metadata: {
+          ...structuredClone(step.deployment.metadata),
+          uid: `uid-${name}-${world.counter}`,
+          resourceVersion: String(world.counter),
+          generation: 1,
+        },
+      });
       return;
     }
     case 'replaceDeployment': {
       const name = step.deployment.metadata?.name ?? '';
       const existing = world.deployments.get(name);
       assert.ok(existing, `replace ${name}: NotFound`);
-      assert.equal(step.deployment.metadata?.resourceVersion, existing.metadata?.resourceVersion, `replace ${name}: Conflict`);
-      rollOut(world, { ...structuredClone(step.deployment), metadata: { ...existing.metadata, ...structuredClone(step.deployment.metadata), resourceVersion: String(world.counter), generation: (existing.metadata?.generation ?? 1) + 1 } });
+      assert.equal(
+        step.deployment.metadata?.resourceVersion,
+        existing.metadata?.resourceVersion,
+        `replace ${name}: Conflict`,
+      );
+      rollOut(world, {
+        ...structuredClone(step.deployment),
+        metadata: {
+          ...existing.metadata,
+          ...structuredClone(step.deployment.metadata),
+          resourceVersion: String(world.counter),
+          generation: (existing.metadata?.generation ?? 1) + 1,
+        },
+      });
       return;
     }
     case 'patchDeployment': {
       const existing = world.deployments.get(step.name);
       assert.ok(existing, `patch ${step.name}: NotFound`);
-      const template = patchTemplate(existing.spec?.template ?? {}, (step.patch as { spec?: { template?: unknown } }).spec?.template ?? {});
+      const template = patchTemplate(
+        existing.spec?.template ?? {},
+        (step.patch as { spec?: { template?: unknown } }).spec?.template ?? {},
+      );
       if (JSON.stringify(template) === JSON.stringify(existing.spec?.template)) return; // a no-op patch keeps the generation
-      rollOut(world, { ...existing, metadata: { ...existing.metadata, resourceVersion: String(world.counter), generation: (existing.metadata?.generation ?? 1) + 1 }, spec: { ...existing.spec!, template } });
+      rollOut(world, {
+        ...existing,
+        metadata: {
+          ...existing.metadata,
+          resourceVersion: String(world.counter),
+          generation: (existing.metadata?.generation ?? 1) + 1,
+        },
+        spec: { ...existing.spec!, template },
+      });
       return;
     }
     case 'deleteDeployment': {
@@ -168,7 +244,10 @@ export function applyStep(world: World, step: Step): void {
       const existing = world.services.get(step.name);
       assert.ok(existing, `patch ${step.name}: NotFound`);
       const precondition = step.patch.metadata.resourceVersion;
-      assert.ok(precondition === undefined || precondition === existing.metadata?.resourceVersion, `patch ${step.name}: Conflict`);
+      assert.ok(
+        precondition === undefined || precondition === existing.metadata?.resourceVersion,
+        `patch ${step.name}: Conflict`,
+      );
       const patched = applyMergePatch(existing, step.patch) as V1Service;
       patched.metadata = { ...patched.metadata, resourceVersion: String(world.counter) };
       world.services.set(step.name, patched);
@@ -181,9 +260,20 @@ export function applyStep(world: World, step: Step): void {
 export function relabelProxyPods(world: World): void {
   const takeover = world.release?.status?.takeover;
   const labels = takeover === undefined ? {} : takeoverLabels(takeover);
-  const ports = (takeover?.namedPorts ?? []).map(({ name, containerPort, protocol }) => ({ name, containerPort, protocol }));
-  world.pods = world.pods.map((item) => (selectorMatches(PROXY, item.metadata?.labels)
-    ? { ...item, metadata: { ...item.metadata, labels: { ...labels, ...PROXY } }, spec: { containers: [{ name: 'proxy', ports }] } } : item));
+  const ports = (takeover?.namedPorts ?? []).map(({ name, containerPort, protocol }) => ({
+    name,
+    containerPort,
+    protocol,
+  }));
+  world.pods = world.pods.map((item) =>
+    selectorMatches(PROXY, item.metadata?.labels)
+      ? {
+          ...item,
+          metadata: { ...item.metadata, labels: { ...labels, ...PROXY } },
+          spec: { containers: [{ name: 'proxy', ports }] },
+        }
+      : item,
+  );
 }
 
 /** Why an original Service does not serve, or undefined when it does. */
@@ -191,13 +281,16 @@ function notServing(world: World, name: string, item: V1Service): string | undef
   const selector = item.spec?.selector ?? {};
   if (Object.keys(selector).length === 0) return `Service ${name} selects nothing`;
   const proxyKeys = Object.keys(PROXY).filter((key) => key in selector);
-  if (proxyKeys.length > 0 && !selectorsEqual(selector, PROXY)) return `Service ${name} has a mixed selector ${JSON.stringify(selector)}`;
+  if (proxyKeys.length > 0 && !selectorsEqual(selector, PROXY))
+    return `Service ${name} has a mixed selector ${JSON.stringify(selector)}`;
   if (!selectsProxy(item, RELEASE, PROXY)) return undefined;
-  if (!world.pods.some((candidate) => selectorMatches(selector, candidate.metadata?.labels))) return `Service ${name} is taken over but no proxy pod carries ${JSON.stringify(selector)}`;
+  if (!world.pods.some((candidate) => selectorMatches(selector, candidate.metadata?.labels)))
+    return `Service ${name} is taken over but no proxy pod carries ${JSON.stringify(selector)}`;
   const named = world.release?.status?.takeover?.namedPorts ?? [];
   const silent = (item.spec?.ports ?? []).find((port) => {
     const target = port.targetPort ?? port.port;
-    const number = typeof target === 'number' ? target : named.find((candidate) => candidate.name === target)?.containerPort;
+    const number =
+      typeof target === 'number' ? target : named.find((candidate) => candidate.name === target)?.containerPort;
     return number === undefined || !world.listening.has(number);
   });
   return silent === undefined ? undefined : `Service ${name} targets ${silent.targetPort}, where nothing listens`;
@@ -235,7 +328,11 @@ export function assertStatusConsistent(status: CanaryReleaseStatus): void {
     assert.equal(of('Failure'), 'False', `Ready while failing: ${context}`);
     assert.equal(of('Progressing'), 'False', `Ready while progressing: ${context}`);
   }
-  assert.equal(of('Archived') === 'True', status.phase === 'Adopted' || status.phase === 'Deprecated', `Archived vs phase ${status.phase}: ${context}`);
+  assert.equal(
+    of('Archived') === 'True',
+    status.phase === 'Adopted' || status.phase === 'Deprecated',
+    `Archived vs phase ${status.phase}: ${context}`,
+  );
   assert.equal(status.weights, formatWeights(status.ports), 'the WEIGHTS column names every port');
 }
 
@@ -247,10 +344,19 @@ export function assertStatusConsistent(status: CanaryReleaseStatus): void {
  * after that many steps in total, as a crashed proxy would: the rest of its pass is lost and the
  * restarted process listens on nothing until its first reconcile.
  */
-export function converge(start: World, opts: ReconcileOptions = options(), crashAfter = Infinity, checkServed = true): Converged {
+export function converge(
+  start: World,
+  opts: ReconcileOptions = options(),
+  crashAfter = Infinity,
+  checkServed = true,
+): Converged {
   const world = clone(start);
   const steps: Step[] = [];
-  const brokenByOthers = new Set(originals(world).filter(([name, item]) => notServing(world, name, item) !== undefined).map(([name]) => name));
+  const brokenByOthers = new Set(
+    originals(world)
+      .filter(([name, item]) => notServing(world, name, item) !== undefined)
+      .map(([name]) => name),
+  );
   for (let pass = 0; pass < 30; pass += 1) {
     if (world.release === undefined) return { world, last: undefined, steps };
     const desired = run(world, opts);
@@ -258,7 +364,8 @@ export function converge(start: World, opts: ReconcileOptions = options(), crash
     const listenedBefore = [...world.listening].join();
     listen(world, desired);
     // The controller reconciles again when the data plane starts or stops listening somewhere.
-    if (desired.steps.length === 0 && [...world.listening].join() === listenedBefore) return { world, last: desired, steps };
+    if (desired.steps.length === 0 && [...world.listening].join() === listenedBefore)
+      return { world, last: desired, steps };
     for (const step of desired.steps) {
       if (steps.length >= crashAfter) {
         world.listening = new Set();
@@ -284,23 +391,43 @@ export function takenOverByOldProxy(running: World, name: string): World {
   const parsed = parseSaved(live.metadata?.annotations?.[ANNOTATION_ORIGINAL] ?? '');
   assert.ok(parsed.ok, 'a saved original');
   const { takeover: _values, ...saved } = parsed.saved;
-  const proxyPortOf = (port: V1ServicePort) => world.release?.status?.ports?.find((item) => item.service === name && item.port === port.port)?.proxyPort;
-  live.spec = { ...live.spec, selector: { ...PROXY }, ports: live.spec?.ports?.map((port) => ({ ...port, targetPort: proxyPortOf(port) ?? port.targetPort })) };
-  live.metadata = { ...live.metadata, annotations: { ...live.metadata?.annotations, [ANNOTATION_ORIGINAL]: formatSaved(saved) } };
+  const proxyPortOf = (port: V1ServicePort) =>
+    world.release?.status?.ports?.find((item) => item.service === name && item.port === port.port)?.proxyPort;
+  live.spec = {
+    ...live.spec,
+    selector: { ...PROXY },
+    ports: live.spec?.ports?.map((port) => ({ ...port, targetPort: proxyPortOf(port) ?? port.targetPort })),
+  };
+  live.metadata = {
+    ...live.metadata,
+    annotations: { ...live.metadata?.annotations, [ANNOTATION_ORIGINAL]: formatSaved(saved) },
+  };
   world.services.set(name, live);
   const { takeover: _status, ...status } = world.release!.status!;
-  world.release = { ...world.release!, status: { ...status, ports: status.ports?.map(({ targetPortKept: _kept, ...port }) => port) } };
+  world.release = {
+    ...world.release!,
+    status: { ...status, ports: status.ports?.map(({ targetPortKept: _kept, ...port }) => port) },
+  };
   return world;
 }
 
 /** What a comparison of end states may look at: nothing that depends on when things were created. */
 export function snapshot(world: World): unknown {
-  const services = [...world.services.values()].map((item) => {
-    const copy = item.metadata?.labels?.[LABEL_ROLE] !== undefined;
-    return { name: item.metadata?.name, labels: item.metadata?.labels, annotations: item.metadata?.annotations,
-      spec: { ...item.spec, clusterIP: copy ? '<allocated>' : item.spec?.clusterIP } };
-  }).sort((a, b) => String(a.name).localeCompare(String(b.name)));
-  return { release: world.release && { finalizers: world.release.metadata.finalizers, status: world.release.status }, services };
+  const services = [...world.services.values()]
+    .map((item) => {
+      const copy = item.metadata?.labels?.[LABEL_ROLE] !== undefined;
+      return {
+        name: item.metadata?.name,
+        labels: item.metadata?.labels,
+        annotations: item.metadata?.annotations,
+        spec: { ...item.spec, clusterIP: copy ? '<allocated>' : item.spec?.clusterIP },
+      };
+    })
+    .sort((a, b) => String(a.name).localeCompare(String(b.name)));
+  return {
+    release: world.release && { finalizers: world.release.metadata.finalizers, status: world.release.status },
+    services,
+  };
 }
 
 /** For every step k of the one-shot run: crash after k, restart, converge; the end state must match. */
@@ -309,7 +436,11 @@ export function assertCrashSafe(start: World, opts: ReconcileOptions = options()
   for (let k = 0; k < oneShot.steps.length; k += 1) {
     const crashed = converge(start, opts, k);
     const resumed = converge(crashed.world, opts);
-    assert.deepEqual(snapshot(resumed.world), snapshot(oneShot.world), `crash after step ${k} (${describeStep(oneShot.steps[k])})`);
+    assert.deepEqual(
+      snapshot(resumed.world),
+      snapshot(oneShot.world),
+      `crash after step ${k} (${describeStep(oneShot.steps[k])})`,
+    );
   }
   return oneShot;
 }

@@ -3,7 +3,10 @@ import { describe, it } from 'node:test';
 import { allocatePorts, type Allocation, type PortKey } from '../../../src/control/service/ports.ts';
 
 const key = (service: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): PortKey => ({ service, port, protocol });
-const at = (proxyPort: number, service: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): Allocation => ({ ...key(service, port, protocol), proxyPort });
+const at = (proxyPort: number, service: string, port: number, protocol: 'TCP' | 'UDP' = 'TCP'): Allocation => ({
+  ...key(service, port, protocol),
+  proxyPort,
+});
 
 function allocate(recorded: Allocation[], wanted: PortKey[], base = 8080): Allocation[] {
   const result = allocatePorts(recorded, wanted, base);
@@ -17,7 +20,13 @@ describe('allocatePorts', () => {
       name: 'first allocation: from the base, in (service, port, protocol) order',
       recorded: [],
       wanted: [key('web', 443), key('db', 5432), key('web', 80), key('dns', 53, 'UDP'), key('dns', 53, 'TCP')],
-      expected: [at(8080, 'db', 5432), at(8081, 'dns', 53, 'TCP'), at(8082, 'dns', 53, 'UDP'), at(8083, 'web', 80), at(8084, 'web', 443)],
+      expected: [
+        at(8080, 'db', 5432),
+        at(8081, 'dns', 53, 'TCP'),
+        at(8082, 'dns', 53, 'UDP'),
+        at(8083, 'web', 80),
+        at(8084, 'web', 443),
+      ],
     },
     {
       name: 'recorded ports never move, whatever the order of the spec',
@@ -49,14 +58,31 @@ describe('allocatePorts', () => {
   }
 
   it('in a pod: each key its preferred port (its targetPort) if free and not reserved; the first (sorted) wins a shared one', () => {
-    const wanted = [{ ...key('web', 80), preferred: 8000 }, { ...key('api', 80), preferred: 8000 }, { ...key('api', 90), preferred: 9090 }, key('web', 81)];
+    const wanted = [
+      { ...key('web', 80), preferred: 8000 },
+      { ...key('api', 80), preferred: 8000 },
+      { ...key('api', 90), preferred: 9090 },
+      key('web', 81),
+    ];
     const result = allocatePorts([], wanted, 8080, new Set([9090]));
     assert.ok(result.ok);
-    assert.deepEqual(result.allocations, [at(8000, 'api', 80), at(8080, 'api', 90), at(8081, 'web', 80), at(8082, 'web', 81)]);
+    assert.deepEqual(result.allocations, [
+      at(8000, 'api', 80),
+      at(8080, 'api', 90),
+      at(8081, 'web', 80),
+      at(8082, 'web', 81),
+    ]);
   });
 
   it('in a pod: a key on its preferred port keeps it against a newcomer, and follows a moved targetPort', () => {
-    const kept = allocatePorts([at(8000, 'web', 80)], [{ ...key('web', 80), preferred: 8000 }, { ...key('api', 80), preferred: 8000 }], 8080);
+    const kept = allocatePorts(
+      [at(8000, 'web', 80)],
+      [
+        { ...key('web', 80), preferred: 8000 },
+        { ...key('api', 80), preferred: 8000 },
+      ],
+      8080,
+    );
     assert.ok(kept.ok);
     assert.deepEqual(kept.allocations, [at(8080, 'api', 80), at(8000, 'web', 80)]);
     const moved = allocatePorts([at(8000, 'web', 80)], [{ ...key('web', 80), preferred: 8001 }], 8080);

@@ -40,8 +40,14 @@ describe('selectors', () => {
 
   it('ignores finished and terminating pods', () => {
     const done = { ...pod('done', { app: 'web' }), status: { phase: 'Succeeded' } };
-    const leaving = { ...pod('leaving', { app: 'web' }), metadata: { name: 'leaving', labels: { app: 'web' }, deletionTimestamp: new Date() } };
-    assert.deepEqual(livePods([done, leaving, pod('up', { app: 'web' })]).map((item) => item.metadata?.name), ['up']);
+    const leaving = {
+      ...pod('leaving', { app: 'web' }),
+      metadata: { name: 'leaving', labels: { app: 'web' }, deletionTimestamp: new Date() },
+    };
+    assert.deepEqual(
+      livePods([done, leaving, pod('up', { app: 'web' })]).map((item) => item.metadata?.name),
+      ['up'],
+    );
   });
 
   it('formats selectors with sorted keys', () => {

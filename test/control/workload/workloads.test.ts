@@ -12,7 +12,17 @@ import { LABEL_TEMPLATE_HASH, LABEL_TRACK } from '../../../src/api/names.ts';
 import { sleep, waitFor } from '../../support/net/backends.ts';
 import { startPodServers, type PodServers } from '../../support/cluster/pod-servers.ts';
 import {
-  createRelease, NAMESPACE, patchRelease, rbacUsed, roleGrants, serving, startProxy, waitForRelease, waitForService, WORKLOAD_ONLY_GRANTS, type InProcessProxy,
+  createRelease,
+  NAMESPACE,
+  patchRelease,
+  rbacUsed,
+  roleGrants,
+  serving,
+  startProxy,
+  waitForRelease,
+  waitForService,
+  WORKLOAD_ONLY_GRANTS,
+  type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
@@ -22,18 +32,30 @@ const IMAGE = (version: number) => `example/web:${version}`;
 
 const stableManifests = [
   {
-    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' },
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web' },
     spec: {
       replicas: 2,
       selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: IMAGE(1), ports: [{ containerPort: 8000 }] }] } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: { containers: [{ name: 'web', image: IMAGE(1), ports: [{ containerPort: 8000 }] }] },
+      },
     },
   },
-  { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 9000, targetPort: 8000 }] } },
+  {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web' },
+    spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 9000, targetPort: 8000 }] },
+  },
 ];
 
 const release = (image: string, weight: number) => ({
-  workloads: [{ kind: 'Deployment', name: 'web', replicas: 1, patch: { spec: { containers: [{ name: 'web', image }] } } }],
+  workloads: [
+    { kind: 'Deployment', name: 'web', replicas: 1, patch: { spec: { containers: [{ name: 'web', image }] } } },
+  ],
   services: [{ service: 'web', ports: [{ port: 9000, protocol: 'TCP' as const, config: { weight } }] }],
 });
 
@@ -53,8 +75,14 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
   const imageOf = (item: V1Deployment | undefined) => item?.spec?.template?.spec?.containers[0]?.image;
 
   before(async () => {
-    bed = await startTestbed('127.0.56.0/24', '127.0.57', { simulateDeployments: { podReadyDelayMs: 700, podCidr: '127.0.58.0/24' } });
-    servers = await startPodServers({ kubeConfig: bed.cluster.api.kubeConfig, namespace: NAMESPACE, labelSelector: 'app=web' });
+    bed = await startTestbed('127.0.56.0/24', '127.0.57', {
+      simulateDeployments: { podReadyDelayMs: 700, podCidr: '127.0.58.0/24' },
+    });
+    servers = await startPodServers({
+      kubeConfig: bed.cluster.api.kubeConfig,
+      namespace: NAMESPACE,
+      labelSelector: 'app=web',
+    });
     await bed.kubectl('apply', '-f', await bed.kubectl.manifest('web.yaml', ...stableManifests));
     await bed.kubectl('rollout', 'status', 'deploy/web', '--timeout=30s');
     web = await bed.clusterIp('web');
@@ -71,7 +99,12 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
     const traffic = startTraffic(() => web, 9000, 'TCP');
     await createRelease(bed.cluster, 'web-v2', release(IMAGE(2), 50));
     proxy = await startProxy(bed.cluster, 'web-v2', PORT_BASE, { handBackGraceMs: 300 });
-    const held = await waitForRelease(bed.cluster, 'web-v2', 'the weight held while the canary pod is not Ready', (found) => found?.status?.weights === 'web:9000=0% (asks 50%)');
+    const held = await waitForRelease(
+      bed.cluster,
+      'web-v2',
+      'the weight held while the canary pod is not Ready',
+      (found) => found?.status?.weights === 'web:9000=0% (asks 50%)',
+    );
     assert.equal(held?.status?.workloads?.[0]?.canary, 'web-canary');
     const canary = await deployment('web-canary');
     assert.equal(imageOf(canary), IMAGE(2));
@@ -79,8 +112,19 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
     assert.equal(canary?.metadata?.ownerReferences?.[0]?.kind, 'CanaryRelease');
     // When the canary's pod turned Ready, as the apiserver saw it.
     let readyAt = Infinity;
-    await waitFor(async () => ((await deployment('web-canary'))?.status?.availableReplicas ?? 0) >= 1 && (readyAt = traffic.now()) > 0, 'an available canary pod', 20_000);
-    await waitForRelease(bed.cluster, 'web-v2', 'serving at 50 %', (found) => serving(found) && found?.status?.weights === 'web:9000=50%', 20_000);
+    await waitFor(
+      async () =>
+        ((await deployment('web-canary'))?.status?.availableReplicas ?? 0) >= 1 && (readyAt = traffic.now()) > 0,
+      'an available canary pod',
+      20_000,
+    );
+    await waitForRelease(
+      bed.cluster,
+      'web-v2',
+      'serving at 50 %',
+      (found) => serving(found) && found?.status?.weights === 'web:9000=50%',
+      20_000,
+    );
     const servedAt = traffic.now();
     await sleep(800);
     await traffic.stop();
@@ -88,11 +132,19 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
     const early = traffic.attempts.filter((attempt) => attempt.answer === IMAGE(2) && attempt.end < readyAt - 100);
     assert.deepEqual(early, [], 'no connection reached the canary before its pod was Ready');
     const counts = traffic.counts(servedAt);
-    assert.ok((counts[IMAGE(1)] ?? 0) > 0 && (counts[IMAGE(2)] ?? 0) > 0, `both versions answer at 50 %: ${JSON.stringify(counts)}`);
+    assert.ok(
+      (counts[IMAGE(1)] ?? 0) > 0 && (counts[IMAGE(2)] ?? 0) > 0,
+      `both versions answer at 50 %: ${JSON.stringify(counts)}`,
+    );
   });
 
   it('pins the stable side to the stable pods: through the forked copy no canary pod ever answers', async () => {
-    const forked = await waitForService(bed.cluster, 'web-forked', 'pinned', (found) => found?.spec?.selector?.[LABEL_TEMPLATE_HASH] !== undefined);
+    const forked = await waitForService(
+      bed.cluster,
+      'web-forked',
+      'pinned',
+      (found) => found?.spec?.selector?.[LABEL_TEMPLATE_HASH] !== undefined,
+    );
     const traffic = startTraffic(() => forked!.spec!.clusterIP!, 9000, 'TCP', { maxAttempts: 30 });
     await waitFor(() => traffic.attempts.length >= 30, '30 connections');
     await traffic.stop();
@@ -112,18 +164,37 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
     await patchRelease(bed.cluster, 'web-v2', { spec: { transition: 'Adopted' } });
     await waitFor(async () => imageOf(await deployment('web')) === IMAGE(3), 'the stable Deployment patched', 20_000);
     await bed.kubectl('rollout', 'status', 'deploy/web', '--timeout=60s');
-    const done = await waitForRelease(bed.cluster, 'web-v2', 'Adopted', (found) => found?.status?.phase === 'Adopted', 30_000);
+    const done = await waitForRelease(
+      bed.cluster,
+      'web-v2',
+      'Adopted',
+      (found) => found?.status?.phase === 'Adopted',
+      30_000,
+    );
     const adoptedAt = traffic.now();
     await sleep(500);
     await traffic.stop();
     t.diagnostic(JSON.stringify(traffic.counts()));
     assert.deepEqual(traffic.failures(), [], 'no connection failed through the adoption');
-    assert.deepEqual(Object.keys(traffic.counts(adoptedAt + 100)), [IMAGE(3)], 'afterwards only the new version answers');
+    assert.deepEqual(
+      Object.keys(traffic.counts(adoptedAt + 100)),
+      [IMAGE(3)],
+      'afterwards only the new version answers',
+    );
     assert.equal(done?.status?.workloads?.[0]?.stablePatched, true);
-    const service = await waitForService(bed.cluster, 'web', 'its own selector back', (found) => found?.spec?.selector?.app === 'web');
+    const service = await waitForService(
+      bed.cluster,
+      'web',
+      'its own selector back',
+      (found) => found?.spec?.selector?.app === 'web',
+    );
     assert.deepEqual(service?.spec?.selector, { app: 'web' });
     await waitFor(async () => (await deployment('web-canary')) === undefined, 'the canary Deployment removed');
-    assert.deepEqual((await deployment('web'))?.spec?.template?.metadata?.labels, { app: 'web' }, 'the stable labels untouched');
+    assert.deepEqual(
+      (await deployment('web'))?.spec?.template?.metadata?.labels,
+      { app: 'web' },
+      'the stable labels untouched',
+    );
     await proxy?.stop();
     proxy = undefined;
   });
@@ -132,21 +203,43 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
     await bed.startProxyPod('web-v4');
     await createRelease(bed.cluster, 'web-v4', release(IMAGE(4), 50));
     proxy = await startProxy(bed.cluster, 'web-v4', PORT_BASE + 10, { handBackGraceMs: 300 });
-    await waitForRelease(bed.cluster, 'web-v4', 'serving at 50 %', (found) => serving(found) && found?.status?.weights === 'web:9000=50%', 20_000);
+    await waitForRelease(
+      bed.cluster,
+      'web-v4',
+      'serving at 50 %',
+      (found) => serving(found) && found?.status?.weights === 'web:9000=50%',
+      20_000,
+    );
     const traffic = startTraffic(() => web, 9000, 'TCP');
     await sleep(300);
     await bed.kubectl('set', 'image', 'deploy/web', `web=${IMAGE(5)}`);
-    const deprecated = await waitForRelease(bed.cluster, 'web-v4', 'Deprecated', (found) => found?.status?.phase === 'Deprecated', 30_000);
+    const deprecated = await waitForRelease(
+      bed.cluster,
+      'web-v4',
+      'Deprecated',
+      (found) => found?.status?.phase === 'Deprecated',
+      30_000,
+    );
     const doneAt = traffic.now();
     await sleep(500);
     await traffic.stop();
     t.diagnostic(JSON.stringify(traffic.counts()));
     assert.equal(deprecated?.status?.transition?.reason, 'StableChanged');
-    assert.match(deprecated?.status?.transition?.message ?? '', /the stable Deployment web was changed during the release/);
+    assert.match(
+      deprecated?.status?.transition?.message ?? '',
+      /the stable Deployment web was changed during the release/,
+    );
     assert.deepEqual(traffic.failures(), [], 'no connection failed');
-    assert.equal(traffic.counts(doneAt + 100)[IMAGE(4)], undefined, 'the rolled-back canary answers nothing afterwards');
+    assert.equal(
+      traffic.counts(doneAt + 100)[IMAGE(4)],
+      undefined,
+      'the rolled-back canary answers nothing afterwards',
+    );
     assert.equal(await deployment('web-canary'), undefined);
-    assert.deepEqual((await bed.cluster.core.readNamespacedService({ name: 'web', namespace: NAMESPACE })).spec?.selector, { app: 'web' });
+    assert.deepEqual(
+      (await bed.cluster.core.readNamespacedService({ name: 'web', namespace: NAMESPACE })).spec?.selector,
+      { app: 'web' },
+    );
     await proxy?.stop();
     proxy = undefined;
   });
@@ -155,6 +248,10 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
     const used = rbacUsed(bed.cluster);
     for (const grant of WORKLOAD_ONLY_GRANTS) assert.ok(used.includes(grant), `${grant} used`);
     const granted = roleGrants('proxy-rbac.yaml', 'ClusterRole', 'canary-l4-proxy');
-    assert.deepEqual(used.filter((grant) => !granted.includes(grant)), [], 'nothing beyond the ClusterRole');
+    assert.deepEqual(
+      used.filter((grant) => !granted.includes(grant)),
+      [],
+      'nothing beyond the ClusterRole',
+    );
   });
 });

@@ -15,7 +15,9 @@ import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../..
 
 /** 1 000 client addresses: 600 IPv4, 400 IPv6, spread like real ones. */
 const CLIENTS: readonly string[] = Array.from({ length: 1000 }, (_, i) =>
-  i < 600 ? `10.${(i * 7) % 256}.${(i * 13) % 256}.${i % 251}` : `2001:db8:${(i * 31).toString(16)}::${(i * 17).toString(16)}`,
+  i < 600
+    ? `10.${(i * 7) % 256}.${(i * 13) % 256}.${i % 251}`
+    : `2001:db8:${(i * 31).toString(16)}::${(i * 17).toString(16)}`,
 );
 
 const everyone = () => true;
@@ -75,7 +77,8 @@ describe('client affinity (rendezvous hashing)', () => {
   test('three backends: one that gains takes clients only to itself; the others keep theirs', () => {
     const before = assign(['a', 'b', 'c'], [50, 40, 10]);
     const after = assign(['a', 'b', 'c'], [50, 40, 30]);
-    for (let i = 0; i < CLIENTS.length; i++) if (before[i] !== after[i]) assert.equal(after[i], 2, `${CLIENTS[i]} moved ${before[i]} → ${after[i]}`);
+    for (let i = 0; i < CLIENTS.length; i++)
+      if (before[i] !== after[i]) assert.equal(after[i], 2, `${CLIENTS[i]} moved ${before[i]} → ${after[i]}`);
     const moved = before.filter((index, i) => index !== after[i]).length;
     // c's share goes from 10/100 to 30/120 = 25 %: about 150 clients.
     assert.ok(moved >= 100 && moved <= 200, `${moved} moved`);
@@ -116,7 +119,10 @@ describe('client affinity (rendezvous hashing)', () => {
       const clients = JSON.parse(process.argv[1]);
       const affinity = new ClientAffinity([70, 30], ['stable', 'canary']);
       console.log(JSON.stringify(clients.map((c) => affinity.pick(() => true, clientAddressHash(c)))));`;
-    const child = spawnSync(process.execPath, ['--input-type=module', '-e', code, JSON.stringify(CLIENTS)], { encoding: 'utf8', timeout: 20_000 });
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', code, JSON.stringify(CLIENTS)], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     assert.equal(child.status, 0, child.stderr);
     assert.deepEqual(JSON.parse(child.stdout) as number[], assign(['stable', 'canary'], [70, 30]));
   });
@@ -154,7 +160,9 @@ describe('client affinity through the proxy', { timeout: 20_000 }, () => {
     ],
   });
   const predicted = (address: string, canary: number) =>
-    new ClientAffinity([100 - canary, canary], ['stable', 'canary']).pick(everyone, clientAddressHash(address)) === 0 ? 'stable' : 'canary';
+    new ClientAffinity([100 - canary, canary], ['stable', 'canary']).pick(everyone, clientAddressHash(address)) === 0
+      ? 'stable'
+      : 'canary';
 
   function askTcp(port: number, host: string, localAddress?: string): Promise<string> {
     return new Promise((resolve, reject) => {
@@ -170,8 +178,19 @@ describe('client affinity through the proxy', { timeout: 20_000 }, () => {
     const [stable, canary] = await Promise.all([startNamedBackend('stable'), startNamedBackend('canary')]);
     backends.push(stable, canary);
     const ports: [number, number] = [stable.port, canary.port];
-    const port = await applyOnFreePort(plane, (p) => config('tcp-affinity', 'tcp', `${PROXY_HOST}:${p}`, ports, 20), PROXY_HOST);
-    const sides = async () => Promise.all(SOURCES.map(async (source) => [await askTcp(port, PROXY_HOST, source), await askTcp(port, PROXY_HOST, source), await askTcp(port, PROXY_HOST, source)]));
+    const port = await applyOnFreePort(
+      plane,
+      (p) => config('tcp-affinity', 'tcp', `${PROXY_HOST}:${p}`, ports, 20),
+      PROXY_HOST,
+    );
+    const sides = async () =>
+      Promise.all(
+        SOURCES.map(async (source) => [
+          await askTcp(port, PROXY_HOST, source),
+          await askTcp(port, PROXY_HOST, source),
+          await askTcp(port, PROXY_HOST, source),
+        ]),
+      );
     const at20 = await sides();
     at20.forEach((replies, i) => {
       assert.deepEqual(replies, Array(3).fill(predicted(SOURCES[i]!, 20)), `client ${SOURCES[i]}`);
@@ -190,7 +209,11 @@ describe('client affinity through the proxy', { timeout: 20_000 }, () => {
   test('TCP, IPv6: the client ::1 lands where the hash says', async () => {
     const [stable, canary] = await Promise.all([startNamedBackend('stable'), startNamedBackend('canary')]);
     backends.push(stable, canary);
-    const port = await applyOnFreePort(plane, (p) => config('tcp6-affinity', 'tcp', `[::1]:${p}`, [stable.port, canary.port], 50), '::1');
+    const port = await applyOnFreePort(
+      plane,
+      (p) => config('tcp6-affinity', 'tcp', `[::1]:${p}`, [stable.port, canary.port], 50),
+      '::1',
+    );
     const replies = await Promise.all([askTcp(port, '::1'), askTcp(port, '::1'), askTcp(port, '::1')]);
     assert.deepEqual(replies, Array(3).fill(predicted('::1', 50)));
   });
@@ -198,7 +221,12 @@ describe('client affinity through the proxy', { timeout: 20_000 }, () => {
   test('UDP: a client address keeps its side whatever its source port', async () => {
     const [stable, canary] = await Promise.all([startUdpEcho('stable'), startUdpEcho('canary')]);
     backends.push(stable, canary);
-    const port = await applyOnFreePort(plane, (p) => config('udp-affinity', 'udp', `${PROXY_HOST}:${p}`, [stable.port, canary.port], 30), PROXY_HOST, 'udp');
+    const port = await applyOnFreePort(
+      plane,
+      (p) => config('udp-affinity', 'udp', `${PROXY_HOST}:${p}`, [stable.port, canary.port], 30),
+      PROXY_HOST,
+      'udp',
+    );
     for (const source of SOURCES.slice(0, 15)) {
       for (let flow = 0; flow < 2; flow++) {
         const socket = dgram.createSocket('udp4');

@@ -3,14 +3,25 @@
 // First the pure pickers, then the same promises over real connections through a TCP listener.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { carryOverPicker, createPicker, RandomPicker, SmoothWeightedRoundRobin, type Picker } from '../../../src/dataplane/choice/balancer.ts';
+import {
+  carryOverPicker,
+  createPicker,
+  RandomPicker,
+  SmoothWeightedRoundRobin,
+  type Picker,
+} from '../../../src/dataplane/choice/balancer.ts';
 import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
 import { askName, countBy, runConcurrently, startNamedBackend, type TcpBackend } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 const always = () => true;
 
-function picks(strategy: 'wrr' | 'random', weights: number[], n: number, usable: (i: number) => boolean = always): number[] {
+function picks(
+  strategy: 'wrr' | 'random',
+  weights: number[],
+  n: number,
+  usable: (i: number) => boolean = always,
+): number[] {
   const picker = createPicker(strategy, weights);
   return Array.from({ length: n }, () => picker.pick(usable));
 }
@@ -25,7 +36,10 @@ function tally(indexes: readonly number[], size: number): number[] {
 function assertBinomial(observed: number, n: number, p: number, what: string): void {
   const mean = n * p;
   const sd = Math.sqrt(n * p * (1 - p));
-  assert.ok(Math.abs(observed - mean) <= 5 * sd, `${what}: ${observed} of ${n}, expected ${mean.toFixed(0)} ± ${(5 * sd).toFixed(0)}`);
+  assert.ok(
+    Math.abs(observed - mean) <= 5 * sd,
+    `${what}: ${observed} of ${n}, expected ${mean.toFixed(0)} ± ${(5 * sd).toFixed(0)}`,
+  );
 }
 
 describe('smooth weighted round robin (pure)', { timeout: 30_000 }, () => {
@@ -68,7 +82,10 @@ describe('smooth weighted round robin (pure)', { timeout: 30_000 }, () => {
 
   test('nothing usable picks nothing and does not disturb later picks', () => {
     const picker = new SmoothWeightedRoundRobin([90, 10]);
-    assert.equal(picker.pick(() => false), -1);
+    assert.equal(
+      picker.pick(() => false),
+      -1,
+    );
     const sequence = Array.from({ length: 100 }, () => picker.pick(always));
     assert.deepEqual(tally(sequence, 2), [90, 10]);
   });
@@ -97,8 +114,22 @@ describe('smooth weighted round robin across reloads (pure)', { timeout: 30_000 
     { schedule: [[90, 10]], every: 5, expected: [180, 20] },
     { schedule: [[99, 1]], every: 1, expected: [198, 2] },
     // Alternating weights: the share is their average (10 % and 20 % give 15 %).
-    { schedule: [[90, 10], [80, 20]], every: 5, expected: [170, 30] },
-    { schedule: [[50, 50], [90, 10]], every: 5, expected: [140, 60] },
+    {
+      schedule: [
+        [90, 10],
+        [80, 20],
+      ],
+      every: 5,
+      expected: [170, 30],
+    },
+    {
+      schedule: [
+        [50, 50],
+        [90, 10],
+      ],
+      every: 5,
+      expected: [140, 60],
+    },
   ];
   for (const { schedule, every, expected } of cases) {
     test(`weights ${schedule.map((w) => w.join('/')).join(' then ')}, a reload every ${every} picks: ${expected.join('/')} of 200`, () => {
@@ -108,12 +139,21 @@ describe('smooth weighted round robin across reloads (pure)', { timeout: 30_000 
 
   test('backends are matched by key: a new one starts at 0, a removed one is dropped, scores stay within the new total', () => {
     const before = new SmoothWeightedRoundRobin([90, 10], [-50, 50]);
-    const after = carryOverPicker(before, ['stable', 'canary'], 'wrr', [10, 5, 5], ['canary', 'third', 'stable']) as SmoothWeightedRoundRobin;
+    const after = carryOverPicker(
+      before,
+      ['stable', 'canary'],
+      'wrr',
+      [10, 5, 5],
+      ['canary', 'third', 'stable'],
+    ) as SmoothWeightedRoundRobin;
     assert.deepEqual(after.scores, [20, 0, -20]);
   });
 
   test('random has no state to carry: a new random picker', () => {
-    assert.ok(carryOverPicker(new SmoothWeightedRoundRobin([1, 1]), ['a', 'b'], 'random', [1, 1], ['a', 'b']) instanceof RandomPicker);
+    assert.ok(
+      carryOverPicker(new SmoothWeightedRoundRobin([1, 1]), ['a', 'b'], 'random', [1, 1], ['a', 'b']) instanceof
+        RandomPicker,
+    );
   });
 });
 
@@ -141,7 +181,13 @@ describe('weighted random (pure)', { timeout: 30_000 }, () => {
   });
 
   test('an unusable backend is never picked', () => {
-    assert.deepEqual(tally(picks('random', [50, 50], 10_000, (i) => i === 1), 2), [0, 10_000]);
+    assert.deepEqual(
+      tally(
+        picks('random', [50, 50], 10_000, (i) => i === 1),
+        2,
+      ),
+      [0, 10_000],
+    );
   });
 });
 
@@ -191,10 +237,20 @@ describe('the split over real TCP connections', { timeout: 30_000 }, () => {
     protocol: 'tcp',
     listen: `127.0.0.1:${port}`,
     balance,
-    backends: weights.map((weight, i) => ({ name: ['stable', 'canary', 'third'][i], host: '127.0.0.1', port: backends[i]!.port, weight })),
+    backends: weights.map((weight, i) => ({
+      name: ['stable', 'canary', 'third'][i],
+      host: '127.0.0.1',
+      port: backends[i]!.port,
+      weight,
+    })),
   });
 
-  async function split(name: string, balance: string, weights: number[], connections: number): Promise<Record<string, number>> {
+  async function split(
+    name: string,
+    balance: string,
+    weights: number[],
+    connections: number,
+  ): Promise<Record<string, number>> {
     const port = await applyOnFreePort(plane, (p) => ({ listeners: [listener(name, p, balance, weights)] }));
     const names = await runConcurrently(connections, 50, () => askName(port));
     return countBy(names);

@@ -3,11 +3,23 @@
 // share, and the ends are spread over the window.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { jitteredAge, shortfalls, spreadOver, Steering, surplusPerBackend } from '../../../src/dataplane/choice/rebalance.ts';
+import {
+  jitteredAge,
+  shortfalls,
+  spreadOver,
+  Steering,
+  surplusPerBackend,
+} from '../../../src/dataplane/choice/rebalance.ts';
 
 // [what, live connections per backend, new weights, surplus to end, replacements owed]
 const CASES: readonly [string, number[], number[], number[], number[]][] = [
-  ['50/50 → 80/20 with 10/10 live: the canary gives up 6, the stable side is owed 6', [10, 10], [80, 20], [0, 6], [6, 0]],
+  [
+    '50/50 → 80/20 with 10/10 live: the canary gives up 6, the stable side is owed 6',
+    [10, 10],
+    [80, 20],
+    [0, 6],
+    [6, 0],
+  ],
   ['the split already matches: nothing', [9, 1], [90, 10], [0, 0], [0, 0]],
   ['90/10 → 50/50 with 18/2 live', [18, 2], [50, 50], [8, 0], [0, 8]],
   ['a backend at weight 0 gives up everything', [7, 3], [100, 0], [0, 3], [3, 0]],
@@ -32,7 +44,10 @@ describe('rebalance selection', () => {
       if (weightSum === 0) return;
       live.forEach((count, i) => {
         const after = count - ended[i]! + owed[i]!;
-        assert.ok(Math.abs(after - (total * weights[i]!) / weightSum) < 1 + 1e-9, `backend ${i}: ${after} against a share of ${(total * weights[i]!) / weightSum}`);
+        assert.ok(
+          Math.abs(after - (total * weights[i]!) / weightSum) < 1 + 1e-9,
+          `backend ${i}: ${after} against a share of ${(total * weights[i]!) / weightSum}`,
+        );
       });
     });
   }
@@ -45,8 +60,14 @@ describe('rebalance selection', () => {
       const total = live.reduce((a, b) => a + b, 0);
       surplusPerBackend(live, weights).forEach((ended, i) => {
         const share = weightSum === 0 ? live[i]! : (total * weights[i]!) / weightSum;
-        assert.ok(ended <= Math.max(0, live[i]! - share) + 1e-9, `seed ${seed}: backend ${i} ends ${ended} of ${live[i]} for a share of ${share}`);
-        assert.ok(live[i]! - ended < share + 1, `seed ${seed}: backend ${i} keeps ${live[i]! - ended}, over its share ${share} by one or more`);
+        assert.ok(
+          ended <= Math.max(0, live[i]! - share) + 1e-9,
+          `seed ${seed}: backend ${i} ends ${ended} of ${live[i]} for a share of ${share}`,
+        );
+        assert.ok(
+          live[i]! - ended < share + 1,
+          `seed ${seed}: backend ${i} keeps ${live[i]! - ended}, over its share ${share} by one or more`,
+        );
       });
     }
   });
@@ -63,12 +84,27 @@ describe('rebalance selection', () => {
 
   test('steering pays the owed backends first, the one owed most first, and only usable ones', () => {
     const steering = new Steering([0, 2, 1]);
-    assert.equal(steering.take(() => true), 1);
-    assert.equal(steering.take((i) => i !== 1), 2);
-    assert.equal(steering.take((i) => i !== 1), -1);
+    assert.equal(
+      steering.take(() => true),
+      1,
+    );
+    assert.equal(
+      steering.take((i) => i !== 1),
+      2,
+    );
+    assert.equal(
+      steering.take((i) => i !== 1),
+      -1,
+    );
     assert.equal(steering.pending, 1);
-    assert.equal(steering.take(() => true), 1);
+    assert.equal(
+      steering.take(() => true),
+      1,
+    );
     assert.equal(steering.pending, 0);
-    assert.equal(steering.take(() => true), -1);
+    assert.equal(
+      steering.take(() => true),
+      -1,
+    );
   });
 });

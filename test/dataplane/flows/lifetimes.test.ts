@@ -8,7 +8,15 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { randomPayload, sleep, startEchoBackend, startUdpEcho, waitFor, type EchoBackend, type UdpBackend } from '../../support/net/backends.ts';
+import {
+  randomPayload,
+  sleep,
+  startEchoBackend,
+  startUdpEcho,
+  waitFor,
+  type EchoBackend,
+  type UdpBackend,
+} from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
 const PROXY_HOST = '127.0.91.1';
@@ -103,7 +111,10 @@ async function openPool(port: number, size: number, backends: readonly EchoBacke
   const endedBefore = backends.map((backend) => backend.receivedHashes.length);
   const streams = Array.from({ length: size }, () => new PooledStream(port));
   for (const stream of streams) openStreams.add(stream);
-  await waitFor(() => streams.every((stream) => stream.digests.sent !== createHash('sha256').digest('hex')), 'every stream to get an answer');
+  await waitFor(
+    () => streams.every((stream) => stream.digests.sent !== createHash('sha256').digest('hex')),
+    'every stream to get an answer',
+  );
   return { streams, backends, endedBefore };
 }
 
@@ -116,7 +127,11 @@ async function closePoolAndCompare({ streams: pool, backends, endedBefore }: Poo
   const fromClients = pool.flatMap((stream) => stream.connectionHashes).sort();
   const atBackends = () => backends.flatMap((backend, i) => backend.receivedHashes.slice(endedBefore[i])).sort();
   await waitFor(() => atBackends().length >= fromClients.length, 'the backends to see every connection end');
-  assert.deepEqual(atBackends(), fromClients, 'what each backend connection received differs from what came back through the proxy');
+  assert.deepEqual(
+    atBackends(),
+    fromClients,
+    'what each backend connection received differs from what came back through the proxy',
+  );
   for (const stream of pool) {
     assert.deepEqual(stream.cuts, [], 'a connection was cut mid-write');
     const { sent, received } = stream.digests;
@@ -164,15 +179,25 @@ describe('long-lived connections follow the weight', { timeout: 30_000 }, () => 
     await plane.apply(listener(port, [50, 50], policy, 'aged'));
     const reloadedAt = performance.now();
     // The age, its 10 % jitter, one sweep (age / 20) and a reconnect.
-    await waitFor(() => active('aged')[0] === 10 && active('aged')[1] === 10, 'a 10/10 split', maxAgeMs * 1.1 + maxAgeMs / 20 + 500);
+    await waitFor(
+      () => active('aged')[0] === 10 && active('aged')[1] === 10,
+      'a 10/10 split',
+      maxAgeMs * 1.1 + maxAgeMs / 20 + 500,
+    );
     assert.ok(performance.now() - reloadedAt <= maxAgeMs * 1.1 + maxAgeMs / 20 + 500);
     assert.ok(ended('aged', 'stable').max_age >= 20, `${ended('aged', 'stable').max_age} ended for their age`);
     await closePoolAndCompare(pool);
     const metrics = await plane.metrics();
-    assert.ok((metricValue(metrics, 'canary_l4_connections_ended_total', { listener: 'aged', backend: 'stable', reason: 'max_age' }) ?? 0) >= 20);
+    assert.ok(
+      (metricValue(metrics, 'canary_l4_connections_ended_total', {
+        listener: 'aged',
+        backend: 'stable',
+        reason: 'max_age',
+      }) ?? 0) >= 20,
+    );
   });
 
-  test('rebalanceWindowMs: 10/10 live at 50/50 → 80/20 ends exactly the canary\'s 6 extra, and the split lands on 16/4', async () => {
+  test("rebalanceWindowMs: 10/10 live at 50/50 → 80/20 ends exactly the canary's 6 extra, and the split lands on 16/4", async () => {
     const policy = { rebalanceWindowMs: 400 };
     const port = await applyOnFreePort(plane, (p) => listener(p, [50, 50], policy, 'rebalanced'), PROXY_HOST);
     const pool = await openPool(port, 20, [stable, canary]);
@@ -212,7 +237,7 @@ describe('long-lived connections follow the weight', { timeout: 30_000 }, () => 
     await closePoolAndCompare(pool);
   });
 
-  test('drainTimeoutMs: 0 never cuts: a removed backend\'s live connections go on serving until they end by themselves', async () => {
+  test("drainTimeoutMs: 0 never cuts: a removed backend's live connections go on serving until they end by themselves", async () => {
     const policy = { drainTimeoutMs: 0 };
     const port = await applyOnFreePort(plane, (p) => listener(p, [50, 50], policy, 'never-cut'), PROXY_HOST);
     const pool = await openPool(port, 20, [stable, canary]);
@@ -223,7 +248,11 @@ describe('long-lived connections follow the weight', { timeout: 30_000 }, () => 
     assert.deepEqual(ended('never-cut', 'canary'), { max_age: 0, rebalance: 0, drain: 0 });
     assert.equal(connectionsOf(pool), 20, 'no client had to reconnect');
     await closePoolAndCompare(pool);
-    await waitFor(() => plane.backend('never-cut', 'canary').active === 0, 'the connections to end once their clients close them', 2_000);
+    await waitFor(
+      () => plane.backend('never-cut', 'canary').active === 0,
+      'the connections to end once their clients close them',
+      2_000,
+    );
   });
 });
 
@@ -293,7 +322,12 @@ describe('UDP sessions follow the weight', { timeout: 20_000 }, () => {
 
   test('rebalanceWindowMs: 20 flows at 50/50 → 80/20 move exactly 6 sessions', async () => {
     const policy = { rebalanceWindowMs: 200 };
-    const port = await applyOnFreePort(plane, (p) => listener('udp-rebalanced', p, [50, 50], policy), PROXY_HOST, 'udp');
+    const port = await applyOnFreePort(
+      plane,
+      (p) => listener('udp-rebalanced', p, [50, 50], policy),
+      PROXY_HOST,
+      'udp',
+    );
     const flow = await flows(port, 20);
     const onCanary = () => flow.last.filter((name) => name === 'canary').length;
     assert.equal(onCanary(), 10);

@@ -16,13 +16,30 @@ import { BackendStats, ListenerStats } from '../../../src/dataplane/stats/stats.
 function snapshots() {
   const runtimes = new Map<string, { health: BackendHealth; stats: BackendStats }>();
   const listenerStats = new ListenerStats();
-  return (weights: readonly number[], extra: Partial<ListenerConfig> = {}, previous?: ListenerSnapshot, order?: readonly number[]): ListenerSnapshot => {
-    const backends = (order ?? weights.map((_, i) => i)).map((i) => ({ name: `b${i}`, host: '127.0.0.1', port: 21_101 + i, weight: weights[i]! }));
-    const config = validateConfig({ listeners: [{ name: 'l', listen: '127.0.0.1:21100', ...extra, backends }] }, 'test').listeners[0]!;
-    return buildSnapshot(config, listenerStats, (backend) => {
-      if (!runtimes.has(backend.name)) runtimes.set(backend.name, { health: new BackendHealth(), stats: new BackendStats() });
-      return runtimes.get(backend.name)!;
-    }, previous);
+  return (
+    weights: readonly number[],
+    extra: Partial<ListenerConfig> = {},
+    previous?: ListenerSnapshot,
+    order?: readonly number[],
+  ): ListenerSnapshot => {
+    const backends = (order ?? weights.map((_, i) => i)).map((i) => ({
+      name: `b${i}`,
+      host: '127.0.0.1',
+      port: 21_101 + i,
+      weight: weights[i]!,
+    }));
+    const config = validateConfig({ listeners: [{ name: 'l', listen: '127.0.0.1:21100', ...extra, backends }] }, 'test')
+      .listeners[0]!;
+    return buildSnapshot(
+      config,
+      listenerStats,
+      (backend) => {
+        if (!runtimes.has(backend.name))
+          runtimes.set(backend.name, { health: new BackendHealth(), stats: new BackendStats() });
+        return runtimes.get(backend.name)!;
+      },
+      previous,
+    );
   };
 }
 
@@ -55,7 +72,8 @@ function startRebalance(windowMs: number) {
   return { snapshot, lifetimes, flows, rebalancing };
 }
 
-const endedByRebalance = (snapshot: ListenerSnapshot) => snapshot.backends.reduce((sum, backend) => sum + backend.stats.ended.rebalance, 0);
+const endedByRebalance = (snapshot: ListenerSnapshot) =>
+  snapshot.backends.reduce((sum, backend) => sum + backend.stats.ended.rebalance, 0);
 
 describe('a rebalance over live flows', { timeout: 10_000 }, () => {
   test('ends that are no longer needed when they fall due are skipped, and so are their replacements', async () => {
@@ -71,7 +89,10 @@ describe('a rebalance over live flows', { timeout: 10_000 }, () => {
     assert.equal(lifetimes.steering, null, 'and nothing more is owed');
   });
 
-  for (const [what, weights] of [['the same weights', [50, 50]], ['the weights back as they were', [100, 0]]] as const) {
+  for (const [what, weights] of [
+    ['the same weights', [50, 50]],
+    ['the weights back as they were', [100, 0]],
+  ] as const) {
     test(`a reload with the window off calls the rebalance off (${what}): nothing more ends, nothing is steered`, async () => {
       const { snapshot, lifetimes, rebalancing } = startRebalance(300);
       assert.notEqual(lifetimes.steering, null);
@@ -113,7 +134,7 @@ describe('a rebalance over live flows', { timeout: 10_000 }, () => {
     const snapshot = snapshots();
     const before = snapshot([100, 0], { rebalanceWindowMs: 100, affinity: 'clientIP' });
     const lifetimes = new FlowLifetimes(before, { idleTimeout: false });
-    for (let i = 0; i < 40; i++) lifetimes.add(new Flow(before, 0, lifetimes, i * 2_654_435_761 >>> 0));
+    for (let i = 0; i < 40; i++) lifetimes.add(new Flow(before, 0, lifetimes, (i * 2_654_435_761) >>> 0));
     before.backends[1]!.health.recordFailure(Date.now(), 1, 60_000);
     const raised = snapshot([50, 50], { rebalanceWindowMs: 100, affinity: 'clientIP' }, before);
     lifetimes.update(raised);
@@ -129,7 +150,13 @@ describe('a rebalance over live flows', { timeout: 10_000 }, () => {
     for (let i = 0; i < 2_000; i++) {
       const flow = new Flow(plain, 0, lifetimes);
       let endAt = flow.endAt;
-      Object.defineProperty(flow, 'endAt', { get: () => { looks++; return endAt; }, set: (value: number) => (endAt = value) });
+      Object.defineProperty(flow, 'endAt', {
+        get: () => {
+          looks++;
+          return endAt;
+        },
+        set: (value: number) => (endAt = value),
+      });
       lifetimes.add(flow);
     }
     assert.ok(looks < 2_000, `${looks} looks at the flows' schedules for 2 000 adds`);

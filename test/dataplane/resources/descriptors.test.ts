@@ -72,7 +72,11 @@ describe('a UDP flood under ulimit -n 256', { timeout: 60_000 }, () => {
     const serve = await startServe(
       {
         listeners: [
-          { name: 'web', listen: `127.0.0.1:${webPort}`, backends: [{ name: 'stable', host: '127.0.0.1', port: stable.port, weight: 1 }] },
+          {
+            name: 'web',
+            listen: `127.0.0.1:${webPort}`,
+            backends: [{ name: 'stable', host: '127.0.0.1', port: stable.port, weight: 1 }],
+          },
           {
             name: 'flood',
             protocol: 'udp',
@@ -94,22 +98,37 @@ describe('a UDP flood under ulimit -n 256', { timeout: 60_000 }, () => {
         clients.push(client);
         client.send(`flow ${i}`, floodPort, '127.0.0.1');
       }
-      const metric = async (name: string, labels: Record<string, string>) => metricValue((await serve.get('/metrics')).body, name, labels);
+      const metric = async (name: string, labels: Record<string, string>) =>
+        metricValue((await serve.get('/metrics')).body, name, labels);
       const dropped = () => metric('canary_l4_udp_dropped_datagrams_total', { listener: 'flood', reason: 'fd_limit' });
       const sessions = () => metric('canary_l4_listener_connections_total', { listener: 'flood' });
-      await waitFor(async () => ((await dropped()) ?? 0) + ((await sessions()) ?? 0) === flows, 'every flow to be served or refused', 10_000);
+      await waitFor(
+        async () => ((await dropped()) ?? 0) + ((await sessions()) ?? 0) === flows,
+        'every flow to be served or refused',
+        10_000,
+      );
       assert.deepEqual((await serve.get('/healthz')).status, 200);
-      for (let i = 0; i < 20; i++) assert.equal(await askName(webPort), 'stable', `TCP connection ${i} starved by the UDP flood`);
+      for (let i = 0; i < 20; i++)
+        assert.equal(await askName(webPort), 'stable', `TCP connection ${i} starved by the UDP flood`);
 
       const opened = (await sessions())!;
       assert.ok(opened > 50 && opened < flows, `${opened} sessions opened of ${flows}`);
-      assert.equal(await metric('canary_l4_active_connections', { listener: 'flood', backend: 'resolver' }), opened, 'the counter counts sessions');
+      assert.equal(
+        await metric('canary_l4_active_connections', { listener: 'flood', backend: 'resolver' }),
+        opened,
+        'the counter counts sessions',
+      );
       assert.equal(await metric('canary_l4_connections_refused_total', { listener: 'web', reason: 'fd_limit' }), 0);
 
-      const warnings = serve.logs().filter((line) => line.level === 40 && String(line.msg).includes('file descriptors'));
+      const warnings = serve
+        .logs()
+        .filter((line) => line.level === 40 && String(line.msg).includes('file descriptors'));
       assert.equal(warnings.length, 1, 'the pressure is logged once, not per datagram');
       assert.equal(warnings[0]!.reason, 'fd_limit');
-      assert.ok(!serve.logs().some((line) => line.level === 50 || line.msg === 'udp upstream socket error'), 'an error logged per refused flow');
+      assert.ok(
+        !serve.logs().some((line) => line.level === 50 || line.msg === 'udp upstream socket error'),
+        'an error logged per refused flow',
+      );
     } finally {
       for (const client of clients) client.close();
       await serve.stop();
@@ -118,17 +137,31 @@ describe('a UDP flood under ulimit -n 256', { timeout: 60_000 }, () => {
   });
 });
 
-describe('a process out of descriptors (EMFILE) behind the budget\'s back', { timeout: 30_000 }, () => {
+describe("a process out of descriptors (EMFILE) behind the budget's back", { timeout: 30_000 }, () => {
   test('refusals are counted as local_error; no backend is blamed, marked failed or counted as no_backend', async () => {
     const tcpBackend = await startNamedBackend('a');
     const udpBackend = await startUdpEcho('resolver');
     const script = fileURLToPath(new URL('../../support/dataplane/exhausted-plane.ts', import.meta.url));
-    const child = spawn('sh', ['-c', 'ulimit -n 200 && exec "$0" "$@"', process.execPath, script, String(tcpBackend.port), String(udpBackend.port)], {
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      'sh',
+      [
+        '-c',
+        'ulimit -n 200 && exec "$0" "$@"',
+        process.execPath,
+        script,
+        String(tcpBackend.port),
+        String(udpBackend.port),
+      ],
+      {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      },
+    );
     const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
     try {
-      const { tcpPort, udpPort } = JSON.parse((await lines.next()).value as string) as { tcpPort: number; udpPort: number };
+      const { tcpPort, udpPort } = JSON.parse((await lines.next()).value as string) as {
+        tcpPort: number;
+        udpPort: number;
+      };
       for (let i = 0; i < 3; i++) {
         const { data, error } = await exchange(tcpPort, 'hello');
         assert.equal(data.length, 0);

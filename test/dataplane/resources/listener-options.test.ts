@@ -19,8 +19,16 @@ describe('options on the listening socket', () => {
     server.listen({ host: '127.0.94.1', port: 0 });
     await once(server, 'listening');
     try {
-      assert.equal(noDelayOnListener(server), true, `Node ${process.version}: net.Server's _handle has no setNoDelay any more`);
-      assert.equal((server as ServerWithNoDelay).noDelay, false, 'accepted sockets must not each set TCP_NODELAY again');
+      assert.equal(
+        noDelayOnListener(server),
+        true,
+        `Node ${process.version}: net.Server's _handle has no setNoDelay any more`,
+      );
+      assert.equal(
+        (server as ServerWithNoDelay).noDelay,
+        false,
+        'accepted sockets must not each set TCP_NODELAY again',
+      );
       const accepted = once(server, 'connection');
       const client = net.connect({ host: '127.0.94.1', port: (server.address() as net.AddressInfo).port });
       const [socket] = (await accepted) as [net.Socket];

@@ -5,13 +5,21 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { describe, it } from 'node:test';
-import { USER_BUFFER_READS, createReadForwarder, readAcceptedSocketInto } from '../../../src/dataplane/resources/socket-reads.ts';
+import {
+  USER_BUFFER_READS,
+  createReadForwarder,
+  readAcceptedSocketInto,
+} from '../../../src/dataplane/resources/socket-reads.ts';
 import { randomPayload, sha256, startEchoBackend, waitFor } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue } from '../../support/dataplane/test-plane.ts';
 
 describe('reads into reused buffers', () => {
   it('the onread internals are where this Node keeps them', () => {
-    assert.equal(USER_BUFFER_READS, true, `Node ${process.version}: the kBuffer/kBufferCb/kBufferGen symbols of net.Socket are gone`);
+    assert.equal(
+      USER_BUFFER_READS,
+      true,
+      `Node ${process.version}: the kBuffer/kBufferCb/kBufferGen symbols of net.Socket are gone`,
+    );
   });
 
   it('an accepted socket reads through the forwarder: every byte, in order, and no data events', async () => {
@@ -25,14 +33,22 @@ describe('reads into reused buffers', () => {
     sink.listen({ host: '127.0.0.1', port: 0 });
     await once(sink, 'listening');
     try {
-      const sinkDone = new Promise<void>((resolve) => sink.once('connection', (socket) => socket.once('end', () => resolve())));
+      const sinkDone = new Promise<void>((resolve) =>
+        sink.once('connection', (socket) => socket.once('end', () => resolve())),
+      );
       const forwarded = new Promise<{ counted: number; dataEvents: number }>((resolve) => {
         server.once('connection', (accepted) => {
           const upstream = net.connect({ host: '127.0.0.1', port: (sink.address() as net.AddressInfo).port });
           let counted = 0;
           let dataEvents = 0;
           accepted.on('data', () => dataEvents++);
-          assert.equal(readAcceptedSocketInto(accepted, createReadForwarder(upstream, (bytes) => (counted += bytes))), true);
+          assert.equal(
+            readAcceptedSocketInto(
+              accepted,
+              createReadForwarder(upstream, (bytes) => (counted += bytes)),
+            ),
+            true,
+          );
           upstream.on('drain', () => accepted.resume());
           accepted.on('end', () => {
             upstream.end();
@@ -76,18 +92,34 @@ describe('read buffers of idle connections', { timeout: 20_000 }, () => {
   it('a connection that carried 1 MiB and went idle lets go of its read buffers, and carries bytes exactly after', async () => {
     const plane = createPlane(200, { idleBufferSweepMs: 100 });
     const echo = await startEchoBackend();
-    const port = await applyOnFreePort(plane, (p) => ({ listeners: [{ name: 'idle-buffers', listen: `127.0.0.1:${p}`, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] }] }));
+    const port = await applyOnFreePort(plane, (p) => ({
+      listeners: [
+        {
+          name: 'idle-buffers',
+          listen: `127.0.0.1:${p}`,
+          backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }],
+        },
+      ],
+    }));
     const client = net.connect({ host: '127.0.0.1', port });
     try {
       await once(client, 'connect');
       const first = randomPayload(1024 * 1024);
       assert.equal(sha256(await echoed(client, first)), sha256(first));
       assert.ok(plane.dataplane.readBufferBytes() > 64 * 1024, 'a bulk transfer grows the read buffers of both sides');
-      await waitFor(() => plane.dataplane.readBufferBytes() === 0, 'the idle connection to let go of its read buffers', 3000);
+      await waitFor(
+        () => plane.dataplane.readBufferBytes() === 0,
+        'the idle connection to let go of its read buffers',
+        3000,
+      );
       assert.equal(metricValue(await plane.metrics(), 'canary_l4_read_buffer_bytes'), 0);
 
       const second = randomPayload(1024 * 1024);
-      assert.equal(sha256(await echoed(client, second)), sha256(second), 'the connection carries bytes exactly after its buffers were let go of');
+      assert.equal(
+        sha256(await echoed(client, second)),
+        sha256(second),
+        'the connection carries bytes exactly after its buffers were let go of',
+      );
     } finally {
       client.destroy();
       await plane.close();

@@ -12,10 +12,22 @@ import { BackendStats, ListenerStats } from '../../../src/dataplane/stats/stats.
 const NOW = 1_000_000;
 
 function listener(weights: { stable: number; canary: number }, balance: 'wrr' | 'random' = 'wrr'): ListenerSnapshot {
-  const config = validateConfig({ listeners: [{
-    name: 'web', listen: '127.0.0.1:8080', balance,
-    backends: [{ name: 'stable', host: '127.0.0.1', port: 9001, weight: weights.stable }, { name: 'canary', host: '127.0.0.1', port: 9002, weight: weights.canary }],
-  }] }, 'test config').listeners[0]!;
+  const config = validateConfig(
+    {
+      listeners: [
+        {
+          name: 'web',
+          listen: '127.0.0.1:8080',
+          balance,
+          backends: [
+            { name: 'stable', host: '127.0.0.1', port: 9001, weight: weights.stable },
+            { name: 'canary', host: '127.0.0.1', port: 9002, weight: weights.canary },
+          ],
+        },
+      ],
+    },
+    'test config',
+  ).listeners[0]!;
   return buildSnapshot(config, new ListenerStats(), () => ({ health: new BackendHealth(), stats: new BackendStats() }));
 }
 
@@ -44,7 +56,11 @@ function offeredToCanary(snapshot: ListenerSnapshot): number {
 }
 
 describe('what the weights offered a held-out backend', () => {
-  for (const [weights, expected] of [[{ stable: 50, canary: 50 }, 500], [{ stable: 80, canary: 20 }, 200], [{ stable: 99, canary: 1 }, 10]] as const) {
+  for (const [weights, expected] of [
+    [{ stable: 50, canary: 50 }, 500],
+    [{ stable: 80, canary: 20 }, 200],
+    [{ stable: 99, canary: 1 }, 10],
+  ] as const) {
     it(`at ${weights.canary} % its weight's share of new connections (${expected} of 1 000, by wrr), all served by the others`, () => {
       const snapshot = listener(weights);
       takeOut(snapshot, 'canary');
@@ -82,7 +98,7 @@ describe('what the weights offered a held-out backend', () => {
     assert.equal(offeredToCanary(snapshot), 0);
   });
 
-  it('a failover retry is no new offer: only a connection\'s first pick counts', () => {
+  it("a failover retry is no new offer: only a connection's first pick counts", () => {
     const snapshot = listener({ stable: 50, canary: 50 });
     takeOut(snapshot, 'canary');
     for (let i = 0; i < 100; i++) chooseBackend(snapshot, new Set([0]), NOW, i, null);
@@ -93,7 +109,12 @@ describe('what the weights offered a held-out backend', () => {
     const first = listener({ stable: 50, canary: 50 });
     const canary = takeOut(first, 'canary');
     connect(first, 3);
-    const reloaded = buildSnapshot(first.config, first.stats, (backend) => first.backends.find((b) => b.config.name === backend.name)!, first);
+    const reloaded = buildSnapshot(
+      first.config,
+      first.stats,
+      (backend) => first.backends.find((b) => b.config.name === backend.name)!,
+      first,
+    );
     connect(reloaded, 997);
     assert.equal(reloaded.offers, first.offers);
     canary.stats.heldOut.probeFailed(NOW + 10_000, 10_000);

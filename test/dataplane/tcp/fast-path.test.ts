@@ -28,7 +28,11 @@ const HOST = '127.0.95.1';
 describe('the Node internals of the TCP fast path', () => {
   for (const requirement of RAW_TCP_REQUIREMENTS) {
     test(`Node ${process.version} has ${requirement.name}`, () => {
-      assert.equal(requirement.present, true, `${requirement.name} is gone: every TCP listener falls back to the net.Socket path`);
+      assert.equal(
+        requirement.present,
+        true,
+        `${requirement.name} is gone: every TCP listener falls back to the net.Socket path`,
+      );
     });
   }
 
@@ -38,7 +42,15 @@ describe('the Node internals of the TCP fast path', () => {
     await once(server, 'listening');
     try {
       let taken = 0;
-      assert.equal(takeAccepts(server, (handle) => { taken++; new FastLeg(handle).close(false); return true; }), true, "net.Server's _handle.onconnection is gone");
+      assert.equal(
+        takeAccepts(server, (handle) => {
+          taken++;
+          new FastLeg(handle).close(false);
+          return true;
+        }),
+        true,
+        "net.Server's _handle.onconnection is gone",
+      );
       const client = net.connect({ host: HOST, port: (server.address() as net.AddressInfo).port });
       await once(client, 'close');
       assert.equal(taken, 1);
@@ -55,10 +67,31 @@ describe('which listeners take the fast path', () => {
     try {
       for (const tcpFastPath of [true, false]) {
         const port = await freePort(HOST);
-        const config = validateConfig({ listeners: [{ name: 'web', listen: `${HOST}:${port}`, backends: [{ name: 'echo', host: HOST, port: echo.port, weight: 1 }] }] }, 'test config');
-        const snapshot = buildSnapshot(config.listeners[0]!, new ListenerStats(), () => ({ health: new BackendHealth(), stats: new BackendStats() }));
+        const config = validateConfig(
+          {
+            listeners: [
+              {
+                name: 'web',
+                listen: `${HOST}:${port}`,
+                backends: [{ name: 'echo', host: HOST, port: echo.port, weight: 1 }],
+              },
+            ],
+          },
+          'test config',
+        );
+        const snapshot = buildSnapshot(config.listeners[0]!, new ListenerStats(), () => ({
+          health: new BackendHealth(),
+          stats: new BackendStats(),
+        }));
         const descriptors = new DescriptorBudget({ capacity: 100, maxReservePerListener: 10 }).open();
-        const listener = new TcpListener(snapshot, { log: silentLog, reusePort: false, tcpFastPath, descriptors, onLocalRefusal: () => {}, idleReadBuffers });
+        const listener = new TcpListener(snapshot, {
+          log: silentLog,
+          reusePort: false,
+          tcpFastPath,
+          descriptors,
+          onLocalRefusal: () => {},
+          idleReadBuffers,
+        });
         await listener.listen();
         try {
           assert.equal(listener.fastPath, tcpFastPath);
@@ -92,12 +125,19 @@ describe('which listeners take the fast path', () => {
       },
       'test config',
     ).listeners[0]!;
-    return buildSnapshot(config, new ListenerStats(), () => ({ health: new BackendHealth(), stats: new BackendStats() }));
+    return buildSnapshot(config, new ListenerStats(), () => ({
+      health: new BackendHealth(),
+      stats: new BackendStats(),
+    }));
   };
 
   const cases: [string, ReturnType<typeof listener>, boolean][] = [
     ['a plain listener (IPv4 and IPv6 backends)', listener({}), true],
-    ['with client affinity and limits', listener({ affinity: 'clientIP', maxConnections: 10, idleTimeoutMs: 1000, maxConnectionAgeMs: 5000 }), true],
+    [
+      'with client affinity and limits',
+      listener({ affinity: 'clientIP', maxConnections: 10, idleTimeoutMs: 1000, maxConnectionAgeMs: 5000 }),
+      true,
+    ],
     ['mirroring TCP', listener({ mirror: { to: 'canary', percent: 10 } }), false],
     ['with failOnReset', listener({ failOnReset: true }), false],
     ['with firstByteTimeoutMs', listener({ firstByteTimeoutMs: 500 }), false],
@@ -132,14 +172,25 @@ async function rawConnection(): Promise<RawConnection> {
   proxy.listen({ host: HOST, port: 0 });
   backend.listen({ host: HOST, port: 0 });
   await Promise.all([once(proxy, 'listening'), once(backend, 'listening')]);
-  const accepted = new Promise<FastLeg>((resolve) => takeAccepts(proxy, (handle) => { resolve(new FastLeg(handle)); return true; }));
+  const accepted = new Promise<FastLeg>((resolve) =>
+    takeAccepts(proxy, (handle) => {
+      resolve(new FastLeg(handle));
+      return true;
+    }),
+  );
   const backendSocket = once(backend, 'connection');
   const client = net.connect({ host: HOST, port: (proxy.address() as net.AddressInfo).port, allowHalfOpen: true });
   const clientLeg = await accepted;
   const upstream = await new Promise<FastLeg>((resolve, reject) =>
-    connectTo(HOST, (backend.address() as net.AddressInfo).port, (code, handle) => (code === null ? resolve(new FastLeg(handle)) : reject(new Error(code)))),
+    connectTo(HOST, (backend.address() as net.AddressInfo).port, (code, handle) =>
+      code === null ? resolve(new FastLeg(handle)) : reject(new Error(code)),
+    ),
   );
-  const runtime: BackendRuntime = { config: { name: 'b', host: HOST, port: 1, weight: 1 }, health: new BackendHealth(), stats: new BackendStats() };
+  const runtime: BackendRuntime = {
+    config: { name: 'b', host: HOST, port: 1, weight: 1 },
+    health: new BackendHealth(),
+    stats: new BackendStats(),
+  };
   const flow = new FastTcpConnection(runtime, 0, { client: clientLeg, upstream }, -1, () => {});
   const [socket] = (await backendSocket) as [net.Socket];
   return {
@@ -166,7 +217,10 @@ describe('backpressure on the fast path', { timeout: 20_000 }, () => {
       await until(() => flow.client.pendingWrites > 0, 'the reply to back up at the client');
       await new Promise((resolve) => setTimeout(resolve, 300));
       // What the kernel buffers hold on loopback (a few MiB), not the 64 MiB offered.
-      assert.ok(flow.upstream.bytesRead < 16 * 1024 * 1024, `the proxy read ${flow.upstream.bytesRead} bytes of the backend meanwhile`);
+      assert.ok(
+        flow.upstream.bytesRead < 16 * 1024 * 1024,
+        `the proxy read ${flow.upstream.bytesRead} bytes of the backend meanwhile`,
+      );
       const chunks: Buffer[] = [];
       client.on('data', (chunk: Buffer) => chunks.push(chunk));
       client.resume();

@@ -83,12 +83,22 @@ describe('TCP faults', { timeout: 30_000 }, () => {
   });
 
   /** A backend's resets as /stats serves them to the canary analysis (resetRate). */
-  const countedResets = (listener: string, backend: string) => snapshotCounters(plane.stats, plane.dataplane.config).listeners[listener]?.[backend]?.resets;
+  const countedResets = (listener: string, backend: string) =>
+    snapshotCounters(plane.stats, plane.dataplane.config).listeners[listener]?.[backend]?.resets;
 
   test('a refusing backend: every connection fails over to the other, and the refusal is counted', async () => {
     const deadPort = await freePort();
     const port = await applyOnFreePort(plane, (p) => ({
-      listeners: [{ name: 'refuse', listen: `127.0.0.1:${p}`, backends: backendsOf([['dead', deadPort, 50], ['echo', echo.port, 50]]) }],
+      listeners: [
+        {
+          name: 'refuse',
+          listen: `127.0.0.1:${p}`,
+          backends: backendsOf([
+            ['dead', deadPort, 50],
+            ['echo', echo.port, 50],
+          ]),
+        },
+      ],
     }));
     for (let i = 0; i < 20; i++) {
       const { data, error } = await exchange(port, `msg ${i}`);
@@ -100,7 +110,14 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     assert.equal(dead.connections, 0);
     assert.equal(plane.backend('refuse', 'echo').connections, 20);
     const metrics = await plane.metrics();
-    assert.equal(metricValue(metrics, 'canary_l4_connect_errors_total', { listener: 'refuse', backend: 'dead', reason: 'refused' }), 1);
+    assert.equal(
+      metricValue(metrics, 'canary_l4_connect_errors_total', {
+        listener: 'refuse',
+        backend: 'dead',
+        reason: 'refused',
+      }),
+      1,
+    );
     assert.equal(metricValue(metrics, 'canary_l4_backend_healthy', { listener: 'refuse', backend: 'dead' }), 0);
     assert.equal(metricValue(metrics, 'canary_l4_backend_healthy', { listener: 'refuse', backend: 'echo' }), 1);
   });
@@ -112,7 +129,15 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     const laterPort = await freePort();
     const port = await applyOnFreePort(plane, (p) => ({
       listeners: [
-        { name: 'health', listen: `127.0.0.1:${p}`, failTimeoutMs, backends: backendsOf([['later', laterPort, 50], ['live', live.port, 50]]) },
+        {
+          name: 'health',
+          listen: `127.0.0.1:${p}`,
+          failTimeoutMs,
+          backends: backendsOf([
+            ['later', laterPort, 50],
+            ['live', live.port, 50],
+          ]),
+        },
       ],
     }));
     assert.equal(await askName(port), 'live'); // "later" refused, failover
@@ -131,19 +156,35 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     const afterRecovery: string[] = [];
     for (let i = 0; i < 20; i++) afterRecovery.push(await askName(port));
     const counts = countBy(afterRecovery);
-    assert.ok((counts.later ?? 0) >= 9 && (counts.live ?? 0) >= 9, `50/50 after recovery, got ${JSON.stringify(counts)}`);
+    assert.ok(
+      (counts.later ?? 0) >= 9 && (counts.live ?? 0) >= 9,
+      `50/50 after recovery, got ${JSON.stringify(counts)}`,
+    );
     assert.equal([...plane.dataplane.backendStates()].find((b) => b.backend === 'later')?.healthy, true);
   });
 
   test('every backend refusing: the client is reset and the refusal counted as no_backend', async () => {
     const [a, b] = [await freePort(), await freePort()];
     const port = await applyOnFreePort(plane, (p) => ({
-      listeners: [{ name: 'all-dead', listen: `127.0.0.1:${p}`, backends: backendsOf([['a', a, 1], ['b', b, 1]]) }],
+      listeners: [
+        {
+          name: 'all-dead',
+          listen: `127.0.0.1:${p}`,
+          backends: backendsOf([
+            ['a', a, 1],
+            ['b', b, 1],
+          ]),
+        },
+      ],
     }));
     const { data, error } = await exchange(port, 'hello');
     assert.equal(data.length, 0);
     assert.equal(error?.code, 'ECONNRESET');
-    assert.equal(plane.backend('all-dead', 'a').connectErrors.refused + plane.backend('all-dead', 'b').connectErrors.refused, 2, 'both were tried');
+    assert.equal(
+      plane.backend('all-dead', 'a').connectErrors.refused + plane.backend('all-dead', 'b').connectErrors.refused,
+      2,
+      'both were tried',
+    );
     assert.equal(plane.listener('all-dead').refused.no_backend, 1);
   });
 
@@ -155,11 +196,23 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     probe.on('error', () => {});
     const probeConnected = await Promise.race([once(probe, 'connect').then(() => true), sleep(500).then(() => false)]);
     probe.destroy();
-    assert.equal(probeConnected, false, 'the blackhole accepted a connection; the test cannot simulate a hanging connect');
+    assert.equal(
+      probeConnected,
+      false,
+      'the blackhole accepted a connection; the test cannot simulate a hanging connect',
+    );
 
     const port = await applyOnFreePort(plane, (p) => ({
       listeners: [
-        { name: 'hang', listen: `127.0.0.1:${p}`, connectTimeoutMs: 300, backends: backendsOf([['hole', blackhole.port, 50], ['echo', echo.port, 50]]) },
+        {
+          name: 'hang',
+          listen: `127.0.0.1:${p}`,
+          connectTimeoutMs: 300,
+          backends: backendsOf([
+            ['hole', blackhole.port, 50],
+            ['echo', echo.port, 50],
+          ]),
+        },
       ],
     }));
     const started = Date.now();
@@ -167,20 +220,33 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     const took = Date.now() - started;
     assert.equal(error, undefined);
     assert.equal(data.toString(), 'through');
-    assert.ok(took >= 250, `answered after ${took} ms: the first attempt should have waited for the 300 ms connect timeout`);
+    assert.ok(
+      took >= 250,
+      `answered after ${took} ms: the first attempt should have waited for the 300 ms connect timeout`,
+    );
     assert.equal(plane.backend('hang', 'hole').connectErrors.timeout, 1);
     assert.equal(plane.backend('hang', 'hole').connections, 0);
     // Marked failed: the next connections go straight to the echo.
     for (let i = 0; i < 5; i++) assert.equal((await exchange(port, `n${i}`)).data.toString(), `n${i}`);
     assert.equal(plane.backend('hang', 'hole').connectErrors.timeout, 1);
-    assert.match(await plane.metrics(), /canary_l4_connect_errors_total\{listener="hang",backend="hole",reason="timeout"\} 1/);
+    assert.match(
+      await plane.metrics(),
+      /canary_l4_connect_errors_total\{listener="hang",backend="hole",reason="timeout"\} 1/,
+    );
   });
 
   test('only a backend that accepts nothing: the client is reset after the connect timeout', async () => {
     const blackhole = await startBlackhole();
     closers.push(() => blackhole.close());
     const port = await applyOnFreePort(plane, (p) => ({
-      listeners: [{ name: 'hang-only', listen: `127.0.0.1:${p}`, connectTimeoutMs: 200, backends: backendsOf([['hole', blackhole.port, 1]]) }],
+      listeners: [
+        {
+          name: 'hang-only',
+          listen: `127.0.0.1:${p}`,
+          connectTimeoutMs: 200,
+          backends: backendsOf([['hole', blackhole.port, 1]]),
+        },
+      ],
     }));
     const { data, error } = await exchange(port, 'x', { timeoutMs: 5000 });
     assert.equal(data.length, 0);
@@ -192,7 +258,14 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     const blackhole = await startBlackhole();
     closers.push(() => blackhole.close());
     const port = await applyOnFreePort(plane, (p) => ({
-      listeners: [{ name: 'cut-connecting', listen: `127.0.0.1:${p}`, connectTimeoutMs: 60_000, backends: backendsOf([['hole', blackhole.port, 1]]) }],
+      listeners: [
+        {
+          name: 'cut-connecting',
+          listen: `127.0.0.1:${p}`,
+          connectTimeoutMs: 60_000,
+          backends: backendsOf([['hole', blackhole.port, 1]]),
+        },
+      ],
     }));
     const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === 'Timeout').length;
     const before = timers();
@@ -217,7 +290,11 @@ describe('TCP faults', { timeout: 30_000 }, () => {
       listeners: [{ name: 'reset-backend', listen: `127.0.0.1:${p}`, backends: backendsOf([['b', backend.port, 1]]) }],
     }));
     const { data, error } = await exchange(port, '', { keepOpen: true });
-    assert.equal(error?.code, 'ECONNRESET', `the client saw ${error?.code ?? 'a clean end'} after ${data.length} bytes`);
+    assert.equal(
+      error?.code,
+      'ECONNRESET',
+      `the client saw ${error?.code ?? 'a clean end'} after ${data.length} bytes`,
+    );
     await waitFor(() => plane.backend('reset-backend', 'b').active === 0, 'the proxied connection to be closed');
     assert.equal(countedResets('reset-backend', 'b'), 1, "the backend's reset is counted against it (resetRate)");
   });
@@ -240,7 +317,11 @@ describe('TCP faults', { timeout: 30_000 }, () => {
     await waitFor(() => seen.length > 0, 'the backend to see the client go');
     assert.deepEqual(seen, ['ECONNRESET']);
     await waitFor(() => plane.dataplane.activeConnections === 0, 'the proxy to close both sides');
-    assert.equal(countedResets('reset-client', 'b'), 0, "the client's own reset is not held against the backend (resetRate)");
+    assert.equal(
+      countedResets('reset-client', 'b'),
+      0,
+      "the client's own reset is not held against the backend (resetRate)",
+    );
   });
 });
 
@@ -262,7 +343,10 @@ describe('opt-in passive health past the connect (failOnReset, firstByteTimeoutM
   /** 20 connections one after the other over a 50/50 split; what each client got ('reset' for a reset). */
   async function twentyConnections(port: number): Promise<Record<string, number>> {
     const outcomes: string[] = [];
-    for (let i = 0; i < 20; i++) outcomes.push(await askName(port).catch((err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' ? 'reset' : String(err))));
+    for (let i = 0; i < 20; i++)
+      outcomes.push(
+        await askName(port).catch((err: NodeJS.ErrnoException) => (err.code === 'ECONNRESET' ? 'reset' : String(err))),
+      );
     return countBy(outcomes);
   }
 
@@ -278,14 +362,29 @@ describe('opt-in passive health past the connect (failOnReset, firstByteTimeoutM
       listen: `127.0.0.1:${p}`,
       maxFails: 2,
       ...extra,
-      backends: backendsOf([['resetting', resetting.port, 50], ['good', good.port, 50]]),
+      backends: backendsOf([
+        ['resetting', resetting.port, 50],
+        ['good', good.port, 50],
+      ]),
     });
-    const optedIn = await applyOnFreePort(plane, (p) => ({ listeners: [listener('fail-on-reset', p, { failOnReset: true })] }));
+    const optedIn = await applyOnFreePort(plane, (p) => ({
+      listeners: [listener('fail-on-reset', p, { failOnReset: true })],
+    }));
     assert.deepEqual(await twentyConnections(optedIn), { reset: 2, good: 18 });
     assert.equal(plane.backend('fail-on-reset', 'resetting').failures.reset, 2);
     const metrics = await plane.metrics();
-    assert.equal(metricValue(metrics, 'canary_l4_backend_healthy', { listener: 'fail-on-reset', backend: 'resetting' }), 0);
-    assert.equal(metricValue(metrics, 'canary_l4_backend_failures_total', { listener: 'fail-on-reset', backend: 'resetting', reason: 'reset' }), 2);
+    assert.equal(
+      metricValue(metrics, 'canary_l4_backend_healthy', { listener: 'fail-on-reset', backend: 'resetting' }),
+      0,
+    );
+    assert.equal(
+      metricValue(metrics, 'canary_l4_backend_failures_total', {
+        listener: 'fail-on-reset',
+        backend: 'resetting',
+        reason: 'reset',
+      }),
+      2,
+    );
 
     const byDefault = await applyOnFreePort(plane, (p) => ({ listeners: [listener('nginx-like', p, {})] }));
     assert.deepEqual(await twentyConnections(byDefault), { reset: 10, good: 10 });
@@ -296,19 +395,35 @@ describe('opt-in passive health past the connect (failOnReset, firstByteTimeoutM
     closers.push(() => silent.close());
     const port = await applyOnFreePort(plane, (p) => ({
       listeners: [
-        { name: 'first-byte', listen: `127.0.0.1:${p}`, maxFails: 1, firstByteTimeoutMs: 200, backends: backendsOf([['silent', silent.port, 50], ['good', good.port, 50]]) },
+        {
+          name: 'first-byte',
+          listen: `127.0.0.1:${p}`,
+          maxFails: 1,
+          firstByteTimeoutMs: 200,
+          backends: backendsOf([
+            ['silent', silent.port, 50],
+            ['good', good.port, 50],
+          ]),
+        },
       ],
     }));
     // The first connection goes to the silent backend (ties go to the first) and hangs.
     const hanging = net.connect({ host: '127.0.0.1', port }).on('error', () => {});
     try {
       await waitFor(() => silent.accepted === 1, 'the silent backend to get the first connection');
-      await waitFor(() => plane.backend('first-byte', 'silent').failures.first_byte_timeout === 1, 'the first-byte timeout');
+      await waitFor(
+        () => plane.backend('first-byte', 'silent').failures.first_byte_timeout === 1,
+        'the first-byte timeout',
+      );
       const names: string[] = [];
       for (let i = 0; i < 10; i++) names.push(await askName(port));
       assert.deepEqual(countBy(names), { good: 10 });
       assert.equal(silent.accepted, 1);
-      assert.equal([...plane.dataplane.backendStates()].find((b) => b.listener === 'first-byte' && b.backend === 'silent')?.healthy, false);
+      assert.equal(
+        [...plane.dataplane.backendStates()].find((b) => b.listener === 'first-byte' && b.backend === 'silent')
+          ?.healthy,
+        false,
+      );
     } finally {
       hanging.destroy();
     }
@@ -334,7 +449,13 @@ describe('slow reader (a serve child)', { timeout: 30_000 }, () => {
     });
     proxyPort = await freePort();
     serve = await startServe({
-      listeners: [{ name: 'slow', listen: `127.0.0.1:${proxyPort}`, backends: [{ name: 'firehose', host: '127.0.0.1', port: firehose.port, weight: 1 }] }],
+      listeners: [
+        {
+          name: 'slow',
+          listen: `127.0.0.1:${proxyPort}`,
+          backends: [{ name: 'firehose', host: '127.0.0.1', port: firehose.port, weight: 1 }],
+        },
+      ],
     });
   });
   after(async () => {
@@ -359,7 +480,10 @@ describe('slow reader (a serve child)', { timeout: 30_000 }, () => {
     }
     const growth = peak - baseline;
     t.diagnostic(`proxy RSS ${(baseline / MiB).toFixed(1)} MiB before, peak growth ${(growth / MiB).toFixed(1)} MiB`);
-    assert.ok(growth < 64 * MiB, `proxy RSS grew by ${(growth / MiB).toFixed(1)} MiB while ${(connections * offeredPerConnection) / MiB} MiB was offered`);
+    assert.ok(
+      growth < 64 * MiB,
+      `proxy RSS grew by ${(growth / MiB).toFixed(1)} MiB while ${(connections * offeredPerConnection) / MiB} MiB was offered`,
+    );
 
     // Now read: everything offered arrives, nothing was lost while paused.
     const totals = await Promise.all(
@@ -375,6 +499,9 @@ describe('slow reader (a serve child)', { timeout: 30_000 }, () => {
           }),
       ),
     );
-    assert.deepEqual(totals, clients.map(() => offeredPerConnection));
+    assert.deepEqual(
+      totals,
+      clients.map(() => offeredPerConnection),
+    );
   });
 });

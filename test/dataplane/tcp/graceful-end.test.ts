@@ -34,12 +34,23 @@ describe('a connection ended by max age', { timeout: 60_000 }, () => {
 
   /** A listener of its own per test (`name`), so each test's counters start at zero. */
   async function proxyTo(name: string, backendPort: number, extra: Record<string, unknown>): Promise<number> {
-    return applyOnFreePort(plane, (port) => ({
-      listeners: [{ name, listen: `${HOST}:${port}`, ...extra, backends: [{ name: 'b', host: '127.0.0.1', port: backendPort, weight: 1 }] }],
-    }), HOST);
+    return applyOnFreePort(
+      plane,
+      (port) => ({
+        listeners: [
+          {
+            name,
+            listen: `${HOST}:${port}`,
+            ...extra,
+            backends: [{ name: 'b', host: '127.0.0.1', port: backendPort, weight: 1 }],
+          },
+        ],
+      }),
+      HOST,
+    );
   }
 
-  test('after the backend closed its side, the client\'s own FIN closes it at once', async () => {
+  test("after the backend closed its side, the client's own FIN closes it at once", async () => {
     const backend = await backendServer((socket) => {
       socket.end('hello');
       socket.resume();
@@ -89,8 +100,17 @@ describe('the end of a graceful end', () => {
     const upstream = new Upstream();
     upstream.on('end', () => client.end());
     upstream.resume(); // a socket's reads flow (onread): its FIN is seen as soon as it comes
-    const backend = { config: { name: 'b', host: '127.0.0.1', port: 1, weight: 1 }, health: new BackendHealth(), stats: new BackendStats() };
-    const sockets = { client: client as unknown as net.Socket, clientReads: undefined, upstream: upstream as unknown as net.Socket, upstreamReads: {} as ReadForwarder };
+    const backend = {
+      config: { name: 'b', host: '127.0.0.1', port: 1, weight: 1 },
+      health: new BackendHealth(),
+      stats: new BackendStats(),
+    };
+    const sockets = {
+      client: client as unknown as net.Socket,
+      clientReads: undefined,
+      upstream: upstream as unknown as net.Socket,
+      upstreamReads: {} as ReadForwarder,
+    };
     return { client, upstream, flow: new TcpConnection(backend, 0, sockets, -1) };
   }
   const settle = () => new Promise((resolve) => setImmediate(resolve));
@@ -104,7 +124,7 @@ describe('the end of a graceful end', () => {
     upstream.finish();
     await settle();
     mock.timers.tick(6_000);
-    assert.equal(client.destroyed, false, 'cut 5 s after the backend\'s FIN, the queued reply would be lost');
+    assert.equal(client.destroyed, false, "cut 5 s after the backend's FIN, the queued reply would be lost");
     client.flush();
     await settle();
     mock.timers.tick(4_999);

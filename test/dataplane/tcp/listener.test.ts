@@ -20,7 +20,12 @@ import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../..
 
 const MiB = 1024 * 1024;
 
-function tcpListener(name: string, port: number, backends: { name: string; port: number; weight: number; host?: string }[], extra: Record<string, unknown> = {}) {
+function tcpListener(
+  name: string,
+  port: number,
+  backends: { name: string; port: number; weight: number; host?: string }[],
+  extra: Record<string, unknown> = {},
+) {
   return {
     name,
     protocol: 'tcp',
@@ -48,7 +53,9 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
   test('512 concurrent connections carry 66 MiB each way byte-exact (hashes compared at both ends)', async () => {
     const connections = 512;
     const size = 132 * 1024; // 512 × 132 KiB = 66 MiB each way
-    const port = await applyOnFreePort(plane, (p) => ({ listeners: [tcpListener('bulk', p, [{ name: 'echo', port: echo.port, weight: 1 }])] }));
+    const port = await applyOnFreePort(plane, (p) => ({
+      listeners: [tcpListener('bulk', p, [{ name: 'echo', port: echo.port, weight: 1 }])],
+    }));
     const before = echo.receivedHashes.length;
     const payloads = Array.from({ length: connections }, () => randomPayload(size));
 
@@ -93,7 +100,9 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
   });
 
   test('one connection carries 64 MiB each way byte-exact', async () => {
-    const port = await applyOnFreePort(plane, (p) => ({ listeners: [tcpListener('single', p, [{ name: 'echo', port: echo.port, weight: 1 }])] }));
+    const port = await applyOnFreePort(plane, (p) => ({
+      listeners: [tcpListener('single', p, [{ name: 'echo', port: echo.port, weight: 1 }])],
+    }));
     const payload = randomPayload(64 * MiB);
     const { data, error } = await exchange(port, payload, { timeoutMs: 25_000 });
     assert.equal(error, undefined);
@@ -112,7 +121,9 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
       });
     });
     extraBackends.push(backend);
-    const port = await applyOnFreePort(plane, (p) => ({ listeners: [tcpListener('half-client', p, [{ name: 'b', port: backend.port, weight: 1 }])] }));
+    const port = await applyOnFreePort(plane, (p) => ({
+      listeners: [tcpListener('half-client', p, [{ name: 'b', port: backend.port, weight: 1 }])],
+    }));
     const payload = randomPayload(4 * MiB);
     const { data, error } = await exchange(port, payload);
     assert.equal(error, undefined);
@@ -128,7 +139,9 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
       socket.on('end', () => hashes.push(sha256(Buffer.concat(chunks))));
     });
     extraBackends.push(backend);
-    const port = await applyOnFreePort(plane, (p) => ({ listeners: [tcpListener('half-backend', p, [{ name: 'b', port: backend.port, weight: 1 }])] }));
+    const port = await applyOnFreePort(plane, (p) => ({
+      listeners: [tcpListener('half-backend', p, [{ name: 'b', port: backend.port, weight: 1 }])],
+    }));
 
     const client = net.connect({ host: '127.0.0.1', port, allowHalfOpen: true });
     const chunks: Buffer[] = [];
@@ -210,16 +223,27 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
     const over = await exchange(port, 'ping');
     assert.equal(over.data.length, 0, 'a connection over the cap was served');
     assert.equal(plane.listener('capped').refused.max_connections, 1);
-    assert.match(await plane.metrics(), /canary_l4_connections_refused_total\{listener="capped",reason="max_connections"\} 1/);
+    assert.match(
+      await plane.metrics(),
+      /canary_l4_connections_refused_total\{listener="capped",reason="max_connections"\} 1/,
+    );
 
     held[0]!.destroy();
-    await waitFor(async () => (await exchange(port, 'again')).data.toString() === 'again', 'a freed slot to serve a new connection');
+    await waitFor(
+      async () => (await exchange(port, 'again')).data.toString() === 'again',
+      'a freed slot to serve a new connection',
+    );
     held[1]!.destroy();
   });
 
   test('all weights 0: new connections are refused (reset, no bytes) and counted as no_backend', async () => {
     const port = await applyOnFreePort(plane, (p) => ({
-      listeners: [tcpListener('all-zero', p, [{ name: 'a', port: echo.port, weight: 0 }, { name: 'b', port: echo.port, weight: 0 }])],
+      listeners: [
+        tcpListener('all-zero', p, [
+          { name: 'a', port: echo.port, weight: 0 },
+          { name: 'b', port: echo.port, weight: 0 },
+        ]),
+      ],
     }));
     const acceptedBefore = echo.accepted;
     for (let i = 0; i < 3; i++) {
@@ -229,7 +253,10 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
     }
     assert.equal(echo.accepted, acceptedBefore, 'a weight-0 backend received a connection');
     const metrics = await plane.metrics();
-    assert.equal(metricValue(metrics, 'canary_l4_connections_refused_total', { listener: 'all-zero', reason: 'no_backend' }), 3);
+    assert.equal(
+      metricValue(metrics, 'canary_l4_connections_refused_total', { listener: 'all-zero', reason: 'no_backend' }),
+      3,
+    );
   });
 
   test('IPv6: a [::1] listener proxies to a ::1 backend', async () => {
@@ -237,7 +264,11 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
     extraBackends.push(echo6);
     const port = await applyOnFreePort(
       plane,
-      (p) => ({ listeners: [{ name: 'v6', listen: `[::1]:${p}`, backends: [{ name: 'echo6', host: '::1', port: echo6.port, weight: 1 }] }] }),
+      (p) => ({
+        listeners: [
+          { name: 'v6', listen: `[::1]:${p}`, backends: [{ name: 'echo6', host: '::1', port: echo6.port, weight: 1 }] },
+        ],
+      }),
       '::1',
     );
     const payload = randomPayload(MiB);
@@ -249,7 +280,11 @@ describe('TCP data plane', { timeout: 30_000 }, () => {
 
   test('a listener on every address (no host) serves IPv4 and IPv6 clients', async () => {
     const port = await freePort('::');
-    await plane.apply({ listeners: [{ name: 'dual', listen: port, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] }] });
+    await plane.apply({
+      listeners: [
+        { name: 'dual', listen: port, backends: [{ name: 'echo', host: '127.0.0.1', port: echo.port, weight: 1 }] },
+      ],
+    });
     for (const host of ['127.0.0.1', '::1']) {
       const { data } = await exchange(port, `via ${host}`, { host });
       assert.equal(data.toString(), `via ${host}`);

@@ -23,12 +23,15 @@ describe('probeTcp: does the backend take a connection and keep it?', () => {
   after(() => Promise.all(servers.map((server) => server.close())));
 
   it('one that answers: serving', async () => assert.equal(await probeTcp(HOST, greeting.port, 1_000), true));
-  it('one that accepts and says nothing (a server that waits for its client): serving', async () => assert.equal(await probeTcp(HOST, silent.port, 1_000), true));
-  it('one that resets what it accepts: not serving', async () => assert.equal(await probeTcp(HOST, resetting.port, 1_000), false));
-  it('nothing listening (refused): not serving', async () => assert.equal(await probeTcp(HOST, await freePort(HOST), 1_000), false));
+  it('one that accepts and says nothing (a server that waits for its client): serving', async () =>
+    assert.equal(await probeTcp(HOST, silent.port, 1_000), true));
+  it('one that resets what it accepts: not serving', async () =>
+    assert.equal(await probeTcp(HOST, resetting.port, 1_000), false));
+  it('nothing listening (refused): not serving', async () =>
+    assert.equal(await probeTcp(HOST, await freePort(HOST), 1_000), false));
 });
 
-describe('probed: what a probe\'s result does to a held-out backend', () => {
+describe("probed: what a probe's result does to a held-out backend", () => {
   const FAIL_TIMEOUT_MS = 3_000;
   const heldOut = () => {
     const backend = { health: new BackendHealth(), stats: new BackendStats() };
@@ -54,7 +57,7 @@ describe('probed: what a probe\'s result does to a held-out backend', () => {
     assert.deepEqual(backend.stats.probes, { ok: 0, failed: 1 });
   });
 
-  it('the offers of a failed probe past the grace count against it; a good probe\'s are cleared', () => {
+  it("the offers of a failed probe past the grace count against it; a good probe's are cleared", () => {
     const failing = heldOut();
     for (let i = 0; i < 20; i++) failing.stats.heldOut.offered();
     probed(failing, false, FAIL_TIMEOUT_MS, FAIL_TIMEOUT_MS);

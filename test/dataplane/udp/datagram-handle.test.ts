@@ -13,7 +13,10 @@ import { freePort } from '../../support/net/free-ports.ts';
 
 const MODULE_URL = new URL('../../../src/dataplane/udp/datagram-handle.ts', import.meta.url).href;
 
-async function boundSocket(onDatagram: (datagram: Buffer, sender: dgram.RemoteInfo) => void, internals?: Error): Promise<dgram.Socket> {
+async function boundSocket(
+  onDatagram: (datagram: Buffer, sender: dgram.RemoteInfo) => void,
+  internals?: Error,
+): Promise<dgram.Socket> {
   const socket = dgram.createSocket('udp4');
   receiveDatagrams(socket, onDatagram, internals);
   socket.bind(0, '127.0.0.1');
@@ -41,7 +44,11 @@ function countMessageEvents(socket: dgram.Socket): () => number {
 
 describe('UDP datagrams through the socket handle', { timeout: 20_000 }, () => {
   test("this runtime has what datagram-handle.ts uses: a dgram.Socket's 'state symbol' with a handle that sends, and udp_wrap's SendWrap", () => {
-    assert.equal(udpHandleProblem(), null, 'Node changed the dgram internals datagram-handle.ts relies on; the UDP path runs on the slower public API until it is adapted');
+    assert.equal(
+      udpHandleProblem(),
+      null,
+      'Node changed the dgram internals datagram-handle.ts relies on; the UDP path runs on the slower public API until it is adapted',
+    );
   });
 
   test('received datagrams reach the handler straight from the handle, with the sender; replies go back by address', async () => {
@@ -85,7 +92,10 @@ describe('UDP datagrams through the socket handle', { timeout: 20_000 }, () => {
     const sends = datagramSender(sender, notFound);
     for (let i = 0; i < 5; i++) sends.send(Buffer.from(`fallback ${i}`));
     await waitFor(() => received.length === 5, 'every datagram received');
-    assert.deepEqual(received, [0, 1, 2, 3, 4].map((i) => `fallback ${i}`));
+    assert.deepEqual(
+      received,
+      [0, 1, 2, 3, 4].map((i) => `fallback ${i}`),
+    );
     assert.equal(messageEvents(), 5, "the fallback receives through dgram's 'message' event");
     sink.close();
     sender.close();
@@ -110,7 +120,11 @@ describe('UDP datagrams through the socket handle', { timeout: 20_000 }, () => {
       console.log(JSON.stringify(got));
       sink.close(); socket.close();
     `;
-    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--test-udp-no-try-send', '--input-type=module', '--eval', child], { timeout: 15_000 });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', '--test-udp-no-try-send', '--input-type=module', '--eval', child],
+      { timeout: 15_000 },
+    );
     const got = JSON.parse(stdout) as string[];
     assert.deepEqual(got.sort(), Array.from({ length: 50 }, (_, i) => String(i).padStart(8, '0')).sort());
   });

@@ -87,7 +87,9 @@ describe('UDP idle timeout', { timeout: 10_000 }, () => {
     client.send('subscribe', port, '127.0.0.1');
     const stats = plane.backend('stream', 'streamer');
     // The stream plus margin; a session cut short gets nothing after the cut.
-    await waitFor(() => received.includes(DATAGRAMS), `datagram ${DATAGRAMS} of the stream`, STREAM_MS + 1_000).catch(() => {});
+    await waitFor(() => received.includes(DATAGRAMS), `datagram ${DATAGRAMS} of the stream`, STREAM_MS + 1_000).catch(
+      () => {},
+    );
     const last = received.at(-1) ?? 0;
     assert.equal(
       received.length,
@@ -98,6 +100,9 @@ describe('UDP idle timeout', { timeout: 10_000 }, () => {
     assert.equal(stats.connections, 1, 'one session for the whole stream');
     // Once both sides are quiet, the session does expire.
     await waitFor(() => stats.active === 0, 'the session to expire once the stream ended', 3 * IDLE_TIMEOUT_MS);
-    assert.ok(Date.now() - started >= STREAM_MS + IDLE_TIMEOUT_MS, 'expired no sooner than an idle timeout after the last datagram');
+    assert.ok(
+      Date.now() - started >= STREAM_MS + IDLE_TIMEOUT_MS,
+      'expired no sooner than an idle timeout after the last datagram',
+    );
   });
 });

@@ -5,7 +5,15 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
-import { countBy, runConcurrently, sleep, startUdpEcho, udpAsk, waitFor, type UdpBackend } from '../../support/net/backends.ts';
+import {
+  countBy,
+  runConcurrently,
+  sleep,
+  startUdpEcho,
+  udpAsk,
+  waitFor,
+  type UdpBackend,
+} from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 
@@ -38,18 +46,35 @@ describe('UDP data plane', { timeout: 20_000 }, () => {
     await Promise.all([stable, canary, triple, ...extra].map((backend) => backend.close()));
   });
 
-  const udpListener = (name: string, port: number, backends: [string, number, number][], extraFields: Record<string, unknown> = {}) => ({
+  const udpListener = (
+    name: string,
+    port: number,
+    backends: [string, number, number][],
+    extraFields: Record<string, unknown> = {},
+  ) => ({
     name,
     protocol: 'udp',
     listen: `127.0.0.1:${port}`,
-    backends: backends.map(([backendName, backendPort, weight]) => ({ name: backendName, host: '127.0.0.1', port: backendPort, weight })),
+    backends: backends.map(([backendName, backendPort, weight]) => ({
+      name: backendName,
+      host: '127.0.0.1',
+      port: backendPort,
+      weight,
+    })),
     ...extraFields,
   });
 
   test('wrr 90/10 splits sessions exactly: 100 clients, 90 to stable and 10 to canary', async () => {
     const port = await applyOnFreePort(
       plane,
-      (p) => ({ listeners: [udpListener('split', p, [['stable', stable.port, 90], ['canary', canary.port, 10]])] }),
+      (p) => ({
+        listeners: [
+          udpListener('split', p, [
+            ['stable', stable.port, 90],
+            ['canary', canary.port, 10],
+          ]),
+        ],
+      }),
       '127.0.0.1',
       'udp',
     );
@@ -57,7 +82,9 @@ describe('UDP data plane', { timeout: 20_000 }, () => {
     // client and land in the still-live session of the previous one.
     const clients = await Promise.all(Array.from({ length: 100 }, () => clientSocket()));
     sockets.push(...clients);
-    const replies = await runConcurrently(100, 10, async (i) => nameOf((await udpAsk(port, `hello ${i}`, { socket: clients[i]! }))[0]));
+    const replies = await runConcurrently(100, 10, async (i) =>
+      nameOf((await udpAsk(port, `hello ${i}`, { socket: clients[i]! }))[0]),
+    );
     assert.deepEqual(countBy(replies), { stable: 90, canary: 10 });
     assert.equal(plane.backend('split', 'stable').connections, 90);
     assert.equal(plane.backend('split', 'canary').connections, 10);
@@ -66,7 +93,14 @@ describe('UDP data plane', { timeout: 20_000 }, () => {
   test('a session sticks to its backend and its upstream socket: 20 datagrams from one client, one backend, one sender', async () => {
     const port = await applyOnFreePort(
       plane,
-      (p) => ({ listeners: [udpListener('sticky', p, [['stable', stable.port, 50], ['canary', canary.port, 50]])] }),
+      (p) => ({
+        listeners: [
+          udpListener('sticky', p, [
+            ['stable', stable.port, 50],
+            ['canary', canary.port, 50],
+          ]),
+        ],
+      }),
       '127.0.0.1',
       'udp',
     );
@@ -149,7 +183,11 @@ describe('UDP data plane', { timeout: 20_000 }, () => {
   test('maxSessions caps live sessions: the client over the cap gets nothing and is counted; a freed slot is reused', async () => {
     const port = await applyOnFreePort(
       plane,
-      (p) => ({ listeners: [udpListener('capped', p, [['stable', stable.port, 1]], { udp: { maxSessions: 3 }, idleTimeoutMs: 300 })] }),
+      (p) => ({
+        listeners: [
+          udpListener('capped', p, [['stable', stable.port, 1]], { udp: { maxSessions: 3 }, idleTimeoutMs: 300 }),
+        ],
+      }),
       '127.0.0.1',
       'udp',
     );
@@ -158,7 +196,13 @@ describe('UDP data plane', { timeout: 20_000 }, () => {
     for (const socket of clients.slice(0, 3)) assert.equal((await udpAsk(port, 'in', { socket })).length, 1);
     assert.deepEqual(await udpAsk(port, 'over', { socket: clients[3]!, timeoutMs: 300 }), []);
     assert.equal(plane.listener('capped').udpDropped.max_sessions, 1);
-    assert.equal(metricValue(await plane.metrics(), 'canary_l4_udp_dropped_datagrams_total', { listener: 'capped', reason: 'max_sessions' }), 1);
+    assert.equal(
+      metricValue(await plane.metrics(), 'canary_l4_udp_dropped_datagrams_total', {
+        listener: 'capped',
+        reason: 'max_sessions',
+      }),
+      1,
+    );
     // Once the sessions idle out, the fourth client is served.
     await waitFor(() => plane.backend('capped', 'stable').active === 0, 'sessions to expire', 3000);
     assert.equal((await udpAsk(port, 'now', { socket: clients[3]! })).length, 1);
@@ -196,17 +240,32 @@ describe('UDP data plane', { timeout: 20_000 }, () => {
     const socket = await clientSocket();
     sockets.push(socket);
     assert.deepEqual(await udpAsk(port, 'first', { socket, timeoutMs: 300 }), []);
-    await waitFor(() => plane.backend('udp-unresolvable', 'nowhere').connectErrors.unreachable === 1, 'the failed connect to be counted');
+    await waitFor(
+      () => plane.backend('udp-unresolvable', 'nowhere').connectErrors.unreachable === 1,
+      'the failed connect to be counted',
+    );
     assert.equal(plane.backend('udp-unresolvable', 'nowhere').active, 0);
     assert.deepEqual(await udpAsk(port, 'second', { socket, timeoutMs: 300 }), []);
-    await waitFor(() => plane.backend('udp-unresolvable', 'nowhere').connectErrors.unreachable === 2, 'the second session to fail too');
+    await waitFor(
+      () => plane.backend('udp-unresolvable', 'nowhere').connectErrors.unreachable === 2,
+      'the second session to fail too',
+    );
   });
 
   test('IPv6: a [::1] UDP listener with a ::1 backend', async () => {
     const echo6 = await startUdpEcho('v6', '::1');
     extra.push(echo6);
     const port = await freePort('::1', 'udp');
-    await plane.apply({ listeners: [{ name: 'udp6', protocol: 'udp', listen: `[::1]:${port}`, backends: [{ name: 'v6', host: '::1', port: echo6.port, weight: 1 }] }] });
+    await plane.apply({
+      listeners: [
+        {
+          name: 'udp6',
+          protocol: 'udp',
+          listen: `[::1]:${port}`,
+          backends: [{ name: 'v6', host: '::1', port: echo6.port, weight: 1 }],
+        },
+      ],
+    });
     assert.deepEqual(await udpAsk(port, 'six', { host: '::1' }), ['v6:six']);
   });
 });

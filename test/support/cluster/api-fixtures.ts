@@ -6,7 +6,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before } from 'node:test';
-import { ApiException, CoreV1Api, CustomObjectsApi, type KubeConfig, ApiextensionsV1Api, loadYaml, type V1CustomResourceDefinition, type V1Pod, Watch } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  ApiextensionsV1Api,
+  loadYaml,
+  type V1CustomResourceDefinition,
+  type V1Pod,
+  Watch,
+} from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { type FakeApiServer, startFakeApiServer, type FakeApiServerOptions } from '../fake-apiserver/index.ts';
 
@@ -34,7 +44,9 @@ export const canaryCrd = {
 
 export async function installCrd(kc: KubeConfig): Promise<void> {
   // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys.
-  await kc.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: loadYaml<V1CustomResourceDefinition>(JSON.stringify(canaryCrd)) });
+  await kc
+    .makeApiClient(ApiextensionsV1Api)
+    .createCustomResourceDefinition({ body: loadYaml<V1CustomResourceDefinition>(JSON.stringify(canaryCrd)) });
 }
 
 /** A fake apiserver with the CanaryRelease CRD installed, and clients for it. */
@@ -53,7 +65,8 @@ export async function apiError(p: Promise<unknown>): Promise<{ code: number; bod
   try {
     await p;
   } catch (e) {
-    if (e instanceof ApiException) return { code: e.code, body: typeof e.body === 'string' ? JSON.parse(e.body) : e.body };
+    if (e instanceof ApiException)
+      return { code: e.code, body: typeof e.body === 'string' ? JSON.parse(e.body) : e.body };
     throw e;
   }
   throw new Error('expected the call to fail');
@@ -84,29 +97,43 @@ export function tcpAnswer(ip: string, port: number): Promise<string> {
 
 /** Whether nothing listens on ip:port (the connection is refused). */
 export const refused = (ip: string, port: number): Promise<boolean> =>
-  tcpAnswer(ip, port).then(() => false, (e: NodeJS.ErrnoException) => e.code === 'ECONNREFUSED');
+  tcpAnswer(ip, port).then(
+    () => false,
+    (e: NodeJS.ErrnoException) => e.code === 'ECONNREFUSED',
+  );
 
 /**
  * A Deployment's pods as a list then a watch from its resourceVersion (so no synthetic ADDED events
  * build the set up), calling `check` with the pods after every event.
  */
-export function watchPods(api: FakeApiServer, app: string, check: (pods: V1Pod[], event: { type: string; pod: V1Pod; at: number }) => void) {
+export function watchPods(
+  api: FakeApiServer,
+  app: string,
+  check: (pods: V1Pod[], event: { type: string; pod: V1Pod; at: number }) => void,
+) {
   const pods = new Map<string, V1Pod>();
   const failures: Error[] = [];
   let abort: AbortController | undefined;
   const labelSelector = `app=${app}`;
   const started = (async () => {
-    const list = await api.kubeConfig.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: 'default', labelSelector });
+    const list = await api.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .listNamespacedPod({ namespace: 'default', labelSelector });
     for (const pod of list.items) pods.set(pod.metadata!.name!, pod);
-    abort = await new Watch(api.kubeConfig).watch('/api/v1/namespaces/default/pods', { labelSelector, resourceVersion: list.metadata?.resourceVersion }, (type, pod: V1Pod) => {
-      if (type === 'DELETED') pods.delete(pod.metadata!.name!);
-      else pods.set(pod.metadata!.name!, pod);
-      try {
-        check([...pods.values()], { type, pod, at: performance.now() });
-      } catch (e) {
-        failures.push(e as Error);
-      }
-    }, () => undefined);
+    abort = await new Watch(api.kubeConfig).watch(
+      '/api/v1/namespaces/default/pods',
+      { labelSelector, resourceVersion: list.metadata?.resourceVersion },
+      (type, pod: V1Pod) => {
+        if (type === 'DELETED') pods.delete(pod.metadata!.name!);
+        else pods.set(pod.metadata!.name!, pod);
+        try {
+          check([...pods.values()], { type, pod, at: performance.now() });
+        } catch (e) {
+          failures.push(e as Error);
+        }
+      },
+      () => undefined,
+    );
   })();
   return {
     started,
@@ -129,7 +156,10 @@ export function svc(name: string, extra: Record<string, any> = {}): any {
 const execFileAsync = promisify(execFile);
 
 /** A fake apiserver and kubectl bound to it, for the tests of a describe block (set in its before hook). */
-export function fakeWithKubectl(options?: FakeApiServerOptions): { readonly api: FakeApiServer; readonly kubectl: Kubectl } {
+export function fakeWithKubectl(options?: FakeApiServerOptions): {
+  readonly api: FakeApiServer;
+  readonly kubectl: Kubectl;
+} {
   const context = {} as { api: FakeApiServer; kubectl: Kubectl };
   before(async () => {
     context.api = await startFakeApiServer(options);

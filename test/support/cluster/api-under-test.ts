@@ -18,7 +18,12 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { startRealCluster, type RealCluster } from '../../cluster/cluster.ts';
 import { registerNode, type RegisteredNode } from '../../cluster/node/node.ts';
 import { POD_NETWORK_PREFIX } from '../../cluster/pod-network.ts';
-import { startFakeApiServer, type FakeApiServer, type FakeApiServerOptions, type RequestRecord } from '../fake-apiserver/index.ts';
+import {
+  startFakeApiServer,
+  type FakeApiServer,
+  type FakeApiServerOptions,
+  type RequestRecord,
+} from '../fake-apiserver/index.ts';
 
 /** Whether this run's end-to-end tests run against a real control plane. (Not a CANARY_L4_ variable:
  * the commands read those as flags, and refuse one they do not know.) */
@@ -63,12 +68,22 @@ export interface ApiUnderTest {
 export const HAND_NODE = 'canary-l4-hand-node';
 
 /** The fake, or a real control plane with `serviceCidr` (its node's pods in `198.18.<third octet of the CIDR>`). */
-export async function startApiUnderTest(serviceCidr: string, fakeOptions: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<ApiUnderTest> {
+export async function startApiUnderTest(
+  serviceCidr: string,
+  fakeOptions: Omit<FakeApiServerOptions, 'serviceCidr'> = {},
+): Promise<ApiUnderTest> {
   if (!REAL_API) {
     const fake = await startFakeApiServer({ serviceCidr, ...fakeOptions });
     return {
-      url: fake.url, kubeConfig: fake.kubeConfig, kubeconfigPath: fake.kubeconfigPath, fake, real: undefined, handNode: undefined,
-      requests: () => fake.requests, podNet: (fakeNet) => fakeNet, stop: () => fake.stop(),
+      url: fake.url,
+      kubeConfig: fake.kubeConfig,
+      kubeconfigPath: fake.kubeconfigPath,
+      fake,
+      real: undefined,
+      handNode: undefined,
+      requests: () => fake.requests,
+      podNet: (fakeNet) => fakeNet,
+      stop: () => fake.stop(),
     };
   }
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-cluster-'));
@@ -88,13 +103,26 @@ export async function startApiUnderTest(serviceCidr: string, fakeOptions: Omit<F
     throw err;
   }
   return {
-    url: real.plane.url, kubeConfig: real.kubeConfig, kubeconfigPath: real.plane.kubeconfigPath, fake: undefined, real, handNode: HAND_NODE,
+    url: real.plane.url,
+    kubeConfig: real.kubeConfig,
+    kubeconfigPath: real.plane.kubeconfigPath,
+    fake: undefined,
+    real,
+    handNode: HAND_NODE,
     podNet: (fakeNet) => `${POD_NETWORK_PREFIX}.${fakeNet.split('.')[2]}`,
-    requests: () => real.plane.auditEvents().map((event) => ({
-      verb: event.verb, group: event.objectRef?.apiGroup ?? '', resource: event.objectRef?.resource ?? '', subresource: event.objectRef?.subresource ?? '',
-      namespace: event.objectRef?.namespace ?? '', name: event.objectRef?.name ?? '', user: event.user.username,
-      ...(event.objectRef === undefined ? { nonResourceURL: event.requestURI } : {}), method: '', code: event.responseStatus?.code ?? 0,
-    })),
+    requests: () =>
+      real.plane.auditEvents().map((event) => ({
+        verb: event.verb,
+        group: event.objectRef?.apiGroup ?? '',
+        resource: event.objectRef?.resource ?? '',
+        subresource: event.objectRef?.subresource ?? '',
+        namespace: event.objectRef?.namespace ?? '',
+        name: event.objectRef?.name ?? '',
+        user: event.user.username,
+        ...(event.objectRef === undefined ? { nonResourceURL: event.requestURI } : {}),
+        method: '',
+        code: event.responseStatus?.code ?? 0,
+      })),
     async stop() {
       hand.stop();
       await real.stop();

@@ -8,8 +8,13 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 
-export function resolveContainerEnv(pod: V1Pod, container: V1Container, fields: Readonly<Record<string, string | undefined>>,
-  dir: string, madeDirs: string[]): Record<string, string> | string {
+export function resolveContainerEnv(
+  pod: V1Pod,
+  container: V1Container,
+  fields: Readonly<Record<string, string | undefined>>,
+  dir: string,
+  madeDirs: string[],
+): Record<string, string> | string {
   const mounts = (container.volumeMounts ?? []).flatMap((mount) => {
     if (pod.spec?.volumes?.find((volume) => volume.name === mount.name)?.emptyDir === undefined) return [];
     const made = mkdtempSync(join(dir, `${mount.name}-`));
@@ -22,7 +27,7 @@ export function resolveContainerEnv(pod: V1Pod, container: V1Container, fields: 
     if (variable.valueFrom !== undefined && (fieldPath === undefined || !(fieldPath in fields))) {
       return `env ${variable.name}: the kubelet simulation does not resolve ${JSON.stringify(variable.valueFrom)}`;
     }
-    let value = fieldPath === undefined ? variable.value ?? '' : fields[fieldPath] ?? '';
+    let value = fieldPath === undefined ? (variable.value ?? '') : (fields[fieldPath] ?? '');
     const mount = mounts.find((item) => value === item.path || value.startsWith(`${item.path}/`));
     if (mount !== undefined) value = mount.dir + value.slice(mount.path.length);
     env[variable.name] = value;

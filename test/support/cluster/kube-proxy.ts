@@ -113,14 +113,20 @@ class KubeProxySimulation implements KubeProxy {
   readonly #udpIdleTimeoutMs: number;
   readonly #services: ListWatch<V1Service>;
   /** Endpoints are read when a connection comes, so changes of these need no work now. */
-  readonly #endpointSource: { readonly informer: ListWatch<V1Pod> | ListWatch<V1EndpointSlice>; endpoints(svc: V1Service, port: V1ServicePort, protocol: L4Protocol): Endpoint[] };
+  readonly #endpointSource: {
+    readonly informer: ListWatch<V1Pod> | ListWatch<V1EndpointSlice>;
+    endpoints(svc: V1Service, port: V1ServicePort, protocol: L4Protocol): Endpoint[];
+  };
   readonly #synced: Promise<void>[] = [];
   readonly #listeners = new Map<string, Listener>();
   readonly #counters = new Map<string, PortCounters>();
   readonly #nextEndpoint = new Map<string, number>();
   /** Every proxied socket, so stop() can end them (connections outlive their listener otherwise). */
   readonly #sockets = new Set<net.Socket | dgram.Socket>();
-  readonly #sync = new OnePassAtATime(() => this.#syncListeners(), () => this.#stopped);
+  readonly #sync = new OnePassAtATime(
+    () => this.#syncListeners(),
+    () => this.#stopped,
+  );
   #stopped = false;
 
   constructor(options: KubeProxyOptions) {
@@ -128,18 +134,40 @@ class KubeProxySimulation implements KubeProxy {
     this.#udpIdleTimeoutMs = options.udpIdleTimeoutMs ?? 30_000;
     const core = options.kubeConfig.makeApiClient(CoreV1Api);
     const ns = options.namespace;
-    const path = (group: string, resource: string) => `${group}${ns === undefined ? '' : `/namespaces/${ns}`}/${resource}`;
-    this.#services = this.#informer(options.kubeConfig, path('/api/v1', 'services'),
-      () => (ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns })), () => this.#resync());
+    const path = (group: string, resource: string) =>
+      `${group}${ns === undefined ? '' : `/namespaces/${ns}`}/${resource}`;
+    this.#services = this.#informer(
+      options.kubeConfig,
+      path('/api/v1', 'services'),
+      () => (ns === undefined ? core.listServiceForAllNamespaces() : core.listNamespacedService({ namespace: ns })),
+      () => this.#resync(),
+    );
     if (options.endpoints === 'endpointslices') {
       const discovery = options.kubeConfig.makeApiClient(DiscoveryV1Api);
-      const slices = this.#informer(options.kubeConfig, path('/apis/discovery.k8s.io/v1', 'endpointslices'),
-        () => (ns === undefined ? discovery.listEndpointSliceForAllNamespaces() : discovery.listNamespacedEndpointSlice({ namespace: ns })), () => {});
-      this.#endpointSource = { informer: slices, endpoints: (svc, port, protocol) => sliceEndpoints(slices.list(svc.metadata!.namespace), svc, port, protocol) };
+      const slices = this.#informer(
+        options.kubeConfig,
+        path('/apis/discovery.k8s.io/v1', 'endpointslices'),
+        () =>
+          ns === undefined
+            ? discovery.listEndpointSliceForAllNamespaces()
+            : discovery.listNamespacedEndpointSlice({ namespace: ns }),
+        () => {},
+      );
+      this.#endpointSource = {
+        informer: slices,
+        endpoints: (svc, port, protocol) => sliceEndpoints(slices.list(svc.metadata!.namespace), svc, port, protocol),
+      };
     } else {
-      const pods = this.#informer(options.kubeConfig, path('/api/v1', 'pods'),
-        () => (ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns })), () => {});
-      this.#endpointSource = { informer: pods, endpoints: (svc, port, protocol) => podEndpoints(pods.list(svc.metadata!.namespace), svc, port, protocol) };
+      const pods = this.#informer(
+        options.kubeConfig,
+        path('/api/v1', 'pods'),
+        () => (ns === undefined ? core.listPodForAllNamespaces() : core.listNamespacedPod({ namespace: ns })),
+        () => {},
+      );
+      this.#endpointSource = {
+        informer: pods,
+        endpoints: (svc, port, protocol) => podEndpoints(pods.list(svc.metadata!.namespace), svc, port, protocol),
+      };
     }
   }
 
@@ -154,7 +182,13 @@ class KubeProxySimulation implements KubeProxy {
   }
 
   counters(service: string, port: number, protocol: L4Protocol = 'TCP'): PortCounters {
-    return { ...(this.#counters.get(`${service}:${port}/${protocol}`) ?? { accepted: 0, rejectedNoEndpoints: 0, upstreamFailed: 0 }) };
+    return {
+      ...(this.#counters.get(`${service}:${port}/${protocol}`) ?? {
+        accepted: 0,
+        rejectedNoEndpoints: 0,
+        upstreamFailed: 0,
+      }),
+    };
   }
 
   async stop(): Promise<void> {
@@ -164,11 +198,19 @@ class KubeProxySimulation implements KubeProxy {
     await this.#sync.idle;
     for (const listener of this.#listeners.values()) listener.close();
     this.#listeners.clear();
-    for (const s of this.#sockets) (s instanceof net.Socket ? s.destroy() : closeQuietly(s));
+    for (const s of this.#sockets) s instanceof net.Socket ? s.destroy() : closeQuietly(s);
   }
 
-  #informer<T extends KubernetesObject>(kubeConfig: KubeConfig, path: string, list: () => Promise<KubernetesListObject<T>>, onChange: () => void): ListWatch<T> {
-    const { informer, synced } = keepWatching(kubeConfig, path, list, onChange, { retryMs: INFORMER_RETRY_MS, stopped: () => this.#stopped });
+  #informer<T extends KubernetesObject>(
+    kubeConfig: KubeConfig,
+    path: string,
+    list: () => Promise<KubernetesListObject<T>>,
+    onChange: () => void,
+  ): ListWatch<T> {
+    const { informer, synced } = keepWatching(kubeConfig, path, list, onChange, {
+      retryMs: INFORMER_RETRY_MS,
+      stopped: () => this.#stopped,
+    });
     this.#synced.push(synced);
     return informer;
   }
@@ -187,7 +229,8 @@ class KubeProxySimulation implements KubeProxy {
       if (!ip || !LOOPBACK_V4.test(ip)) continue;
       for (const p of svc.spec?.ports ?? []) {
         const protocol = p.protocol ?? 'TCP';
-        if (protocol === 'TCP' || protocol === 'UDP') wanted.set(frontendKey({ ip, port: p.port, protocol }), { ip, port: p.port, protocol });
+        if (protocol === 'TCP' || protocol === 'UDP')
+          wanted.set(frontendKey({ ip, port: p.port, protocol }), { ip, port: p.port, protocol });
       }
     }
     for (const [key, listener] of this.#listeners) {
@@ -198,7 +241,10 @@ class KubeProxySimulation implements KubeProxy {
     for (const [key, frontend] of wanted) {
       if (this.#listeners.has(key) || this.#stopped) continue;
       try {
-        this.#listeners.set(key, frontend.protocol === 'TCP' ? await this.#listenTcp(frontend) : await this.#listenUdp(frontend));
+        this.#listeners.set(
+          key,
+          frontend.protocol === 'TCP' ? await this.#listenTcp(frontend) : await this.#listenUdp(frontend),
+        );
         this.bindErrors.delete(key);
       } catch (e) {
         this.bindErrors.set(key, e as Error);
@@ -259,7 +305,9 @@ class KubeProxySimulation implements KubeProxy {
   /** The endpoint for a new connection or session, counted; `undefined` when there is none. */
   #route(frontend: Frontend): { endpoint: Endpoint; counters: PortCounters } | undefined {
     const svc = this.#services.list(this.#namespace).find((s) => s.spec?.clusterIP === frontend.ip);
-    const servicePort = svc?.spec?.ports?.find((p) => p.port === frontend.port && (p.protocol ?? 'TCP') === frontend.protocol);
+    const servicePort = svc?.spec?.ports?.find(
+      (p) => p.port === frontend.port && (p.protocol ?? 'TCP') === frontend.protocol,
+    );
     if (!svc || !servicePort) return undefined; // the Service is going; its listener is about to close
     const key = `${svc.metadata!.name}:${frontend.port}/${frontend.protocol}`;
     let counters = this.#counters.get(key);
@@ -278,9 +326,16 @@ class KubeProxySimulation implements KubeProxy {
   /** Whether `endpoint` is still one of the frontend's endpoints. */
   #isEndpoint(frontend: Frontend, endpoint: Endpoint): boolean {
     const svc = this.#services.list(this.#namespace).find((s) => s.spec?.clusterIP === frontend.ip);
-    const servicePort = svc?.spec?.ports?.find((p) => p.port === frontend.port && (p.protocol ?? 'TCP') === frontend.protocol);
-    return svc !== undefined && servicePort !== undefined
-      && this.#endpoints(svc, servicePort, frontend.protocol).some((item) => item.host === endpoint.host && item.port === endpoint.port);
+    const servicePort = svc?.spec?.ports?.find(
+      (p) => p.port === frontend.port && (p.protocol ?? 'TCP') === frontend.protocol,
+    );
+    return (
+      svc !== undefined &&
+      servicePort !== undefined &&
+      this.#endpoints(svc, servicePort, frontend.protocol).some(
+        (item) => item.host === endpoint.host && item.port === endpoint.port,
+      )
+    );
   }
 
   #endpoints(svc: V1Service, servicePort: V1ServicePort, protocol: L4Protocol): Endpoint[] {
@@ -312,14 +367,22 @@ class KubeProxySimulation implements KubeProxy {
     });
     client.on('error', () => resetIfOpen(upstream));
     // A side closed without a clean end both ways (destroyed) would leave the other open for good.
-    for (const [socket, other] of [[client, upstream], [upstream, client]] as const)
+    for (const [socket, other] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const)
       socket.once('close', () => {
         if (!(socket.readableEnded && socket.writableFinished)) other.destroy();
       });
   }
 
   /** A session for `client`: its own upstream socket, connected to the endpoint picked for it. */
-  #openUdpSession(listener: dgram.Socket, client: dgram.RemoteInfo, route: { endpoint: Endpoint; counters: PortCounters }, onEnd: () => void): UdpSession {
+  #openUdpSession(
+    listener: dgram.Socket,
+    client: dgram.RemoteInfo,
+    route: { endpoint: Endpoint; counters: PortCounters },
+    onEnd: () => void,
+  ): UdpSession {
     const upstream = dgram.createSocket('udp4');
     this.#track(upstream);
     const pending: Buffer[] = [];
@@ -360,7 +423,12 @@ class KubeProxySimulation implements KubeProxy {
 }
 
 /** Ready, non-terminating pods the selector matches, by pod name, with the port the Service targets. */
-function podEndpoints(pods: readonly V1Pod[], svc: V1Service, servicePort: V1ServicePort, protocol: L4Protocol): Endpoint[] {
+function podEndpoints(
+  pods: readonly V1Pod[],
+  svc: V1Service,
+  servicePort: V1ServicePort,
+  protocol: L4Protocol,
+): Endpoint[] {
   const selector = Object.entries(svc.spec?.selector ?? {});
   if (selector.length === 0) return [];
   const endpoints: Array<Endpoint & { pod: string }> = [];
@@ -369,7 +437,8 @@ function podEndpoints(pods: readonly V1Pod[], svc: V1Service, servicePort: V1Ser
     const host = pod.status?.podIP;
     // A terminating pod goes at once, even while still Ready: the endpoints controller drops it as
     // soon as deletionTimestamp is set, though its containers may still answer for a while.
-    if (!selector.every(([k, v]) => labels[k] === v) || pod.metadata?.deletionTimestamp || !host || !isPodReady(pod)) continue;
+    if (!selector.every(([k, v]) => labels[k] === v) || pod.metadata?.deletionTimestamp || !host || !isPodReady(pod))
+      continue;
     const port = targetPortOf(pod, servicePort, protocol);
     if (port !== undefined) endpoints.push({ host, port, pod: pod.metadata!.name! });
   }
@@ -380,18 +449,27 @@ function podEndpoints(pods: readonly V1Pod[], svc: V1Service, servicePort: V1Ser
  * The Service port's endpoints as kube-proxy reads the EndpointSlices: ready ones, or, when none is
  * ready, the serving ones that are terminating; sorted by address.
  */
-function sliceEndpoints(slices: readonly V1EndpointSlice[], svc: V1Service, servicePort: V1ServicePort, protocol: L4Protocol): Endpoint[] {
+function sliceEndpoints(
+  slices: readonly V1EndpointSlice[],
+  svc: V1Service,
+  servicePort: V1ServicePort,
+  protocol: L4Protocol,
+): Endpoint[] {
   const ready: Endpoint[] = [];
   const terminating: Endpoint[] = [];
   for (const slice of slices) {
-    if (slice.metadata?.labels?.['kubernetes.io/service-name'] !== svc.metadata?.name || slice.addressType !== 'IPv4') continue;
-    const port = slice.ports?.find((p) => (p.name ?? '') === (servicePort.name ?? '') && (p.protocol ?? 'TCP') === protocol)?.port;
+    if (slice.metadata?.labels?.['kubernetes.io/service-name'] !== svc.metadata?.name || slice.addressType !== 'IPv4')
+      continue;
+    const port = slice.ports?.find(
+      (p) => (p.name ?? '') === (servicePort.name ?? '') && (p.protocol ?? 'TCP') === protocol,
+    )?.port;
     if (port === undefined || port === null) continue;
     for (const endpoint of slice.endpoints ?? []) {
       const host = endpoint.addresses[0];
       if (host === undefined) continue;
       if (endpoint.conditions?.ready !== false) ready.push({ host, port });
-      else if (endpoint.conditions?.serving === true && endpoint.conditions.terminating === true) terminating.push({ host, port });
+      else if (endpoint.conditions?.serving === true && endpoint.conditions.terminating === true)
+        terminating.push({ host, port });
     }
   }
   const chosen = ready.length > 0 ? ready : terminating;
@@ -403,7 +481,8 @@ function targetPortOf(pod: V1Pod, servicePort: V1ServicePort, protocol: L4Protoc
   const target = servicePort.targetPort ?? servicePort.port;
   if (typeof target === 'number') return target;
   for (const container of pod.spec?.containers ?? [])
-    for (const p of container.ports ?? []) if (p.name === target && (p.protocol ?? 'TCP') === protocol) return p.containerPort;
+    for (const p of container.ports ?? [])
+      if (p.name === target && (p.protocol ?? 'TCP') === protocol) return p.containerPort;
   return undefined;
 }
 

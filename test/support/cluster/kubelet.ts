@@ -30,8 +30,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions,
-  type KubernetesListObject, type KubernetesObject, type ListWatch, type V1Container, type V1Deployment, type V1Pod, type V1PodCondition,
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type ListWatch,
+  type V1Container,
+  type V1Deployment,
+  type V1Pod,
+  type V1PodCondition,
 } from '@kubernetes/client-node';
 import { resolveContainerEnv } from './container-env.ts';
 import { podTemplateHash } from '../fake-apiserver/simulation/template-hash.ts';
@@ -99,7 +109,10 @@ class KubeletSimulation implements Kubelet {
   #nextIp = 1;
   #nextPod = 0;
   /** Passes over the caches, one at a time; one racing the test (a Deployment deleted meanwhile) is run again. */
-  readonly #sync = new OnePassAtATime(() => this.#pass(), () => this.#stopped);
+  readonly #sync = new OnePassAtATime(
+    () => this.#pass(),
+    () => this.#stopped,
+  );
   #stopped = false;
 
   /** A test that dies before stop() must not leave its pods' processes running (holding ports). */
@@ -114,8 +127,12 @@ class KubeletSimulation implements Kubelet {
     this.#apps = options.kubeConfig.makeApiClient(AppsV1Api);
     const labelSelector = options.labelSelector;
     this.#watched = {
-      deployments: this.#informer('/apis/apps/v1/deployments', labelSelector, () => this.#apps.listDeploymentForAllNamespaces({ labelSelector })),
-      pods: this.#informer('/api/v1/pods', TEMPLATE_HASH, () => this.#core.listPodForAllNamespaces({ labelSelector: TEMPLATE_HASH })),
+      deployments: this.#informer('/apis/apps/v1/deployments', labelSelector, () =>
+        this.#apps.listDeploymentForAllNamespaces({ labelSelector }),
+      ),
+      pods: this.#informer('/api/v1/pods', TEMPLATE_HASH, () =>
+        this.#core.listPodForAllNamespaces({ labelSelector: TEMPLATE_HASH }),
+      ),
     };
   }
 
@@ -126,7 +143,10 @@ class KubeletSimulation implements Kubelet {
   }
 
   running(): string[] {
-    return [...this.#running.entries(), ...this.#terminating.entries()].filter(([, run]) => run.child !== undefined).map(([key]) => key.split('/')[1]!).sort();
+    return [...this.#running.entries(), ...this.#terminating.entries()]
+      .filter(([, run]) => run.child !== undefined)
+      .map(([key]) => key.split('/')[1]!)
+      .sort();
   }
 
   output(pod: string): string {
@@ -143,8 +163,16 @@ class KubeletSimulation implements Kubelet {
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
-  #informer<T extends KubernetesObject>(path: string, labelSelector: string, list: () => Promise<KubernetesListObject<T>>): ListWatch<T> {
-    const { informer, synced } = keepWatching(this.#options.kubeConfig, path, list, () => this.#sync.request(), { labelSelector, retryMs: 300, stopped: () => this.#stopped });
+  #informer<T extends KubernetesObject>(
+    path: string,
+    labelSelector: string,
+    list: () => Promise<KubernetesListObject<T>>,
+  ): ListWatch<T> {
+    const { informer, synced } = keepWatching(this.#options.kubeConfig, path, list, () => this.#sync.request(), {
+      labelSelector,
+      retryMs: 300,
+      stopped: () => this.#stopped,
+    });
     this.#synced.push(synced);
     return informer;
   }
@@ -161,7 +189,10 @@ class KubeletSimulation implements Kubelet {
     }
     for (const deployment of this.#watched.deployments.list()) {
       if (this.#stopped || deployment.metadata?.deletionTimestamp != null) continue;
-      await this.#reconcileDeployment(deployment, pods.filter((pod) => pod.metadata?.ownerReferences?.some((ref) => ref.uid === deployment.metadata?.uid)));
+      await this.#reconcileDeployment(
+        deployment,
+        pods.filter((pod) => pod.metadata?.ownerReferences?.some((ref) => ref.uid === deployment.metadata?.uid)),
+      );
     }
     for (const pod of pods) if (!this.#running.has(keyOf(pod))) this.#run(pod);
   }
@@ -188,7 +219,10 @@ class KubeletSimulation implements Kubelet {
     };
     const before = deployment.status ?? {};
     if (Object.entries(status).every(([field, value]) => (before as Record<string, unknown>)[field] === value)) return;
-    await this.#apps.patchNamespacedDeploymentStatus({ name: deployment.metadata!.name!, namespace, body: { status } }, mergePatch);
+    await this.#apps.patchNamespacedDeploymentStatus(
+      { name: deployment.metadata!.name!, namespace, body: { status } },
+      mergePatch,
+    );
   }
 
   async #createPod(deployment: V1Deployment, hash: string): Promise<void> {
@@ -200,7 +234,15 @@ class KubeletSimulation implements Kubelet {
         metadata: {
           name,
           labels: { ...template.metadata?.labels, [TEMPLATE_HASH]: hash },
-          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: deployment.metadata!.name!, uid: deployment.metadata!.uid!, controller: true }],
+          ownerReferences: [
+            {
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              name: deployment.metadata!.name!,
+              uid: deployment.metadata!.uid!,
+              controller: true,
+            },
+          ],
         },
         // Scheduled at once, on a node of its own.
         spec: { ...template.spec!, nodeName: `node-${this.#nextPod}` },
@@ -219,13 +261,24 @@ class KubeletSimulation implements Kubelet {
   // ----------------------------------------------------------------------------- containers
 
   #run(pod: V1Pod): void {
-    const run: Running = { pod, child: undefined, adminPort: undefined, ready: false, restarts: 0, output: '', stopped: false, dirs: [] };
+    const run: Running = {
+      pod,
+      child: undefined,
+      adminPort: undefined,
+      ready: false,
+      restarts: 0,
+      output: '',
+      stopped: false,
+      dirs: [],
+    };
     this.#running.set(keyOf(pod), run);
     const podIP = `${this.#options.podNet}.${this.#nextIp++}`;
     const container = pod.spec!.containers[0]!;
     const command = this.#options.images[container.image ?? ''];
     if (command === undefined) {
-      void this.#setStatus(run, podIP, { waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` } });
+      void this.#setStatus(run, podIP, {
+        waiting: { reason: 'ImagePullBackOff', message: `Back-off pulling image "${container.image}"` },
+      });
       return;
     }
     const env = this.#env(run, pod, container, podIP);
@@ -236,7 +289,10 @@ class KubeletSimulation implements Kubelet {
     const start = () => {
       if (run.stopped || this.#stopped) return;
       run.adminPort = undefined;
-      const child = spawn(command[0]!, [...command.slice(1), ...(container.args ?? [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(command[0]!, [...command.slice(1), ...(container.args ?? [])], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       run.child = child;
       const keep = (chunk: string) => {
         run.output = (run.output + chunk).slice(-65_536);
@@ -249,10 +305,15 @@ class KubeletSimulation implements Kubelet {
         if (run.stopped || this.#stopped) return;
         run.restarts++;
         run.ready = false;
-        void this.#setStatus(run, podIP, { waiting: { reason: 'CrashLoopBackOff', message: `exited with ${signal ?? code}` } })
-          .then(() => sleep(RESTART_DELAY_MS)).then(start);
+        void this.#setStatus(run, podIP, {
+          waiting: { reason: 'CrashLoopBackOff', message: `exited with ${signal ?? code}` },
+        })
+          .then(() => sleep(RESTART_DELAY_MS))
+          .then(start);
       });
-      void this.#setStatus(run, podIP, { running: { startedAt: new Date() } }).then(() => this.#probe(run, podIP, container));
+      void this.#setStatus(run, podIP, { running: { startedAt: new Date() } }).then(() =>
+        this.#probe(run, podIP, container),
+      );
     };
     start();
   }
@@ -261,14 +322,20 @@ class KubeletSimulation implements Kubelet {
    * string says why it cannot be resolved. */
   #env(run: Running, pod: V1Pod, container: V1Container, podIP: string): NodeJS.ProcessEnv | string {
     const fields: Record<string, string | undefined> = {
-      'metadata.name': pod.metadata?.name, 'metadata.namespace': pod.metadata?.namespace, 'status.podIP': podIP,
-      'spec.nodeName': pod.spec?.nodeName, 'spec.serviceAccountName': pod.spec?.serviceAccountName,
+      'metadata.name': pod.metadata?.name,
+      'metadata.namespace': pod.metadata?.namespace,
+      'status.podIP': podIP,
+      'spec.nodeName': pod.spec?.nodeName,
+      'spec.serviceAccountName': pod.spec?.serviceAccountName,
     };
     const home = mkdtempSync(join(this.#dir, 'home-'));
     run.dirs.push(home);
     const account = pod.spec?.serviceAccountName ?? 'default';
     const kubeconfig = join(home, 'kubeconfig');
-    writeFileSync(kubeconfig, podKubeconfig(this.#options.apiUrl, `system:serviceaccount:${pod.metadata?.namespace}:${account}`));
+    writeFileSync(
+      kubeconfig,
+      podKubeconfig(this.#options.apiUrl, `system:serviceaccount:${pod.metadata?.namespace}:${account}`),
+    );
     const resolved = resolveContainerEnv(pod, container, fields, this.#dir, run.dirs);
     if (typeof resolved === 'string') return resolved;
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, KUBECONFIG: kubeconfig, ...resolved };
@@ -300,18 +367,40 @@ class KubeletSimulation implements Kubelet {
   async #setStatus(run: Running, podIP: string, state: Record<string, unknown>): Promise<void> {
     if (run.stopped || this.#stopped) return;
     const running = state.running !== undefined;
-    const condition = (type: string, on: boolean): V1PodCondition => ({ type, status: on ? 'True' : 'False', lastTransitionTime: new Date() });
+    const condition = (type: string, on: boolean): V1PodCondition => ({
+      type,
+      status: on ? 'True' : 'False',
+      lastTransitionTime: new Date(),
+    });
     const container = run.pod.spec!.containers[0]!;
     const status = {
       phase: running || run.restarts > 0 ? 'Running' : 'Pending',
       podIP,
       podIPs: [{ ip: podIP }],
       hostIP: '127.0.0.1',
-      conditions: [condition('PodScheduled', true), condition('Initialized', true), condition('ContainersReady', run.ready), condition('Ready', run.ready)],
-      containerStatuses: [{ name: container.name, image: container.image, imageID: '', ready: run.ready, restartCount: run.restarts, started: running, state }],
+      conditions: [
+        condition('PodScheduled', true),
+        condition('Initialized', true),
+        condition('ContainersReady', run.ready),
+        condition('Ready', run.ready),
+      ],
+      containerStatuses: [
+        {
+          name: container.name,
+          image: container.image,
+          imageID: '',
+          ready: run.ready,
+          restartCount: run.restarts,
+          started: running,
+          state,
+        },
+      ],
     };
     try {
-      await this.#core.patchNamespacedPodStatus({ name: run.pod.metadata!.name!, namespace: run.pod.metadata!.namespace!, body: { status } }, mergePatch);
+      await this.#core.patchNamespacedPodStatus(
+        { name: run.pod.metadata!.name!, namespace: run.pod.metadata!.namespace!, body: { status } },
+        mergePatch,
+      );
     } catch (err) {
       if ((err as { code?: number }).code !== 404) throw err;
     }

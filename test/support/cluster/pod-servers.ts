@@ -94,16 +94,23 @@ class PodServerSet implements PodServers {
   readonly #synced: Promise<void>;
   readonly #serving = new Map<string, Serving>();
   /** Passes one at a time; a pass that fails to bind (an address still held) runs again shortly. */
-  readonly #sync = new OnePassAtATime(() => this.#pass(), () => this.#stopped);
+  readonly #sync = new OnePassAtATime(
+    () => this.#pass(),
+    () => this.#stopped,
+  );
   #stopped = false;
 
   constructor(options: PodServersOptions) {
     this.#answer = options.answer ?? ((pod) => pod.spec?.containers[0]?.image ?? '');
     const core = options.kubeConfig.makeApiClient(CoreV1Api);
     const { namespace, labelSelector } = options;
-    const { informer, synced } = keepWatching(options.kubeConfig, `/api/v1/namespaces/${namespace}/pods`,
-      () => core.listNamespacedPod({ namespace, labelSelector }), () => this.#sync.request(),
-      { labelSelector, retryMs: 300, stopped: () => this.#stopped });
+    const { informer, synced } = keepWatching(
+      options.kubeConfig,
+      `/api/v1/namespaces/${namespace}/pods`,
+      () => core.listNamespacedPod({ namespace, labelSelector }),
+      () => this.#sync.request(),
+      { labelSelector, retryMs: 300, stopped: () => this.#stopped },
+    );
     this.#pods = informer;
     this.#synced = synced;
   }
@@ -132,17 +139,24 @@ class PodServerSet implements PodServers {
   }
 
   async #pass(): Promise<void> {
-    const wanted = new Map(this.#pods.list().flatMap((pod) => this.#wanted(pod)).map((w) => [`${w.ip}:${w.port}/${w.protocol}`, w]));
+    const wanted = new Map(
+      this.#pods
+        .list()
+        .flatMap((pod) => this.#wanted(pod))
+        .map((w) => [`${w.ip}:${w.port}/${w.protocol}`, w]),
+    );
     // Close first: a pod that took over an address (or a port) waits for the old server to let go.
     const closing = [...this.#serving].filter(([key, serving]) => wanted.get(key)?.owner !== serving.owner);
     for (const [key] of closing) this.#serving.delete(key);
     await Promise.all(closing.map(([, serving]) => serving.close()));
     const opening = [...wanted].filter(([key]) => !this.#serving.has(key));
-    const opened = await Promise.allSettled(opening.map(async ([key, w]) => {
-      const serving = await (w.protocol === 'TCP' ? serveTcp(w) : serveUdp(w));
-      if (this.#stopped) return serving.close();
-      this.#serving.set(key, serving);
-    }));
+    const opened = await Promise.allSettled(
+      opening.map(async ([key, w]) => {
+        const serving = await (w.protocol === 'TCP' ? serveTcp(w) : serveUdp(w));
+        if (this.#stopped) return serving.close();
+        this.#serving.set(key, serving);
+      }),
+    );
     const failed = opened.find((result) => result.status === 'rejected');
     if (failed) throw failed.reason;
   }
@@ -153,9 +167,17 @@ class PodServerSet implements PodServers {
     const answer = this.#answer(pod);
     const fault = faultOf(pod);
     const owner = `${pod.metadata?.uid}/${answer}/${JSON.stringify(fault)}`;
-    return (pod.spec?.containers ?? []).flatMap((container) => container.ports ?? [])
+    return (pod.spec?.containers ?? [])
+      .flatMap((container) => container.ports ?? [])
       .filter((port) => (port.protocol ?? 'TCP') !== 'SCTP')
-      .map((port) => ({ ip, port: port.containerPort, protocol: (port.protocol ?? 'TCP') as 'TCP' | 'UDP', owner, answer, fault }));
+      .map((port) => ({
+        ip,
+        port: port.containerPort,
+        protocol: (port.protocol ?? 'TCP') as 'TCP' | 'UDP',
+        owner,
+        answer,
+        fault,
+      }));
   }
 }
 

@@ -59,14 +59,22 @@ export class Pods {
 
   /** Creates a Pending pod (bound to the test's node, if any; the fake schedules nothing). */
   create(opts: PodOptions): Promise<V1Pod> {
-    const containers = opts.containers ?? [{ name: 'app', image: 'registry.example/app:1', ...(opts.ports ? { ports: opts.ports } : {}) }];
+    const containers = opts.containers ?? [
+      { name: 'app', image: 'registry.example/app:1', ...(opts.ports ? { ports: opts.ports } : {}) },
+    ];
     const spec = { containers, ...(this.#nodeName === undefined ? {} : { nodeName: this.#nodeName }) };
-    return this.#core.createNamespacedPod({ namespace: this.#namespace, body: { metadata: { name: opts.name, labels: opts.labels ?? {} }, spec } });
+    return this.#core.createNamespacedPod({
+      namespace: this.#namespace,
+      body: { metadata: { name: opts.name, labels: opts.labels ?? {} }, spec },
+    });
   }
 
   /** Sets labels (a null removes one), as a merge patch. */
   relabel(name: string, labels: Record<string, string | null>): Promise<V1Pod> {
-    return this.#core.patchNamespacedPod({ name, namespace: this.#namespace, body: { metadata: { labels } } }, mergePatch);
+    return this.#core.patchNamespacedPod(
+      { name, namespace: this.#namespace, body: { metadata: { labels } } },
+      mergePatch,
+    );
   }
 
   /** Creates a pod and marks it Running and Ready at `podIP`. */
@@ -95,7 +103,12 @@ export class Pods {
       status: {
         phase,
         ...(podIP ? { podIP, podIPs: [{ ip: podIP }] } : {}),
-        conditions: [condition('PodScheduled', scheduled), condition('Initialized', scheduled), condition('ContainersReady', ready), condition('Ready', ready)],
+        conditions: [
+          condition('PodScheduled', scheduled),
+          condition('Initialized', scheduled),
+          condition('ContainersReady', ready),
+          condition('Ready', ready),
+        ],
       },
     };
     return this.#core.patchNamespacedPodStatus({ name, namespace: this.#namespace, body }, mergePatch);
@@ -112,6 +125,10 @@ export class Pods {
   }
 
   async delete(name: string): Promise<void> {
-    await this.#core.deleteNamespacedPod({ name, namespace: this.#namespace, ...(this.#nodeName === undefined ? {} : { gracePeriodSeconds: 0 }) });
+    await this.#core.deleteNamespacedPod({
+      name,
+      namespace: this.#namespace,
+      ...(this.#nodeName === undefined ? {} : { gracePeriodSeconds: 0 }),
+    });
   }
 }

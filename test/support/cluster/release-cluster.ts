@@ -11,8 +11,19 @@ import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import {
-  ApiextensionsV1Api, AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, loadYaml, PatchStrategy, RbacAuthorizationV1Api, setHeaderOptions,
-  type V1ClusterRole, type V1CustomResourceDefinition, type V1Role, type V1Service,
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  loadYaml,
+  PatchStrategy,
+  RbacAuthorizationV1Api,
+  setHeaderOptions,
+  type V1ClusterRole,
+  type V1CustomResourceDefinition,
+  type V1Role,
+  type V1Service,
 } from '@kubernetes/client-node';
 import pino from 'pino';
 import { parseAllDocuments } from 'yaml';
@@ -47,23 +58,44 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(serviceCidr: string, options: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Cluster> {
+export async function startCluster(
+  serviceCidr: string,
+  options: Omit<FakeApiServerOptions, 'serviceCidr'> = {},
+): Promise<Cluster> {
   const api = await startApiUnderTest(serviceCidr, { bookmarkIntervalMs: 1000, ...options });
   try {
     // loadYaml makes the typed object the client serializes: a plain one would lose its x-kubernetes-* keys and defaults.
-    const crd = loadYaml<V1CustomResourceDefinition>(readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'));
+    const crd = loadYaml<V1CustomResourceDefinition>(
+      readFileSync(new URL('../../../deploy/crd.yaml', import.meta.url), 'utf8'),
+    );
     await api.kubeConfig.makeApiClient(ApiextensionsV1Api).createCustomResourceDefinition({ body: crd });
     // A real API serves a new CRD's objects only once its storage is up: 429 "storage is (re)initializing" until then.
     const custom = api.kubeConfig.makeApiClient(CustomObjectsApi);
-    await waitFor(() => custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL }).then(() => true, () => false), 'the CRD served', 30_000);
+    await waitFor(
+      () =>
+        custom
+          .listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL })
+          .then(
+            () => true,
+            () => false,
+          ),
+      'the CRD served',
+      30_000,
+    );
     const proxy = api.real === undefined ? fakeProxyKubeConfig(api.url) : await realProxyKubeConfig(api);
     return {
-      api, proxyKubeConfig: proxy, proxyUser: api.real === undefined ? PROXY_USER : `system:serviceaccount:${NAMESPACE}:${PROXY_USER}`,
+      api,
+      proxyKubeConfig: proxy,
+      proxyUser: api.real === undefined ? PROXY_USER : `system:serviceaccount:${NAMESPACE}:${PROXY_USER}`,
       get fake(): FakeApiServer {
-        if (api.fake === undefined) throw new Error('this test needs the fake apiserver (its faults or request log): mark it onlyOnFake');
+        if (api.fake === undefined)
+          throw new Error('this test needs the fake apiserver (its faults or request log): mark it onlyOnFake');
         return api.fake;
       },
-      core: api.kubeConfig.makeApiClient(CoreV1Api), apps: api.kubeConfig.makeApiClient(AppsV1Api), custom: api.kubeConfig.makeApiClient(CustomObjectsApi), stop: () => api.stop(),
+      core: api.kubeConfig.makeApiClient(CoreV1Api),
+      apps: api.kubeConfig.makeApiClient(AppsV1Api),
+      custom: api.kubeConfig.makeApiClient(CustomObjectsApi),
+      stop: () => api.stop(),
     };
   } catch (err) {
     await api.stop();
@@ -85,10 +117,15 @@ function fakeProxyKubeConfig(url: string): KubeConfig {
 
 /** On the real API: the ClusterRole from deploy/, bound in the namespace to a ServiceAccount as the manager binds it; its token. */
 async function realProxyKubeConfig(api: ApiUnderTest): Promise<KubeConfig> {
-  const documents = parseAllDocuments(readFileSync(new URL('../../../deploy/proxy-rbac.yaml', import.meta.url), 'utf8')).map((doc) => doc.toJS() as V1ClusterRole);
+  const documents = parseAllDocuments(
+    readFileSync(new URL('../../../deploy/proxy-rbac.yaml', import.meta.url), 'utf8'),
+  ).map((doc) => doc.toJS() as V1ClusterRole);
   const rbac = api.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  for (const role of documents.filter((doc) => doc?.kind === 'ClusterRole')) await rbac.createClusterRole({ body: role });
-  await api.kubeConfig.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace: NAMESPACE, body: { metadata: { name: PROXY_USER } } });
+  for (const role of documents.filter((doc) => doc?.kind === 'ClusterRole'))
+    await rbac.createClusterRole({ body: role });
+  await api.kubeConfig
+    .makeApiClient(CoreV1Api)
+    .createNamespacedServiceAccount({ namespace: NAMESPACE, body: { metadata: { name: PROXY_USER } } });
   await rbac.createNamespacedRoleBinding({
     namespace: NAMESPACE,
     body: {
@@ -112,13 +149,33 @@ export interface InProcessProxy {
   stop(): Promise<void>;
 }
 
-export async function startProxy(cluster: Cluster, release: string, portBase: number,
-  options: { weightOverrides?: PortWeightOverride[]; requestTimeoutMs?: number; handBackGraceMs?: number; podIP?: string; adminPort?: number } = {}): Promise<InProcessProxy> {
+export async function startProxy(
+  cluster: Cluster,
+  release: string,
+  portBase: number,
+  options: {
+    weightOverrides?: PortWeightOverride[];
+    requestTimeoutMs?: number;
+    handBackGraceMs?: number;
+    podIP?: string;
+    adminPort?: number;
+  } = {},
+): Promise<InProcessProxy> {
   const lines: string[] = [];
-  const sink = new Writable({ write(chunk, _encoding, done) { lines.push(...String(chunk).split('\n').filter(Boolean)); done(); } });
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
   const log = pino({ level: 'info' }, sink);
   // adminPort: its admin server (/metrics) on the pod's address, as in its pod; none by default.
-  const runtime = await Runtime.start({ log, adminHost: options.podIP ?? '127.0.0.1', adminPort: options.adminPort ?? null, listenerGraceMs: 2000 });
+  const runtime = await Runtime.start({
+    log,
+    adminHost: options.podIP ?? '127.0.0.1',
+    adminPort: options.adminPort ?? null,
+    listenerGraceMs: 2000,
+  });
   const controller = new Controller({
     runtime,
     clients: makeClients(cluster.proxyKubeConfig),
@@ -126,7 +183,10 @@ export async function startProxy(cluster: Cluster, release: string, portBase: nu
     release,
     // podIP: the proxy runs "in its pod" there (its listeners on that address only: pods share this host).
     reconcile: {
-      proxySelector: defaultProxySelector(release), portBase, weightOverrides: options.weightOverrides ?? [], handBackGraceMs: options.handBackGraceMs ?? 0,
+      proxySelector: defaultProxySelector(release),
+      portBase,
+      weightOverrides: options.weightOverrides ?? [],
+      handBackGraceMs: options.handBackGraceMs ?? 0,
       ...(options.podIP === undefined ? {} : { inPod: true, listenHost: options.podIP }),
       // As the proxy command does: its admin port is no proxy port.
       ...(options.adminPort === undefined ? {} : { reservedPorts: new Set([options.adminPort]) }),
@@ -158,16 +218,31 @@ export interface ServicePortSpec {
   readonly nodePort?: number;
 }
 
-export async function createService(cluster: Cluster, name: string, ports: readonly ServicePortSpec[], extra: { type?: string; selector?: Record<string, string> } = {}): Promise<V1Service> {
+export async function createService(
+  cluster: Cluster,
+  name: string,
+  ports: readonly ServicePortSpec[],
+  extra: { type?: string; selector?: Record<string, string> } = {},
+): Promise<V1Service> {
   return cluster.core.createNamespacedService({
     namespace: NAMESPACE,
-    body: { metadata: { name, labels: { app: name } }, spec: { type: extra.type ?? 'ClusterIP', selector: extra.selector ?? { app: name, version: 'v1' }, ports: [...ports] } },
+    body: {
+      metadata: { name, labels: { app: name } },
+      spec: {
+        type: extra.type ?? 'ClusterIP',
+        selector: extra.selector ?? { app: name, version: 'v1' },
+        ports: [...ports],
+      },
+    },
   });
 }
 
 /** A spec for one Service whose canary pods carry `version: <canaryVersion>`. */
-export function serviceEntry(service: string, ports: readonly { port: number; protocol?: 'TCP' | 'UDP'; weight: number }[],
-  canaryVersion = 'v2'): NonNullable<CanaryReleaseSpec['services']>[number] {
+export function serviceEntry(
+  service: string,
+  ports: readonly { port: number; protocol?: 'TCP' | 'UDP'; weight: number }[],
+  canaryVersion = 'v2',
+): NonNullable<CanaryReleaseSpec['services']>[number] {
   return {
     service,
     canaryServiceOperations: { add: { version: canaryVersion } },
@@ -177,12 +252,20 @@ export function serviceEntry(service: string, ports: readonly { port: number; pr
 
 export async function createRelease(cluster: Cluster, name: string, spec: CanaryReleaseSpec): Promise<void> {
   await cluster.custom.createNamespacedCustomObject({
-    group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL,
+    group: GROUP,
+    version: VERSION,
+    namespace: NAMESPACE,
+    plural: PLURAL,
     body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'CanaryRelease', metadata: { name }, spec },
   });
 }
 
-export async function patchRelease(cluster: Cluster, name: string, patch: unknown, type: 'merge' | 'json' = 'merge'): Promise<void> {
+export async function patchRelease(
+  cluster: Cluster,
+  name: string,
+  patch: unknown,
+  type: 'merge' | 'json' = 'merge',
+): Promise<void> {
   await cluster.custom.patchNamespacedCustomObject(
     { group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL, name, body: patch },
     setHeaderOptions('Content-Type', type === 'merge' ? PatchStrategy.MergePatch : PatchStrategy.JsonPatch),
@@ -190,13 +273,30 @@ export async function patchRelease(cluster: Cluster, name: string, patch: unknow
 }
 
 /** The canary weight of one port of the spec (JSON patch on the path). */
-export function setWeight(cluster: Cluster, release: string, serviceIndex: number, portIndex: number, weight: number): Promise<void> {
-  return patchRelease(cluster, release, [{ op: 'replace', path: `/spec/services/${serviceIndex}/ports/${portIndex}/config/weight`, value: weight }], 'json');
+export function setWeight(
+  cluster: Cluster,
+  release: string,
+  serviceIndex: number,
+  portIndex: number,
+  weight: number,
+): Promise<void> {
+  return patchRelease(
+    cluster,
+    release,
+    [{ op: 'replace', path: `/spec/services/${serviceIndex}/ports/${portIndex}/config/weight`, value: weight }],
+    'json',
+  );
 }
 
 export async function getRelease(cluster: Cluster, name: string): Promise<CanaryRelease | undefined> {
   try {
-    return await cluster.custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL, name }) as CanaryRelease;
+    return (await cluster.custom.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: NAMESPACE,
+      plural: PLURAL,
+      name,
+    })) as CanaryRelease;
   } catch (err) {
     if ((err as { code?: number }).code === 404) return undefined;
     throw err;
@@ -212,7 +312,10 @@ export async function getService(cluster: Cluster, name: string): Promise<V1Serv
   }
 }
 
-export function conditionOf(release: CanaryRelease | undefined, type: ConditionType): CanaryReleaseCondition | undefined {
+export function conditionOf(
+  release: CanaryRelease | undefined,
+  type: ConditionType,
+): CanaryReleaseCondition | undefined {
   return release?.status?.conditions?.find((condition) => condition.type === type);
 }
 
@@ -223,18 +326,34 @@ export function conditionOf(release: CanaryRelease | undefined, type: ConditionT
  */
 export async function versions(cluster: Cluster): Promise<string> {
   const [services, pods, deployments, releases] = await Promise.all([
-    cluster.core.listNamespacedService({ namespace: NAMESPACE }), cluster.core.listNamespacedPod({ namespace: NAMESPACE }),
+    cluster.core.listNamespacedService({ namespace: NAMESPACE }),
+    cluster.core.listNamespacedPod({ namespace: NAMESPACE }),
     cluster.apps.listNamespacedDeployment({ namespace: NAMESPACE }),
-    cluster.custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: NAMESPACE, plural: PLURAL }) as Promise<{ items: CanaryRelease[] }>,
+    cluster.custom.listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: NAMESPACE,
+      plural: PLURAL,
+    }) as Promise<{ items: CanaryRelease[] }>,
   ]);
-  return JSON.stringify([services, pods, deployments, releases].map((list) => list.items.map((item) => `${item.metadata?.name}@${item.metadata?.resourceVersion}`)));
+  return JSON.stringify(
+    [services, pods, deployments, releases].map((list) =>
+      list.items.map((item) => `${item.metadata?.name}@${item.metadata?.resourceVersion}`),
+    ),
+  );
 }
 
 /** Polls the release until `check` holds; the assertion message shows its last status. */
-export async function waitForRelease(cluster: Cluster, name: string, what: string, check: (release: CanaryRelease | undefined) => boolean, timeoutMs = 10_000): Promise<CanaryRelease | undefined> {
+export async function waitForRelease(
+  cluster: Cluster,
+  name: string,
+  what: string,
+  check: (release: CanaryRelease | undefined) => boolean,
+  timeoutMs = 10_000,
+): Promise<CanaryRelease | undefined> {
   let last: CanaryRelease | undefined;
   try {
-    await waitFor(async () => check(last = await getRelease(cluster, name)), what, timeoutMs);
+    await waitFor(async () => check((last = await getRelease(cluster, name))), what, timeoutMs);
   } catch (err) {
     throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.status)}`, { cause: err });
   }
@@ -261,12 +380,21 @@ export function judgedAfter(release: CanaryRelease | undefined, ms: number): boo
 }
 
 export function serving(release: CanaryRelease | undefined): boolean {
-  return conditionOf(release, 'Available')?.status === 'True' && conditionOf(release, 'Progressing')?.reason !== 'Retargeting';
+  return (
+    conditionOf(release, 'Available')?.status === 'True' &&
+    conditionOf(release, 'Progressing')?.reason !== 'Retargeting'
+  );
 }
 
-export async function waitForService(cluster: Cluster, name: string, what: string, check: (service: V1Service | undefined) => boolean, timeoutMs = 10_000): Promise<V1Service | undefined> {
+export async function waitForService(
+  cluster: Cluster,
+  name: string,
+  what: string,
+  check: (service: V1Service | undefined) => boolean,
+  timeoutMs = 10_000,
+): Promise<V1Service | undefined> {
   let last: V1Service | undefined;
-  await waitFor(async () => check(last = await getService(cluster, name)), `${name}: ${what}`, timeoutMs);
+  await waitFor(async () => check((last = await getService(cluster, name))), `${name}: ${what}`, timeoutMs);
   return last;
 }
 
@@ -281,19 +409,31 @@ export interface Backends {
  * on the first and `canary` on the second, on each given port: TCP ones send their name and a
  * newline, then echo; UDP ones answer `<name>:<datagram>`.
  */
-export async function startBackends(cluster: Cluster, service: string, ports: readonly { port: number; protocol?: 'TCP' | 'UDP' }[]): Promise<Backends> {
-  const ipOf = async (name: string) => (await waitForService(cluster, name, 'a cluster IP', (found) => Boolean(found?.spec?.clusterIP)))!.spec!.clusterIP!;
+export async function startBackends(
+  cluster: Cluster,
+  service: string,
+  ports: readonly { port: number; protocol?: 'TCP' | 'UDP' }[],
+): Promise<Backends> {
+  const ipOf = async (name: string) =>
+    (await waitForService(cluster, name, 'a cluster IP', (found) => Boolean(found?.spec?.clusterIP)))!.spec!.clusterIP!;
   const forkedIp = await ipOf(`${service}-forked`);
   const canaryIp = await ipOf(`${service}-canary`);
   const closers: (() => Promise<void>)[] = [];
-  for (const [name, host] of [['stable', forkedIp], ['canary', canaryIp]] as const) {
+  for (const [name, host] of [
+    ['stable', forkedIp],
+    ['canary', canaryIp],
+  ] as const) {
     for (const { port, protocol = 'TCP' } of ports) {
       if (protocol === 'UDP') closers.push(await startUdpNamed(name, host, port));
       else {
-        const backend: TcpBackend = await startTcpBackend((socket) => {
-          socket.write(`${name}\n`);
-          socket.pipe(socket);
-        }, host, port);
+        const backend: TcpBackend = await startTcpBackend(
+          (socket) => {
+            socket.write(`${name}\n`);
+            socket.pipe(socket);
+          },
+          host,
+          port,
+        );
         closers.push(() => backend.close());
       }
     }
@@ -304,7 +444,9 @@ export async function startBackends(cluster: Cluster, service: string, ports: re
 /** A UDP server on `host:port` answering `<name>:<datagram>`; resolves with its closer. */
 export async function startUdpNamed(name: string, host: string, port: number): Promise<() => Promise<void>> {
   const socket = dgram.createSocket('udp4');
-  socket.on('message', (message, peer) => socket.send(Buffer.concat([Buffer.from(`${name}:`), message]), peer.port, peer.address));
+  socket.on('message', (message, peer) =>
+    socket.send(Buffer.concat([Buffer.from(`${name}:`), message]), peer.port, peer.address),
+  );
   socket.bind({ address: host, port });
   await once(socket, 'listening');
   return () => new Promise((resolve) => socket.close(() => resolve()));
@@ -322,24 +464,49 @@ export async function split(port: number, connections: number): Promise<Record<s
 
 /** The proxy's API requests as RBAC rules: `verb group/resource[/subresource]`, sorted, unique (on the real API, from its audit log). */
 export function rbacUsed(cluster: Cluster): string[] {
-  return [...new Set(cluster.api.requests().filter((request) => request.user === cluster.proxyUser && request.resource !== '')
-    .map((request) => `${request.verb} ${request.group || 'core'}/${request.resource}${request.subresource ? `/${request.subresource}` : ''}`))].sort();
+  return [
+    ...new Set(
+      cluster.api
+        .requests()
+        .filter((request) => request.user === cluster.proxyUser && request.resource !== '')
+        .map(
+          (request) =>
+            `${request.verb} ${request.group || 'core'}/${request.resource}${request.subresource ? `/${request.subresource}` : ''}`,
+        ),
+    ),
+  ].sort();
 }
 
 /** The rules of a Role or ClusterRole in deploy/ as `verb group/resource` lines, as rbacUsed() writes them (`bind` rules left out). */
 export function roleGrants(file: string, kind: 'Role' | 'ClusterRole', name: string): string[] {
-  const documents = parseAllDocuments(readFileSync(new URL(`../../../deploy/${file}`, import.meta.url), 'utf8')).map((doc) => doc.toJS());
+  const documents = parseAllDocuments(readFileSync(new URL(`../../../deploy/${file}`, import.meta.url), 'utf8')).map(
+    (doc) => doc.toJS(),
+  );
   const role = documents.find((doc) => doc?.kind === kind && doc.metadata?.name === name) as V1Role | undefined;
   if (role === undefined) throw new Error(`no ${kind} ${name} in deploy/${file}`);
-  return (role.rules ?? []).filter((rule) => !rule.verbs.includes('bind'))
-    .flatMap((rule) => (rule.apiGroups ?? []).flatMap((group) => (rule.resources ?? []).flatMap((resource) => rule.verbs.map((verb) => `${verb} ${group || 'core'}/${resource}`))))
+  return (role.rules ?? [])
+    .filter((rule) => !rule.verbs.includes('bind'))
+    .flatMap((rule) =>
+      (rule.apiGroups ?? []).flatMap((group) =>
+        (rule.resources ?? []).flatMap((resource) =>
+          rule.verbs.map((verb) => `${verb} ${group || 'core'}/${resource}`),
+        ),
+      ),
+    )
     .sort();
 }
 
 /** The grants of the proxy ClusterRole that only a release with spec.workloads uses (workloads.test.ts checks it uses them). */
-export const WORKLOAD_ONLY_GRANTS = ['create apps/deployments', 'delete apps/deployments', 'patch apps/deployments', 'update apps/deployments'];
+export const WORKLOAD_ONLY_GRANTS = [
+  'create apps/deployments',
+  'delete apps/deployments',
+  'patch apps/deployments',
+  'update apps/deployments',
+];
 
 /** The proxy ClusterRole, less what only spec.workloads uses: what a release without workloads must use, exactly. */
 export function proxyGrantsWithoutWorkloads(): string[] {
-  return roleGrants('proxy-rbac.yaml', 'ClusterRole', 'canary-l4-proxy').filter((grant) => !WORKLOAD_ONLY_GRANTS.includes(grant));
+  return roleGrants('proxy-rbac.yaml', 'ClusterRole', 'canary-l4-proxy').filter(
+    (grant) => !WORKLOAD_ONLY_GRANTS.includes(grant),
+  );
 }

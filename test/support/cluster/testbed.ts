@@ -54,10 +54,18 @@ export interface Testbed {
 }
 
 /** `podNet` is three octets, e.g. `127.0.31`: pods get `.1`, `.2`, … */
-export async function startTestbed(serviceCidr: string, fakePodNet: string, fake: Omit<FakeApiServerOptions, 'serviceCidr'> = {}): Promise<Testbed> {
+export async function startTestbed(
+  serviceCidr: string,
+  fakePodNet: string,
+  fake: Omit<FakeApiServerOptions, 'serviceCidr'> = {},
+): Promise<Testbed> {
   const cluster = await startCluster(serviceCidr, fake);
   const podNet = cluster.api.podNet(fakePodNet);
-  const kubeProxy = await startKubeProxy({ kubeConfig: cluster.api.kubeConfig, namespace: NAMESPACE, endpoints: cluster.api.real === undefined ? 'pods' : 'endpointslices' });
+  const kubeProxy = await startKubeProxy({
+    kubeConfig: cluster.api.kubeConfig,
+    namespace: NAMESPACE,
+    endpoints: cluster.api.real === undefined ? 'pods' : 'endpointslices',
+  });
   const pods = new Pods(cluster.api.kubeConfig, NAMESPACE, cluster.api.handNode);
   const kubectl = await kubectlFor(cluster.api);
   const backends = new Map<string, (() => Promise<void>)[]>();
@@ -80,14 +88,36 @@ export async function startTestbed(serviceCidr: string, fakePodNet: string, fake
         }
       }
       backends.set(name, closers);
-      await pods.create({ name, labels: { ...labels }, ports: ports.map(({ port, protocol = 'TCP', name: portName }) => ({ ...(portName === undefined ? {} : { name: portName }), containerPort: port, protocol })) });
+      await pods.create({
+        name,
+        labels: { ...labels },
+        ports: ports.map(({ port, protocol = 'TCP', name: portName }) => ({
+          ...(portName === undefined ? {} : { name: portName }),
+          containerPort: port,
+          protocol,
+        })),
+      });
       await pods.setStatus(name, { phase: 'Running', podIP, ready });
       return podIP;
     },
-    async startProxyPod(release, { name = `canary-l4-${release}`, podIP = cluster.api.real === undefined ? '127.0.0.1' : `${podNet}.250`, keys = [] } = {}) {
-      const labelsFor = (wanted: readonly string[]) => ({ ...takeoverLabels({ keys: [...wanted], value: takeoverValue(release) }), ...defaultProxySelector(release) });
+    async startProxyPod(
+      release,
+      {
+        name = `canary-l4-${release}`,
+        podIP = cluster.api.real === undefined ? '127.0.0.1' : `${podNet}.250`,
+        keys = [],
+      } = {},
+    ) {
+      const labelsFor = (wanted: readonly string[]) => ({
+        ...takeoverLabels({ keys: [...wanted], value: takeoverValue(release) }),
+        ...defaultProxySelector(release),
+      });
       // The manager's first rendering, before status.takeover (the release may not exist yet: its uid only names the owner).
-      const ports = renderedPorts({ apiVersion: API_VERSION, kind: KIND, metadata: { name: release, namespace: NAMESPACE, uid: 'not-yet-created' } });
+      const ports = renderedPorts({
+        apiVersion: API_VERSION,
+        kind: KIND,
+        metadata: { name: release, namespace: NAMESPACE, uid: 'not-yet-created' },
+      });
       await pods.createReady({ name, labels: labelsFor(keys), containers: [proxyContainer(ports)], podIP });
       followers.push(followTakeover(cluster, pods, release, { name, podIP }, labelsFor));
     },
@@ -113,7 +143,14 @@ export async function startTestbed(serviceCidr: string, fakePodNet: string, fake
 }
 
 /** A Running, Ready pod whose server the test starts itself (a canary that can be told to go bad, or refuse). */
-export async function podAt(bed: Testbed, name: string, labels: Labels, podIP: string, port: number, protocol: Protocol): Promise<void> {
+export async function podAt(
+  bed: Testbed,
+  name: string,
+  labels: Labels,
+  podIP: string,
+  port: number,
+  protocol: Protocol,
+): Promise<void> {
   await bed.pods.create({ name, labels, ports: [{ containerPort: port, protocol }] });
   await bed.pods.setStatus(name, { phase: 'Running', podIP, ready: true });
 }
@@ -128,7 +165,8 @@ function proxyContainer(ports: V1ContainerPort[]): V1Container {
 /** The proxy container's ports as the manager renders them for the release. */
 function renderedPorts(release: ManagedRelease): V1ContainerPort[] {
   const rendered = renderProxy(release, { proxyImage: PROXY_IMAGE });
-  if (!rendered.ok) throw new Error(`the manager cannot render release ${release.metadata.name}: ${rendered.problems.join('; ')}`);
+  if (!rendered.ok)
+    throw new Error(`the manager cannot render release ${release.metadata.name}: ${rendered.problems.join('; ')}`);
   return rendered.objects.deployment.spec?.template.spec?.containers[0]?.ports ?? [];
 }
 
@@ -144,7 +182,13 @@ interface Follower {
  * pod cannot change, come with a new pod at the same address, Ready before the old one goes (the
  * rollout's surge), as its end result.
  */
-function followTakeover(cluster: Cluster, pods: Pods, release: string, pod: { name: string; podIP: string }, labelsFor: (keys: readonly string[]) => Labels): Follower {
+function followTakeover(
+  cluster: Cluster,
+  pods: Pods,
+  release: string,
+  pod: { name: string; podIP: string },
+  labelsFor: (keys: readonly string[]) => Labels,
+): Follower {
   let stopped = false;
   let applied = '';
   let current = pod.name;
@@ -177,12 +221,20 @@ function followTakeover(cluster: Cluster, pods: Pods, release: string, pod: { na
         // Another answer of the API is the testbed's own mistake, said rather than retried in silence
         // (no answer at all is the API server stopping at the end of a test).
         const code = (error as { code?: unknown }).code;
-        if (typeof code === 'number' && code !== 404 && code !== 409) console.error(`testbed: proxy pod ${current} cannot follow status.takeover: ${(error as { body?: string }).body ?? String(error)}`);
+        if (typeof code === 'number' && code !== 404 && code !== 409)
+          console.error(
+            `testbed: proxy pod ${current} cannot follow status.takeover: ${(error as { body?: string }).body ?? String(error)}`,
+          );
       }
       await sleep(25);
     }
   })();
-  return { stop: () => { stopped = true; }, done };
+  return {
+    stop: () => {
+      stopped = true;
+    },
+    done,
+  };
 }
 
 export interface Attempt {
@@ -211,8 +263,12 @@ export interface Traffic {
  * between them, until stopped, `maxAttempts` or `maxMs` (bounded, so a test that fails before
  * stopping it cannot keep the process alive).
  */
-export function startTraffic(host: () => string, port: number, protocol: Protocol,
-  options: { pauseMs?: number; maxAttempts?: number; maxMs?: number; udpTimeoutMs?: number } = {}): Traffic {
+export function startTraffic(
+  host: () => string,
+  port: number,
+  protocol: Protocol,
+  options: { pauseMs?: number; maxAttempts?: number; maxMs?: number; udpTimeoutMs?: number } = {},
+): Traffic {
   const attempts: Attempt[] = [];
   const started = Date.now();
   let stopped = false;

@@ -4,7 +4,13 @@
  * the code under test: client-node's ListWatch only.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import {
+  ListWatch,
+  Watch,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from '@kubernetes/client-node';
 
 export interface KeptWatch<T extends KubernetesObject> {
   readonly informer: ListWatch<T>;
@@ -13,8 +19,18 @@ export interface KeptWatch<T extends KubernetesObject> {
 }
 
 /** A ListWatch that restarts after errors (client-node's stops for good) and re-watches within 1 s. */
-export function keepWatching<T extends KubernetesObject>(kubeConfig: KubeConfig, path: string, list: () => Promise<KubernetesListObject<T>>,
-  onChange: () => void, options: { readonly labelSelector?: string; readonly fieldSelector?: string; readonly retryMs: number; readonly stopped: () => boolean }): KeptWatch<T> {
+export function keepWatching<T extends KubernetesObject>(
+  kubeConfig: KubeConfig,
+  path: string,
+  list: () => Promise<KubernetesListObject<T>>,
+  onChange: () => void,
+  options: {
+    readonly labelSelector?: string;
+    readonly fieldSelector?: string;
+    readonly retryMs: number;
+    readonly stopped: () => boolean;
+  },
+): KeptWatch<T> {
   let listed!: () => void;
   const synced = new Promise<void>((resolve) => (listed = resolve));
   const listAndMark = async () => {
@@ -22,7 +38,15 @@ export function keepWatching<T extends KubernetesObject>(kubeConfig: KubeConfig,
     listed();
     return result;
   };
-  const informer = new ListWatch<T>(path, new Watch(kubeConfig), listAndMark, false, options.labelSelector, options.fieldSelector, { delayFn: (ms) => sleep(Math.min(ms, 1000)) });
+  const informer = new ListWatch<T>(
+    path,
+    new Watch(kubeConfig),
+    listAndMark,
+    false,
+    options.labelSelector,
+    options.fieldSelector,
+    { delayFn: (ms) => sleep(Math.min(ms, 1000)) },
+  );
   for (const event of ['add', 'update', 'delete'] as const) informer.on(event, onChange);
   informer.on('error', () => {
     void sleep(options.retryMs).then(() => {

@@ -13,13 +13,23 @@ const [tcpBackendPort, udpBackendPort] = process.argv.slice(2).map(Number);
 const plane = createPlane();
 const backend = (name: string, port: number | undefined) => ({ name, host: '127.0.0.1', port, weight: 1 });
 const tcpPort = await applyOnFreePort(plane, (port) => ({
-  listeners: [{ name: 'web', listen: `127.0.0.1:${port}`, backends: [backend('a', tcpBackendPort), backend('b', tcpBackendPort)] }],
+  listeners: [
+    {
+      name: 'web',
+      listen: `127.0.0.1:${port}`,
+      backends: [backend('a', tcpBackendPort), backend('b', tcpBackendPort)],
+    },
+  ],
 }));
 const udpPort = await applyOnFreePort(
   plane,
   (port) => ({
     listeners: [
-      { name: 'web', listen: `127.0.0.1:${tcpPort}`, backends: [backend('a', tcpBackendPort), backend('b', tcpBackendPort)] },
+      {
+        name: 'web',
+        listen: `127.0.0.1:${tcpPort}`,
+        backends: [backend('a', tcpBackendPort), backend('b', tcpBackendPort)],
+      },
       { name: 'dns', protocol: 'udp', listen: `127.0.0.1:${port}`, backends: [backend('resolver', udpBackendPort)] },
     ],
   }),
@@ -42,8 +52,13 @@ for await (const line of createInterface({ input: process.stdin })) {
     continue;
   }
   for (const fd of fillers) closeSync(fd);
-  const states = Object.fromEntries([...plane.dataplane.backendStates()].map((state) => [`${state.listener}/${state.backend}`, state.healthy]));
-  const backendStats = (listener: string, name: string) => ({ ...plane.backend(listener, name).connectErrors, connections: plane.backend(listener, name).connections });
+  const states = Object.fromEntries(
+    [...plane.dataplane.backendStates()].map((state) => [`${state.listener}/${state.backend}`, state.healthy]),
+  );
+  const backendStats = (listener: string, name: string) => ({
+    ...plane.backend(listener, name).connectErrors,
+    connections: plane.backend(listener, name).connections,
+  });
   process.stdout.write(
     `${JSON.stringify({
       web: plane.listener('web').refused,

@@ -25,7 +25,10 @@ export interface TestPlane {
  * Every apply replaces the whole config, so a test's listener is removed (and drained for
  * listenerGraceMs) when the next test applies its own: keep the grace short unless a test is about it.
  */
-export function createPlane(listenerGraceMs = 200, options: Pick<DataPlaneOptions, 'idleBufferSweepMs'> = {}): TestPlane {
+export function createPlane(
+  listenerGraceMs = 200,
+  options: Pick<DataPlaneOptions, 'idleBufferSweepMs'> = {},
+): TestPlane {
   const stats = new StatsRegistry();
   // As the CLI reads it: test/dataplane/tcp/net-path.test.ts runs the TCP tests again with it false.
   const tcpFastPath = process.env.CANARY_L4_TCP_FAST_PATH !== 'false';

@@ -85,14 +85,23 @@ export interface FakeApiServer {
 export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promise<FakeApiServer> {
   const simulate = opts.simulateDeployments;
   const podReadyDelayMs = simulate?.podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS;
-  if (!Number.isFinite(podReadyDelayMs) || podReadyDelayMs < 0) throw new Error(`invalid podReadyDelayMs: ${podReadyDelayMs}`);
+  if (!Number.isFinite(podReadyDelayMs) || podReadyDelayMs < 0)
+    throw new Error(`invalid podReadyDelayMs: ${podReadyDelayMs}`);
   const podTerminationMs = simulate?.podTerminationMs ?? DEFAULT_POD_TERMINATION_MS;
-  if (!Number.isFinite(podTerminationMs) || podTerminationMs < 0) throw new Error(`invalid podTerminationMs: ${podTerminationMs}`);
+  if (!Number.isFinite(podTerminationMs) || podTerminationMs < 0)
+    throw new Error(`invalid podTerminationMs: ${podTerminationMs}`);
   const server = new FakeServer({
     serviceCidr: opts.serviceCidr ?? '127.0.10.0/24',
     gc: opts.gc ?? true,
-    watch: { timeoutRange: opts.watchTimeoutSeconds ?? [1800, 3600], bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000 },
-    simulateDeployments: simulate && { podReadyDelayMs, podCidr: simulate.podCidr ?? DEFAULT_POD_CIDR, podTerminationMs },
+    watch: {
+      timeoutRange: opts.watchTimeoutSeconds ?? [1800, 3600],
+      bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
+    },
+    simulateDeployments: simulate && {
+      podReadyDelayMs,
+      podCidr: simulate.podCidr ?? DEFAULT_POD_CIDR,
+      podTerminationMs,
+    },
   });
   await server.listen(opts.port ?? 0);
   const url = `http://127.0.0.1:${server.port}`;

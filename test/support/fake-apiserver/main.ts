@@ -9,7 +9,12 @@ import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startKubeProxy } from '../cluster/kube-proxy.ts';
 import { startPodServers } from '../cluster/pod-servers.ts';
-import { DEFAULT_POD_CIDR, DEFAULT_POD_READY_DELAY_MS, DEFAULT_POD_TERMINATION_MS, startFakeApiServer } from './index.ts';
+import {
+  DEFAULT_POD_CIDR,
+  DEFAULT_POD_READY_DELAY_MS,
+  DEFAULT_POD_TERMINATION_MS,
+  startFakeApiServer,
+} from './index.ts';
 
 const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--no-gc]
                       [--simulate-deployments [--pod-ready-delay-ms ${DEFAULT_POD_READY_DELAY_MS}] [--pod-cidr ${DEFAULT_POD_CIDR}]
@@ -57,9 +62,16 @@ async function main(): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid --port: ${values.port}`);
   const out = values['kubeconfig-out'];
   const simulate = values['simulate-deployments'];
-  if (!simulate && (values['pod-ready-delay-ms'] !== undefined || values['pod-cidr'] !== undefined || values['pod-termination-ms'] !== undefined
-    || values['simulate-network']))
-    throw new Error('--pod-ready-delay-ms, --pod-cidr, --pod-termination-ms and --simulate-network need --simulate-deployments');
+  if (
+    !simulate &&
+    (values['pod-ready-delay-ms'] !== undefined ||
+      values['pod-cidr'] !== undefined ||
+      values['pod-termination-ms'] !== undefined ||
+      values['simulate-network'])
+  )
+    throw new Error(
+      '--pod-ready-delay-ms, --pod-cidr, --pod-termination-ms and --simulate-network need --simulate-deployments',
+    );
   const podReadyDelayMs = milliseconds(values, 'pod-ready-delay-ms');
   const podTerminationMs = milliseconds(values, 'pod-termination-ms');
   const api = await startFakeApiServer({
@@ -73,8 +85,10 @@ async function main(): Promise<void> {
   console.log(`fault injection: curl -XPOST ${api.url}/_fake/faults/latency -d '{"ms":200}'  (all of it: README.md)`);
   console.log(`kubeconfig: ${api.kubeconfigPath}`);
   if (simulate) {
-    console.log(`simulating Deployments: pods in ${values['pod-cidr'] ?? DEFAULT_POD_CIDR}, Ready ${podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS} ms after they run, `
-      + `terminating for up to ${podTerminationMs ?? DEFAULT_POD_TERMINATION_MS} ms when deleted`);
+    console.log(
+      `simulating Deployments: pods in ${values['pod-cidr'] ?? DEFAULT_POD_CIDR}, Ready ${podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS} ms after they run, ` +
+        `terminating for up to ${podTerminationMs ?? DEFAULT_POD_TERMINATION_MS} ms when deleted`,
+    );
   }
   const network = values['simulate-network'] ? await simulateNetwork(api.kubeConfig, values.namespace) : undefined;
   console.log(`try: kubectl --kubeconfig ${api.kubeconfigPath} get namespaces`);
@@ -107,6 +121,8 @@ main().catch((e: unknown) => {
 async function simulateNetwork(kubeConfig: KubeConfig, namespace: string): Promise<{ stop(): Promise<void> }> {
   const kubeProxy = await startKubeProxy({ kubeConfig, namespace });
   const servers = await startPodServers({ kubeConfig, namespace });
-  console.log(`simulating the network of namespace ${namespace}: Service cluster IPs route to Ready pods; pods answer with their image`);
+  console.log(
+    `simulating the network of namespace ${namespace}: Service cluster IPs route to Ready pods; pods answer with their image`,
+  );
   return { stop: async () => void (await Promise.all([kubeProxy.stop(), servers.stop()])) };
 }

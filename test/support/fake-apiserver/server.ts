@@ -6,7 +6,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakeApi, PATCH_TYPES, type DeleteOptions, type FieldValidation, type Target, type WriteOptions } from './verbs/api.ts';
+import {
+  FakeApi,
+  PATCH_TYPES,
+  type DeleteOptions,
+  type FieldValidation,
+  type Target,
+  type WriteOptions,
+} from './verbs/api.ts';
 import { discovery } from './resources/discovery.ts';
 import { openApi } from './resources/openapi.ts';
 import { ApiError, errors } from './wire/errors.ts';
@@ -67,7 +74,9 @@ export class FakeServer {
   constructor(opts: ServerOptions) {
     this.api = new FakeApi({ serviceCidr: opts.serviceCidr });
     this.controllers = new Controllers(this.api, opts.gc);
-    this.deployments = opts.simulateDeployments ? new DeploymentSimulation(this.api, opts.simulateDeployments) : undefined;
+    this.deployments = opts.simulateDeployments
+      ? new DeploymentSimulation(this.api, opts.simulateDeployments)
+      : undefined;
     this.watches = new WatchHub(this.api, opts.watch);
     this.api.onChange = () => this.controllers.schedule();
     this.api.onTypeRemoved = (key) => this.watches.dropType(key);
@@ -81,7 +90,9 @@ export class FakeServer {
       refuseConnections: (ms) => this.refuseConnections(ms),
       reset: () => this.faults.clear(),
     };
-    this.#http = createServer((req, res) => void (req.url?.startsWith(CONTROL_PREFIX) ? this.#control(req, res) : this.#handle(req, res)));
+    this.#http = createServer(
+      (req, res) => void (req.url?.startsWith(CONTROL_PREFIX) ? this.#control(req, res) : this.#handle(req, res)),
+    );
     this.#http.requestTimeout = 0; // watches are long-lived
     this.#http.keepAliveTimeout = 30_000;
     this.#http.on('connection', (s) => {
@@ -170,7 +181,10 @@ export class FakeServer {
       if (injected) throw injected;
       record.code = this.#resource(info, url, req, res, body);
     } catch (e) {
-      const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
+      const err =
+        e instanceof ApiError
+          ? e
+          : new ApiError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
       if (!(e instanceof ApiError)) console.error('fake-apiserver: internal error', e);
       record.code = err.code;
       if (res.headersSent) {
@@ -192,7 +206,10 @@ export class FakeServer {
       const reply = handleControl(this.controls, req.method ?? 'GET', url.pathname, await readBody(req));
       send(res, reply.code, reply.body, reply.afterFlush ? { Connection: 'close' } : {}, reply.afterFlush);
     } catch (e) {
-      const err = e instanceof ApiError ? e : new ApiError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
+      const err =
+        e instanceof ApiError
+          ? e
+          : new ApiError(500, 'InternalError', `Internal error occurred: ${(e as Error).message}`);
       send(res, err.code, err.toStatus());
     }
   }
@@ -233,7 +250,8 @@ export class FakeServer {
     const warnings: string[] = [];
     const admission: WriteOptions = { dryRun, fieldValidation: fieldValidation(q), warnings };
     // Warn's findings ride on the answer as `Warning: 299 - "..."` headers, which kubectl prints.
-    const answer = (code: number, body: unknown) => send(res, code, body, warnings.length ? { Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`) } : {});
+    const answer = (code: number, body: unknown) =>
+      send(res, code, body, warnings.length ? { Warning: warnings.map((w) => `299 - ${JSON.stringify(w)}`) } : {});
     // kubectl get asks for a Table (server-side printing); everyone else gets the objects.
     const table = wantsTable(req.headers.accept) && !info.subresource;
     const includeObject = includeObjectOf(q.get('includeObject'));
@@ -241,7 +259,11 @@ export class FakeServer {
       case 'get': {
         if (scale) return send(res, 200, this.api.getScale(t, info.name));
         const found = this.api.get(t, info.name);
-        return send(res, 200, table ? toTable(rt, [found], { resourceVersion: found.metadata.resourceVersion }, { includeObject }) : found);
+        return send(
+          res,
+          200,
+          table ? toTable(rt, [found], { resourceVersion: found.metadata.resourceVersion }, { includeObject }) : found,
+        );
       }
       case 'list': {
         const found = this.api.list(t, {
@@ -267,7 +289,9 @@ export class FakeServer {
           req,
           res,
           // kubectl get -w: each event's object is a one-row Table, column definitions in the first only.
-          table ? (object, first) => toTable(rt, [object], object.metadata, { noHeaders: !first, includeObject }) : undefined,
+          table
+            ? (object, first) => toTable(rt, [object], object.metadata, { noHeaders: !first, includeObject })
+            : undefined,
         );
         return 200;
       }
@@ -277,17 +301,30 @@ export class FakeServer {
       case 'update':
         if (scale) {
           if (!isObject(body)) throw errors.badRequest('the body of the request was not a JSON object');
-          return send(res, 200, this.api.updateScale(t, info.name, () => body, { dryRun }));
+          return send(
+            res,
+            200,
+            this.api.updateScale(t, info.name, () => body, { dryRun }),
+          );
         }
         return answer(200, this.api.update(t, info.name, body, info.subresource, admission));
       case 'patch': {
         const contentType = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
         if (contentType === PATCH_TYPES.apply && !scale) {
-          const r = this.api.apply(t, info.name, body, info.subresource, { ...admission, fieldManager: q.get('fieldManager') ?? undefined });
+          const r = this.api.apply(t, info.name, body, info.subresource, {
+            ...admission,
+            fieldManager: q.get('fieldManager') ?? undefined,
+          });
           return answer(r.code, r.body);
         }
         if (q.has('force'))
-          throw errors.invalid('meta.k8s.io', 'PatchOptions', '', [{ field: 'force', message: 'Forbidden: may not be specified for non-apply patch', reason: 'FieldValueForbidden' }]);
+          throw errors.invalid('meta.k8s.io', 'PatchOptions', '', [
+            {
+              field: 'force',
+              message: 'Forbidden: may not be specified for non-apply patch',
+              reason: 'FieldValueForbidden',
+            },
+          ]);
         return answer(200, this.api.patch(t, info.name, contentType, body, info.subresource, admission));
       }
       case 'delete': {
@@ -328,8 +365,14 @@ function deleteOptions(query: URLSearchParams, body: unknown, dryRun: boolean): 
   // client-node sends it as a query parameter, kubectl (--grace-period) in the body.
   const grace = q.get('gracePeriodSeconds') ?? b.gracePeriodSeconds ?? undefined;
   const gracePeriodSeconds = grace === undefined ? undefined : Number(grace);
-  if (gracePeriodSeconds !== undefined && !Number.isSafeInteger(gracePeriodSeconds)) throw errors.badRequest(`invalid gracePeriodSeconds: ${JSON.stringify(grace)}`);
-  return { propagationPolicy: policy, preconditions: isObject(b.preconditions) ? b.preconditions : undefined, dryRun: (!fromBody && dryRun) || bodyDry, gracePeriodSeconds };
+  if (gracePeriodSeconds !== undefined && !Number.isSafeInteger(gracePeriodSeconds))
+    throw errors.badRequest(`invalid gracePeriodSeconds: ${JSON.stringify(grace)}`);
+  return {
+    propagationPolicy: policy,
+    preconditions: isObject(b.preconditions) ? b.preconditions : undefined,
+    dryRun: (!fromBody && dryRun) || bodyDry,
+    gracePeriodSeconds,
+  };
 }
 
 /** The `fieldValidation` query parameter (absent: Warn, the server's default); anything else is a 400. */
@@ -340,7 +383,13 @@ function fieldValidation(q: URLSearchParams): FieldValidation | undefined {
   throw errors.badRequest(`fieldValidation parameter unsupported: ${v}`);
 }
 
-function send(res: ServerResponse, code: number, body: unknown, headers: Record<string, string | string[]> = {}, flushed?: () => void): number {
+function send(
+  res: ServerResponse,
+  code: number,
+  body: unknown,
+  headers: Record<string, string | string[]> = {},
+  flushed?: () => void,
+): number {
   const data = JSON.stringify(body);
   res.writeHead(code, {
     'Content-Type': 'application/json',
@@ -369,7 +418,13 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   const contentType = (req.headers['content-type'] ?? 'application/json').split(';')[0]!.trim().toLowerCase();
   // Protobuf and CBOR bodies (kubectl's typed clients, e.g. `kubectl create configmap`) are not decoded.
   if (contentType.includes('protobuf') || contentType.includes('cbor'))
-    throw errors.unsupportedMediaType(contentType, ['application/json', 'application/yaml', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json']);
+    throw errors.unsupportedMediaType(contentType, [
+      'application/json',
+      'application/yaml',
+      'application/merge-patch+json',
+      'application/json-patch+json',
+      'application/strategic-merge-patch+json',
+    ]);
   const text = raw.toString('utf8').trim();
   if (text === '') return undefined;
   if (contentType === 'application/yaml' || contentType === 'application/apply-patch+yaml') {

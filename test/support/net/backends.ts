@@ -86,7 +86,11 @@ export function startNamedBackend(name: string, host = '127.0.0.1', port = 0): P
 }
 
 /** Custom behaviour per connection. */
-export function startTcpBackend(onSocket: (socket: net.Socket) => void, host = '127.0.0.1', port = 0): Promise<TcpBackend> {
+export function startTcpBackend(
+  onSocket: (socket: net.Socket) => void,
+  host = '127.0.0.1',
+  port = 0,
+): Promise<TcpBackend> {
   return startTcpServer(host, port, onSocket);
 }
 
@@ -111,7 +115,8 @@ export async function startUdpEcho(name: string, host = '127.0.0.1', replies = 1
     backend.received++;
     const sender = `${rinfo.address}:${rinfo.port}`;
     backend.senders.set(sender, (backend.senders.get(sender) ?? 0) + 1);
-    for (let i = 0; i < replies; i++) socket.send(Buffer.concat([Buffer.from(`${name}:`), msg]), rinfo.port, rinfo.address);
+    for (let i = 0; i < replies; i++)
+      socket.send(Buffer.concat([Buffer.from(`${name}:`), msg]), rinfo.port, rinfo.address);
   });
   socket.bind({ address: host, port: 0 });
   await once(socket, 'listening');
@@ -181,7 +186,11 @@ export async function askName(port: number, host = '127.0.0.1'): Promise<string>
 }
 
 /** Runs `total` calls of `task`, `concurrency` at a time; resolves with every result in order. */
-export async function runConcurrently<T>(total: number, concurrency: number, task: (index: number) => Promise<T>): Promise<T[]> {
+export async function runConcurrently<T>(
+  total: number,
+  concurrency: number,
+  task: (index: number) => Promise<T>,
+): Promise<T[]> {
   const results: T[] = new Array(total);
   let next = 0;
   const worker = async () => {
@@ -242,7 +251,11 @@ export async function udpAsk(
 }
 
 /** Waits until `condition()` holds, polling every 20 ms, failing after `timeoutMs`. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 5000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

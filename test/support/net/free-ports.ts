@@ -25,12 +25,20 @@ export async function freePort(host = '127.0.0.1', protocol: 'tcp' | 'udp' = 'tc
 }
 
 /** Retries `attempt(port)` with fresh free ports while it fails with EADDRINUSE (a parallel test took the port). */
-export async function withFreePort<T>(attempt: (port: number) => Promise<T>, host = '127.0.0.1', tries = 5): Promise<T> {
+export async function withFreePort<T>(
+  attempt: (port: number) => Promise<T>,
+  host = '127.0.0.1',
+  tries = 5,
+): Promise<T> {
   for (let i = 1; ; i++) {
     try {
       return await attempt(await freePort(host));
     } catch (err) {
-      if (i >= tries || !/EADDRINUSE/.test(String((err as Error).message) + String((err as NodeJS.ErrnoException).code))) throw err;
+      if (
+        i >= tries ||
+        !/EADDRINUSE/.test(String((err as Error).message) + String((err as NodeJS.ErrnoException).code))
+      )
+        throw err;
     }
   }
 }
@@ -49,7 +57,9 @@ const handedOut: { readonly base: number; readonly count: number }[] = [];
  * with `udp`) on every address (`host` 0.0.0.0, which clashes with a bind to any one address), and
  * overlapping no block handed out before in this process.
  */
-export async function freePortBlock(count: number, options: { readonly udp?: boolean; readonly host?: string } = {},
+export async function freePortBlock(
+  count: number,
+  options: { readonly udp?: boolean; readonly host?: string } = {},
 ): Promise<number> {
   const host = options.host ?? '0.0.0.0';
   for (let tries = 0; tries < BLOCK_TRIES; tries++) {
@@ -76,7 +86,8 @@ async function allBind(host: string, base: number, count: number, udp: boolean):
       const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
       socket.bind({ address: host, port });
       const bound = await Promise.race([
-        once(socket, 'listening').then(() => true), once(socket, 'error').then(() => false),
+        once(socket, 'listening').then(() => true),
+        once(socket, 'error').then(() => false),
       ]);
       if (!bound) {
         socket.close();

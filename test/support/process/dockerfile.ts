@@ -15,10 +15,16 @@ export interface Stage {
 
 export const DOCKERFILE = new URL('../../../deploy/Dockerfile', import.meta.url);
 
-export function readDockerfile(text: string = readFileSync(DOCKERFILE, 'utf8')): { globalArgs: Map<string, string>; stages: Stage[] } {
+export function readDockerfile(text: string = readFileSync(DOCKERFILE, 'utf8')): {
+  globalArgs: Map<string, string>;
+  stages: Stage[];
+} {
   const globalArgs = new Map<string, string>();
   const stages: Stage[] = [];
-  for (const line of text.replace(/\\\n/g, ' ').split('\n').map((raw) => raw.trim())) {
+  for (const line of text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((raw) => raw.trim())) {
     if (line === '' || line.startsWith('#')) continue;
     const [, keyword = '', argument = ''] = /^(\w+)\s+(.*)$/.exec(line) ?? [];
     const upper = keyword.toUpperCase();
@@ -41,16 +47,26 @@ export function argDefault(argument: string): [string, string] {
 }
 
 export function instructions(stage: Stage | undefined, keyword: string): string[] {
-  return (stage?.instructions ?? []).filter((instruction) => instruction.keyword === keyword).map((instruction) => instruction.argument);
+  return (stage?.instructions ?? [])
+    .filter((instruction) => instruction.keyword === keyword)
+    .map((instruction) => instruction.argument);
 }
 
 /** How a stage runs its process: the ENTRYPOINT, the Node flags in it, and its ENV but the compile
  * cache's path (an image path: who runs it elsewhere gives it one of its own). */
-export function runtimeOf(stage: Stage | undefined): { entrypoint: string[]; nodeFlags: string[]; env: Record<string, string> } {
+export function runtimeOf(stage: Stage | undefined): {
+  entrypoint: string[];
+  nodeFlags: string[];
+  env: Record<string, string>;
+} {
   const entrypoint = JSON.parse(instructions(stage, 'ENTRYPOINT')[0] ?? '[]') as string[];
   const node = entrypoint.indexOf('node');
   const script = entrypoint.findIndex((word) => word.endsWith('.js'));
-  const env = Object.fromEntries(instructions(stage, 'ENV').flatMap((setting) => setting.split(/\s+/))
-    .map((word) => word.split('=', 2) as [string, string]).filter(([name, value]) => value !== undefined && name !== 'NODE_COMPILE_CACHE'));
+  const env = Object.fromEntries(
+    instructions(stage, 'ENV')
+      .flatMap((setting) => setting.split(/\s+/))
+      .map((word) => word.split('=', 2) as [string, string])
+      .filter(([name, value]) => value !== undefined && name !== 'NODE_COMPILE_CACHE'),
+  );
   return { entrypoint, nodeFlags: node === -1 || script < node ? [] : entrypoint.slice(node + 1, script), env };
 }

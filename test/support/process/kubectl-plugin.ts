@@ -25,12 +25,18 @@ export async function pluginFor(kubeconfigPath: string): Promise<Plugin> {
   const home = await mkdtemp(join(tmpdir(), 'kubectl-plugin-'));
   await symlink(PLUGIN, join(home, 'kubectl-canary_l4'));
   // The plugin's `#!/usr/bin/env node` must find this Node (24), not an older one on the PATH.
-  const env = { ...process.env, HOME: home, KUBECONFIG: kubeconfigPath, PATH: `${home}:${dirname(process.execPath)}:${process.env.PATH ?? ''}` };
-  const run = (...args: string[]) => new Promise<PluginRun>((resolve) => {
-    execFile('kubectl', ['canary-l4', ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-      resolve({ code, stdout, stderr });
+  const env = {
+    ...process.env,
+    HOME: home,
+    KUBECONFIG: kubeconfigPath,
+    PATH: `${home}:${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+  };
+  const run = (...args: string[]) =>
+    new Promise<PluginRun>((resolve) => {
+      execFile('kubectl', ['canary-l4', ...args], { env, timeout: 30_000 }, (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
+        resolve({ code, stdout, stderr });
+      });
     });
-  });
   return Object.assign(run, { cleanup: () => rm(home, { recursive: true, force: true }) });
 }

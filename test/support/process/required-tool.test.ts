@@ -18,8 +18,10 @@ describe('requireTool', () => {
   });
 
   it('with CI set, a tool missing from PATH fails', async () => {
-    await assert.rejects(requireTool('kubectl', { PATH: emptyDir, CI: '1' }),
-      /kubectl is not on PATH, and CI runs every suite that needs it/);
+    await assert.rejects(
+      requireTool('kubectl', { PATH: emptyDir, CI: '1' }),
+      /kubectl is not on PATH, and CI runs every suite that needs it/,
+    );
   });
 
   it('a tool on PATH runs, with CI or without', async (t) => {

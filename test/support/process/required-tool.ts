@@ -24,7 +24,10 @@ export type Tool = keyof typeof PROBES;
  * of this helper gives another.
  */
 export async function requireTool(tool: Tool, env: NodeJS.ProcessEnv = process.env): Promise<{ skip: string | false }> {
-  const found = await promisify(execFile)(tool, PROBES[tool], { env, timeout: 15_000 }).then(() => true, () => false);
+  const found = await promisify(execFile)(tool, PROBES[tool], { env, timeout: 15_000 }).then(
+    () => true,
+    () => false,
+  );
   if (found) return { skip: false };
   const reason = `${tool} is not on PATH`;
   if (env.CI !== undefined && env.CI !== '') throw new Error(`${reason}, and CI runs every suite that needs it`);

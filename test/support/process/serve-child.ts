@@ -58,11 +58,19 @@ export interface LaunchOptions {
   readonly adminAddress?: string;
 }
 
-function spawnCli(args: readonly string[], fdLimit?: number): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
+function spawnCli(
+  args: readonly string[],
+  fdLimit?: number,
+): { child: ChildProcess; out: () => string; err: () => string; exited: Promise<Exit> } {
   const argv = [MAIN, ...args];
   const [command, commandArgs] =
-    fdLimit === undefined ? [process.execPath, argv] : ['sh', ['-c', `ulimit -n ${fdLimit} && exec "$0" "$@"`, process.execPath, ...argv]];
-  const child = spawn(command, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CANARY_L4_ADMIN_PORT: undefined } });
+    fdLimit === undefined
+      ? [process.execPath, argv]
+      : ['sh', ['-c', `ulimit -n ${fdLimit} && exec "$0" "$@"`, process.execPath, ...argv]];
+  const child = spawn(command, commandArgs, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, CANARY_L4_ADMIN_PORT: undefined },
+  });
   let out = '';
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
@@ -104,7 +112,11 @@ function parseLogs(text: string): Record<string, unknown>[] {
 }
 
 /** Starts `serve` and waits until /readyz answers 200; rejects (with the child's stderr) if it exits first. */
-export async function startServe(config: unknown, extraArgs: readonly string[] = [], options: LaunchOptions = {}): Promise<ServeChild> {
+export async function startServe(
+  config: unknown,
+  extraArgs: readonly string[] = [],
+  options: LaunchOptions = {},
+): Promise<ServeChild> {
   const { dir, path } = tempConfig(config);
   const serve = spawnServe(path, extraArgs, { ...options, ownDir: dir });
   await untilReady(serve, options.readyTimeoutMs);
@@ -112,9 +124,16 @@ export async function startServe(config: unknown, extraArgs: readonly string[] =
 }
 
 /** Starts `serve --config configPath` without waiting for it (the config may be a FIFO the test has yet to feed). */
-export function spawnServe(configPath: string, extraArgs: readonly string[] = [], { ownDir, fdLimit, adminAddress = '127.0.0.1' }: LaunchOptions = {}): ServeChild {
+export function spawnServe(
+  configPath: string,
+  extraArgs: readonly string[] = [],
+  { ownDir, fdLimit, adminAddress = '127.0.0.1' }: LaunchOptions = {},
+): ServeChild {
   const addressFlag = adminAddress === 'default' ? [] : ['--admin-address', adminAddress];
-  const { child, out, err, exited } = spawnCli(['serve', '--config', configPath, '--admin-port', '0', ...addressFlag, ...extraArgs], fdLimit);
+  const { child, out, err, exited } = spawnCli(
+    ['serve', '--config', configPath, '--admin-port', '0', ...addressFlag, ...extraArgs],
+    fdLimit,
+  );
   let hasExited = false;
   void exited.then(() => (hasExited = true));
   const serve: ServeChild = {
@@ -132,7 +151,9 @@ export function spawnServe(configPath: string, extraArgs: readonly string[] = []
     logs: () => parseLogs(out()),
     writeConfig: (next) => writeFileSync(configPath, typeof next === 'string' ? next : JSON.stringify(next, null, 2)),
     get: async (urlPath) => {
-      const response = await fetch(`http://${serve.adminHost}:${serve.adminPort}${urlPath}`, { signal: AbortSignal.timeout(5000) });
+      const response = await fetch(`http://${serve.adminHost}:${serve.adminPort}${urlPath}`, {
+        signal: AbortSignal.timeout(5000),
+      });
       return { status: response.status, body: await response.text() };
     },
     stop: async () => {
@@ -153,8 +174,12 @@ export async function untilReady(serve: ServeChild, readyTimeoutMs = 15_000): Pr
   const deadline = Date.now() + readyTimeoutMs;
   try {
     for (;;) {
-      if (serve.hasExited) throw new Error(`serve exited before it was ready: ${JSON.stringify(await serve.exited)}\n${serve.stderr()}${serve.stdout()}`);
-      if (Date.now() > deadline) throw new Error(`serve not ready within ${readyTimeoutMs} ms\n${serve.stderr()}${serve.stdout()}`);
+      if (serve.hasExited)
+        throw new Error(
+          `serve exited before it was ready: ${JSON.stringify(await serve.exited)}\n${serve.stderr()}${serve.stdout()}`,
+        );
+      if (Date.now() > deadline)
+        throw new Error(`serve not ready within ${readyTimeoutMs} ms\n${serve.stderr()}${serve.stdout()}`);
       if (serve.adminPort === 0) {
         const line = serve.logs().find((entry) => typeof entry.adminPort === 'number');
         if (line !== undefined) {

@@ -44,8 +44,10 @@ const ACTIONS: Record<string, (faults: FakeFaults, b: Fields) => ControlReply> =
     if (verb !== undefined) rule.verb = verb;
     const resource = b.string('resource');
     const subresource = b.string('subresource', true);
-    if (resource === '' || (resource !== undefined && !/^[a-z0-9.-]+(\/[a-z]+)?$/.test(resource))) throw b.bad('resource', 'must be a plural resource name, optionally /subresource');
-    if (resource?.includes('/') && subresource !== undefined) throw b.bad('subresource', 'give it either here or in resource, not both');
+    if (resource === '' || (resource !== undefined && !/^[a-z0-9.-]+(\/[a-z]+)?$/.test(resource)))
+      throw b.bad('resource', 'must be a plural resource name, optionally /subresource');
+    if (resource?.includes('/') && subresource !== undefined)
+      throw b.bad('subresource', 'give it either here or in resource, not both');
     if (resource !== undefined) rule.resource = resource;
     if (subresource !== undefined) rule.subresource = subresource;
     const count = b.integer('count', 1, Number.MAX_SAFE_INTEGER);
@@ -71,7 +73,10 @@ const ACTIONS: Record<string, (faults: FakeFaults, b: Fields) => ControlReply> =
   refuse: (faults, b) => {
     b.allow(['ms']);
     const ms = b.integer('ms', 1, MAX_MS, true)!;
-    const refuse = () => void faults.refuseConnections(ms).catch((e: unknown) => console.error('fake-apiserver: could not reopen the listener', e));
+    const refuse = () =>
+      void faults
+        .refuseConnections(ms)
+        .catch((e: unknown) => console.error('fake-apiserver: could not reopen the listener', e));
     return { code: 202, body: { refusingForMs: ms }, afterFlush: refuse };
   },
 };
@@ -99,14 +104,16 @@ class Fields {
   string(field: string, emptyAllowed = false): string | undefined {
     const v = this.#body[field];
     if (v === undefined) return undefined;
-    if (typeof v !== 'string' || (!emptyAllowed && v === '')) throw this.bad(field, emptyAllowed ? 'must be a string' : 'must be a non-empty string');
+    if (typeof v !== 'string' || (!emptyAllowed && v === ''))
+      throw this.bad(field, emptyAllowed ? 'must be a string' : 'must be a non-empty string');
     return v;
   }
 
   integer(field: string, min: number, max: number, required = false): number | undefined {
     const v = this.#body[field];
     if (v === undefined && !required) return undefined;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw this.bad(field, `${v === undefined ? 'required, ' : ''}must be an integer from ${min} to ${max}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      throw this.bad(field, `${v === undefined ? 'required, ' : ''}must be an integer from ${min} to ${max}`);
     return v;
   }
 

@@ -53,8 +53,18 @@ export class FaultState {
 
   failNext(rule: FailRule): void {
     // `resource: 'pods/status'` is shorthand for `resource: 'pods', subresource: 'status'`.
-    const [resource, subresource] = rule.resource?.includes('/') ? rule.resource.split('/', 2) : [rule.resource, rule.subresource];
-    this.#rules.push({ user: rule.user, verb: rule.verb, resource, subresource, code: rule.code, message: rule.message, left: rule.count ?? 1 });
+    const [resource, subresource] = rule.resource?.includes('/')
+      ? rule.resource.split('/', 2)
+      : [rule.resource, rule.subresource];
+    this.#rules.push({
+      user: rule.user,
+      verb: rule.verb,
+      resource,
+      subresource,
+      code: rule.code,
+      message: rule.message,
+      left: rule.count ?? 1,
+    });
   }
 
   clear(): void {

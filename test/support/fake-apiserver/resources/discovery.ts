@@ -23,8 +23,17 @@ export function discovery(registry: Registry, path: string, host: string): KObje
   const p = path.replace(/\/+$/, '') || '/';
   if (p === '/version') return SERVER_VERSION;
   if (p === '/api')
-    return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: host }] };
-  if (p === '/apis') return { kind: 'APIGroupList', apiVersion: 'v1', groups: [...registry.groups()].filter(([g]) => g !== '').map(([g, vs]) => groupDoc(g, vs)) };
+    return {
+      kind: 'APIVersions',
+      versions: ['v1'],
+      serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: host }],
+    };
+  if (p === '/apis')
+    return {
+      kind: 'APIGroupList',
+      apiVersion: 'v1',
+      groups: [...registry.groups()].filter(([g]) => g !== '').map(([g, vs]) => groupDoc(g, vs)),
+    };
   if (p === '/api/v1') return resourceList(registry, '', 'v1');
   let m = p.match(/^\/apis\/([^/]+)$/);
   if (m) {
@@ -48,14 +57,34 @@ function groupDoc(group: string, versions: string[]): KObject {
 function resourceList(registry: Registry, group: string, version: string): KObject {
   const resources: KObject[] = [];
   for (const t of typesIn(registry, group, version)) {
-    const r: KObject = { name: t.plural, singularName: t.singular, namespaced: t.namespaced, kind: t.kind, verbs: VERBS };
+    const r: KObject = {
+      name: t.plural,
+      singularName: t.singular,
+      namespaced: t.namespaced,
+      kind: t.kind,
+      verbs: VERBS,
+    };
     if (t.shortNames.length) r.shortNames = t.shortNames;
     if (t.categories.length) r.categories = t.categories;
     resources.push(r);
     if (t.statusSubresource)
-      resources.push({ name: `${t.plural}/status`, singularName: '', namespaced: t.namespaced, kind: t.kind, verbs: ['get', 'patch', 'update'] });
+      resources.push({
+        name: `${t.plural}/status`,
+        singularName: '',
+        namespaced: t.namespaced,
+        kind: t.kind,
+        verbs: ['get', 'patch', 'update'],
+      });
     if (t.scaleSubresource)
-      resources.push({ name: `${t.plural}/scale`, singularName: '', namespaced: t.namespaced, group: 'autoscaling', version: 'v1', kind: 'Scale', verbs: ['get', 'patch', 'update'] });
+      resources.push({
+        name: `${t.plural}/scale`,
+        singularName: '',
+        namespaced: t.namespaced,
+        group: 'autoscaling',
+        version: 'v1',
+        kind: 'Scale',
+        verbs: ['get', 'patch', 'update'],
+      });
   }
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: apiVersionOf(group, version), resources };
 }

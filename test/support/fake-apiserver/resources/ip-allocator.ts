@@ -104,7 +104,8 @@ export class PortAllocator {
     throw new Error('node port range is full');
   }
   claim(p: number): string | undefined {
-    if (p < this.#min || p > this.#max) return `provided port is not in the valid range. The range of valid ports is ${this.#min}-${this.#max}`;
+    if (p < this.#min || p > this.#max)
+      return `provided port is not in the valid range. The range of valid ports is ${this.#min}-${this.#max}`;
     if (this.#used.has(p)) return 'provided port is already allocated';
     this.#used.add(p);
     return undefined;

@@ -63,7 +63,9 @@ export class KindHooks {
           spec.strategy = isObject(spec.strategy) ? spec.strategy : {};
           if (!spec.strategy.type) spec.strategy.type = 'RollingUpdate';
           if (spec.strategy.type === 'RollingUpdate') {
-            const rollingUpdate = isObject(spec.strategy.rollingUpdate) ? spec.strategy.rollingUpdate : (spec.strategy.rollingUpdate = {});
+            const rollingUpdate = isObject(spec.strategy.rollingUpdate)
+              ? spec.strategy.rollingUpdate
+              : (spec.strategy.rollingUpdate = {});
             rollingUpdate.maxUnavailable ??= '25%';
             rollingUpdate.maxSurge ??= '25%';
           }
@@ -114,8 +116,20 @@ export class KindHooks {
         return {
           acceptedNames: names,
           conditions: [
-            { type: 'NamesAccepted', status: 'True', reason: 'NoConflicts', message: 'no conflicts found', lastTransitionTime: now },
-            { type: 'Established', status: 'True', reason: 'InitialNamesAccepted', message: 'the initial names have been accepted', lastTransitionTime: now },
+            {
+              type: 'NamesAccepted',
+              status: 'True',
+              reason: 'NoConflicts',
+              message: 'no conflicts found',
+              lastTransitionTime: now,
+            },
+            {
+              type: 'Established',
+              status: 'True',
+              reason: 'InitialNamesAccepted',
+              message: 'the initial names have been accepted',
+              lastTransitionTime: now,
+            },
           ],
           storedVersions: ((obj.spec?.versions ?? []) as KObject[]).filter((v) => v.storage).map((v) => v.name),
         };
@@ -141,7 +155,11 @@ export class KindHooks {
         spec.clusterIPs = ['None'];
       } else if (spec.clusterIP) {
         const err = this.ips.claim(spec.clusterIP);
-        if (err) throw invalid('spec.clusterIPs', `Invalid value: ["${spec.clusterIP}"]: failed to allocate IP ${spec.clusterIP}: ${err}`);
+        if (err)
+          throw invalid(
+            'spec.clusterIPs',
+            `Invalid value: ["${spec.clusterIP}"]: failed to allocate IP ${spec.clusterIP}: ${err}`,
+          );
         claimed.push(spec.clusterIP);
         spec.clusterIPs = [spec.clusterIP];
       } else {
@@ -177,15 +195,22 @@ export class KindHooks {
     const s = next.spec ?? (next.spec = {});
     const o = prev.spec ?? {};
     if (!s.clusterIP && o.clusterIP && s.type === o.type) s.clusterIP = o.clusterIP;
-    if ((!s.clusterIPs || s.clusterIPs.length === 0) && o.clusterIPs && s.clusterIP === o.clusterIP) s.clusterIPs = o.clusterIPs;
+    if ((!s.clusterIPs || s.clusterIPs.length === 0) && o.clusterIPs && s.clusterIP === o.clusterIP)
+      s.clusterIPs = o.clusterIPs;
     if (o.clusterIP && s.clusterIP !== o.clusterIP && s.type !== 'ExternalName' && o.type !== 'ExternalName') {
       throw errors.invalid('', 'Service', next.metadata.name, [
-        { field: 'spec.clusterIPs[0]', message: `Invalid value: []string{"${s.clusterIP}"}: may not change once set`, reason: 'FieldValueInvalid' },
+        {
+          field: 'spec.clusterIPs[0]',
+          message: `Invalid value: []string{"${s.clusterIP}"}: may not change once set`,
+          reason: 'FieldValueInvalid',
+        },
       ]);
     }
     for (const p of (s.ports ?? []) as KObject[]) {
       if (p.nodePort) continue;
-      const old = ((o.ports ?? []) as KObject[]).find((q) => q.port === p.port && (q.protocol ?? 'TCP') === (p.protocol ?? 'TCP'));
+      const old = ((o.ports ?? []) as KObject[]).find(
+        (q) => q.port === p.port && (q.protocol ?? 'TCP') === (p.protocol ?? 'TCP'),
+      );
       if (old?.nodePort && (s.type === 'NodePort' || s.type === 'LoadBalancer')) p.nodePort = old.nodePort;
     }
   }
@@ -199,20 +224,30 @@ export class KindHooks {
   refuseImmutableChanges(rt: ResourceType, next: KObject, prev: KObject): void {
     if (rt.group !== '' || rt.plural !== 'pods') return;
     const fixed = (spec: KObject | undefined, bound: boolean): KObject => {
-      const { activeDeadlineSeconds: _deadline, tolerations: _tolerations, terminationGracePeriodSeconds: _grace, nodeName, ...rest } = clone(spec ?? {});
+      const {
+        activeDeadlineSeconds: _deadline,
+        tolerations: _tolerations,
+        terminationGracePeriodSeconds: _grace,
+        nodeName,
+        ...rest
+      } = clone(spec ?? {});
       for (const list of ['containers', 'initContainers', 'ephemeralContainers'] as const) {
-        if (Array.isArray(rest[list])) rest[list] = (rest[list] as KObject[]).map(({ image: _image, ...container }) => container);
+        if (Array.isArray(rest[list]))
+          rest[list] = (rest[list] as KObject[]).map(({ image: _image, ...container }) => container);
       }
       return bound ? { ...rest, nodeName } : rest;
     };
     const wasBound = Boolean(prev.spec?.nodeName);
     if (deepEqual(fixed(next.spec, wasBound), fixed(prev.spec, wasBound))) return;
-    throw errors.invalid('', 'Pod', next.metadata.name, [{
-      field: 'spec',
-      message: 'Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,'
-        + '`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
-      reason: 'FieldValueForbidden',
-    }]);
+    throw errors.invalid('', 'Pod', next.metadata.name, [
+      {
+        field: 'spec',
+        message:
+          'Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,' +
+          '`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+        reason: 'FieldValueForbidden',
+      },
+    ]);
   }
 
   /**
@@ -227,15 +262,18 @@ export class KindHooks {
       if (value === undefined || value === null) continue;
       const text = String(value);
       if (/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/.test(text)) continue;
-      throw errors.badRequest(`Lease in version "v1" cannot be handled as a Lease: parsing time ${JSON.stringify(text)} as "2006-01-02T15:04:05.000000Z07:00": `
-        + `cannot parse ${JSON.stringify(text.slice(19))} as ".000000"`);
+      throw errors.badRequest(
+        `Lease in version "v1" cannot be handled as a Lease: parsing time ${JSON.stringify(text)} as "2006-01-02T15:04:05.000000Z07:00": ` +
+          `cannot parse ${JSON.stringify(text.slice(19))} as ".000000"`,
+      );
     }
   }
 
   /** Release allocations when an object leaves the store. */
   release(rt: ResourceType, obj: KObject): void {
     if (rt.group !== '' || rt.plural !== 'services') return;
-    for (const ip of (obj.spec?.clusterIPs ?? [obj.spec?.clusterIP]) as string[]) if (ip && ip !== 'None') this.ips.release(ip);
+    for (const ip of (obj.spec?.clusterIPs ?? [obj.spec?.clusterIP]) as string[])
+      if (ip && ip !== 'None') this.ips.release(ip);
     for (const p of (obj.spec?.ports ?? []) as KObject[]) if (p.nodePort) this.nodePorts.release(p.nodePort);
   }
 }

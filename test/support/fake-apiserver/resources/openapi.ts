@@ -71,7 +71,10 @@ export function openApiRoot(registry: Registry): KObject {
   for (const [g, vs] of registry.groups()) {
     for (const v of vs) {
       const key = gvPathOf(g, v);
-      const hash = createHash('sha512').update(JSON.stringify(openApiGroupVersion(registry, key))).digest('hex').toUpperCase();
+      const hash = createHash('sha512')
+        .update(JSON.stringify(openApiGroupVersion(registry, key)))
+        .digest('hex')
+        .toUpperCase();
       paths[key] = { serverRelativeURL: `/openapi/v3/${key}?hash=${hash}` };
     }
   }
@@ -90,7 +93,9 @@ function reversedGroup(group: string): string {
  * no schema here: kubectl would otherwise build their strategic merge patches from it.
  */
 export function openApiGroupVersion(registry: Registry, gvPath: string): KObject | undefined {
-  const [group, version] = gvPath.startsWith('api/') ? ['', gvPath.slice(4)] : (gvPath.slice(5).split('/') as [string, string]);
+  const [group, version] = gvPath.startsWith('api/')
+    ? ['', gvPath.slice(4)]
+    : (gvPath.slice(5).split('/') as [string, string]);
   const types = typesIn(registry, group, version);
   if (types.length === 0) return undefined;
   const paths: KObject = {};
@@ -107,8 +112,20 @@ export function openApiGroupVersion(registry: Registry, gvPath: string): KObject
     const gvk = { group, version, kind: t.kind };
     const schema = t.schemas?.[version];
     const name = `${reversedGroup(group)}.${version}.${t.kind}`;
-    const responses = schema ? { '200': { description: 'OK', content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` } } } } } : {};
-    const op = (action: string) => ({ 'x-kubernetes-group-version-kind': gvk, 'x-kubernetes-action': action, parameters: params, responses });
+    const responses = schema
+      ? {
+          '200': {
+            description: 'OK',
+            content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` } } },
+          },
+        }
+      : {};
+    const op = (action: string) => ({
+      'x-kubernetes-group-version-kind': gvk,
+      'x-kubernetes-action': action,
+      parameters: params,
+      responses,
+    });
     paths[item] = { patch: op('patch'), put: op('put') };
     paths[coll] = { post: op('post') };
     if (schema) {
@@ -120,8 +137,10 @@ export function openApiGroupVersion(registry: Registry, gvPath: string): KObject
   return { openapi: '3.0.0', info: INFO, paths, components: { schemas } };
 }
 
-const API_VERSION = 'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources';
-const KIND = 'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds';
+const API_VERSION =
+  'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources';
+const KIND =
+  'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds';
 
 /** A CRD version's schema as published: apiVersion/kind described, metadata an ObjectMeta, tagged with its GVK. */
 function customResourceSchema(t: ResourceType, version: string, schema: KObject): KObject {
@@ -131,7 +150,11 @@ function customResourceSchema(t: ResourceType, version: string, schema: KObject)
     ...properties,
     apiVersion: { type: 'string', description: API_VERSION, ...(properties.apiVersion ?? {}) },
     kind: { type: 'string', description: KIND, ...(properties.kind ?? {}) },
-    metadata: { description: "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata", allOf: [{ $ref: `#/components/schemas/${META}.ObjectMeta` }] },
+    metadata: {
+      description:
+        "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+      allOf: [{ $ref: `#/components/schemas/${META}.ObjectMeta` }],
+    },
   };
   out['x-kubernetes-group-version-kind'] = [{ group: t.group, kind: t.kind, version }];
   return out;
@@ -144,7 +167,11 @@ function customResourceListSchema(t: ResourceType, version: string, itemSchema: 
     required: ['items'],
     properties: {
       apiVersion: { type: 'string', description: API_VERSION },
-      items: { type: 'array', description: `List of ${t.plural}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md`, items: { $ref: `#/components/schemas/${itemSchema}` } },
+      items: {
+        type: 'array',
+        description: `List of ${t.plural}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md`,
+        items: { $ref: `#/components/schemas/${itemSchema}` },
+      },
       kind: { type: 'string', description: KIND },
       metadata: { description: 'Standard list metadata.', allOf: [{ $ref: `#/components/schemas/${META}.ListMeta` }] },
     },
@@ -156,25 +183,69 @@ function customResourceListSchema(t: ResourceType, version: string, itemSchema: 
 function metaSchemas(): KObject {
   const str = (description: string) => ({ type: 'string', description });
   const time = (description: string) => ({ type: 'string', format: 'date-time', description });
-  const stringMap = (description: string) => ({ type: 'object', additionalProperties: { type: 'string' }, description });
+  const stringMap = (description: string) => ({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description,
+  });
   return {
     [`${META}.ObjectMeta`]: {
-      description: 'ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.',
+      description:
+        'ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.',
       type: 'object',
       properties: {
-        annotations: stringMap('Annotations is an unstructured key value map stored with a resource that may be set by external tools to store and retrieve arbitrary metadata.'),
-        creationTimestamp: time('CreationTimestamp is a timestamp representing the server time when this object was created. Populated by the system. Read-only.'),
-        deletionGracePeriodSeconds: { type: 'integer', format: 'int64', description: 'Number of seconds allowed for this object to gracefully terminate before it will be removed from the system. Only set when deletionTimestamp is also set.' },
-        deletionTimestamp: time('DeletionTimestamp is RFC 3339 date and time at which this resource will be deleted. Set by the server when a graceful deletion is requested by the user. Read-only.'),
-        finalizers: { type: 'array', items: { type: 'string' }, 'x-kubernetes-list-type': 'set', description: 'Must be empty before the object is deleted from the registry.' },
-        generateName: str('GenerateName is an optional prefix, used by the server, to generate a unique name ONLY IF the Name field has not been provided.'),
-        generation: { type: 'integer', format: 'int64', description: 'A sequence number representing a specific generation of the desired state. Populated by the system. Read-only.' },
-        labels: stringMap('Map of string keys and values that can be used to organize and categorize (scope and select) objects.'),
-        managedFields: { type: 'array', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, description: 'ManagedFields maps workflow-id and version to the set of fields that are managed by that workflow.' },
+        annotations: stringMap(
+          'Annotations is an unstructured key value map stored with a resource that may be set by external tools to store and retrieve arbitrary metadata.',
+        ),
+        creationTimestamp: time(
+          'CreationTimestamp is a timestamp representing the server time when this object was created. Populated by the system. Read-only.',
+        ),
+        deletionGracePeriodSeconds: {
+          type: 'integer',
+          format: 'int64',
+          description:
+            'Number of seconds allowed for this object to gracefully terminate before it will be removed from the system. Only set when deletionTimestamp is also set.',
+        },
+        deletionTimestamp: time(
+          'DeletionTimestamp is RFC 3339 date and time at which this resource will be deleted. Set by the server when a graceful deletion is requested by the user. Read-only.',
+        ),
+        finalizers: {
+          type: 'array',
+          items: { type: 'string' },
+          'x-kubernetes-list-type': 'set',
+          description: 'Must be empty before the object is deleted from the registry.',
+        },
+        generateName: str(
+          'GenerateName is an optional prefix, used by the server, to generate a unique name ONLY IF the Name field has not been provided.',
+        ),
+        generation: {
+          type: 'integer',
+          format: 'int64',
+          description:
+            'A sequence number representing a specific generation of the desired state. Populated by the system. Read-only.',
+        },
+        labels: stringMap(
+          'Map of string keys and values that can be used to organize and categorize (scope and select) objects.',
+        ),
+        managedFields: {
+          type: 'array',
+          items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+          description:
+            'ManagedFields maps workflow-id and version to the set of fields that are managed by that workflow.',
+        },
         name: str('Name must be unique within a namespace. Cannot be updated.'),
         namespace: str('Namespace defines the space within which each name must be unique. Cannot be updated.'),
-        ownerReferences: { type: 'array', items: { allOf: [{ $ref: `#/components/schemas/${META}.OwnerReference` }] }, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['uid'], description: 'List of objects depended by this object. If ALL objects in the list have been deleted, this object will be garbage collected.' },
-        resourceVersion: str('An opaque value that represents the internal version of this object that can be used by clients to determine when objects have changed. Populated by the system. Read-only.'),
+        ownerReferences: {
+          type: 'array',
+          items: { allOf: [{ $ref: `#/components/schemas/${META}.OwnerReference` }] },
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['uid'],
+          description:
+            'List of objects depended by this object. If ALL objects in the list have been deleted, this object will be garbage collected.',
+        },
+        resourceVersion: str(
+          'An opaque value that represents the internal version of this object that can be used by clients to determine when objects have changed. Populated by the system. Read-only.',
+        ),
         uid: str('UID is the unique in time and space value for this object. Populated by the system. Read-only.'),
       },
     },
@@ -184,7 +255,11 @@ function metaSchemas(): KObject {
       required: ['apiVersion', 'kind', 'name', 'uid'],
       properties: {
         apiVersion: str('API version of the referent.'),
-        blockOwnerDeletion: { type: 'boolean', description: 'If true, AND if the owner has the "foregroundDeletion" finalizer, then the owner cannot be deleted from the key-value store until this reference is removed.' },
+        blockOwnerDeletion: {
+          type: 'boolean',
+          description:
+            'If true, AND if the owner has the "foregroundDeletion" finalizer, then the owner cannot be deleted from the key-value store until this reference is removed.',
+        },
         controller: { type: 'boolean', description: 'If true, this reference points to the managing controller.' },
         kind: str('Kind of the referent.'),
         name: str('Name of the referent.'),
@@ -192,12 +267,21 @@ function metaSchemas(): KObject {
       },
     },
     [`${META}.ListMeta`]: {
-      description: 'ListMeta describes metadata that synthetic resources must have, including lists and various status objects.',
+      description:
+        'ListMeta describes metadata that synthetic resources must have, including lists and various status objects.',
       type: 'object',
       properties: {
-        continue: str('continue may be set if the user set a limit on the number of items returned, and indicates that the server has more data available.'),
-        remainingItemCount: { type: 'integer', format: 'int64', description: 'The number of subsequent items in the list which are not included in this list response.' },
-        resourceVersion: str("String that identifies the server's internal version of this object that can be used by clients to determine when objects have changed."),
+        continue: str(
+          'continue may be set if the user set a limit on the number of items returned, and indicates that the server has more data available.',
+        ),
+        remainingItemCount: {
+          type: 'integer',
+          format: 'int64',
+          description: 'The number of subsequent items in the list which are not included in this list response.',
+        },
+        resourceVersion: str(
+          "String that identifies the server's internal version of this object that can be used by clients to determine when objects have changed.",
+        ),
       },
     },
   };

@@ -35,7 +35,11 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 function pruneNulls(value: unknown): unknown {
   if (Array.isArray(value)) return value.map((item) => (item === null ? null : pruneNulls(item)));
   if (!isObject(value)) return clone(value);
-  return Object.fromEntries(Object.entries(value).filter(([, item]) => item !== null).map(([key, item]) => [key, pruneNulls(item)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, item]) => item !== null)
+      .map(([key, item]) => [key, pruneNulls(item)]),
+  );
 }
 
 // ---------------------------------------------------------------- RFC 6902 JSON patch
@@ -107,7 +111,8 @@ function addAt(doc: unknown, pointer: string, value: unknown): unknown {
 }
 
 export function jsonPatch(target: unknown, ops: unknown): unknown {
-  if (!Array.isArray(ops)) throw new PatchError('malformed', 'json: cannot unmarshal object into Go value of type jsonpatch.Patch');
+  if (!Array.isArray(ops))
+    throw new PatchError('malformed', 'json: cannot unmarshal object into Go value of type jsonpatch.Patch');
   let doc: unknown = clone(target);
   for (const raw of ops) {
     if (!isObject(raw) || typeof raw.op !== 'string' || typeof raw.path !== 'string')
@@ -152,7 +157,8 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
             return undefined;
           }
         })();
-        if (!deepEqual(actual, op.value)) throw new PatchError('failed', `testing value ${op.path} failed: test failed`);
+        if (!deepEqual(actual, op.value))
+          throw new PatchError('failed', `testing value ${op.path} failed: test failed`);
         break;
       }
       default:
@@ -193,7 +199,12 @@ export function strategicMergePatch(target: unknown, patch: unknown, meta: Patch
   return out ?? {};
 }
 
-function smpMap(original: Record<string, any>, patch: Record<string, any>, meta: PatchMeta, path: string): Record<string, any> | undefined {
+function smpMap(
+  original: Record<string, any>,
+  patch: Record<string, any>,
+  meta: PatchMeta,
+  path: string,
+): Record<string, any> | undefined {
   const directive = patch[DIRECTIVE];
   if (directive === 'delete') return undefined;
   if (directive === 'replace') {
@@ -219,7 +230,8 @@ function smpMap(original: Record<string, any>, patch: Record<string, any>, meta:
     if (k.startsWith(DELETE_PRIMITIVE)) {
       const field = k.slice(DELETE_PRIMITIVE.length);
       if (!Array.isArray(v)) throw new PatchError('malformed', `${k} must be a list`);
-      if (Array.isArray(out[field])) out[field] = (out[field] as unknown[]).filter((x) => !v.some((d) => deepEqual(d, x)));
+      if (Array.isArray(out[field]))
+        out[field] = (out[field] as unknown[]).filter((x) => !v.some((d) => deepEqual(d, x)));
       continue;
     }
     const p = join(path, k);
@@ -257,7 +269,8 @@ function smpList(original: unknown[], patch: unknown[], lm: ListMeta, meta: Patc
   const out = clone(original) as Array<Record<string, any>>;
   for (const e of patch) {
     if (!isObject(e)) throw new PatchError('malformed', `list ${path} with merge key ${key} must contain objects`);
-    if (!(key in e)) throw new PatchError('failed', `map: ${JSON.stringify(e)} does not contain declared merge key: ${key}`);
+    if (!(key in e))
+      throw new PatchError('failed', `map: ${JSON.stringify(e)} does not contain declared merge key: ${key}`);
     const idx = out.findIndex((x) => isObject(x) && deepEqual(x[key], e[key]));
     if (e[DIRECTIVE] === 'delete') {
       if (idx >= 0) out.splice(idx, 1);

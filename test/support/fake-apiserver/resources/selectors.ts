@@ -12,7 +12,8 @@ export type LabelRequirement =
 
 export type Labels = Record<string, string> | undefined;
 
-const KEY_RE = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const KEY_RE =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const VALUE_RE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
 function checkKey(key: string): string {
@@ -131,7 +132,11 @@ export function fieldValue(obj: unknown, path: string): string {
   return String(cur);
 }
 
-export function matchFields(reqs: FieldRequirement[], obj: unknown, read: (obj: any, field: string) => string = fieldValue): boolean {
+export function matchFields(
+  reqs: FieldRequirement[],
+  obj: unknown,
+  read: (obj: any, field: string) => string = fieldValue,
+): boolean {
   for (const r of reqs) {
     const v = read(obj, r.field);
     if (r.op === 'eq' ? v !== r.value : v === r.value) return false;
@@ -144,14 +149,26 @@ export function matchFields(reqs: FieldRequirement[], obj: unknown, read: (obj: 
  * key (metav1.LabelSelectorAsSelector(...).String()); '' when it selects everything, '<error>' for
  * an operator it does not know.
  */
-export function formatLabelSelector(selector: { matchLabels?: Record<string, string>; matchExpressions?: Array<Record<string, any>> } | undefined): string {
+export function formatLabelSelector(
+  selector: { matchLabels?: Record<string, string>; matchExpressions?: Array<Record<string, any>> } | undefined,
+): string {
   const terms: Array<[string, string]> = Object.entries(selector?.matchLabels ?? {}).map(([k, v]) => [k, `${k}=${v}`]);
   for (const e of selector?.matchExpressions ?? []) {
     const values = [...((e.values ?? []) as string[])].sort().join(',');
-    const term = ({ In: `${e.key} in (${values})`, NotIn: `${e.key} notin (${values})`, Exists: `${e.key}`, DoesNotExist: `!${e.key}` } as Record<string, string>)[String(e.operator)];
+    const term = (
+      {
+        In: `${e.key} in (${values})`,
+        NotIn: `${e.key} notin (${values})`,
+        Exists: `${e.key}`,
+        DoesNotExist: `!${e.key}`,
+      } as Record<string, string>
+    )[String(e.operator)];
     terms.push([String(e.key), term ?? '<error>']);
   }
-  return terms.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, term]) => term).join(',');
+  return terms
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, term]) => term)
+    .join(',');
 }
 
 /** Whether `labels` match a LabelSelector object (an empty selector matches everything). */

@@ -10,7 +10,14 @@ import { clone, isObject, type KObject } from '../wire/json.ts';
 /** One entry of a 422 Status's `details.causes`, as kube-apiserver fills it. */
 export interface FieldCause {
   field: string;
-  reason: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueNotSupported' | 'FieldValueTypeInvalid' | 'FieldValueTooMany' | 'FieldValueTooLong' | 'FieldValueDuplicate';
+  reason:
+    | 'FieldValueInvalid'
+    | 'FieldValueRequired'
+    | 'FieldValueNotSupported'
+    | 'FieldValueTypeInvalid'
+    | 'FieldValueTooMany'
+    | 'FieldValueTooLong'
+    | 'FieldValueDuplicate';
   /** The error without its path: `Invalid value: -1: spec.x in body should be greater than or equal to 0`. */
   message: string;
 }
@@ -55,16 +62,21 @@ export function compileSchema(schema: KObject): ValidateFunction {
 function forAjv(schema: KObject): KObject {
   const out: KObject = { ...schema };
   if (out.nullable !== undefined && out.type === undefined) delete out.nullable;
-  for (const [flag, bound] of [['exclusiveMinimum', 'minimum'], ['exclusiveMaximum', 'maximum']] as const) {
+  for (const [flag, bound] of [
+    ['exclusiveMinimum', 'minimum'],
+    ['exclusiveMaximum', 'maximum'],
+  ] as const) {
     if (typeof out[flag] !== 'boolean') continue;
     if (out[flag] === true && typeof out[bound] === 'number') {
       out[flag] = out[bound];
       delete out[bound];
     } else delete out[flag];
   }
-  if (isObject(out.properties)) out.properties = Object.fromEntries(Object.entries(out.properties).map(([k, v]) => [k, isObject(v) ? forAjv(v) : v]));
-  for (const key of ['items', 'additionalProperties', 'not'])
-    if (isObject(out[key])) out[key] = forAjv(out[key]);
+  if (isObject(out.properties))
+    out.properties = Object.fromEntries(
+      Object.entries(out.properties).map(([k, v]) => [k, isObject(v) ? forAjv(v) : v]),
+    );
+  for (const key of ['items', 'additionalProperties', 'not']) if (isObject(out[key])) out[key] = forAjv(out[key]);
   for (const key of ['allOf', 'anyOf', 'oneOf'])
     if (Array.isArray(out[key])) out[key] = out[key].map((v: unknown) => (isObject(v) ? forAjv(v) : v));
   return out;
@@ -82,12 +94,25 @@ export function pruneAndDefault(obj: KObject, schema: KObject, scope: WriteScope
     if ((key === 'status') !== (scope === 'status')) continue;
     walkField(obj, key, properties[key], key, unknown, schema['x-kubernetes-preserve-unknown-fields'] === true);
   }
-  if (scope === 'main') fillDefaults(obj, { ...schema, properties: Object.fromEntries(Object.entries(properties).filter(([k]) => k !== 'status')) }, unknown, '');
+  if (scope === 'main')
+    fillDefaults(
+      obj,
+      { ...schema, properties: Object.fromEntries(Object.entries(properties).filter(([k]) => k !== 'status')) },
+      unknown,
+      '',
+    );
   return unknown;
 }
 
 /** One member of an object: unknown → pruned; null and not nullable → its default or gone; else walked. */
-function walkField(parent: KObject, key: string, schema: KObject | undefined, path: string, unknown: string[], preserve: boolean): void {
+function walkField(
+  parent: KObject,
+  key: string,
+  schema: KObject | undefined,
+  path: string,
+  unknown: string[],
+  preserve: boolean,
+): void {
   if (!isObject(schema)) {
     if (!preserve) {
       unknown.push(path);
@@ -117,7 +142,8 @@ function walk(value: unknown, schema: KObject, path: string, unknown: string[]):
   const preserve = schema['x-kubernetes-preserve-unknown-fields'] === true;
   const embedded = schema['x-kubernetes-embedded-resource'] === true;
   if (isObject(schema.additionalProperties)) {
-    for (const key of Object.keys(value)) walkField(value, key, schema.additionalProperties, `${path}.${key}`, unknown, true);
+    for (const key of Object.keys(value))
+      walkField(value, key, schema.additionalProperties, `${path}.${key}`, unknown, true);
   } else if (isObject(schema.properties) || !preserve) {
     const properties: KObject = isObject(schema.properties) ? schema.properties : {};
     const mapOfAnything = schema.additionalProperties === true;
@@ -145,7 +171,10 @@ function fillDefaults(value: KObject, schema: KObject, unknown: string[], path: 
  */
 export function validateObject(obj: KObject, schema: KObject, scope: WriteScope): FieldCause[] {
   const validate = compileSchema(schema);
-  const found = [...(validate(obj) ? [] : (validate.errors ?? []).map((e) => toCause(e, obj))), ...listTypeCauses(obj, schema, '')];
+  const found = [
+    ...(validate(obj) ? [] : (validate.errors ?? []).map((e) => toCause(e, obj))),
+    ...listTypeCauses(obj, schema, ''),
+  ];
   const causes: FieldCause[] = [];
   for (const cause of found) {
     if (!cause) continue;
@@ -169,12 +198,24 @@ function listTypeCauses(value: unknown, schema: KObject | undefined, path: strin
     const listType = schema['x-kubernetes-list-type'];
     if (listType === 'set' || listType === 'map') {
       const keys = (schema['x-kubernetes-list-map-keys'] ?? []) as string[];
-      const keyOf = (item: unknown) => (listType === 'set' ? item
-        : Object.fromEntries(keys.filter((key) => isObject(item) && item[key] !== undefined).sort().map((key) => [key, (item as KObject)[key]])));
+      const keyOf = (item: unknown) =>
+        listType === 'set'
+          ? item
+          : Object.fromEntries(
+              keys
+                .filter((key) => isObject(item) && item[key] !== undefined)
+                .sort()
+                .map((key) => [key, (item as KObject)[key]]),
+            );
       const seen = new Set<string>();
       value.forEach((item, index) => {
         const key = JSON.stringify(keyOf(item));
-        if (seen.has(key)) causes.push({ field: `${path}[${index}]`, reason: 'FieldValueDuplicate', message: `Duplicate value: ${key}` });
+        if (seen.has(key))
+          causes.push({
+            field: `${path}[${index}]`,
+            reason: 'FieldValueDuplicate',
+            message: `Duplicate value: ${key}`,
+          });
         seen.add(key);
       });
     }
@@ -184,7 +225,13 @@ function listTypeCauses(value: unknown, schema: KObject | undefined, path: strin
     return causes;
   }
   const properties = (schema.properties ?? {}) as Record<string, KObject>;
-  return Object.entries(value).flatMap(([key, item]) => listTypeCauses(item, properties[key] ?? (isObject(schema.additionalProperties) ? schema.additionalProperties : undefined), path ? `${path}.${key}` : key));
+  return Object.entries(value).flatMap(([key, item]) =>
+    listTypeCauses(
+      item,
+      properties[key] ?? (isObject(schema.additionalProperties) ? schema.additionalProperties : undefined),
+      path ? `${path}.${key}` : key,
+    ),
+  );
 }
 
 /** `/spec/steps/0/weight` → `spec.steps[0].weight`. */
@@ -219,23 +266,43 @@ function jsonType(v: unknown): string {
 function toCause(e: ErrorObject, obj: KObject): FieldCause | undefined {
   const field = fieldPath(e.instancePath);
   const value = valueAt(obj, e.instancePath);
-  const invalid = (detail: string): FieldCause => ({ field, reason: 'FieldValueInvalid', message: `Invalid value: ${shown(value)}: ${field} in body ${detail}` });
+  const invalid = (detail: string): FieldCause => ({
+    field,
+    reason: 'FieldValueInvalid',
+    message: `Invalid value: ${shown(value)}: ${field} in body ${detail}`,
+  });
   const p = e.params as Record<string, any>;
   switch (e.keyword) {
     case 'required': {
       const missing = String(p.missingProperty);
-      return { field: field ? `${field}.${missing}` : missing, reason: 'FieldValueRequired', message: 'Required value' };
+      return {
+        field: field ? `${field}.${missing}` : missing,
+        reason: 'FieldValueRequired',
+        message: 'Required value',
+      };
     }
     case 'type':
     case 'x-kubernetes-int-or-string': {
       const want = e.keyword === 'type' ? String(p.type).replace(/,null$/, '') : 'integer,string';
-      return { field, reason: 'FieldValueTypeInvalid', message: `Invalid value: "${jsonType(value)}": ${field} in body must be of type ${want}: "${jsonType(value)}"` };
+      return {
+        field,
+        reason: 'FieldValueTypeInvalid',
+        message: `Invalid value: "${jsonType(value)}": ${field} in body must be of type ${want}: "${jsonType(value)}"`,
+      };
     }
     case 'enum':
-      return { field, reason: 'FieldValueNotSupported', message: `Unsupported value: ${shown(value)}: supported values: ${(p.allowedValues as unknown[]).map((a) => (typeof a === 'string' ? JSON.stringify(a) : shown(a))).join(', ')}` };
+      return {
+        field,
+        reason: 'FieldValueNotSupported',
+        message: `Unsupported value: ${shown(value)}: supported values: ${(p.allowedValues as unknown[]).map((a) => (typeof a === 'string' ? JSON.stringify(a) : shown(a))).join(', ')}`,
+      };
     case 'maxItems':
     case 'maxProperties':
-      return { field, reason: 'FieldValueTooMany', message: `Too many: ${Array.isArray(value) ? value.length : Object.keys(value ?? {}).length}: must have at most ${p.limit} items` };
+      return {
+        field,
+        reason: 'FieldValueTooMany',
+        message: `Too many: ${Array.isArray(value) ? value.length : Object.keys(value ?? {}).length}: must have at most ${p.limit} items`,
+      };
     case 'maxLength':
       return { field, reason: 'FieldValueTooLong', message: `Too long: may not be more than ${p.limit} bytes` };
     case 'minimum':
@@ -257,7 +324,11 @@ function toCause(e: ErrorObject, obj: KObject): FieldCause | undefined {
     case 'multipleOf':
       return invalid(`should be a multiple of ${p.multipleOf}`);
     case 'uniqueItems':
-      return { field, reason: 'FieldValueInvalid', message: `Duplicate value: ${shown(Array.isArray(value) ? value[p.j] : value)}` };
+      return {
+        field,
+        reason: 'FieldValueInvalid',
+        message: `Duplicate value: ${shown(Array.isArray(value) ? value[p.j] : value)}`,
+      };
     case 'if':
       return undefined; // its branch's own errors say what failed
     default:

@@ -44,17 +44,28 @@ export class ControllerClient {
   /** Deletes the object if it is still the one read; `gracePeriodSeconds` as a DELETE's (absent: the type's default). */
   delete(key: TypeKey, obj: KObject, options: { gracePeriodSeconds?: number } = {}): boolean {
     const { name, namespace, uid } = obj.metadata;
-    return this.#tolerate(() => this.#api.delete(this.#target(key, namespace), name, { ...options, preconditions: { uid } })) !== undefined;
+    return (
+      this.#tolerate(() =>
+        this.#api.delete(this.#target(key, namespace), name, { ...options, preconditions: { uid } }),
+      ) !== undefined
+    );
   }
 
   #write(key: TypeKey, obj: KObject, mutate: (cur: KObject) => KObject, subresource: string): boolean {
     const { name, namespace, uid } = obj.metadata;
-    return this.#tolerate(() =>
-      this.#api.write(this.#target(key, namespace), name, (cur) => {
-        if (cur.metadata.uid !== uid) throw new ApiError(409, 'Conflict', `${name} was replaced`);
-        return mutate(cur);
-      }, { subresource }),
-    ) !== undefined;
+    return (
+      this.#tolerate(() =>
+        this.#api.write(
+          this.#target(key, namespace),
+          name,
+          (cur) => {
+            if (cur.metadata.uid !== uid) throw new ApiError(409, 'Conflict', `${name} was replaced`);
+            return mutate(cur);
+          },
+          { subresource },
+        ),
+      ) !== undefined
+    );
   }
 
   #target(key: TypeKey, namespace: string): Target {
@@ -74,7 +85,14 @@ export class ControllerClient {
 
 /** The owner reference a controller puts on what it creates. */
 export function controllerRef(owner: KObject, apiVersion: string, kind: string): KObject {
-  return { apiVersion, kind, name: owner.metadata.name, uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion,
+    kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** The uid of `obj`'s controller when it is of `kind`. */

@@ -10,7 +10,13 @@
  */
 import { type ControllerClient, controllerRef, controllerUid } from './controller-client.ts';
 import { clone, type KObject } from '../wire/json.ts';
-import { maxUnavailable, newReplicaSetReplicas, oldReplicaSetScaleDowns, type ReplicaSetCounts, resolveFenceposts } from './rollout.ts';
+import {
+  maxUnavailable,
+  newReplicaSetReplicas,
+  oldReplicaSetScaleDowns,
+  type ReplicaSetCounts,
+  resolveFenceposts,
+} from './rollout.ts';
 import { POD_TEMPLATE_HASH, podTemplateHash, sameTemplateIgnoringHash } from './template-hash.ts';
 
 const REVISION = 'deployment.kubernetes.io/revision';
@@ -36,7 +42,10 @@ export class DeploymentController {
   sync(d: KObject, now: string): void {
     if (d.metadata.deletionTimestamp || !d.spec?.selector) return;
     const namespace = d.metadata.namespace;
-    const owned = () => this.#client.list('apps/replicasets', namespace).filter((rs) => controllerUid(rs, 'Deployment') === d.metadata.uid);
+    const owned = () =>
+      this.#client
+        .list('apps/replicasets', namespace)
+        .filter((rs) => controllerUid(rs, 'Deployment') === d.metadata.uid);
     const rollout = new Rollout(d, now);
     const sets = owned();
     // The store lists in creation order: the first match is the oldest, as the real controller picks.
@@ -45,7 +54,10 @@ export class DeploymentController {
 
     if (newRs) newRs = this.#syncRevision(rollout, newRs, olds);
     if (!rollout.paused) {
-      const created = rollout.strategy === 'Recreate' ? this.#recreate(rollout, newRs, olds) : this.#rollingUpdate(rollout, newRs, olds);
+      const created =
+        rollout.strategy === 'Recreate'
+          ? this.#recreate(rollout, newRs, olds)
+          : this.#rollingUpdate(rollout, newRs, olds);
       if (created === 'collision') return;
       newRs ??= created;
     } else this.#scalePaused(rollout, newRs, olds);
@@ -70,7 +82,13 @@ export class DeploymentController {
         return cur;
       });
     }
-    if (rollout.condition('Progressing') === undefined) rollout.setCondition({ type: 'Progressing', status: 'True', reason: 'FoundNewReplicaSet', message: `Found new replica set "${newRs.metadata.name}"` });
+    if (rollout.condition('Progressing') === undefined)
+      rollout.setCondition({
+        type: 'Progressing',
+        status: 'True',
+        reason: 'FoundNewReplicaSet',
+        message: `Found new replica set "${newRs.metadata.name}"`,
+      });
     return this.#client.get('apps/replicasets', newRs.metadata.namespace, newRs.metadata.name) ?? newRs;
   }
 
@@ -79,13 +97,20 @@ export class DeploymentController {
     const { replicas, rollingUpdate } = rollout;
     let created: KObject | undefined | 'collision';
     if (!newRs) {
-      created = this.#createNew(rollout, olds, newReplicaSetReplicas(replicas, rollingUpdate, { name: '', replicas: 0, available: 0 }, olds.map(counts)));
+      created = this.#createNew(
+        rollout,
+        olds,
+        newReplicaSetReplicas(replicas, rollingUpdate, { name: '', replicas: 0, available: 0 }, olds.map(counts)),
+      );
       if (created === undefined || created === 'collision') return created;
       newRs = created;
     }
     // reconcileNewReplicaSet first; old ReplicaSets shrink only in a sync that did not touch the new one.
     const size = newRs.spec?.replicas ?? 0;
-    const target = size > replicas ? replicas : newReplicaSetReplicas(replicas, rollingUpdate, counts(newRs), [newRs, ...olds].map(counts));
+    const target =
+      size > replicas
+        ? replicas
+        : newReplicaSetReplicas(replicas, rollingUpdate, counts(newRs), [newRs, ...olds].map(counts));
     if (target !== size) {
       this.#scale(rollout, newRs, target);
       return created;
@@ -100,7 +125,8 @@ export class DeploymentController {
   #recreate(rollout: Rollout, newRs: KObject | undefined, olds: KObject[]): KObject | undefined | 'collision' {
     const active = olds.filter((rs) => (rs.spec?.replicas ?? 0) > 0);
     for (const rs of active) this.#scale(rollout, rs, 0);
-    if (active.length > 0 || olds.some((rs) => (rs.status?.replicas ?? 0) > 0) || this.#oldPodsRunning(olds)) return undefined;
+    if (active.length > 0 || olds.some((rs) => (rs.status?.replicas ?? 0) > 0) || this.#oldPodsRunning(olds))
+      return undefined;
     let created: KObject | undefined | 'collision';
     if (!newRs) {
       created = this.#createNew(rollout, olds, rollout.replicas);
@@ -118,10 +144,15 @@ export class DeploymentController {
    */
   #oldPodsRunning(olds: KObject[]): boolean {
     const uids = new Set(olds.map((rs) => rs.metadata.uid));
-    return olds.length > 0 && this.#client.list('/pods', olds[0]!.metadata.namespace).some((pod) => {
-      const owner = controllerUid(pod, 'ReplicaSet');
-      return owner !== undefined && uids.has(owner) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed';
-    });
+    return (
+      olds.length > 0 &&
+      this.#client.list('/pods', olds[0]!.metadata.namespace).some((pod) => {
+        const owner = controllerUid(pod, 'ReplicaSet');
+        return (
+          owner !== undefined && uids.has(owner) && pod.status?.phase !== 'Succeeded' && pod.status?.phase !== 'Failed'
+        );
+      })
+    );
   }
 
   /** Paused: no rollout, but a scale of the one live ReplicaSet still happens. */
@@ -140,7 +171,10 @@ export class DeploymentController {
     const hash = podTemplateHash(d.spec.template, d.status?.collisionCount);
     const name = `${d.metadata.name}-${hash}`;
     if (this.#client.get('apps/replicasets', d.metadata.namespace, name)) {
-      this.#client.updateStatus('apps/deployments', d, { ...d.status, collisionCount: (d.status?.collisionCount ?? 0) + 1 });
+      this.#client.updateStatus('apps/deployments', d, {
+        ...d.status,
+        collisionCount: (d.status?.collisionCount ?? 0) + 1,
+      });
       return 'collision';
     }
     const template = clone(d.spec.template);
@@ -160,7 +194,13 @@ export class DeploymentController {
       },
       spec,
     });
-    if (created) rollout.setCondition({ type: 'Progressing', status: 'True', reason: 'NewReplicaSetCreated', message: `Created new replica set "${name}"` });
+    if (created)
+      rollout.setCondition({
+        type: 'Progressing',
+        status: 'True',
+        reason: 'NewReplicaSetCreated',
+        message: `Created new replica set "${name}"`,
+      });
     return created;
   }
 
@@ -178,7 +218,10 @@ export class DeploymentController {
     if (typeof limit !== 'number') return;
     const alive = olds.filter((rs) => !rs.metadata.deletionTimestamp).sort((a, b) => revisionOf(a) - revisionOf(b));
     for (const rs of alive.slice(0, Math.max(0, alive.length - limit))) {
-      const idle = (rs.spec?.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0 && (rs.status?.observedGeneration ?? 0) >= rs.metadata.generation;
+      const idle =
+        (rs.spec?.replicas ?? 0) === 0 &&
+        (rs.status?.replicas ?? 0) === 0 &&
+        (rs.status?.observedGeneration ?? 0) >= rs.metadata.generation;
       if (idle) this.#client.delete('apps/replicasets', rs);
     }
   }
@@ -205,8 +248,20 @@ class Rollout {
     this.#now = now;
     this.#conditions = clone((d.status?.conditions ?? []) as KObject[]);
     const progressing = this.condition('Progressing');
-    if (this.paused && progressing?.reason !== 'DeploymentPaused') this.setCondition({ type: 'Progressing', status: 'Unknown', reason: 'DeploymentPaused', message: 'Deployment is paused' });
-    if (!this.paused && progressing?.reason === 'DeploymentPaused') this.setCondition({ type: 'Progressing', status: 'Unknown', reason: 'DeploymentResumed', message: 'Deployment is resumed' });
+    if (this.paused && progressing?.reason !== 'DeploymentPaused')
+      this.setCondition({
+        type: 'Progressing',
+        status: 'Unknown',
+        reason: 'DeploymentPaused',
+        message: 'Deployment is paused',
+      });
+    if (!this.paused && progressing?.reason === 'DeploymentPaused')
+      this.setCondition({
+        type: 'Progressing',
+        status: 'Unknown',
+        reason: 'DeploymentResumed',
+        message: 'Deployment is resumed',
+      });
   }
 
   /** The annotations every scale writes on a ReplicaSet (SetReplicasAnnotations). */
@@ -224,13 +279,28 @@ class Rollout {
     const cur = this.condition(c.type);
     if (!force && cur?.status === c.status && cur.reason === c.reason) return;
     const lastTransitionTime = cur?.status === c.status ? cur.lastTransitionTime : this.#now;
-    this.#conditions = [...this.#conditions.filter((x) => x.type !== c.type), { type: c.type, status: c.status, lastUpdateTime: this.#now, lastTransitionTime, reason: c.reason, message: c.message }];
+    this.#conditions = [
+      ...this.#conditions.filter((x) => x.type !== c.type),
+      {
+        type: c.type,
+        status: c.status,
+        lastUpdateTime: this.#now,
+        lastTransitionTime,
+        reason: c.reason,
+        message: c.message,
+      },
+    ];
   }
 
   /** DeploymentComplete, against the status the Deployment has now. */
   complete(status: KObject = this.deployment.status ?? {}): boolean {
     const r = this.replicas;
-    return (status.updatedReplicas ?? 0) === r && (status.replicas ?? 0) === r && (status.availableReplicas ?? 0) === r && (status.observedGeneration ?? 0) >= this.deployment.metadata.generation;
+    return (
+      (status.updatedReplicas ?? 0) === r &&
+      (status.replicas ?? 0) === r &&
+      (status.availableReplicas ?? 0) === r &&
+      (status.observedGeneration ?? 0) >= this.deployment.metadata.generation
+    );
   }
 
   /** calculateStatus + syncRolloutStatus: counts from the ReplicaSets, then the conditions. */
@@ -248,8 +318,19 @@ class Rollout {
       unavailableReplicas: Math.max(0, desired - available),
     };
     if (available >= this.replicas - this.maxUnavailable)
-      this.setCondition({ type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' });
-    else this.setCondition({ type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable', message: 'Deployment does not have minimum availability.' });
+      this.setCondition({
+        type: 'Available',
+        status: 'True',
+        reason: 'MinimumReplicasAvailable',
+        message: 'Deployment has minimum availability.',
+      });
+    else
+      this.setCondition({
+        type: 'Available',
+        status: 'False',
+        reason: 'MinimumReplicasUnavailable',
+        message: 'Deployment does not have minimum availability.',
+      });
     this.#progress(counts, newRs);
     // The API's omitempty: zero counts are left out.
     const status: KObject = Object.fromEntries(Object.entries(counts).filter(([, n]) => n !== 0));
@@ -269,13 +350,24 @@ class Rollout {
     if (counts.replicas === counts.updatedReplicas && current?.reason === 'NewReplicaSetAvailable') return;
     const subject = newRs ? `ReplicaSet "${newRs.metadata.name}"` : `Deployment "${this.deployment.metadata.name}"`;
     const before = this.deployment.status ?? {};
-    const progressed = counts.updatedReplicas > (before.updatedReplicas ?? 0)
-      || counts.replicas - counts.updatedReplicas < (before.replicas ?? 0) - (before.updatedReplicas ?? 0)
-      || counts.readyReplicas > (before.readyReplicas ?? 0)
-      || counts.availableReplicas > (before.availableReplicas ?? 0);
-    if (this.complete(counts)) this.setCondition({ type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: `${subject} has successfully progressed.` });
+    const progressed =
+      counts.updatedReplicas > (before.updatedReplicas ?? 0) ||
+      counts.replicas - counts.updatedReplicas < (before.replicas ?? 0) - (before.updatedReplicas ?? 0) ||
+      counts.readyReplicas > (before.readyReplicas ?? 0) ||
+      counts.availableReplicas > (before.availableReplicas ?? 0);
+    if (this.complete(counts))
+      this.setCondition({
+        type: 'Progressing',
+        status: 'True',
+        reason: 'NewReplicaSetAvailable',
+        message: `${subject} has successfully progressed.`,
+      });
     // Progress refreshes lastUpdateTime even with the same reason (the special case in syncRolloutStatus).
-    else if (progressed) this.setCondition({ type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `${subject} is progressing.` }, true);
+    else if (progressed)
+      this.setCondition(
+        { type: 'Progressing', status: 'True', reason: 'ReplicaSetUpdated', message: `${subject} is progressing.` },
+        true,
+      );
   }
 }
 

@@ -41,7 +41,8 @@ export class DeploymentSimulation {
     this.#kubelet = new PodLifecycle(api.store, client, options);
     this.#termination = new PodTermination(api.store, client, options);
     // Graceful pod deletion only now that something (PodTermination) finishes it.
-    api.gracePeriod = (rt, obj, requested) => (rt.group === '' && rt.plural === 'pods' ? podGracePeriod(obj, requested) : undefined);
+    api.gracePeriod = (rt, obj, requested) =>
+      rt.group === '' && rt.plural === 'pods' ? podGracePeriod(obj, requested) : undefined;
     // The pass's own writes are its next round's input, not a reason for another pass.
     this.#unsubscribe = api.store.subscribe((ev) => {
       if (!this.#inPass && WATCHED.has(ev.key)) this.#schedule();

@@ -128,7 +128,12 @@ export function readinessCondition(pod: KObject, type: 'Ready' | 'ContainersRead
   const before = ((pod.status?.conditions ?? []) as KObject[]).find((c) => c.type === type);
   const lastTransitionTime = before?.status === status ? before.lastTransitionTime : nowRfc3339();
   const containers = (pod.spec?.containers ?? []) as KObject[];
-  const unready = ready ? {} : { reason: 'ContainersNotReady', message: `containers with unready status: [${containers.map((c) => c.name).join(' ')}]` };
+  const unready = ready
+    ? {}
+    : {
+        reason: 'ContainersNotReady',
+        message: `containers with unready status: [${containers.map((c) => c.name).join(' ')}]`,
+      };
   return { type, status, lastTransitionTime, ...unready };
 }
 

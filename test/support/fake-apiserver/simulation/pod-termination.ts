@@ -40,7 +40,9 @@ const READINESS = new Set(['Ready', 'ContainersReady']);
 function stoppingStatus(pod: KObject, exited: boolean): KObject {
   const status = clone(pod.status ?? {});
   const finishedAt = nowRfc3339();
-  status.conditions = ((status.conditions ?? []) as KObject[]).map((c) => (READINESS.has(c.type) ? readinessCondition(pod, c.type, false) : c));
+  status.conditions = ((status.conditions ?? []) as KObject[]).map((c) =>
+    READINESS.has(c.type) ? readinessCondition(pod, c.type, false) : c,
+  );
   if (Array.isArray(status.containerStatuses)) {
     status.containerStatuses = (status.containerStatuses as KObject[]).map((c) => {
       if (!exited) return { ...c, ready: false };
@@ -107,7 +109,13 @@ export class PodTermination {
     }
     const since = Date.now();
     const { namespace, name } = pod.metadata;
-    this.#pods.set(uid, { namespace, name, since, dueAt: since + graceMs, timer: setTimeout(() => this.#stopped(uid), graceMs) });
+    this.#pods.set(uid, {
+      namespace,
+      name,
+      since,
+      dueAt: since + graceMs,
+      timer: setTimeout(() => this.#stopped(uid), graceMs),
+    });
     setImmediate(() => this.#unready(uid));
   }
 
@@ -115,7 +123,8 @@ export class PodTermination {
   #unready(uid: string): void {
     const pod = this.#current(uid);
     const readiness = ((pod?.status?.conditions ?? []) as KObject[]).filter((c) => READINESS.has(c.type));
-    if (pod && readiness.some((c) => c.status === 'True')) this.#client.updateStatus('/pods', pod, stoppingStatus(pod, false));
+    if (pod && readiness.some((c) => c.status === 'True'))
+      this.#client.updateStatus('/pods', pod, stoppingStatus(pod, false));
   }
 
   /**

@@ -34,8 +34,10 @@ export class ReplicaSetController {
     const desired = rs.spec?.replicas ?? 1;
     const active = this.#pods(rs).filter(isPodActive);
     if (!rs.metadata.deletionTimestamp) {
-      for (let missing = desired - active.length; missing > 0; missing--) this.#client.create('/pods', rs.metadata.namespace, podFor(rs));
-      for (const surplus of deletionOrder(active).slice(0, Math.max(0, active.length - desired))) this.#client.delete('/pods', surplus);
+      for (let missing = desired - active.length; missing > 0; missing--)
+        this.#client.create('/pods', rs.metadata.namespace, podFor(rs));
+      for (const surplus of deletionOrder(active).slice(0, Math.max(0, active.length - desired)))
+        this.#client.delete('/pods', surplus);
     }
     this.#writeStatus(rs, this.#pods(rs).filter(isPodActive), now);
   }
@@ -49,11 +51,14 @@ export class ReplicaSetController {
     for (const pod of this.#client.list('/pods', rs.metadata.namespace)) {
       if (controllerUid(pod, 'ReplicaSet') !== rs.metadata.uid) continue;
       if (labelSelectorMatches(rs.spec?.selector, pod.metadata.labels)) matching.push(pod);
-      else this.#client.update('/pods', pod, (cur) => {
-        cur.metadata.ownerReferences = (cur.metadata.ownerReferences as KObject[]).filter((ref) => ref.uid !== rs.metadata.uid);
-        if (cur.metadata.ownerReferences.length === 0) delete cur.metadata.ownerReferences;
-        return cur;
-      });
+      else
+        this.#client.update('/pods', pod, (cur) => {
+          cur.metadata.ownerReferences = (cur.metadata.ownerReferences as KObject[]).filter(
+            (ref) => ref.uid !== rs.metadata.uid,
+          );
+          if (cur.metadata.ownerReferences.length === 0) delete cur.metadata.ownerReferences;
+          return cur;
+        });
     }
     return matching;
   }
@@ -62,7 +67,9 @@ export class ReplicaSetController {
     const minReadyMs = (rs.spec?.minReadySeconds ?? 0) * 1000;
     const ready = pods.filter(isPodReady);
     const available = ready.filter((pod) => {
-      const since = Date.parse(((pod.status.conditions ?? []) as KObject[]).find((c) => c.type === 'Ready')?.lastTransitionTime ?? '');
+      const since = Date.parse(
+        ((pod.status.conditions ?? []) as KObject[]).find((c) => c.type === 'Ready')?.lastTransitionTime ?? '',
+      );
       const at = (Number.isNaN(since) ? now : since) + minReadyMs;
       if (at > now) this.#recheckIn(at - now);
       return at <= now;
@@ -71,7 +78,11 @@ export class ReplicaSetController {
     const labelled = pods.filter((pod) => templateLabels.every(([key, value]) => pod.metadata.labels?.[key] === value));
     // The API's omitempty: zero counts are left out, `replicas` always there.
     const status: KObject = { replicas: pods.length };
-    for (const [field, count] of [['fullyLabeledReplicas', labelled.length], ['readyReplicas', ready.length], ['availableReplicas', available.length]] as const) {
+    for (const [field, count] of [
+      ['fullyLabeledReplicas', labelled.length],
+      ['readyReplicas', ready.length],
+      ['availableReplicas', available.length],
+    ] as const) {
       if (count > 0) status[field] = count;
     }
     status.observedGeneration = rs.metadata.generation;
@@ -93,7 +104,8 @@ function podFor(rs: KObject): KObject {
 
 /** Surplus pods, the first to delete first (controller.ActivePods' order, simplified). */
 function deletionOrder(pods: KObject[]): KObject[] {
-  const rank = (pod: KObject) => (!pod.spec?.nodeName ? 0 : pod.status?.phase === 'Pending' ? 1 : !isPodReady(pod) ? 2 : 3);
+  const rank = (pod: KObject) =>
+    !pod.spec?.nodeName ? 0 : pod.status?.phase === 'Pending' ? 1 : !isPodReady(pod) ? 2 : 3;
   return pods
     .map((pod, created) => ({ pod, created }))
     .sort((a, b) => rank(a.pod) - rank(b.pod) || b.created - a.created)

@@ -30,22 +30,35 @@ export function scaledValue(value: number | string | undefined, total: number, r
 }
 
 /** deploymentutil.ResolveFenceposts: surge rounds up, unavailability down; never both 0. */
-export function resolveFenceposts(params: RollingUpdateParameters | undefined, replicas: number): { maxSurge: number; maxUnavailable: number } {
+export function resolveFenceposts(
+  params: RollingUpdateParameters | undefined,
+  replicas: number,
+): { maxSurge: number; maxUnavailable: number } {
   const maxSurge = scaledValue(params?.maxSurge ?? DEFAULT_FENCEPOST, replicas, true);
   const maxUnavailable = scaledValue(params?.maxUnavailable ?? DEFAULT_FENCEPOST, replicas, false);
   return { maxSurge, maxUnavailable: maxSurge === 0 && maxUnavailable === 0 ? 1 : maxUnavailable };
 }
 
 /** deploymentutil.MaxUnavailable: what the Available condition and scale-downs allow (≤ replicas). */
-export function maxUnavailable(strategyType: string, params: RollingUpdateParameters | undefined, replicas: number): number {
+export function maxUnavailable(
+  strategyType: string,
+  params: RollingUpdateParameters | undefined,
+  replicas: number,
+): number {
   if (strategyType !== 'RollingUpdate' || replicas === 0) return 0;
   return Math.min(resolveFenceposts(params, replicas).maxUnavailable, replicas);
 }
 
-const sum = (sets: readonly ReplicaSetCounts[], field: 'replicas' | 'available') => sets.reduce((total, rs) => total + rs[field], 0);
+const sum = (sets: readonly ReplicaSetCounts[], field: 'replicas' | 'available') =>
+  sets.reduce((total, rs) => total + rs[field], 0);
 
 /** deploymentutil.NewRSNewReplicas for RollingUpdate: the new ReplicaSet's size, surge permitting. */
-export function newReplicaSetReplicas(replicas: number, params: RollingUpdateParameters | undefined, newRs: ReplicaSetCounts, all: readonly ReplicaSetCounts[]): number {
+export function newReplicaSetReplicas(
+  replicas: number,
+  params: RollingUpdateParameters | undefined,
+  newRs: ReplicaSetCounts,
+  all: readonly ReplicaSetCounts[],
+): number {
   const maxTotal = replicas + resolveFenceposts(params, replicas).maxSurge;
   const current = sum(all, 'replicas');
   if (current >= maxTotal) return newRs.replicas;
@@ -57,7 +70,12 @@ export function newReplicaSetReplicas(replicas: number, params: RollingUpdatePar
  * shrink now. First their unavailable pods go (cleanupUnhealthyReplicas), then available ones, as
  * long as at least `replicas - maxUnavailable` pods stay available. Returns only the changed ones.
  */
-export function oldReplicaSetScaleDowns(replicas: number, maxUnavailableCount: number, newRs: ReplicaSetCounts, oldest: readonly ReplicaSetCounts[]): Map<string, number> {
+export function oldReplicaSetScaleDowns(
+  replicas: number,
+  maxUnavailableCount: number,
+  newRs: ReplicaSetCounts,
+  oldest: readonly ReplicaSetCounts[],
+): Map<string, number> {
   const sizes = new Map(oldest.map((rs) => [rs.name, rs.replicas]));
   if (sum(oldest, 'replicas') === 0) return new Map();
   const minAvailable = replicas - maxUnavailableCount;

@@ -33,7 +33,8 @@ export function podTemplateHash(template: unknown, collisionCount?: number): str
 /** JSON with object keys sorted and null/undefined members left out (Dates as their JSON). */
 function canonicalJson(value: unknown): string {
   if (value === null || value === undefined) return 'null';
-  if (typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') return JSON.stringify(value);
+  if (typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function')
+    return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (typeof value === 'object') {
     const members = Object.entries(value as Record<string, unknown>)

@@ -11,7 +11,14 @@ import { clone, deepEqual, isObject, type KObject } from '../wire/json.ts';
 import { KindHooks } from '../resources/kinds.ts';
 import { jsonPatch, mergePatch, PatchError, strategicMergePatch } from '../resources/patch.ts';
 import { apiVersionOf, Registry, type ResourceType, typeFromCrd, typeKey } from '../resources/registry.ts';
-import { fieldValue, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, SelectorError } from '../resources/selectors.ts';
+import {
+  fieldValue,
+  matchFields,
+  matchLabels,
+  parseFieldSelector,
+  parseLabelSelector,
+  SelectorError,
+} from '../resources/selectors.ts';
 import { toScale } from './scale.ts';
 import { Store } from './store.ts';
 import { compileSchema, pruneAndDefault, validateObject, type WriteScope } from '../resources/structural-schema.ts';
@@ -92,7 +99,8 @@ function specPart(rt: ResourceType, o: KObject): KObject {
 /** Object minus what never makes a write "real": the RV and the times in managedFields. */
 function comparable(o: KObject): KObject {
   const { resourceVersion: _rv, managedFields, ...meta } = o.metadata ?? {};
-  if (Array.isArray(managedFields)) meta.managedFields = managedFields.map((e) => (isObject(e) ? { ...e, time: undefined } : e));
+  if (Array.isArray(managedFields))
+    meta.managedFields = managedFields.map((e) => (isObject(e) ? { ...e, time: undefined } : e));
   return { ...o, metadata: meta };
 }
 
@@ -106,7 +114,8 @@ function patchOutcome(t: Target, name: string, run: () => unknown): KObject {
     if (e.kind === 'malformed') throw errors.badRequest(e.message);
     throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: e.message }]);
   }
-  if (!isObject(out)) throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: 'patch result is not an object' }]);
+  if (!isObject(out))
+    throw errors.invalid(t.rt.group, t.rt.kind, name, [{ field: '', message: 'patch result is not an object' }]);
   return out;
 }
 
@@ -117,7 +126,9 @@ function strictDecodingMessage(t: Target, obj: KObject, unknown: string[], arriv
     return `failed to create typed patch object (${id}; ${apiVersionOf(t.rt.group, t.version)}, Kind=${t.rt.kind}): ${unknown.map((f) => `.${f}: field not declared in schema`).join(', ')}`;
   }
   const decoding = `strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`;
-  return arrival === 'patch' ? decoding : `${t.rt.kind} in version "${t.version}" cannot be handled as a ${t.rt.kind}: ${decoding}`;
+  return arrival === 'patch'
+    ? decoding
+    : `${t.rt.kind} in version "${t.version}" cannot be handled as a ${t.rt.kind}: ${decoding}`;
 }
 
 export class FakeApi {
@@ -143,7 +154,8 @@ export class FakeApi {
       if (ev.type === 'DELETED') this.#lastApplied.delete(ev.object.metadata.uid);
     });
     const nsType = this.registry.lookup('', 'v1', 'namespaces')!;
-    for (const ns of SYSTEM_NAMESPACES) this.create({ rt: nsType, version: 'v1', namespace: '' }, { metadata: { name: ns } });
+    for (const ns of SYSTEM_NAMESPACES)
+      this.create({ rt: nsType, version: 'v1', namespace: '' }, { metadata: { name: ns } });
   }
 
   /** The object as served under the requested version. */
@@ -199,7 +211,9 @@ export class FakeApi {
         throw errors.badRequest('continue key is not valid: illegal base64 data');
       }
       if (token.rv < this.store.compactionFloor)
-        throw errors.expired('The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.');
+        throw errors.expired(
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+        );
       rv = token.rv;
       items = items.filter((o) => idOf(o) > token.start);
     }
@@ -221,7 +235,12 @@ export class FakeApi {
       }
       return this.present(t, o);
     };
-    return { kind: t.rt.listKind, apiVersion: apiVersionOf(t.rt.group, t.version), metadata, items: items.map(present) };
+    return {
+      kind: t.rt.listKind,
+      apiVersion: apiVersionOf(t.rt.group, t.version),
+      metadata,
+      items: items.map(present),
+    };
   }
 
   // ------------------------------------------------------------------------- create
@@ -234,7 +253,9 @@ export class FakeApi {
     const meta: KObject = isObject(obj.metadata) ? obj.metadata : (obj.metadata = {});
     if (rt.namespaced) {
       if (meta.namespace && meta.namespace !== t.namespace)
-        throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+        throw errors.badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
       meta.namespace = t.namespace;
     } else delete meta.namespace;
     if (!meta.name && meta.generateName) meta.name = `${meta.generateName}${randomSuffix()}`;
@@ -272,10 +293,18 @@ export class FakeApi {
 
   #checkKind(t: Target, body: KObject): void {
     if (body.kind !== undefined && body.kind !== t.rt.kind)
-      throw errors.badRequest(`the kind in the data (${String(body.kind)}) does not match the expected kind (${t.rt.kind})`);
+      throw errors.badRequest(
+        `the kind in the data (${String(body.kind)}) does not match the expected kind (${t.rt.kind})`,
+      );
     const want = apiVersionOf(t.rt.group, t.version);
-    if (body.apiVersion !== undefined && body.apiVersion !== want && !t.rt.versions.some((v) => apiVersionOf(t.rt.group, v) === body.apiVersion))
-      throw errors.badRequest(`the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${want})`);
+    if (
+      body.apiVersion !== undefined &&
+      body.apiVersion !== want &&
+      !t.rt.versions.some((v) => apiVersionOf(t.rt.group, v) === body.apiVersion)
+    )
+      throw errors.badRequest(
+        `the API version in the data (${String(body.apiVersion)}) does not match the expected API version (${want})`,
+      );
   }
 
   /**
@@ -288,7 +317,8 @@ export class FakeApi {
     if (!schema) return;
     const unknown = pruneAndDefault(obj, schema, scope);
     const mode = opts.fieldValidation ?? 'Warn';
-    if (unknown.length > 0 && mode === 'Strict') throw errors.badRequest(strictDecodingMessage(t, obj, unknown, arrival));
+    if (unknown.length > 0 && mode === 'Strict')
+      throw errors.badRequest(strictDecodingMessage(t, obj, unknown, arrival));
     if (mode === 'Warn') opts.warnings?.push(...unknown.map((f) => `unknown field "${f}"`));
     const causes = validateObject(obj, schema, scope);
     if (causes.length > 0) throw errors.invalid(t.rt.group, t.rt.kind, obj.metadata?.name ?? '', causes);
@@ -297,11 +327,23 @@ export class FakeApi {
   #validateName(rt: ResourceType, name: unknown): void {
     const field = 'metadata.name';
     if (typeof name !== 'string' || name === '')
-      throw errors.invalid(rt.group, rt.kind, '', [{ field, message: 'Required value: name or generateName is required', reason: 'FieldValueRequired' }]);
-    const re = rt.plural === 'services' && rt.group === '' ? DNS1035_LABEL : rt.plural === 'namespaces' && rt.group === '' ? DNS1123_LABEL : DNS1123_SUBDOMAIN;
+      throw errors.invalid(rt.group, rt.kind, '', [
+        { field, message: 'Required value: name or generateName is required', reason: 'FieldValueRequired' },
+      ]);
+    const re =
+      rt.plural === 'services' && rt.group === ''
+        ? DNS1035_LABEL
+        : rt.plural === 'namespaces' && rt.group === ''
+          ? DNS1123_LABEL
+          : DNS1123_SUBDOMAIN;
     const max = re === DNS1123_SUBDOMAIN ? 253 : 63;
     if (!re.test(name) || name.length > max)
-      throw errors.invalid(rt.group, rt.kind, name, [{ field, message: `Invalid value: "${name}": a lowercase RFC 1123 name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character` }]);
+      throw errors.invalid(rt.group, rt.kind, name, [
+        {
+          field,
+          message: `Invalid value: "${name}": a lowercase RFC 1123 name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+        },
+      ]);
   }
 
   #validateOwnerRefs(rt: ResourceType, meta: KObject): void {
@@ -312,18 +354,30 @@ export class FakeApi {
     for (const [i, r] of refs.entries()) {
       for (const f of ['apiVersion', 'kind', 'name', 'uid'])
         if (!isObject(r) || !r[f])
-          throw errors.invalid(rt.group, rt.kind, meta.name, [{ field: `metadata.ownerReferences[${i}].${f}`, message: 'Required value', reason: 'FieldValueRequired' }]);
+          throw errors.invalid(rt.group, rt.kind, meta.name, [
+            { field: `metadata.ownerReferences[${i}].${f}`, message: 'Required value', reason: 'FieldValueRequired' },
+          ]);
       if ((r as KObject).controller === true) controllers++;
     }
     if (controllers > 1)
-      throw errors.invalid(rt.group, rt.kind, meta.name, [{ field: 'metadata.ownerReferences', message: 'Invalid value: only one reference can have Controller set to true' }]);
+      throw errors.invalid(rt.group, rt.kind, meta.name, [
+        {
+          field: 'metadata.ownerReferences',
+          message: 'Invalid value: only one reference can have Controller set to true',
+        },
+      ]);
   }
 
   #checkNamespaceWritable(rt: ResourceType, namespace: string, name: string): void {
     const ns = this.store.get('/namespaces', '', namespace);
     if (!ns) throw errors.notFound('', 'namespaces', namespace);
     if (ns.metadata.deletionTimestamp)
-      throw errors.forbidden(rt.group, rt.plural, name, `unable to create new content in namespace ${namespace} because it is being terminated`);
+      throw errors.forbidden(
+        rt.group,
+        rt.plural,
+        name,
+        `unable to create new content in namespace ${namespace} because it is being terminated`,
+      );
   }
 
   #validateCrd(crd: KObject): void {
@@ -334,10 +388,26 @@ export class FakeApi {
     if (!spec.group) causes.push({ field: 'spec.group', message: 'Required value' });
     if (!plural) causes.push({ field: 'spec.names.plural', message: 'Required value' });
     if (!spec.names?.kind) causes.push({ field: 'spec.names.kind', message: 'Required value' });
-    if (spec.scope !== 'Namespaced' && spec.scope !== 'Cluster') causes.push({ field: 'spec.scope', message: `Unsupported value: "${String(spec.scope)}": supported values: "Cluster", "Namespaced"` });
-    if (!Array.isArray(spec.versions) || spec.versions.length === 0) causes.push({ field: 'spec.versions', message: 'Invalid value: must have exactly one version marked as storage version' });
-    else if (spec.versions.filter((v: KObject) => v.storage).length !== 1) causes.push({ field: 'spec.versions', message: 'Invalid value: must have exactly one version marked as storage version' });
-    if (plural && spec.group && name !== `${plural}.${spec.group}`) causes.push({ field: 'metadata.name', message: `Invalid value: "${name}": must be spec.names.plural+"."+spec.group` });
+    if (spec.scope !== 'Namespaced' && spec.scope !== 'Cluster')
+      causes.push({
+        field: 'spec.scope',
+        message: `Unsupported value: "${String(spec.scope)}": supported values: "Cluster", "Namespaced"`,
+      });
+    if (!Array.isArray(spec.versions) || spec.versions.length === 0)
+      causes.push({
+        field: 'spec.versions',
+        message: 'Invalid value: must have exactly one version marked as storage version',
+      });
+    else if (spec.versions.filter((v: KObject) => v.storage).length !== 1)
+      causes.push({
+        field: 'spec.versions',
+        message: 'Invalid value: must have exactly one version marked as storage version',
+      });
+    if (plural && spec.group && name !== `${plural}.${spec.group}`)
+      causes.push({
+        field: 'metadata.name',
+        message: `Invalid value: "${name}": must be spec.names.plural+"."+spec.group`,
+      });
     for (const [i, v] of (Array.isArray(spec.versions) ? (spec.versions as KObject[]) : []).entries()) {
       const schema = v?.schema?.openAPIV3Schema;
       if (schema === undefined) continue;
@@ -345,13 +415,18 @@ export class FakeApi {
         if (!isObject(schema)) throw new Error('must be an object');
         compileSchema(schema);
       } catch (e) {
-        causes.push({ field: `spec.versions[${i}].schema.openAPIV3Schema`, message: `Invalid value: "": ${(e as Error).message}` });
+        causes.push({
+          field: `spec.versions[${i}].schema.openAPIV3Schema`,
+          message: `Invalid value: "": ${(e as Error).message}`,
+        });
       }
     }
     if (causes.length) throw errors.invalid('apiextensions.k8s.io', 'CustomResourceDefinition', name, causes);
     const existing = this.registry.byKey(typeKey(spec.group, plural));
     if (existing && existing.crdName !== name)
-      throw errors.invalid('apiextensions.k8s.io', 'CustomResourceDefinition', name, [{ field: 'spec.names.plural', message: `Invalid value: "${plural}": already served` }]);
+      throw errors.invalid('apiextensions.k8s.io', 'CustomResourceDefinition', name, [
+        { field: 'spec.names.plural', message: `Invalid value: "${plural}": already served` },
+      ]);
   }
 
   #registerCrd(crd: KObject): void {
@@ -381,20 +456,45 @@ export class FakeApi {
     this.#checkKind(t, body);
     const bodyName = body.metadata?.name;
     if (bodyName !== undefined && bodyName !== name)
-      throw errors.badRequest(`the name of the object (${String(bodyName)}) does not match the name on the URL (${name})`);
-    return this.write(t, name, () => clone(body), { ...opts, subresource, requireRv: !t.rt.builtin, arrival: 'decode' });
+      throw errors.badRequest(
+        `the name of the object (${String(bodyName)}) does not match the name on the URL (${name})`,
+      );
+    return this.write(t, name, () => clone(body), {
+      ...opts,
+      subresource,
+      requireRv: !t.rt.builtin,
+      arrival: 'decode',
+    });
   }
 
   /** JSON, merge and strategic merge patch; server-side apply is {@link apply}. */
-  patch(t: Target, name: string, contentType: string, body: unknown, subresource: string, opts: WriteOptions = {}): KObject {
+  patch(
+    t: Target,
+    name: string,
+    contentType: string,
+    body: unknown,
+    subresource: string,
+    opts: WriteOptions = {},
+  ): KObject {
     if (subresource === 'scale') return this.updateScale(t, name, this.#patcher(t, name, contentType, body), opts);
-    return this.write(t, name, this.#patcher(t, name, contentType, body), { ...opts, subresource, requireRv: false, arrival: 'patch' });
+    return this.write(t, name, this.#patcher(t, name, contentType, body), {
+      ...opts,
+      subresource,
+      requireRv: false,
+      arrival: 'patch',
+    });
   }
 
   /** The patch as a function of the current object; 415 for a patch type the resource does not take. */
   #patcher(t: Target, name: string, contentType: string, body: unknown): (cur: KObject) => KObject {
-    const accepted = [PATCH_TYPES.json, PATCH_TYPES.merge, ...(t.rt.builtin ? [PATCH_TYPES.strategic] : []), PATCH_TYPES.apply];
-    if (!accepted.includes(contentType as any) || contentType === PATCH_TYPES.apply) throw errors.unsupportedMediaType(contentType, accepted);
+    const accepted = [
+      PATCH_TYPES.json,
+      PATCH_TYPES.merge,
+      ...(t.rt.builtin ? [PATCH_TYPES.strategic] : []),
+      PATCH_TYPES.apply,
+    ];
+    if (!accepted.includes(contentType as any) || contentType === PATCH_TYPES.apply)
+      throw errors.unsupportedMediaType(contentType, accepted);
     return (cur: KObject): KObject =>
       patchOutcome(t, name, () => {
         if (contentType === PATCH_TYPES.merge) {
@@ -415,14 +515,28 @@ export class FakeApi {
    * whose `spec.replicas` (and resourceVersion, as a precondition) go to the object.
    */
   updateScale(t: Target, name: string, mutate: (scale: KObject) => KObject, opts: { dryRun?: boolean } = {}): KObject {
-    const written = this.write(t, name, (cur) => {
-      const scale = mutate(toScale(cur));
-      const replicas = scale.spec?.replicas;
-      if (!Number.isInteger(replicas) || replicas < 0)
-        throw errors.invalid('autoscaling', 'Scale', name, [{ field: 'spec.replicas', message: `Invalid value: ${JSON.stringify(replicas ?? null)}: must be greater than or equal to 0` }]);
-      const rv = scale.metadata?.resourceVersion;
-      return { ...cur, metadata: { ...cur.metadata, resourceVersion: rv || cur.metadata.resourceVersion }, spec: { ...cur.spec, replicas } };
-    }, { requireRv: false, dryRun: opts.dryRun });
+    const written = this.write(
+      t,
+      name,
+      (cur) => {
+        const scale = mutate(toScale(cur));
+        const replicas = scale.spec?.replicas;
+        if (!Number.isInteger(replicas) || replicas < 0)
+          throw errors.invalid('autoscaling', 'Scale', name, [
+            {
+              field: 'spec.replicas',
+              message: `Invalid value: ${JSON.stringify(replicas ?? null)}: must be greater than or equal to 0`,
+            },
+          ]);
+        const rv = scale.metadata?.resourceVersion;
+        return {
+          ...cur,
+          metadata: { ...cur.metadata, resourceVersion: rv || cur.metadata.resourceVersion },
+          spec: { ...cur.spec, replicas },
+        };
+      },
+      { requireRv: false, dryRun: opts.dryRun },
+    );
     return toScale(written);
   }
 
@@ -431,19 +545,37 @@ export class FakeApi {
    * the object when absent (201), and records one `Apply` managedFields entry per manager (no field
    * sets, no conflicts; `force` is accepted and ignored).
    */
-  apply(t: Target, name: string, body: unknown, subresource: string, opts: WriteOptions & { fieldManager?: string }): { code: number; body: KObject } {
+  apply(
+    t: Target,
+    name: string,
+    body: unknown,
+    subresource: string,
+    opts: WriteOptions & { fieldManager?: string },
+  ): { code: number; body: KObject } {
     const { rt } = t;
     const manager = opts.fieldManager;
     if (!manager)
-      throw errors.invalid('meta.k8s.io', 'PatchOptions', '', [{ field: 'fieldManager', message: 'Required value: is required for apply patch', reason: 'FieldValueRequired' }]);
+      throw errors.invalid('meta.k8s.io', 'PatchOptions', '', [
+        { field: 'fieldManager', message: 'Required value: is required for apply patch', reason: 'FieldValueRequired' },
+      ]);
     if (!isObject(body)) throw errors.badRequest('the body of the request was not a YAML or JSON object');
-    if (!body.apiVersion || !body.kind) throw errors.badRequest(`invalid object type: ${String(body.apiVersion ?? '')}, Kind=${String(body.kind ?? '')}`);
+    if (!body.apiVersion || !body.kind)
+      throw errors.badRequest(`invalid object type: ${String(body.apiVersion ?? '')}, Kind=${String(body.kind ?? '')}`);
     this.#checkKind(t, body);
     const { managedFields: _ignored, ...metadata } = isObject(body.metadata) ? body.metadata : {};
     if (metadata.name !== undefined && metadata.name !== name)
-      throw errors.badRequest(`the name of the object (${String(metadata.name)}) does not match the name on the URL (${name})`);
+      throw errors.badRequest(
+        `the name of the object (${String(metadata.name)}) does not match the name on the URL (${name})`,
+      );
     const applied: KObject = { ...clone(body), metadata: { ...clone(metadata), name } };
-    const entry: KObject = { manager, operation: 'Apply', apiVersion: body.apiVersion, time: nowRfc3339(), fieldsType: 'FieldsV1', fieldsV1: {} };
+    const entry: KObject = {
+      manager,
+      operation: 'Apply',
+      apiVersion: body.apiVersion,
+      time: nowRfc3339(),
+      fieldsType: 'FieldsV1',
+      fieldsV1: {},
+    };
     if (subresource) entry.subresource = subresource;
     const slot = subresource ? `${manager}/${subresource}` : manager;
     const remember = (obj: KObject) => {
@@ -454,11 +586,14 @@ export class FakeApi {
     };
     const withEntry = (obj: KObject): KObject => {
       const entries = [...((obj.metadata.managedFields ?? []) as KObject[])];
-      const mine = entries.findIndex((e) => e.manager === manager && e.operation === 'Apply' && (e.subresource ?? '') === subresource);
+      const mine = entries.findIndex(
+        (e) => e.manager === manager && e.operation === 'Apply' && (e.subresource ?? '') === subresource,
+      );
       entries.splice(mine < 0 ? entries.length : mine, mine < 0 ? 0 : 1, entry);
       return { ...obj, metadata: { ...obj.metadata, managedFields: entries } };
     };
-    const merge = (live: KObject, previous: KObject | undefined) => patchOutcome(t, name, () => applyConfiguration(live, applied, previous, rt.patchMeta));
+    const merge = (live: KObject, previous: KObject | undefined) =>
+      patchOutcome(t, name, () => applyConfiguration(live, applied, previous, rt.patchMeta));
 
     const cur = this.store.get(typeKey(rt.group, rt.plural), t.namespace, name);
     if (!cur) {
@@ -468,7 +603,12 @@ export class FakeApi {
       return { code: 201, body: created };
     }
     const previous = this.#lastApplied.get(cur.metadata.uid)?.get(slot);
-    const updated = this.write(t, name, (live) => withEntry(merge(live, previous)), { ...opts, subresource, requireRv: false, arrival: 'apply' });
+    const updated = this.write(t, name, (live) => withEntry(merge(live, previous)), {
+      ...opts,
+      subresource,
+      requireRv: false,
+      arrival: 'apply',
+    });
     remember(updated);
     return { code: 200, body: updated };
   }
@@ -478,7 +618,12 @@ export class FakeApi {
    * current object and returns the candidate. A non-empty `metadata.resourceVersion` in the
    * candidate is a precondition (409 if stale).
    */
-  write(t: Target, name: string, mutate: (cur: KObject) => KObject, opts: WriteOptions & { subresource?: string; requireRv?: boolean; arrival?: Arrival }): KObject {
+  write(
+    t: Target,
+    name: string,
+    mutate: (cur: KObject) => KObject,
+    opts: WriteOptions & { subresource?: string; requireRv?: boolean; arrival?: Arrival },
+  ): KObject {
     const { rt } = t;
     const key = typeKey(rt.group, rt.plural);
     const cur = this.store.get(key, t.namespace, name);
@@ -486,14 +631,18 @@ export class FakeApi {
     const candidate = mutate(clone(cur));
     if (!isObject(candidate.metadata)) candidate.metadata = {};
     if (candidate.metadata.name !== name)
-      throw errors.badRequest(`the name of the object (${String(candidate.metadata.name)}) does not match the name on the URL (${name})`);
+      throw errors.badRequest(
+        `the name of the object (${String(candidate.metadata.name)}) does not match the name on the URL (${name})`,
+      );
     if (rt.namespaced && candidate.metadata.namespace && candidate.metadata.namespace !== t.namespace)
       throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
     const rvIn = candidate.metadata.resourceVersion;
     if (rvIn !== undefined && rvIn !== null && rvIn !== '' && String(rvIn) !== cur.metadata.resourceVersion)
       throw errors.conflict(rt.group, rt.plural, name);
     if ((rvIn === undefined || rvIn === null || rvIn === '') && opts.requireRv)
-      throw errors.invalid(rt.group, rt.kind, name, [{ field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' }]);
+      throw errors.invalid(rt.group, rt.kind, name, [
+        { field: 'metadata.resourceVersion', message: 'Invalid value: 0x0: must be specified for an update' },
+      ]);
 
     let next: KObject;
     if (opts.subresource === 'status') {
@@ -509,14 +658,22 @@ export class FakeApi {
         if (cur.status === undefined) delete next.status;
         else next.status = clone(cur.status);
       }
-      for (const f of ['uid', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'generation'] as const) {
+      for (const f of [
+        'uid',
+        'creationTimestamp',
+        'deletionTimestamp',
+        'deletionGracePeriodSeconds',
+        'generation',
+      ] as const) {
         if (cur.metadata[f] === undefined) delete next.metadata[f];
         else next.metadata[f] = cur.metadata[f];
       }
       // Clients unaware of managedFields (absent or []) keep them; `[{}]` clears them.
       const managed = next.metadata.managedFields;
-      if (managed === undefined || (Array.isArray(managed) && managed.length === 0)) next.metadata.managedFields = cur.metadata.managedFields;
-      else if (Array.isArray(managed) && managed.length === 1 && deepEqual(managed[0], {})) delete next.metadata.managedFields;
+      if (managed === undefined || (Array.isArray(managed) && managed.length === 0))
+        next.metadata.managedFields = cur.metadata.managedFields;
+      else if (Array.isArray(managed) && managed.length === 1 && deepEqual(managed[0], {}))
+        delete next.metadata.managedFields;
       if (next.metadata.managedFields === undefined) delete next.metadata.managedFields;
       if (rt.namespaced) next.metadata.namespace = t.namespace;
       else delete next.metadata.namespace;
@@ -531,20 +688,30 @@ export class FakeApi {
         const before = new Set<string>(cur.metadata.finalizers ?? []);
         const added = ((next.metadata.finalizers ?? []) as string[]).filter((f) => !before.has(f));
         if (added.length)
-          throw errors.invalid(rt.group, rt.kind, name, [{ field: 'metadata.finalizers', message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => `"${f}"`).join(', ')}}`, reason: 'FieldValueForbidden' }]);
+          throw errors.invalid(rt.group, rt.kind, name, [
+            {
+              field: 'metadata.finalizers',
+              message: `Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{${added.map((f) => `"${f}"`).join(', ')}}`,
+              reason: 'FieldValueForbidden',
+            },
+          ]);
       }
-      if (!deepEqual(specPart(rt, next), specPart(rt, cur))) next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
+      if (!deepEqual(specPart(rt, next), specPart(rt, cur)))
+        next.metadata.generation = (cur.metadata.generation ?? 0) + 1;
     }
     next.metadata.resourceVersion = cur.metadata.resourceVersion;
-    if (Array.isArray(next.metadata.finalizers) && next.metadata.finalizers.length === 0) delete next.metadata.finalizers;
+    if (Array.isArray(next.metadata.finalizers) && next.metadata.finalizers.length === 0)
+      delete next.metadata.finalizers;
 
     // A write that changes nothing keeps the RV and emits no event.
     if (deepEqual(comparable(next), comparable(cur))) return this.present(t, cur);
     if (opts.dryRun) return this.present(t, next);
-    const pending = next.metadata.finalizers?.length > 0 || (key === '/namespaces' && next.spec?.finalizers?.length > 0);
+    const pending =
+      next.metadata.finalizers?.length > 0 || (key === '/namespaces' && next.spec?.finalizers?.length > 0);
     // ShouldDeleteDuringUpdate: the last finalizer gone removes the object, unless a grace period is
     // still running: then whoever runs it (the kubelet) finishes the deletion with a grace of 0.
-    if (next.metadata.deletionTimestamp && !pending && !(next.metadata.deletionGracePeriodSeconds > 0)) return this.present(t, this.#remove(rt, next));
+    if (next.metadata.deletionTimestamp && !pending && !(next.metadata.deletionGracePeriodSeconds > 0))
+      return this.present(t, this.#remove(rt, next));
     const stored = this.store.commit('MODIFIED', key, next);
     if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#registerCrd(stored);
     this.onChange();
@@ -561,12 +728,27 @@ export class FakeApi {
     if (!cur) throw errors.notFound(rt.group, rt.plural, name);
     const pre = opts.preconditions ?? {};
     if (pre.uid && pre.uid !== cur.metadata.uid)
-      throw errors.conflict(rt.group, rt.plural, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${cur.metadata.uid}`);
+      throw errors.conflict(
+        rt.group,
+        rt.plural,
+        name,
+        `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${cur.metadata.uid}`,
+      );
     if (pre.resourceVersion && pre.resourceVersion !== cur.metadata.resourceVersion)
-      throw errors.conflict(rt.group, rt.plural, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`);
+      throw errors.conflict(
+        rt.group,
+        rt.plural,
+        name,
+        `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`,
+      );
     const policy = (opts.propagationPolicy ?? 'Background') as PropagationPolicy;
     if (!['Foreground', 'Background', 'Orphan'].includes(policy))
-      throw errors.invalid(rt.group, rt.kind, name, [{ field: 'propagationPolicy', message: `Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"` }]);
+      throw errors.invalid(rt.group, rt.kind, name, [
+        {
+          field: 'propagationPolicy',
+          message: `Unsupported value: "${policy}": supported values: "Foreground", "Background", "Orphan"`,
+        },
+      ]);
 
     const finalizers = new Set<string>(cur.metadata.finalizers ?? []);
     if (policy === 'Foreground') {
@@ -605,13 +787,17 @@ export class FakeApi {
    */
   #deleteAgain(t: Target, cur: KObject, opts: DeleteOptions): { code: number; body: KObject } {
     const pending: number = cur.metadata.deletionGracePeriodSeconds ?? 0;
-    const period = pending > 0 && opts.gracePeriodSeconds !== undefined ? this.gracePeriod(t.rt, cur, opts.gracePeriodSeconds) ?? 0 : pending;
+    const period =
+      pending > 0 && opts.gracePeriodSeconds !== undefined
+        ? (this.gracePeriod(t.rt, cur, opts.gracePeriodSeconds) ?? 0)
+        : pending;
     if (period >= pending) return { code: 200, body: this.present(t, cur) };
     const next = clone(cur);
     next.metadata.deletionTimestamp = rfc3339(Date.parse(cur.metadata.deletionTimestamp) - (pending - period) * 1000);
     next.metadata.deletionGracePeriodSeconds = period;
     if (opts.dryRun) return { code: 200, body: this.present(t, next) };
-    if (period === 0 && !(next.metadata.finalizers?.length > 0)) return { code: 200, body: this.#deleteResponse(t, this.#remove(t.rt, next)) };
+    if (period === 0 && !(next.metadata.finalizers?.length > 0))
+      return { code: 200, body: this.#deleteResponse(t, this.#remove(t.rt, next)) };
     const stored = this.store.commit('MODIFIED', typeKey(t.rt.group, t.rt.plural), next);
     this.onChange();
     return { code: 200, body: this.present(t, stored) };
@@ -641,6 +827,7 @@ export class FakeApi {
   /** Remove a namespace whose content is gone (the namespace controller's last step). */
   finalizeNamespace(name: string): void {
     const ns = this.store.get('/namespaces', '', name);
-    if (ns?.metadata.deletionTimestamp && !(ns.metadata.finalizers?.length > 0)) this.#remove(this.registry.byKey('/namespaces')!, ns);
+    if (ns?.metadata.deletionTimestamp && !(ns.metadata.finalizers?.length > 0))
+      this.#remove(this.registry.byKey('/namespaces')!, ns);
   }
 }

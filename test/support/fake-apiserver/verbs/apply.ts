@@ -18,7 +18,12 @@ const KEY_DEFAULTS: Record<string, unknown> = { protocol: 'TCP' };
  * The live object after `applied` by a manager whose last applied configuration was `previous`
  * (`undefined` for its first apply, or for a create).
  */
-export function applyConfiguration(live: KObject, applied: KObject, previous: KObject | undefined, meta: PatchMeta): KObject {
+export function applyConfiguration(
+  live: KObject,
+  applied: KObject,
+  previous: KObject | undefined,
+  meta: PatchMeta,
+): KObject {
   return mergeMap(live, applied, previous, meta, '');
 }
 
@@ -26,7 +31,13 @@ function join(path: string, key: string): string {
   return path ? `${path}.${key}` : key;
 }
 
-function mergeMap(live: JsonMap, applied: JsonMap, previous: JsonMap | undefined, meta: PatchMeta, path: string): JsonMap {
+function mergeMap(
+  live: JsonMap,
+  applied: JsonMap,
+  previous: JsonMap | undefined,
+  meta: PatchMeta,
+  path: string,
+): JsonMap {
   const out = clone(live);
   for (const [k, v] of Object.entries(applied)) {
     if (v === null) delete out[k];
@@ -48,7 +59,8 @@ function mergedList(meta: PatchMeta, path: string): ListMeta | undefined {
 }
 
 function mergeValue(live: unknown, applied: unknown, previous: unknown, meta: PatchMeta, path: string): unknown {
-  if (isObject(applied)) return mergeMap(isObject(live) ? live : {}, applied, isObject(previous) ? previous : undefined, meta, path);
+  if (isObject(applied))
+    return mergeMap(isObject(live) ? live : {}, applied, isObject(previous) ? previous : undefined, meta, path);
   const lm = mergedList(meta, path);
   if (Array.isArray(applied) && lm) {
     const current = Array.isArray(live) ? live : [];
@@ -81,7 +93,14 @@ function mergeSet(live: unknown[], applied: unknown[], previous: unknown[]): unk
   return out;
 }
 
-function mergeKeyedList(live: unknown[], applied: unknown[], previous: unknown[], lm: ListMeta, meta: PatchMeta, path: string): unknown[] {
+function mergeKeyedList(
+  live: unknown[],
+  applied: unknown[],
+  previous: unknown[],
+  lm: ListMeta,
+  meta: PatchMeta,
+  path: string,
+): unknown[] {
   const keys = lm.listMapKeys ?? [lm.mergeKey!];
   const id = (e: unknown) => JSON.stringify(keys.map((k) => (isObject(e) ? (e[k] ?? KEY_DEFAULTS[k]) : undefined)));
   for (const e of applied)

@@ -87,7 +87,9 @@ export class Controllers {
     let changed = false;
     const all = [...api.store.entries()];
     const dependentsOf = (uid: string) =>
-      [...api.store.entries()].filter(([, o]) => ((o.metadata.ownerReferences ?? []) as KObject[]).some((r) => r.uid === uid));
+      [...api.store.entries()].filter(([, o]) =>
+        ((o.metadata.ownerReferences ?? []) as KObject[]).some((r) => r.uid === uid),
+      );
 
     for (const [key, snap] of all) {
       // Earlier steps of this pass may have changed or removed it: act on the current state.
@@ -104,7 +106,8 @@ export class Controllers {
         for (const [dk, d] of deps) {
           if (d.metadata.deletionTimestamp) continue;
           const dt = this.#target(dk, d.metadata.namespace ?? '');
-          if (dt && this.#try(() => api.delete(dt, d.metadata.name, { propagationPolicy: 'Foreground' }))) changed = true;
+          if (dt && this.#try(() => api.delete(dt, d.metadata.name, { propagationPolicy: 'Foreground' })))
+            changed = true;
         }
         const blocking = deps.filter(([, d]) =>
           (d.metadata.ownerReferences as KObject[]).some((r) => r.uid === m.uid && r.blockOwnerDeletion === true),
@@ -119,11 +122,16 @@ export class Controllers {
           const dt = this.#target(dk, d.metadata.namespace ?? '');
           if (!dt) continue;
           this.#try(() =>
-            api.write(dt, d.metadata.name, (o) => {
-              o.metadata.ownerReferences = (o.metadata.ownerReferences as KObject[]).filter((r) => r.uid !== m.uid);
-              if (o.metadata.ownerReferences.length === 0) delete o.metadata.ownerReferences;
-              return o;
-            }, {}),
+            api.write(
+              dt,
+              d.metadata.name,
+              (o) => {
+                o.metadata.ownerReferences = (o.metadata.ownerReferences as KObject[]).filter((r) => r.uid !== m.uid);
+                if (o.metadata.ownerReferences.length === 0) delete o.metadata.ownerReferences;
+                return o;
+              },
+              {},
+            ),
           );
           changed = true;
         }
@@ -137,7 +145,8 @@ export class Controllers {
         for (const [ck, o] of content) {
           if (o.metadata.deletionTimestamp) continue;
           const ct = this.#target(ck, m.name);
-          if (ct && this.#try(() => api.delete(ct, o.metadata.name, { propagationPolicy: 'Background' }))) changed = true;
+          if (ct && this.#try(() => api.delete(ct, o.metadata.name, { propagationPolicy: 'Background' })))
+            changed = true;
         }
         if (content.length === 0) {
           if (obj.spec?.finalizers?.length) {
@@ -159,22 +168,35 @@ export class Controllers {
         if (m.deletionTimestamp) continue;
         // Dependents of a foreground-deleted owner are already handled above; here the owner is gone.
         if (this.#try(() => api.delete(t, m.name, { propagationPolicy: 'Background' }))) changed = true;
-      } else if (this.#try(() =>
-        api.write(t, m.name, (o) => {
-          o.metadata.ownerReferences = refs.filter((r) => !dangling.includes(r));
-          return o;
-        }, {}),
-      )) changed = true;
+      } else if (
+        this.#try(() =>
+          api.write(
+            t,
+            m.name,
+            (o) => {
+              o.metadata.ownerReferences = refs.filter((r) => !dangling.includes(r));
+              return o;
+            },
+            {},
+          ),
+        )
+      )
+        changed = true;
     }
     return changed;
   }
 
   #removeFinalizer(t: Target, obj: KObject, finalizer: string): boolean {
     return this.#try(() =>
-      this.#api.write(t, obj.metadata.name, (o) => {
-        o.metadata.finalizers = ((o.metadata.finalizers ?? []) as string[]).filter((f) => f !== finalizer);
-        return o;
-      }, {}),
+      this.#api.write(
+        t,
+        obj.metadata.name,
+        (o) => {
+          o.metadata.finalizers = ((o.metadata.finalizers ?? []) as string[]).filter((f) => f !== finalizer);
+          return o;
+        },
+        {},
+      ),
     );
   }
 }

@@ -17,4 +17,3 @@ export function toScale(obj: KObject): KObject {
     status: { replicas: obj.status?.replicas ?? 0, selector: formatLabelSelector(obj.spec?.selector) },
   };
 }
-

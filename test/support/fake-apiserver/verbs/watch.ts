@@ -57,7 +57,13 @@ export class WatchHub {
   }
 
   /** Validate parameters (may throw an ApiError before any byte is sent), then stream. */
-  serve(t: Target, params: WatchParams, req: IncomingMessage, res: ServerResponse, render?: (object: KObject, first: boolean) => KObject): void {
+  serve(
+    t: Target,
+    params: WatchParams,
+    req: IncomingMessage,
+    res: ServerResponse,
+    render?: (object: KObject, first: boolean) => KObject,
+  ): void {
     const api = this.#api;
     const key = typeKey(t.rt.group, t.rt.plural);
     const match = api.matcher(t.rt, params.labelSelector, params.fieldSelector);
@@ -82,7 +88,8 @@ export class WatchHub {
     let objectsSent = 0;
     const send = (type: string, object: KObject) => {
       if (closed) return;
-      const shown = render !== undefined && type !== 'BOOKMARK' && type !== 'ERROR' ? render(object, objectsSent++ === 0) : object;
+      const shown =
+        render !== undefined && type !== 'BOOKMARK' && type !== 'ERROR' ? render(object, objectsSent++ === 0) : object;
       res.write(`${JSON.stringify({ type, object: shown })}\n`);
     };
     const bookmark = () =>
@@ -111,7 +118,12 @@ export class WatchHub {
     res.on('close', () => watch.close(false));
 
     if (fromRv !== undefined && fromRv < api.store.compactionFloor) {
-      send('ERROR', errors.expired(`too old resource version: ${fromRv} (${api.store.compactionFloor})`).toStatus() as unknown as KObject);
+      send(
+        'ERROR',
+        errors
+          .expired(`too old resource version: ${fromRv} (${api.store.compactionFloor})`)
+          .toStatus() as unknown as KObject,
+      );
       watch.close(false);
       return;
     }

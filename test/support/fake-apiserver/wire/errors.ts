@@ -114,8 +114,7 @@ export const errors = {
     });
   },
   conflict(group: string, resource: string, name: string, why?: string): ApiError {
-    const reason =
-      why ?? 'the object has been modified; please apply your changes to the latest version and try again';
+    const reason = why ?? 'the object has been modified; please apply your changes to the latest version and try again';
     return new ApiError(
       409,
       'Conflict',

@@ -26,7 +26,10 @@ function isTruthy(v: string | null): boolean {
 
 export function parseRequestInfo(method: string, url: URL): RequestInfo {
   const path = url.pathname;
-  const parts = path.split('/').filter((p) => p !== '').map(decodeURIComponent);
+  const parts = path
+    .split('/')
+    .filter((p) => p !== '')
+    .map(decodeURIComponent);
   const info: RequestInfo = {
     path,
     group: '',
@@ -53,7 +56,11 @@ export function parseRequestInfo(method: string, url: URL): RequestInfo {
     info.legacyWatch = true;
     rest = rest.slice(1);
   }
-  if (rest[0] === 'namespaces' && rest.length >= 3 && !(rest.length === 3 && (rest[2] === 'status' || rest[2] === 'finalize'))) {
+  if (
+    rest[0] === 'namespaces' &&
+    rest.length >= 3 &&
+    !(rest.length === 3 && (rest[2] === 'status' || rest[2] === 'finalize'))
+  ) {
     info.namespace = rest[1]!;
     rest = rest.slice(2);
   } else if (rest[0] === 'namespaces' && rest.length >= 2) {
