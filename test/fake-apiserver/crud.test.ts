@@ -764,3 +764,46 @@ describe('request log', () => {
     assert.ok(has({ verb: 'get', resource: '', nonResourceURL: '/apis/canary-l4.io/v1alpha1' }));
   });
 });
+
+describe('watch list', () => {
+  it('sendInitialEvents: the current objects as ADDED, then the initial-events-end bookmark, then changes (kubectl 1.37 rollout status waits for it)', async () => {
+    await core.createNamespacedService({ namespace: ns, body: svc('listed-a') });
+    await core.createNamespacedService({ namespace: ns, body: svc('listed-b') });
+    const controller = new AbortController();
+    const query =
+      'watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=10';
+    const response = await fetch(`${api.url}/api/v1/namespaces/${ns}/services?${query}`, { signal: controller.signal });
+    const lines: { type: string; object: { metadata: { name?: string; annotations?: Record<string, string> } } }[] = [];
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = '';
+    let created = false;
+    try {
+      while (!lines.some((event) => event.object.metadata.name === 'listed-c')) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffered += value;
+        for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n')) {
+          lines.push(JSON.parse(buffered.slice(0, newline)));
+          buffered = buffered.slice(newline + 1);
+        }
+        const end = lines.findIndex((event) => event.type === 'BOOKMARK');
+        if (end >= 0 && !created) {
+          created = true;
+          await core.createNamespacedService({ namespace: ns, body: svc('listed-c') });
+        }
+      }
+    } finally {
+      controller.abort();
+    }
+    const end = lines.findIndex((event) => event.type === 'BOOKMARK');
+    assert.ok(end > 0, JSON.stringify(lines.map((event) => event.type)));
+    const initial = lines.slice(0, end);
+    assert.ok(initial.every((event) => event.type === 'ADDED'));
+    assert.ok(['listed-a', 'listed-b'].every((name) => initial.some((event) => event.object.metadata.name === name)));
+    assert.equal(lines[end]!.object.metadata.annotations?.['k8s.io/initial-events-end'], 'true');
+    assert.deepEqual(
+      lines.slice(end + 1).map((event) => [event.type, event.object.metadata.name]),
+      [['ADDED', 'listed-c']],
+    );
+  });
+});

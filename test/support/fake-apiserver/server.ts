@@ -285,6 +285,7 @@ export class FakeServer {
             fieldSelector,
             timeoutSeconds: q.has('timeoutSeconds') ? Number(q.get('timeoutSeconds')) : undefined,
             allowWatchBookmarks: q.get('allowWatchBookmarks') === 'true' || q.get('allowWatchBookmarks') === '1',
+            sendInitialEvents: q.get('sendInitialEvents') === 'true',
           },
           req,
           res,

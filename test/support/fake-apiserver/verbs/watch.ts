@@ -3,7 +3,9 @@
  * flushed at once (client-node's `Watch` resolves on headers). Replays history after the given
  * resourceVersion, or sends synthetic ADDED events when there is none; answers an RV below the
  * compaction floor with a 410 Expired ERROR event; sends BOOKMARKs when asked; closes after
- * `timeoutSeconds` or a randomized server timeout.
+ * `timeoutSeconds` or a randomized server timeout. A watch list (`sendInitialEvents=true`, as
+ * client-go's reflectors and kubectl 1.37's `rollout status` open them) gets the current objects as
+ * ADDED events, then a BOOKMARK annotated `k8s.io/initial-events-end: "true"`, then the changes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FakeApi, Target } from './api.ts';
@@ -18,6 +20,8 @@ export interface WatchParams {
   fieldSelector?: string;
   timeoutSeconds?: number;
   allowWatchBookmarks?: boolean;
+  /** A watch list: the current state first, ended by the initial-events-end bookmark. */
+  sendInitialEvents?: boolean;
 }
 
 export interface WatchSettings {
@@ -92,11 +96,11 @@ export class WatchHub {
         render !== undefined && type !== 'BOOKMARK' && type !== 'ERROR' ? render(object, objectsSent++ === 0) : object;
       res.write(`${JSON.stringify({ type, object: shown })}\n`);
     };
-    const bookmark = () =>
+    const bookmark = (annotations?: Record<string, string>) =>
       send('BOOKMARK', {
         kind: t.rt.kind,
         apiVersion: apiVersionOf(t.rt.group, t.version),
-        metadata: { resourceVersion: String(api.store.resourceVersion) },
+        metadata: { resourceVersion: String(api.store.resourceVersion), ...(annotations ? { annotations } : {}) },
       });
 
     const timers: NodeJS.Timeout[] = [];
@@ -145,8 +149,9 @@ export class WatchHub {
       }
     };
 
-    if (fromRv === undefined) {
+    if (fromRv === undefined || params.sendInitialEvents) {
       for (const o of api.store.list(key, nsFilter)) if (match(o)) send('ADDED', api.present(t, o));
+      if (params.sendInitialEvents) bookmark({ 'k8s.io/initial-events-end': 'true' });
     } else {
       for (const ev of api.store.since(fromRv, key)) deliver(ev);
     }
