@@ -34,6 +34,10 @@ import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject } from './manifests.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
+// Awaited before any suite is declared: under --test-force-exit, a suite declared after a top-level
+// await never runs (the runner exits once the suites before it are done).
+const kubectlAtHand = await requireTool('kubectl');
+
 const run = promisify(execFile);
 const MANAGER_NAMESPACE = 'canary-l4-system';
 
@@ -348,7 +352,7 @@ describe('deploy/monitoring: the optional ServiceMonitor', () => {
   });
 });
 
-describe('kubectl kustomize', await requireTool('kubectl'), () => {
+describe('kubectl kustomize', kubectlAtHand, () => {
   const kustomize = async (dir: string): Promise<KubeObject[]> => {
     const home = await mkdtemp(join(tmpdir(), 'kustomize-home-'));
     try {

@@ -18,6 +18,10 @@ import {
 } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
+// Awaited before any suite is declared: under --test-force-exit, a suite declared after a top-level
+// await never runs (the runner exits once the suites before it are done).
+const kubectlAtHand = await requireTool('kubectl');
+
 const serviceMeta = builtinTypes().find((t) => t.plural === 'services')!.patchMeta;
 const deploymentMeta = builtinTypes().find((t) => t.plural === 'deployments')!.patchMeta;
 const ssa = setHeaderOptions('Content-Type', PatchStrategy.ServerSideApply);
@@ -306,7 +310,7 @@ describe('server-side apply over HTTP', () => {
   });
 });
 
-describe('GitOps re-apply after a takeover, through kubectl', await requireTool('kubectl'), () => {
+describe('GitOps re-apply after a takeover, through kubectl', kubectlAtHand, () => {
   let api: FakeApiServer;
   let core: ReturnType<typeof clients>['core'];
   let k: Kubectl;

@@ -13,6 +13,10 @@ import {
 } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
+// Awaited before any suite is declared: under --test-force-exit, a suite declared after a top-level
+// await never runs (the runner exits once the suites before it are done).
+const kubectlAtHand = await requireTool('kubectl');
+
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
 let releaseUid: string;
@@ -105,7 +109,7 @@ describe('core/v1 Events', () => {
   });
 });
 
-describe('Events through kubectl', await requireTool('kubectl'), () => {
+describe('Events through kubectl', kubectlAtHand, () => {
   let k: Kubectl;
   before(async () => (k = await kubectlFor(api)));
   after(() => k.cleanup());
