@@ -30,7 +30,8 @@ import { converge, NOW, options, webWorld, type World } from '../control/reconci
 import { ANALYSIS, MINUTE, resetting, settle, stepped } from '../control/reconcile/steps-world.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
-// Both probes before any suite: a suite declared after a later await would miss the run.
+// Both probes before any suite: under --test-force-exit (npm test) a suite declared after a later
+// top-level await is never run (test/deploy/manifests.test.ts lost its kustomize suite so).
 const LUA = await requireTool('lua5.1');
 const KUBECTL = await requireTool('kubectl');
 const RUN_LUA = fileURLToPath(new URL('argocd/run.lua', import.meta.url));

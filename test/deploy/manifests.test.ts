@@ -35,6 +35,9 @@ import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject }
 import { requireTool } from '../support/process/required-tool.ts';
 
 const run = promisify(execFile);
+// Probed before any suite is declared: under --test-force-exit (npm test), a suite declared after a
+// later top-level await is never run, and nothing says so.
+const KUBECTL = await requireTool('kubectl');
 const MANAGER_NAMESPACE = 'canary-l4-system';
 
 interface ServiceMonitor extends KubeObject {
@@ -348,7 +351,7 @@ describe('deploy/monitoring: the optional ServiceMonitor', () => {
   });
 });
 
-describe('kubectl kustomize', await requireTool('kubectl'), () => {
+describe('kubectl kustomize', KUBECTL, () => {
   const kustomize = async (dir: string): Promise<KubeObject[]> => {
     const home = await mkdtemp(join(tmpdir(), 'kustomize-home-'));
     try {
