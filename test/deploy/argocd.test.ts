@@ -27,7 +27,7 @@ import type { CanaryRelease } from '../../src/api/release-types.ts';
 import { type ActionResult, abort, pause, promote, resume } from '../../src/plugin/actions.ts';
 import { applyMergePatch } from '../../src/control/service/patches.ts';
 import { converge, NOW, options, webWorld, type World } from '../control/reconcile/world.ts';
-import { ANALYSIS, MINUTE, resetting, settle, stepped } from '../control/reconcile/steps-world.ts';
+import { ANALYSIS, at, MINUTE, resetting, settle, stepped } from '../control/reconcile/steps-world.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 
 // Both probes before any suite: under --test-force-exit (npm test) a suite declared after a later
@@ -79,25 +79,27 @@ function edited(world: World, spec: Partial<CanaryRelease['spec']>): World {
 }
 
 /** Reconciled until it rests, `ms` after the fixtures' NOW. */
-const at = (world: World, ms: number) => settle(world, ms).world;
+const rested = (world: World, ms: number) => settle(world, ms).world;
 
 /** The releases of the real code path, by what Argo CD should make of them. */
 function releases() {
-  const running = at(stepped(), 0);
-  const waiting = at(running, 2 * MINUTE);
-  const paused = at(edited(running, { paused: true }), MINUTE);
+  const running = rested(stepped(), 0);
+  const waiting = rested(running, 2 * MINUTE);
+  const paused = rested(edited(running, { paused: true }), MINUTE);
   const adopting = converge(
     edited(waiting, { transition: 'Adopted' }),
     options({ now: new Date(NOW.getTime() + 3 * MINUTE), handBackGraceMs: MINUTE }),
   ).world;
-  const adopted = at(edited(waiting, { transition: 'Adopted' }), 3 * MINUTE);
-  const aborted = at(edited(waiting, { transition: 'Deprecated', transitionReason: 'a bad build' }), 3 * MINUTE);
-  let analysed = at(stepped({ analysis: ANALYSIS }), 0);
-  analysed = at({ ...analysed, evidence: resetting(30_000) }, 30_000);
-  const rolledBack = at({ ...analysed, evidence: resetting(60_000) }, 60_000);
-  const invalid = at(stepped({ analysis: { interval: '0s' } }), 0);
-  const fixed = at(webWorld(), 0);
-  return { running, waiting, paused, adopting, adopted, aborted, rolledBack, invalid, fixed };
+  const adopted = rested(edited(waiting, { transition: 'Adopted' }), 3 * MINUTE);
+  const aborted = rested(edited(waiting, { transition: 'Deprecated', transitionReason: 'a bad build' }), 3 * MINUTE);
+  let analysed = rested(stepped({ analysis: ANALYSIS }), 0);
+  analysed = rested({ ...analysed, evidence: resetting(30_000) }, 30_000);
+  // The second failed interval: the transition is recorded, the Services not handed back yet (2 steps in).
+  const rollingBack = converge({ ...analysed, evidence: resetting(60_000) }, at(60_000), 2).world;
+  const rolledBack = rested({ ...analysed, evidence: resetting(60_000) }, 60_000);
+  const invalid = rested(stepped({ analysis: { interval: '0s' } }), 0);
+  const fixed = rested(webWorld(), 0);
+  return { running, waiting, paused, adopting, adopted, aborted, rollingBack, rolledBack, invalid, fixed };
 }
 
 describe('deploy/argocd on releases the reconcile made', LUA, () => {
@@ -117,10 +119,12 @@ describe('deploy/argocd on releases the reconcile made', LUA, () => {
       adopting: 'Adopting',
       adopted: 'Adopted',
       aborted: 'Deprecated',
+      rollingBack: 'Deprecating',
       rolledBack: 'Deprecated',
       invalid: 'Holding',
       fixed: 'Running',
     });
+    assert.equal(of('rollingBack').status!.transition?.reason, 'AnalysisFailed');
     assert.equal(of('rolledBack').status!.transition?.reason, 'AnalysisFailed');
     assert.equal(of('aborted').status!.transition?.reason, 'Requested');
   });
@@ -161,6 +165,7 @@ describe('deploy/argocd on releases the reconcile made', LUA, () => {
       status: 'Degraded',
       message: `AnalysisFailed: ${failure.message}`,
     });
+    assert.deepEqual(health(of('rollingBack')), health(of('rolledBack')), 'Degraded from the rollback on');
     assert.match(failure.message, /failed 2 analysis interval\(s\) in a row: resetRate: canary 30 of 100/);
     assert.deepEqual(health(of('aborted')), {
       status: 'Degraded',
@@ -213,7 +218,8 @@ describe('deploy/argocd on releases the reconcile made', LUA, () => {
     assert.deepEqual(enabled('paused'), ['abort', 'promote', 'promote-full', 'resume']);
     assert.deepEqual(enabled('waiting'), ['abort', 'pause', 'promote', 'promote-full']);
     assert.deepEqual(enabled('fixed'), ['abort', 'pause', 'promote-full']);
-    for (const over of ['adopting', 'adopted', 'aborted', 'rolledBack'] as const) assert.deepEqual(enabled(over), []);
+    for (const over of ['adopting', 'adopted', 'aborted', 'rollingBack', 'rolledBack'] as const)
+      assert.deepEqual(enabled(over), []);
   });
 });
 
