@@ -11,6 +11,9 @@ export const ARGOCD_CM_PATCH = new URL('argocd-cm-patch.yaml', ARGOCD_DIR);
 export const HEALTH_KEY = `resource.customizations.health.${GROUP}_${KIND}`;
 export const ACTIONS_KEY = `resource.customizations.actions.${GROUP}_${KIND}`;
 
+/** The scripts as literal blocks, line for line as in their files. */
+const LITERAL = { blockQuote: 'literal', lineWidth: 0 } as const;
+
 const lua = (path: string) => readFileSync(new URL(path, ARGOCD_DIR), 'utf8');
 
 /** The actions, each a folder of deploy/argocd/actions/ holding its action.lua. */
@@ -23,10 +26,13 @@ export function actionNames(): string[] {
 
 /** The value of the actions key: what Argo CD parses as a ResourceActions document. */
 export function renderActions(): string {
-  return stringify({
-    'discovery.lua': lua('actions/discovery.lua'),
-    definitions: actionNames().map((name) => ({ name, 'action.lua': lua(`actions/${name}/action.lua`) })),
-  });
+  return stringify(
+    {
+      'discovery.lua': lua('actions/discovery.lua'),
+      definitions: actionNames().map((name) => ({ name, 'action.lua': lua(`actions/${name}/action.lua`) })),
+    },
+    LITERAL,
+  );
 }
 
 export function renderArgocdCmPatch(): string {
@@ -36,7 +42,7 @@ export function renderArgocdCmPatch(): string {
     metadata: { name: 'argocd-cm' },
     data: { [HEALTH_KEY]: lua('health.lua'), [ACTIONS_KEY]: renderActions() },
   };
-  return `# Written by \`npm run deploy:argocd\` (build/argocd-cm.ts) from health.lua and actions/: edit those.\n${stringify(patch, { lineWidth: 0 })}`;
+  return `# Written by \`npm run deploy:argocd\` (build/argocd-cm.ts) from health.lua and actions/: edit those.\n${stringify(patch, LITERAL)}`;
 }
 
 if (import.meta.main) writeFileSync(ARGOCD_CM_PATCH, renderArgocdCmPatch());

@@ -1,6 +1,7 @@
 -- Which canary-l4 actions Argo CD offers for a CanaryRelease, by the rules `kubectl canary-l4` refuses
--- them by (src/plugin/actions.ts): none once it is over or handing back (phase or transition Adopted
--- or Deprecated); promote while a step remains (there are steps, and not every one is done); pause while not paused, resume while paused.
+-- them by (src/plugin/actions.ts): none once it is over or handing back (the phase or the transition is
+-- Adopted or Deprecated); promote while a step remains; pause while not paused, resume while paused
+-- (the plugin takes those too, but they would change nothing). Offered or not, each is listed: disabled.
 local actions = {}
 local spec = obj.spec or {}
 local status = obj.status or {}
