@@ -4,68 +4,26 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hasCounts, type Evidence } from '../../../src/control/progress/evidence.ts';
+import { hasCounts } from '../../../src/control/progress/evidence.ts';
 import { judge } from '../../../src/control/progress/verdict.ts';
 import { intervalCounts, mergeEvidence, parseSnapshot } from '../../../src/control/progress/collector.ts';
 import { analysisIntervalMs } from '../../../src/control/progress/steps.ts';
 import { affinityListeners } from '../../../src/control/service/l4.ts';
-import type { AnalysisSpec, CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import type { PortStatus } from '../../../src/api/status-types.ts';
-import type { BackendCounters, CounterSnapshot } from '../../../src/counters/snapshot.ts';
-import { clone, conditionOf, converge, NOW, options, run, WEB_SPEC, webWorld, type World } from './world.ts';
-
-const MINUTE = 60_000;
-const BUCKETS_MS = [1, 5, 25, 100, 1000];
-
-function counters(values: Partial<BackendCounters> = {}): BackendCounters {
-  return {
-    connections: 0,
-    connectErrors: 0,
-    resets: 0,
-    connectLatency: [0, 0, 0, 0, 0],
-    sessionsReplied: 0,
-    markedDown: 0,
-    ...values,
-  };
-}
-
-/** An interval of `web-80-tcp` ending `atMs` after NOW. */
-function evidence(
-  atMs: number,
-  stable: Partial<BackendCounters>,
-  canary: Partial<BackendCounters>,
-  listener = 'web-80-tcp',
-  weightsMoved: string[] = [],
-): Evidence {
-  return {
-    at: new Date(NOW.getTime() + atMs).toISOString(),
-    intervalMs: 30_000,
-    replicas: 2,
-    latencyBucketsMs: BUCKETS_MS,
-    listeners: { [listener]: { forked: counters(stable), canary: counters(canary) } },
-    weightsMoved,
-  };
-}
-
-const at = (ms: number) => options({ now: new Date(NOW.getTime() + ms) });
-
-function stepped(extra: Partial<CanaryReleaseSpec> = {}): World {
-  return webWorld({
-    ...WEB_SPEC,
-    steps: [
-      { weight: 5, pause: { duration: '2m' } },
-      { weight: 25, pause: {} },
-      { weight: 50, pause: { duration: '1m' } },
-    ],
-    ...extra,
-  });
-}
-
-/** Converge at `ms` after NOW, returning the new world and the last pass. */
-function settle(world: World, ms: number) {
-  const result = converge(world, at(ms));
-  return { world: result.world, last: result.last! };
-}
+import type { CounterSnapshot } from '../../../src/counters/snapshot.ts';
+import { clone, conditionOf, converge, NOW, options, run, type World } from './world.ts';
+import {
+  ANALYSIS,
+  at,
+  BUCKETS_MS,
+  counters,
+  evidence,
+  healthy,
+  MINUTE,
+  resetting,
+  settle,
+  stepped,
+} from './steps-world.ts';
 
 const canaryWeight = (last: ReturnType<typeof settle>['last']) =>
   last.l4Config.listeners[0]?.backends.find((backend) => backend.name === 'canary')?.weight;
@@ -190,30 +148,6 @@ describe('steps', () => {
     );
   });
 });
-
-const ANALYSIS: AnalysisSpec = {
-  interval: '30s',
-  minSamples: 50,
-  failureLimit: 2,
-  thresholds: {
-    connectErrorRate: { max: 0.05 },
-    resetRate: { max: 0.02, maxAboveStable: 0.01 },
-    connectLatencyP99: { maxMs: 250, maxRatioToStable: 2 },
-  },
-};
-// Enough samples to show every threshold within at 99 %: no reset in 1 000 canary connections.
-const healthy = (ms: number) =>
-  evidence(
-    ms,
-    { connections: 9000, connectLatency: [8000, 1000, 0, 0, 0] },
-    { connections: 1000, connectLatency: [900, 100, 0, 0, 0] },
-  );
-const resetting = (ms: number) =>
-  evidence(
-    ms,
-    { connections: 900, resets: 2, connectLatency: [900, 0, 0, 0, 0] },
-    { connections: 100, resets: 30, connectLatency: [100, 0, 0, 0, 0] },
-  );
 
 describe('analysis', () => {
   const port: PortStatus = {
