@@ -177,7 +177,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
           reason: event.reason ?? '',
           message: event.message ?? '',
           count: event.count ?? 1,
-          last: String(event.lastTimestamp ?? event.eventTime ?? event.metadata.creationTimestamp ?? ''),
+          last: timestamp(event.lastTimestamp ?? event.eventTime ?? event.metadata.creationTimestamp),
         }))
         .sort((a, b) => b.last.localeCompare(a.last));
     } catch (err) {
@@ -247,5 +247,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     },
   };
 }
+
+/** RFC 3339, as kubectl shows it (the client hands Dates). */
+const timestamp = (at: Date | string | undefined) => (at instanceof Date ? at.toISOString() : (at ?? ''));
 
 const isLoopback = (address: string) => address === '::1' || address.startsWith('127.');

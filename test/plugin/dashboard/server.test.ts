@@ -5,20 +5,18 @@
 
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { after, before, describe, it } from 'node:test';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { GROUP, PLURAL, VERSION } from '../../../src/api/names.ts';
-import { startDashboard, TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
+import { TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
 import type { ReleaseDetail } from '../../../src/plugin/dashboard/view-model.ts';
 import {
   createRelease,
   getRelease,
-  NAMESPACE,
   patchRelease,
   startCluster,
   type Cluster,
 } from '../../support/cluster/release-cluster.ts';
+import { startDashboards, writeStatus } from './dashboards.ts';
 
 const STEPS = [
   { weight: 10, pause: {} },
@@ -107,28 +105,13 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
   before(async () => {
     cluster = await startCluster('127.0.136.0/24');
     await createRelease(cluster, 'web-v2', { services: [{ service: 'web', ports: [{ port: 80 }] }], steps: STEPS });
-    await cluster.custom.patchNamespacedCustomObjectStatus(
-      {
-        group: GROUP,
-        version: VERSION,
-        namespace: NAMESPACE,
-        plural: PLURAL,
-        name: 'web-v2',
-        body: {
-          status: {
-            phase: 'Running',
-            step: '1/2',
-            currentStep: 0,
-            ports: [{ service: 'web', port: 80, protocol: 'TCP', proxyPort: 9100, weight: 10, served: 10 }],
-          },
-        },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
-    const common = { kubeConfig: cluster.api.kubeConfig, namespace: NAMESPACE, port: 0, address: '127.0.0.1' };
-    dashboard = await startDashboard({ ...common, readOnly: false });
-    readOnly = await startDashboard({ ...common, readOnly: true });
-    await Promise.all([dashboard.synced, readOnly.synced]);
+    await writeStatus(cluster, 'web-v2', {
+      phase: 'Running',
+      step: '1/2',
+      currentStep: 0,
+      ports: [{ service: 'web', port: 80, protocol: 'TCP', proxyPort: 9100, weight: 10, served: 10 }],
+    });
+    ({ dashboard, readOnly } = await startDashboards(cluster));
     token = tokenOf((await send(dashboard.url, 'GET', '/')).body);
   });
 

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 const PROBES = {
   kubectl: ['version', '--client'],
   python3: ['--version'],
+  chromium: ['--version'],
 } as const;
 
 export type Tool = keyof typeof PROBES;
