@@ -4,9 +4,12 @@
 // with the API's words.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { PLUGIN } from '../../support/process/kubectl-plugin.ts';
 import { TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
 import type { ReleaseDetail } from '../../../src/plugin/dashboard/view-model.ts';
 import {
@@ -192,5 +195,32 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
     assert.equal(refused.status, 403);
     assert.match(refused.body, /User \\"alice\\" cannot patch resource/);
     assert.notEqual((await getRelease(cluster, 'web-v2'))?.spec?.paused, true);
+  });
+
+  it('kubectl canary-l4 dashboard: prints its address, serves, and stops on Ctrl-C', async () => {
+    const child = spawn(process.execPath, [PLUGIN, 'dashboard', '--port', '0', '--read-only'], {
+      env: { ...process.env, KUBECONFIG: cluster.api.kubeconfigPath },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let printed = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (printed += chunk));
+      const deadline = Date.now() + 20_000;
+      while (!/http:\/\/127\.0\.0\.1:\d+\//.test(printed) && Date.now() < deadline && child.exitCode === null)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(printed)?.[0];
+      assert.ok(url, `the address printed: ${printed}`);
+      assert.match(printed, /\(namespace default, read-only\); Ctrl-C stops it/);
+      assert.equal((await send(url, 'GET', '/')).status, 200);
+      const exited = once(child, 'exit');
+      child.kill('SIGINT');
+      const [code] = await Promise.race([
+        exited,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no exit within 10 s')), 10_000)),
+      ]);
+      assert.equal(code, 0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
   });
 });
