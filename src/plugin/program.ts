@@ -12,7 +12,7 @@ import type { CanaryRelease } from '../api/release-types.ts';
 import { defaultProxySelector, KIND } from '../api/names.ts';
 import { abort, parseWeightTarget, pause, promote, resume, setWeight, type ActionResult } from './actions.ts';
 import { connect, userKubeConfig, type Cluster } from './cluster.ts';
-import { startDashboard } from './dashboard/server.ts';
+import { isLoopback, startDashboard } from './dashboard/server.ts';
 import { formatPlan, formatStatus } from './view.ts';
 
 export const NAME = 'kubectl canary-l4';
@@ -150,6 +150,10 @@ async function serveDashboard(argv: {
     address: argv.address,
     readOnly: argv.readOnly,
   });
+  if (!isLoopback(argv.address))
+    process.stderr.write(
+      `${NAME} dashboard: serving on ${argv.address}: whoever reaches it acts with your kubeconfig (see docs/dashboard.md#security)\n`,
+    );
   process.stdout.write(
     `${NAME} dashboard: ${dashboard.url} (${argv.allNamespaces ? 'all namespaces' : `namespace ${namespace}`}${argv.readOnly ? ', read-only' : ''}); Ctrl-C stops it\n`,
   );

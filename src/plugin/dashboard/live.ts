@@ -6,6 +6,7 @@ import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import pino from 'pino';
 import { makeClients } from '../../kube/client.ts';
 import { startInformer } from '../../kube/informer.ts';
+import { describeError } from '../../kube/patch.ts';
 import { GROUP, PLURAL, VERSION } from '../../api/names.ts';
 import type { ManagedRelease } from '../../api/proxy-types.ts';
 
@@ -20,8 +21,11 @@ export interface LiveReleases {
   stop(): Promise<void>;
 }
 
-/** `namespace` undefined: every namespace (--all-namespaces). */
-export function watchReleases(kubeConfig: KubeConfig, namespace: string | undefined): LiveReleases {
+/**
+ * `namespace` undefined: every namespace (--all-namespaces). Lists once first: a kubeconfig that may
+ * not list them fails here with the API's answer, not in a watch that retries in the background.
+ */
+export async function watchReleases(kubeConfig: KubeConfig, namespace: string | undefined): Promise<LiveReleases> {
   const { custom } = makeClients(kubeConfig);
   const listeners = new Set<() => void>();
   let pending: NodeJS.Timeout | undefined;
@@ -33,13 +37,21 @@ export function watchReleases(kubeConfig: KubeConfig, namespace: string | undefi
     }, COALESCE_MS);
   };
   const base = `/apis/${GROUP}/${VERSION}`;
+  const list = () =>
+    namespace === undefined
+      ? custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })
+      : custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL });
+  try {
+    await list();
+  } catch (err) {
+    throw new Error(
+      `cannot list CanaryReleases ${namespace === undefined ? 'in every namespace' : `in namespace ${namespace}`}: ${describeError(err)}`,
+    );
+  }
   const informer = startInformer<KubernetesObject>({
     kubeConfig,
     path: namespace === undefined ? `${base}/${PLURAL}` : `${base}/namespaces/${namespace}/${PLURAL}`,
-    list: () =>
-      namespace === undefined
-        ? custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL })
-        : custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural: PLURAL }),
+    list,
     onChange: changed,
     // The watch's restarts are the informer's to report; a dashboard prints only its warnings.
     log: pino({ level: 'warn' }, pino.destination(2)),

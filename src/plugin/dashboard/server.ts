@@ -102,7 +102,7 @@ const sameToken = (given: string | string[] | undefined, token: Buffer) =>
 
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const token = Buffer.from(randomBytes(24).toString('base64url'));
-  const live = watchReleases(options.kubeConfig, options.namespace);
+  const live = await watchReleases(options.kubeConfig, options.namespace);
   const { core } = makeClients(options.kubeConfig);
   const streams = new Set<ServerResponse>();
   /** The Host headers that name this server; bound to every address, any does. */
@@ -227,7 +227,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     });
   });
   server.listen(options.port, options.address);
-  await once(server, 'listening');
+  try {
+    await once(server, 'listening');
+  } catch (err) {
+    unsubscribe();
+    clearInterval(heartbeat);
+    await live.stop();
+    throw new Error(`cannot serve on ${options.address}:${options.port}: ${(err as Error).message}`);
+  }
   const { port } = server.address() as AddressInfo;
   const host = options.address.includes(':') ? `[${options.address}]` : options.address;
   hosts =
@@ -251,4 +258,6 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
 /** RFC 3339, as kubectl shows it (the client hands Dates). */
 const timestamp = (at: Date | string | undefined) => (at instanceof Date ? at.toISOString() : (at ?? ''));
 
-const isLoopback = (address: string) => address === '::1' || address.startsWith('127.');
+/** An address only this machine reaches. */
+export const isLoopback = (address: string) =>
+  address === '::1' || address === 'localhost' || address.startsWith('127.');

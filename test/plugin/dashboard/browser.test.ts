@@ -69,6 +69,15 @@ const port = (weight: number, canary: number, stable: number) => ({
   weight,
   served: weight,
   achieved: { stable, canary, canaryPercent: Math.round((canary / (stable + canary)) * 1000) / 10 },
+  // Half of the stable side's connections mirrored to the canary, nearly all compared equal.
+  mirror: {
+    mirrored: stable / 2,
+    compared: stable / 2 - 4,
+    equal: stable / 2 - 5,
+    different: 1,
+    missing: 3,
+    dropped: 1,
+  },
 });
 
 describe('kubectl canary-l4 dashboard in a browser', {
@@ -224,6 +233,10 @@ describe('kubectl canary-l4 dashboard in a browser', {
     }
     await page.locator('ol.steps li.current', { hasText: 'Step 2' }).waitFor({ timeout: 5_000 });
     await page.locator('svg polyline.achieved').waitFor({ timeout: 5_000 });
+    assert.match(
+      (await page.locator('main').textContent()) ?? '',
+      /Mirrored to the canary[\s\S]*web:80\/TCP530526525131/,
+    );
     await patchRelease(cluster, 'web-v2', { spec: { paused: true } });
     await page.locator('#paused-badge').waitFor({ timeout: 2_000 });
     await page.getByRole('button', { name: 'Resume' }).waitFor({ timeout: 2_000 });

@@ -9,8 +9,9 @@ import { once } from 'node:events';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { waitFor } from '../../support/net/backends.ts';
 import { PLUGIN } from '../../support/process/kubectl-plugin.ts';
-import { TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
+import { startDashboard, TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
 import type { ReleaseDetail } from '../../../src/plugin/dashboard/view-model.ts';
 import {
   createRelease,
@@ -195,6 +196,53 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
     assert.equal(refused.status, 403);
     assert.match(refused.body, /User \\"alice\\" cannot patch resource/);
     assert.notEqual((await getRelease(cluster, 'web-v2'))?.spec?.paused, true);
+  });
+
+  it('set-weight: a release without steps, as SERVICE:PORT=N; a bad one is refused with what is wrong', async () => {
+    await createRelease(cluster, 'api-v3', { services: [{ service: 'api', ports: [{ port: 443 }] }] });
+    await waitFor(
+      async () => JSON.parse((await send(dashboard.url, 'GET', '/api/releases')).body).releases.length === 2,
+      'api-v3 listed',
+    );
+    const bad = await post('/api/releases/default/api-v3/set-weight', own(), JSON.stringify({ target: 'api:443=250' }));
+    assert.equal(bad.status, 400);
+    assert.match(bad.body, /the weight \\"250\\" must be a whole percentage 0-100/);
+    const set = await post('/api/releases/default/api-v3/set-weight', own(), JSON.stringify({ target: 'api:443=25' }));
+    assert.equal(set.status, 200, set.body);
+    assert.equal((await getRelease(cluster, 'api-v3'))?.spec?.services?.[0]?.ports?.[0]?.config?.weight, 25);
+  });
+
+  it('a kubeconfig that may not list CanaryReleases: the dashboard does not start, and says what the API said', async () => {
+    cluster.fake.faults.failNext({
+      verb: 'list',
+      resource: 'canaryreleases',
+      code: 403,
+      message: 'canaryreleases.canary-l4.io is forbidden: User "bob" cannot list resource',
+    });
+    await assert.rejects(
+      startDashboard({
+        kubeConfig: cluster.api.kubeConfig,
+        namespace: 'default',
+        port: 0,
+        address: '127.0.0.1',
+        readOnly: true,
+      }),
+      /cannot list CanaryReleases in namespace default: 403 .*User "bob" cannot list resource/,
+    );
+  });
+
+  it('a port in use: the dashboard does not start, and says so', async () => {
+    const taken = Number(new URL(dashboard.url).port);
+    await assert.rejects(
+      startDashboard({
+        kubeConfig: cluster.api.kubeConfig,
+        namespace: 'default',
+        port: taken,
+        address: '127.0.0.1',
+        readOnly: true,
+      }),
+      new RegExp(`cannot serve on 127.0.0.1:${taken}: .*EADDRINUSE`),
+    );
   });
 
   it('kubectl canary-l4 dashboard: prints its address, serves, and stops on Ctrl-C', async () => {
