@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
+import { GROUP, PLURAL, VERSION } from '../../../src/api/names.ts';
 import { waitFor } from '../../support/net/backends.ts';
 import { PLUGIN } from '../../support/process/kubectl-plugin.ts';
 import { startDashboard, TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
@@ -229,6 +230,43 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
       }),
       /cannot list CanaryReleases in namespace default: 403 .*User "bob" cannot list resource/,
     );
+  });
+
+  it('--all-namespaces lists every namespace; one namespace neither shows nor acts on another', async () => {
+    await cluster.core.createNamespace({ body: { metadata: { name: 'team-b' } } });
+    await cluster.custom.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace: 'team-b',
+      plural: PLURAL,
+      body: {
+        apiVersion: `${GROUP}/${VERSION}`,
+        kind: 'CanaryRelease',
+        metadata: { name: 'db-v9' },
+        spec: { services: [{ service: 'db', ports: [{ port: 5432 }] }] },
+      },
+    });
+    const everywhere = await startDashboard({
+      kubeConfig: cluster.api.kubeConfig,
+      namespace: undefined,
+      port: 0,
+      address: '127.0.0.1',
+      readOnly: true,
+    });
+    try {
+      const keys = async (url: string) =>
+        (JSON.parse((await send(url, 'GET', '/api/releases')).body) as { releases: ReleaseDetail[] }).releases.map(
+          (release) => release.key,
+        );
+      await waitFor(async () => (await keys(everywhere.url)).includes('team-b/db-v9'), 'team-b/db-v9 listed');
+      assert.deepEqual(await keys(everywhere.url), ['default/api-v3', 'default/web-v2', 'team-b/db-v9']);
+      assert.deepEqual(await keys(dashboard.url), ['default/api-v3', 'default/web-v2']);
+      const elsewhere = await post('/api/releases/team-b/db-v9/pause', own());
+      assert.equal(elsewhere.status, 404);
+      assert.match(elsewhere.body, /shows namespace default only/);
+    } finally {
+      await everywhere.close();
+    }
   });
 
   it('a port in use: the dashboard does not start, and says so', async () => {
