@@ -2,7 +2,7 @@
 // KUBECONFIG or ~/.kube/config; --context; -n, else the context's namespace), one CanaryRelease
 // read and patched, and for `plan` the namespace's Services, Pods, Deployments and ReplicaSets.
 
-import type { V1Deployment, V1ObjectMeta, V1Service } from '@kubernetes/client-node';
+import type { KubeConfig, V1Deployment, V1ObjectMeta, V1Service } from '@kubernetes/client-node';
 import { loadKubeConfig, makeClients, type KubeClients } from '../kube/client.ts';
 import { apiFailure, describeError, isNotFound, jsonPatch, mergePatch, serverSideApply } from '../kube/patch.ts';
 import type { Observed } from '../control/index.ts';
@@ -30,11 +30,14 @@ export type Admission = { readonly refused?: string; readonly unchecked?: string
 /** The manager of plan's dry-run applies: none is ever stored, but the API server wants a name. */
 const PLAN_FIELD_MANAGER = 'kubectl-canary-l4-plan';
 
-export function connect(flags: {
+export interface KubeconfigFlags {
   kubeconfig?: string | undefined;
   context?: string | undefined;
   namespace?: string | undefined;
-}): Cluster {
+}
+
+/** The kubeconfig as kubectl would use it, and the namespace: -n, else the context's, else default. */
+export function userKubeConfig(flags: KubeconfigFlags): { kubeConfig: KubeConfig; namespace: string } {
   const kubeConfig = loadKubeConfig(flags.kubeconfig);
   if (flags.context !== undefined) {
     if (kubeConfig.getContextObject(flags.context) === null)
@@ -43,6 +46,16 @@ export function connect(flags: {
   }
   const namespace =
     flags.namespace ?? kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace ?? 'default';
+  return { kubeConfig, namespace };
+}
+
+export function connect(flags: KubeconfigFlags): Cluster {
+  const { kubeConfig, namespace } = userKubeConfig(flags);
+  return connectAs(kubeConfig, namespace);
+}
+
+/** The plugin's view of `namespace` with a kubeconfig already loaded (the dashboard's, for any namespace). */
+export function connectAs(kubeConfig: KubeConfig, namespace: string): Cluster {
   const clients = makeClients(kubeConfig);
   const where = (name: string) => `CanaryRelease ${name} in namespace ${namespace}`;
   const read = async (name: string): Promise<CanaryRelease | undefined> => {
@@ -56,7 +69,7 @@ export function connect(flags: {
       })) as CanaryRelease;
     } catch (err) {
       if (isNotFound(err)) return undefined;
-      throw new Error(`cannot read ${where(name)}: ${describeError(err)}`);
+      throw new Error(`cannot read ${where(name)}: ${describeError(err)}`, { cause: err });
     }
   };
   return {
@@ -76,6 +89,7 @@ export function connect(flags: {
       } catch (err) {
         throw new Error(
           `cannot patch ${where(name)}: ${describeError(err)}${type === 'json' ? ' (it changed meanwhile? run the command again)' : ''}`,
+          { cause: err },
         );
       }
     },

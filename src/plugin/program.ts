@@ -11,7 +11,8 @@ import { checkPortBase, parseSelector } from '../api/proxy-flags.ts';
 import type { CanaryRelease } from '../api/release-types.ts';
 import { defaultProxySelector, KIND } from '../api/names.ts';
 import { abort, parseWeightTarget, pause, promote, resume, setWeight, type ActionResult } from './actions.ts';
-import { connect, type Cluster } from './cluster.ts';
+import { connect, userKubeConfig, type Cluster } from './cluster.ts';
+import { isLoopback, startDashboard } from './dashboard/server.ts';
 import { formatPlan, formatStatus } from './view.ts';
 
 export const NAME = 'kubectl canary-l4';
@@ -129,6 +130,40 @@ async function planFile(argv: {
   if (held.length > 0) process.exitCode = 1;
 }
 
+/** Serves until SIGINT or SIGTERM, then closes the watch and the server. */
+async function serveDashboard(argv: {
+  port: number;
+  address: string;
+  readOnly: boolean;
+  allNamespaces: boolean;
+  namespace?: string | undefined;
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+}): Promise<void> {
+  if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535)
+    throw new UsageError(`--port ${argv.port}: a port 0-65535`);
+  const { kubeConfig, namespace } = userKubeConfig(argv);
+  const dashboard = await startDashboard({
+    kubeConfig,
+    namespace: argv.allNamespaces ? undefined : namespace,
+    port: argv.port,
+    address: argv.address,
+    readOnly: argv.readOnly,
+  });
+  if (!isLoopback(argv.address))
+    process.stderr.write(
+      `${NAME} dashboard: serving on ${argv.address}: whoever reaches it acts with your kubeconfig (see docs/dashboard.md#security)\n`,
+    );
+  process.stdout.write(
+    `${NAME} dashboard: ${dashboard.url} (${argv.allNamespaces ? 'all namespaces' : `namespace ${namespace}`}${argv.readOnly ? ', read-only' : ''}); Ctrl-C stops it\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await dashboard.close();
+}
+
 const nameArg = { name: { type: 'string', demandOption: true, describe: 'The CanaryRelease' } } as const;
 
 /** The plugin's commands and flags, without the parse: main.ts runs it, build/cli-reference.ts documents it. */
@@ -223,7 +258,35 @@ export function pluginProgram(parser: Argv) {
           }),
       (argv) => planFile(argv),
     )
-    .demandCommand(1, 'name a command: status, promote, pause, resume, abort, set-weight or plan (see --help)')
+    .command(
+      'dashboard',
+      "A web page of the releases, live, with their actions: served on loopback with the user's kubeconfig (its RBAC is the dashboard's)",
+      (y) =>
+        y
+          .option('port', { type: 'number', default: 3100, describe: 'The port to serve on (0: one the OS picks)' })
+          .option('address', {
+            type: 'string',
+            default: '127.0.0.1',
+            describe: 'The address to serve on; another than loopback lets others on the network use your kubeconfig',
+          })
+          .option('read-only', {
+            type: 'boolean',
+            default: false,
+            describe: 'Show no action and refuse every one (the cluster may still allow them to you)',
+          })
+          .option('all-namespaces', {
+            alias: 'A',
+            type: 'boolean',
+            default: false,
+            describe: 'Every namespace instead of one (-n)',
+          })
+          .conflicts('all-namespaces', 'namespace'),
+      (argv) => serveDashboard(argv),
+    )
+    .demandCommand(
+      1,
+      'name a command: status, promote, pause, resume, abort, set-weight, plan or dashboard (see --help)',
+    )
     .strict()
     .help()
     .alias('h', 'help');

@@ -1,5 +1,5 @@
 /**
- * A program a suite needs on PATH (kubectl, python3, lua5.1): without it the suite skips on a developer's
+ * A program a suite needs on PATH (kubectl, python3, lua5.1, chromium): without it the suite skips on a developer's
  * machine, but fails in CI (`CI` set, as .ci/run does), so that a CI image missing it cannot pass by
  * skipping what it was meant to test.
  *
@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 const PROBES = {
   kubectl: ['version', '--client'],
   python3: ['--version'],
+  chromium: ['--version'],
   'lua5.1': ['-v'],
 } as const;
 
