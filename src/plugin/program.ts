@@ -130,7 +130,7 @@ async function planFile(argv: {
   if (held.length > 0) process.exitCode = 1;
 }
 
-/** Serves until SIGINT or SIGTERM, then closes the watch and the server. */
+/** Serves until SIGINT or SIGTERM, then closes the watch and the server and exits 0. */
 async function serveDashboard(argv: {
   port: number;
   address: string;
@@ -161,8 +161,14 @@ async function serveDashboard(argv: {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
-  await dashboard.close();
+  // Bounded, then out: the client's kept-alive sockets to the API (and a watch the API is slow to
+  // end) would otherwise hold Ctrl-C for seconds.
+  await Promise.race([dashboard.close(), new Promise((resolve) => setTimeout(resolve, DASHBOARD_CLOSE_MS).unref())]);
+  process.exit(0);
 }
+
+/** How long Ctrl-C waits for the dashboard's pages and watch to close. */
+const DASHBOARD_CLOSE_MS = 2_000;
 
 const nameArg = { name: { type: 'string', demandOption: true, describe: 'The CanaryRelease' } } as const;
 
