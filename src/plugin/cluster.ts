@@ -4,7 +4,15 @@
 
 import type { KubeConfig, V1Deployment, V1ObjectMeta, V1Service } from '@kubernetes/client-node';
 import { loadKubeConfig, makeClients, type KubeClients } from '../kube/client.ts';
-import { apiFailure, describeError, isNotFound, jsonPatch, mergePatch, serverSideApply } from '../kube/patch.ts';
+import {
+  type ApiFailure,
+  apiFailure,
+  describeError,
+  isNotFound,
+  jsonPatch,
+  mergePatch,
+  serverSideApply,
+} from '../kube/patch.ts';
 import type { Observed } from '../control/index.ts';
 import { GROUP, PLURAL, VERSION } from '../api/names.ts';
 import type { CanaryRelease } from '../api/release-types.ts';
@@ -26,6 +34,18 @@ export interface Cluster {
 
 /** `refused`: the API server's words; `unchecked`: why it could not be asked (e.g. no write access: plan needs none). */
 export type Admission = { readonly refused?: string; readonly unchecked?: string };
+
+/**
+ * The API server's answer to a release its schema refuses: 400 (undecodable), 422 (Invalid), or the
+ * 500 with no reason kube-apiserver answers a server-side apply whose typed patch cannot be built
+ * (`failed to create typed patch object (…): .spec…protocl: field not declared in schema`).
+ */
+function isSchemaRefusal(failure: ApiFailure): boolean {
+  if (failure.code === 400 || failure.code === 422) return true;
+  return (
+    failure.code === 500 && failure.reason === '' && failure.message.startsWith('failed to create typed patch object')
+  );
+}
 
 /** The manager of plan's dry-run applies: none is ever stored, but the API server wants a name. */
 const PLAN_FIELD_MANAGER = 'kubectl-canary-l4-plan';
@@ -117,7 +137,7 @@ export function connectAs(kubeConfig: KubeConfig, namespace: string): Cluster {
         return {};
       } catch (err) {
         const failure = apiFailure(err);
-        if (failure?.code === 400 || failure?.code === 422) return { refused: failure.message };
+        if (failure !== undefined && isSchemaRefusal(failure)) return { refused: failure.message };
         return { unchecked: describeError(err) };
       }
     },

@@ -209,7 +209,7 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.equal(run.code, 1, run.stdout);
     assert.match(
       run.stdout,
-      /- kubectl apply would be refused: .*\.spec\.services\[0\]\.ports\[0\]\.protocl: field not declared in schema/,
+      /- kubectl apply would be refused: failed to create typed patch object .*\.spec\.services\[.*\]\.ports\[.*\]\.protocl: field not declared in schema/,
     );
     await assert.rejects(kubectl('apply', '-f', file), /protocl/, 'kubectl apply refuses it too');
 

@@ -317,8 +317,11 @@ export class FakeApi {
     if (!schema) return;
     const unknown = pruneAndDefault(obj, schema, scope);
     const mode = opts.fieldValidation ?? 'Warn';
-    if (unknown.length > 0 && mode === 'Strict')
-      throw errors.badRequest(strictDecodingMessage(t, obj, unknown, arrival));
+    if (unknown.length > 0 && mode === 'Strict') {
+      const message = strictDecodingMessage(t, obj, unknown, arrival);
+      // A server-side apply's typed-patch error is a plain error to kube-apiserver: 500, no reason.
+      throw arrival === 'apply' ? errors.plain(message) : errors.badRequest(message);
+    }
     if (mode === 'Warn') opts.warnings?.push(...unknown.map((f) => `unknown field "${f}"`));
     const causes = validateObject(obj, schema, scope);
     if (causes.length > 0) throw errors.invalid(t.rt.group, t.rt.kind, obj.metadata?.name ?? '', causes);

@@ -19,7 +19,9 @@ export type StatusReason =
   | 'TooManyRequests'
   | 'InternalError'
   | 'Timeout'
-  | 'ServiceUnavailable';
+  | 'ServiceUnavailable'
+  // StatusReasonUnknown: what a plain error becomes (500), e.g. a server-side apply's typed-patch error.
+  | '';
 
 export interface StatusDetails {
   name?: string;
@@ -137,6 +139,10 @@ export const errors = {
       kind,
       causes: causes.map((c) => ({ reason: c.reason ?? 'FieldValueInvalid', message: c.message, field: c.field })),
     });
+  },
+  /** A plain error inside kube-apiserver (not an API status): 500 with no reason. */
+  plain(message: string): ApiError {
+    return new ApiError(500, '', message);
   },
   badRequest(message: string): ApiError {
     return new ApiError(400, 'BadRequest', message);
