@@ -10,8 +10,8 @@
 // more broken a canary, the less it serves — the evidence the binomial table never lacks.
 
 import type { V1Service } from '@kubernetes/client-node';
-import { judge } from '../src/control/progress/verdict.ts';
-import type { Evidence } from '../src/control/progress/evidence.ts';
+import { judge } from '../src/control/progress/analysis/verdict.ts';
+import type { Evidence } from '../src/control/progress/analysis/evidence.ts';
 import { intervalCounts } from '../src/control/progress/collector.ts';
 import { buildL4Config } from '../src/control/service/l4.ts';
 import { copyName } from '../src/control/service/copies.ts';

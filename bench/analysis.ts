@@ -11,8 +11,8 @@
 // threshold by k margins.
 
 import { parseArgs } from 'node:util';
-import { judge } from '../src/control/progress/verdict.ts';
-import type { Evidence } from '../src/control/progress/evidence.ts';
+import { judge } from '../src/control/progress/analysis/verdict.ts';
+import type { Evidence } from '../src/control/progress/analysis/evidence.ts';
 import type { AnalysisSpec } from '../src/api/spec-types.ts';
 import type { AnalysisStatus, PortStatus } from '../src/api/status-types.ts';
 import { printPathTable } from './analysis-path.ts';

@@ -29,7 +29,7 @@ import {
 import { planRunning } from './release/running.ts';
 import { planServices, type ServicePlan } from './release/plan.ts';
 import { planWorkloads, stableChanged, type WorkloadPlan } from './workload/workloads.ts';
-import { DEFAULT_FAILURE_LIMIT } from './progress/verdict.ts';
+import { DEFAULT_FAILURE_LIMIT } from './progress/analysis/verdict.ts';
 import { planSteps, stepMirror, stepsComplete, type StepPlan } from './progress/steps.ts';
 import { archivedStatus, describeSelectorChange, planTransition } from './release/transition.ts';
 import { releaseProblems } from '../api/validate.ts';

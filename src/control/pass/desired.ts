@@ -5,7 +5,7 @@
 
 import type { V1Deployment, V1Pod, V1ReplicaSet, V1Service } from '@kubernetes/client-node';
 import type { L4Config } from '../../config/types.ts';
-import type { Evidence } from '../progress/evidence.ts';
+import type { Evidence } from '../progress/analysis/evidence.ts';
 import type { ReleaseMergePatch, ServiceMergePatch } from '../service/patches.ts';
 import type { PortWeightOverride } from '../../api/proxy-flags.ts';
 import type { CanaryRelease } from '../../api/release-types.ts';

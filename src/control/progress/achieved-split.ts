@@ -3,8 +3,8 @@
 
 import type { AchievedSplit, PortStatus } from '../../api/status-types.ts';
 import { portKeyId } from '../service/ports.ts';
-import type { Evidence } from './evidence.ts';
-import { newFlows, sides } from './pooling.ts';
+import type { Evidence } from './analysis/evidence.ts';
+import { newFlows, sides } from './analysis/pooling.ts';
 
 /** The split achieved since the release began: what status held, plus this interval. */
 export function achievedWith(evidence: Evidence, ports: readonly PortStatus[]): Map<string, AchievedSplit> {

@@ -12,7 +12,7 @@ import {
   type BackendCounters,
   type CounterSnapshot,
 } from '../../counters/snapshot.ts';
-import type { Evidence } from './evidence.ts';
+import type { Evidence } from './analysis/evidence.ts';
 import { readyPods, selectorMatches } from '../service/selectors.ts';
 import type { Labels } from '../../api/names.ts';
 

@@ -3,7 +3,7 @@
 // past the next interval (a backoff, an API outage) loses none. Pure.
 
 import { mergeEvidence } from './collector.ts';
-import type { Evidence } from './evidence.ts';
+import type { Evidence } from './analysis/evidence.ts';
 
 /** Intervals kept while passes cannot count them (an API outage); older ones are merged. */
 export const MAX_PENDING_INTERVALS = 30;

@@ -5,7 +5,7 @@ import type { MirrorCounts, PortStatus } from '../../api/status-types.ts';
 import { MIRROR_OUTCOMES } from '../../counters/snapshot.ts';
 import { listenerName } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
-import type { Evidence } from './evidence.ts';
+import type { Evidence } from './analysis/evidence.ts';
 
 /** The mirror's counts of one interval on a port (its listener's canary backend), or undefined. */
 export function intervalMirrorCounts(evidence: Evidence, port: PortStatus): MirrorCounts | undefined {

@@ -5,8 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judge } from '../../../src/control/progress/verdict.ts';
-import type { Evidence } from '../../../src/control/progress/evidence.ts';
+import { judge } from '../../../src/control/progress/analysis/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/analysis/evidence.ts';
 import type { AnalysisSpec } from '../../../src/api/spec-types.ts';
 import type { AnalysisStatus, PortStatus } from '../../../src/api/status-types.ts';
 import type { BackendCounters } from '../../../src/counters/snapshot.ts';

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { attributed } from '../../../src/control/progress/attribution.ts';
+import { attributed } from '../../../src/control/progress/analysis/attribution.ts';
 import type { PooledSide } from '../../../src/api/status-types.ts';
 
 // 10 connections offered while failed connects held it out, 5 while resets did, 3 UDP flows; of its

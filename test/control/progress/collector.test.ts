@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Evidence } from '../../../src/control/progress/evidence.ts';
+import type { Evidence } from '../../../src/control/progress/analysis/evidence.ts';
 import {
   EvidenceCollector,
   intervalCounts,

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EvidenceQueue, MAX_PENDING_INTERVALS } from '../../../src/control/progress/evidence-queue.ts';
-import type { Evidence } from '../../../src/control/progress/evidence.ts';
+import type { Evidence } from '../../../src/control/progress/analysis/evidence.ts';
 
 const START_MS = Date.parse('2026-01-01T00:00:00.000Z');
 const INTERVAL_MS = 10_000;

@@ -5,8 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { judge } from '../../../src/control/progress/verdict.ts';
-import type { Evidence } from '../../../src/control/progress/evidence.ts';
+import { judge } from '../../../src/control/progress/analysis/verdict.ts';
+import type { Evidence } from '../../../src/control/progress/analysis/evidence.ts';
 import { intervalCounts } from '../../../src/control/progress/collector.ts';
 import type { CounterSnapshot } from '../../../src/counters/snapshot.ts';
 import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';

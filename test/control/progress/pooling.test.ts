@@ -3,8 +3,15 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { addSides, heldOutOf, newFlows, poolOf, samplesOf, sides } from '../../../src/control/progress/pooling.ts';
-import type { Evidence } from '../../../src/control/progress/evidence.ts';
+import {
+  addSides,
+  heldOutOf,
+  newFlows,
+  poolOf,
+  samplesOf,
+  sides,
+} from '../../../src/control/progress/analysis/pooling.ts';
+import type { Evidence } from '../../../src/control/progress/analysis/evidence.ts';
 import type { AnalysisStatus, PooledSide, PortStatus } from '../../../src/api/status-types.ts';
 import type { BackendCounters } from '../../../src/counters/snapshot.ts';
 

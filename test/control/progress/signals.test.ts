@@ -3,8 +3,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { judgeBadRate, type BadRateLimits } from '../../../src/control/progress/signals.ts';
-import type { Counts } from '../../../src/control/progress/confidence.ts';
+import { judgeBadRate, type BadRateLimits } from '../../../src/control/progress/analysis/signals.ts';
+import type { Counts } from '../../../src/control/progress/analysis/confidence.ts';
 
 /** The counts `more` canary samples later at the same rates (the stable side grows alike). */
 function later(counts: Counts, more: number, samples: number): Counts {

@@ -3,7 +3,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { verdictMessage, type Findings } from '../../../src/control/progress/verdict-message.ts';
+import { verdictMessage, type Findings } from '../../../src/control/progress/analysis/verdict-message.ts';
 import type { PooledSide, SignalResult } from '../../../src/api/status-types.ts';
 
 const side = (values: Partial<PooledSide>): PooledSide => ({

@@ -3,7 +3,7 @@
 // judges them. test/control/reconcile/steps.test.ts and test/deploy/argocd.test.ts run them.
 
 import type { AnalysisSpec, CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
-import type { Evidence } from '../../../src/control/progress/evidence.ts';
+import type { Evidence } from '../../../src/control/progress/analysis/evidence.ts';
 import type { BackendCounters } from '../../../src/counters/snapshot.ts';
 import { converge, NOW, options, WEB_SPEC, webWorld, type World } from './world.ts';
 

@@ -4,8 +4,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { hasCounts } from '../../../src/control/progress/evidence.ts';
-import { judge } from '../../../src/control/progress/verdict.ts';
+import { hasCounts } from '../../../src/control/progress/analysis/evidence.ts';
+import { judge } from '../../../src/control/progress/analysis/verdict.ts';
 import { intervalCounts, mergeEvidence, parseSnapshot } from '../../../src/control/progress/collector.ts';
 import { analysisIntervalMs } from '../../../src/control/progress/steps.ts';
 import { affinityListeners } from '../../../src/control/service/l4.ts';

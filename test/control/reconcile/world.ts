@@ -17,7 +17,7 @@ import { selectorMatches, selectorsEqual } from '../../../src/control/service/se
 import { selectsProxy, takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
 import { describeStep as describeApplied } from '../../../src/control/loop/apply.ts';
-import type { Evidence } from '../../../src/control/progress/evidence.ts';
+import type { Evidence } from '../../../src/control/progress/analysis/evidence.ts';
 import { formatWeights } from '../../../src/control/service/l4.ts';
 import { patchTemplate } from '../../../src/control/workload/strategic-merge.ts';
 import { removeDeployment, rollOut } from './deployments.ts';

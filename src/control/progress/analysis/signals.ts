@@ -2,7 +2,7 @@
 // is one entry of RATE_SIGNALS: its threshold's name in spec.analysis.thresholds, what its counts
 // are on one side, and whether higher is better. Pure.
 
-import type { PooledSide, SignalCounts, Verdict } from '../../api/status-types.ts';
+import type { PooledSide, SignalCounts, Verdict } from '../../../api/status-types.ts';
 import { differenceBound, rateBound, type Counts } from './confidence.ts';
 
 /** A binomial rate the canary is judged on, canary against stable. */

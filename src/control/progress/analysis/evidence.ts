@@ -1,7 +1,7 @@
 // What the proxies counted over one analysis interval, every serving replica summed: the input of
 // the analysis (verdict.ts), of the achieved split and of the mirror's counts. Pure.
 
-import type { BackendCounters } from '../../counters/snapshot.ts';
+import type { BackendCounters } from '../../../counters/snapshot.ts';
 
 /** What the proxies counted over one interval, every replica summed (see controller's collector). */
 export interface Evidence {

@@ -1,9 +1,9 @@
 // canaryShare: a canary that got far less than its weight's share of a port's new connections or
 // flows over the time it was eligible is starved (refusing, or not reached). Pure.
 
-import type { PortStatus, SignalResult } from '../../api/status-types.ts';
-import { listenerName, servedWeight } from '../service/l4.ts';
-import { portKeyId } from '../service/ports.ts';
+import type { PortStatus, SignalResult } from '../../../api/status-types.ts';
+import { listenerName, servedWeight } from '../../service/l4.ts';
+import { portKeyId } from '../../service/ports.ts';
 import { rateBound } from './confidence.ts';
 import type { Evidence } from './evidence.ts';
 import { newFlows, sides } from './pooling.ts';

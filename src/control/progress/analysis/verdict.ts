@@ -4,8 +4,8 @@
 // and judged, canary against stable, with confidence: the thresholds (threshold-signals.ts) and the
 // canary's share (share-signal.ts), said in a message (verdict-message.ts). Pure.
 
-import type { AnalysisSpec } from '../../api/spec-types.ts';
-import type { AnalysisStatus, PooledEvidence, PortStatus, Verdict } from '../../api/status-types.ts';
+import type { AnalysisSpec } from '../../../api/spec-types.ts';
+import type { AnalysisStatus, PooledEvidence, PortStatus, Verdict } from '../../../api/status-types.ts';
 import type { Evidence } from './evidence.ts';
 import { addSides, poolOf, samplesOf, sides } from './pooling.ts';
 import { shareSignals } from './share-signal.ts';

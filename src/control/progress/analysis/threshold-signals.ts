@@ -2,8 +2,8 @@
 // connectLatencyP99 as the share of connects slower than its line, each with what an inconclusive
 // one lacks. Pure.
 
-import type { AnalysisSpec } from '../../api/spec-types.ts';
-import type { PooledSide, SignalCounts, SignalResult, Verdict } from '../../api/status-types.ts';
+import type { AnalysisSpec } from '../../../api/spec-types.ts';
+import type { PooledSide, SignalCounts, SignalResult, Verdict } from '../../../api/status-types.ts';
 import { attributed } from './attribution.ts';
 import { asBadRate, judgeBadRate, judgeSlowShare, quantileMs, RATE_SIGNALS, roundRate, slowerThan } from './signals.ts';
 

@@ -1,7 +1,7 @@
 // Where the attempts a side failed without serving them count: the connections passive health
 // held it out of, and its failed connects, under the signal the user gates on. Pure.
 
-import type { PooledSide } from '../../api/status-types.ts';
+import type { PooledSide } from '../../../api/status-types.ts';
 
 /**
  * A side's counts with the attempts it failed without serving them put where the user gates: the

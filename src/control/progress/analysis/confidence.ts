@@ -10,7 +10,7 @@
 // difference's bound from each side's own, so a stable side with thousands of samples is not
 // confused with a canary with twenty.
 
-import type { SignalCounts } from '../../api/status-types.ts';
+import type { SignalCounts } from '../../../api/status-types.ts';
 
 /** Counts of one side: `count` events in `of` trials. */
 export type Counts = SignalCounts;

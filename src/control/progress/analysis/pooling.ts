@@ -2,10 +2,10 @@
 // over the release's ports (and kept by port), added to the pool of the intervals still
 // undecided before it, and what a side's pooled counts say of its samples. Pure.
 
-import type { AnalysisStatus, PooledSide, PortStatus } from '../../api/status-types.ts';
-import type { BackendCounters } from '../../counters/snapshot.ts';
-import { listenerName } from '../service/l4.ts';
-import { portKeyId } from '../service/ports.ts';
+import type { AnalysisStatus, PooledSide, PortStatus } from '../../../api/status-types.ts';
+import type { BackendCounters } from '../../../counters/snapshot.ts';
+import { listenerName } from '../../service/l4.ts';
+import { portKeyId } from '../../service/ports.ts';
 import type { Evidence } from './evidence.ts';
 
 type Side = { -readonly [Key in keyof PooledSide]: PooledSide[Key] extends readonly number[] ? number[] : number };

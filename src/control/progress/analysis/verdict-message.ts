@@ -2,7 +2,7 @@
 // passed on how many samples, or what an inconclusive interval lacks, and what passive health took
 // from the canary meanwhile. Pure.
 
-import type { PooledEvidence, SignalCounts, SignalResult, Verdict } from '../../api/status-types.ts';
+import type { PooledEvidence, SignalCounts, SignalResult, Verdict } from '../../../api/status-types.ts';
 import { heldOutOf, samplesOf } from './pooling.ts';
 import type { Judgement } from './threshold-signals.ts';
 
