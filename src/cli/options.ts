@@ -77,6 +77,38 @@ export function withCommonOptions<T>(
     });
 }
 
+/**
+ * The flags both controllers (`proxy`, `manager`) take: the resync period, the API deadline and
+ * leader election; `leaderElect` says which Lease, and what a follower still does.
+ */
+export function withControllerOptions<T>(yargs: Argv<T>, leaderElect: string) {
+  return yargs
+    .option('resync', {
+      type: 'number',
+      default: 60,
+      describe: 'Seconds between full reconciles that repair drift no event announced',
+    })
+    .option('api-timeout', {
+      type: 'number',
+      default: 30,
+      describe: 'Seconds an API call may take before it is abandoned and retried',
+    })
+    .option('leader-elect', { type: 'boolean', default: true, describe: leaderElect })
+    .option('lease-duration', {
+      type: 'number',
+      default: 15,
+      describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over',
+    })
+    .check((argv) => {
+      for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
+        const value = argv[flag];
+        if (!Number.isFinite(value) || value <= 0)
+          throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
+      }
+      return true;
+    });
+}
+
 /** The --admin-address that means every address, as in nginx's `listen *:80`. */
 const EVERY_ADDRESS = '*';
 

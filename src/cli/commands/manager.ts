@@ -1,12 +1,15 @@
 import type { Argv } from 'yargs';
 import { ConfigError } from '../../errors.ts';
-import { runtimeOptions, withCommonOptions } from '../options.ts';
+import { runtimeOptions, withCommonOptions, withControllerOptions } from '../options.ts';
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 function builder(yargs: Argv) {
   return (
-    withCommonOptions(yargs)
+    withControllerOptions(
+      withCommonOptions(yargs),
+      'Elect one writer among the replicas with a Lease canary-l4-manager',
+    )
       // The manager serves no traffic: nothing to drain, no listener to keep.
       .hide('drain-timeout')
       .hide('listener-grace')
@@ -37,32 +40,7 @@ function builder(yargs: Argv) {
         describe:
           'kubeconfig file of the manager only; the proxies use their ServiceAccount [default: in a pod, its service account; else KUBECONFIG or ~/.kube/config]',
       })
-      .option('resync', {
-        type: 'number',
-        default: 60,
-        describe: 'Seconds between full reconciles that repair drift no event announced',
-      })
-      .option('api-timeout', {
-        type: 'number',
-        default: 30,
-        describe: 'Seconds an API call may take before it is abandoned and retried',
-      })
-      .option('leader-elect', {
-        type: 'boolean',
-        default: true,
-        describe: 'Elect one writer among the replicas with a Lease canary-l4-manager',
-      })
-      .option('lease-duration', {
-        type: 'number',
-        default: 15,
-        describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over',
-      })
       .check((argv) => {
-        for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
-          const value = argv[flag];
-          if (!Number.isFinite(value) || value <= 0)
-            throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
-        }
         for (const namespace of namespaces(argv.namespace)) {
           if (!NAMESPACE.test(namespace) || namespace.length > 63)
             throw new ConfigError('--namespace', [

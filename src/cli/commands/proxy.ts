@@ -3,10 +3,13 @@ import { checkPortBase, parsePortWeights, parseSelector } from '../../api/proxy-
 import { defaultProxySelector } from '../../api/names.ts';
 import { DEFAULT_PORT_BASE } from '../../defaults.ts';
 import { ConfigError } from '../../errors.ts';
-import { runtimeOptions, withCommonOptions } from '../options.ts';
+import { runtimeOptions, withCommonOptions, withControllerOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
-  return withCommonOptions(yargs)
+  return withControllerOptions(
+    withCommonOptions(yargs),
+    'Elect one writer among the replicas with a Lease canary-l4-<release>; every replica serves traffic',
+  )
     .option('namespace', {
       alias: 'n',
       type: 'string',
@@ -49,26 +52,6 @@ function builder(yargs: Argv) {
       describe:
         'Seconds the proxy keeps serving after it hands a Service back, for clients kube-proxy still sends to it',
     })
-    .option('resync', {
-      type: 'number',
-      default: 60,
-      describe: 'Seconds between full reconciles that repair drift no event announced',
-    })
-    .option('api-timeout', {
-      type: 'number',
-      default: 30,
-      describe: 'Seconds an API call may take before it is abandoned and retried',
-    })
-    .option('leader-elect', {
-      type: 'boolean',
-      default: true,
-      describe: 'Elect one writer among the replicas with a Lease canary-l4-<release>; every replica serves traffic',
-    })
-    .option('lease-duration', {
-      type: 'number',
-      default: 15,
-      describe: 'Seconds a leader that stopped renewing keeps the Lease before a follower takes over',
-    })
     .option('state-dir', {
       type: 'string',
       describe:
@@ -81,11 +64,6 @@ function builder(yargs: Argv) {
     })
     .check((argv) => {
       checkPortBase(argv['port-base']);
-      for (const flag of ['resync', 'api-timeout', 'lease-duration'] as const) {
-        const value = argv[flag];
-        if (!Number.isFinite(value) || value <= 0)
-          throw new ConfigError(`--${flag}`, [`must be a number of seconds > 0, got ${value}`]);
-      }
       const grace = argv['hand-back-grace'];
       if (!Number.isFinite(grace) || grace < 0)
         throw new ConfigError('--hand-back-grace', [`must be a number of seconds >= 0, got ${grace}`]);
