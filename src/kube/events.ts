@@ -3,9 +3,10 @@
 // write drops the event (it is logged too). The same event again within the dedup window is
 // not sent twice, so a condition that holds across passes makes one event, not one per pass.
 // Each carries an eventTime (microsecond precision on the wire, strictly later than the recorder's
-// previous one) and no first/lastTimestamp: those are stored in whole seconds, and `kubectl describe`
-// sorts by lastTimestamp when there is one, so the events of one second came out in any order; by
-// eventTime they list as they happened (`kubectl describe`, `kubectl get events --sort-by=.eventTime`).
+// previous one) beside first/lastTimestamp: those are stored in whole seconds, so the events of one
+// second sorted by them come out in any order, while `kubectl get events --sort-by=.eventTime` lists
+// them as they happened. lastTimestamp stays: kubectl describe (1.32) sorts by it alone, and without
+// it listed the events in no order at all.
 
 import { V1MicroTime, type CoreV1Api, type CoreV1Event, type V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -86,6 +87,8 @@ export class EventRecorder {
       // With an eventTime, kube-apiserver wants the action too: what the reason says was done.
       action: reason,
       eventTime: new V1MicroTime(this.#lastEventTime),
+      firstTimestamp: now,
+      lastTimestamp: now,
       count: 1,
     };
   }
