@@ -1,0 +1,60 @@
+// Gateway API's names as canary-l4 implements them: the group and versions it reads, its controller
+// name, the condition types and reasons it writes (the spec's own strings, gateway.networking.k8s.io v1.6),
+// and the names of what the manager provisions for a Gateway.
+
+export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
+/** Gateway, GatewayClass, TCPRoute, UDPRoute, ReferenceGrant: all GA (standard channel) since v1.6. */
+export const GATEWAY_VERSION = 'v1';
+/** The experimental channel's version of TCPRoute and UDPRoute, read where v1 is not served. */
+export const GATEWAY_ROUTE_ALPHA_VERSION = 'v1alpha2';
+/** spec.controllerName of the GatewayClasses canary-l4 implements. */
+export const GATEWAY_CONTROLLER_NAME = 'canary-l4.io/gateway-controller';
+
+export type RouteKind = 'TCPRoute' | 'UDPRoute';
+export const ROUTE_KINDS: readonly RouteKind[] = ['TCPRoute', 'UDPRoute'];
+/** The plural resource of each route kind. */
+export const ROUTE_RESOURCES: Readonly<Record<RouteKind, string>> = { TCPRoute: 'tcproutes', UDPRoute: 'udproutes' };
+
+/** The condition types and reasons of the spec, those canary-l4 writes. */
+export const ConditionType = {
+  Accepted: 'Accepted',
+  Programmed: 'Programmed',
+  ResolvedRefs: 'ResolvedRefs',
+  Conflicted: 'Conflicted',
+} as const;
+
+export const Reason = {
+  Accepted: 'Accepted',
+  Programmed: 'Programmed',
+  Pending: 'Pending',
+  Invalid: 'Invalid',
+  InvalidParameters: 'InvalidParameters',
+  ListenersNotValid: 'ListenersNotValid',
+  AddressNotAssigned: 'AddressNotAssigned',
+  AddressNotUsable: 'AddressNotUsable',
+  UnsupportedAddress: 'UnsupportedAddress',
+  UnsupportedProtocol: 'UnsupportedProtocol',
+  PortUnavailable: 'PortUnavailable',
+  ProtocolConflict: 'ProtocolConflict',
+  HostnameConflict: 'HostnameConflict',
+  NoConflicts: 'NoConflicts',
+  ResolvedRefs: 'ResolvedRefs',
+  InvalidRouteKinds: 'InvalidRouteKinds',
+  NotAllowedByListeners: 'NotAllowedByListeners',
+  NoMatchingParent: 'NoMatchingParent',
+  NoMatchingListenerHostname: 'NoMatchingListenerHostname',
+  UnsupportedValue: 'UnsupportedValue',
+  BackendNotFound: 'BackendNotFound',
+  RefNotPermitted: 'RefNotPermitted',
+  InvalidKind: 'InvalidKind',
+} as const;
+
+/** The Deployment, Service, PodDisruptionBudget and ServiceAccount the manager makes for a Gateway. */
+export function gatewayProxyName(gateway: string): string {
+  return `canary-l4-gateway-${gateway}`;
+}
+
+/** The Lease the replicas of one Gateway's proxy elect their writer with. */
+export function gatewayLeaseName(gateway: string): string {
+  return `canary-l4-gateway-${gateway}`;
+}
