@@ -1,4 +1,4 @@
-// Free ports from the OS: a single port binds once handed out; a block's ports all bind, for TCP and
+// Free ports: a single port binds once handed out and lies below the ephemeral range; a block's ports all bind, for TCP and
 // UDP alike, lie below the ephemeral range, and no two blocks of one process overlap.
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
@@ -18,8 +18,11 @@ async function bindBoth(port: number): Promise<void> {
 }
 
 describe('free ports', () => {
-  it('freePort hands out a port that binds', async () => {
+  it('freePort hands out a port that binds, below the ephemeral range (where no outgoing connection takes it)', async () => {
     const port = await freePort();
+    assert.ok(port >= 10_000 && port < 32_768, `${port} is below the ephemeral range`);
+    const udpPort = await freePort('127.0.0.1', 'udp');
+    assert.ok(udpPort >= 10_000 && udpPort < 32_768, `${udpPort} is below the ephemeral range`);
     const server = net.createServer().listen({ host: '127.0.0.1', port });
     await once(server, 'listening');
     server.close();

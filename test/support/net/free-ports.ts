@@ -1,27 +1,17 @@
-// Ports from the OS instead of fixed numbers, so that test files running side by side (and anything
-// else on the machine) never fight over one: a single port by binding port 0, or a contiguous block
-// (a proxy's --port-base range) probed at random below the kernel's ephemeral range until every
-// port in it binds.
+// Ports probed free instead of fixed numbers, so that test files running side by side (and anything
+// else on the machine) never fight over one: a single port, or a contiguous block (a proxy's
+// --port-base range), probed at random below the kernel's ephemeral range until every port in it binds.
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 
-/** A port that was free a moment ago: bind 0, read the port, close. */
+/**
+ * A port that was free a moment ago, below the kernel's ephemeral range: a port bound to 0 comes from
+ * that range, where the kernel may hand it to any outgoing connection before the test's server binds
+ * it (kube-apiserver, started seconds after its port was chosen, once failed on it in CI).
+ */
 export async function freePort(host = '127.0.0.1', protocol: 'tcp' | 'udp' = 'tcp'): Promise<number> {
-  if (protocol === 'udp') {
-    const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
-    socket.bind({ address: host, port: 0 });
-    await once(socket, 'listening');
-    const { port } = socket.address();
-    await new Promise<void>((resolve) => socket.close(() => resolve()));
-    return port;
-  }
-  const server = net.createServer();
-  server.listen({ host, port: 0 });
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return await freePortBlock(1, { host, udp: protocol === 'udp', tcp: protocol === 'tcp' });
 }
 
 /** Retries `attempt(port)` with fresh free ports while it fails with EADDRINUSE (a parallel test took the port). */
@@ -59,30 +49,38 @@ const handedOut: { readonly base: number; readonly count: number }[] = [];
  */
 export async function freePortBlock(
   count: number,
-  options: { readonly udp?: boolean; readonly host?: string } = {},
+  options: { readonly udp?: boolean; readonly tcp?: boolean; readonly host?: string } = {},
 ): Promise<number> {
   const host = options.host ?? '0.0.0.0';
+  const protocols = { tcp: options.tcp !== false, udp: options.udp === true };
   for (let tries = 0; tries < BLOCK_TRIES; tries++) {
     const base = BLOCK_LOW + Math.floor(Math.random() * (BLOCK_HIGH - BLOCK_LOW - count));
     if (handedOut.some((block) => base < block.base + block.count && block.base < base + count)) continue;
-    if (!(await allBind(host, base, count, options.udp === true))) continue;
+    if (!(await allBind(host, base, count, protocols))) continue;
     handedOut.push({ base, count });
     return base;
   }
   throw new Error(`no ${count} contiguous free ports between ${BLOCK_LOW} and ${BLOCK_HIGH} in ${BLOCK_TRIES} tries`);
 }
 
-/** Whether every port of base..base+count-1 binds; closes what it bound either way. */
-async function allBind(host: string, base: number, count: number, udp: boolean): Promise<boolean> {
+/** Whether every port of base..base+count-1 binds for each protocol asked; closes what it bound either way. */
+async function allBind(
+  host: string,
+  base: number,
+  count: number,
+  protocols: { readonly tcp: boolean; readonly udp: boolean },
+): Promise<boolean> {
   const opened: (() => Promise<void>)[] = [];
   try {
     for (let port = base; port < base + count; port++) {
-      const server = net.createServer();
-      server.listen({ host, port, exclusive: true });
-      await Promise.race([once(server, 'listening'), once(server, 'error')]);
-      if (!server.listening) return false;
-      opened.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-      if (!udp) continue;
+      if (protocols.tcp) {
+        const server = net.createServer();
+        server.listen({ host, port, exclusive: true });
+        await Promise.race([once(server, 'listening'), once(server, 'error')]);
+        if (!server.listening) return false;
+        opened.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+      }
+      if (!protocols.udp) continue;
       const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
       socket.bind({ address: host, port });
       const bound = await Promise.race([
