@@ -5,9 +5,12 @@ import { serveCommand } from './commands/serve.ts';
 import { demoCommand } from './commands/demo.ts';
 import { proxyCommand } from './commands/proxy.ts';
 import { managerCommand } from './commands/manager.ts';
+import { gatewayCommand } from './commands/gateway.ts';
 
 /** The command names, for a misspelt one's "did you mean". */
-export const COMMAND_NAMES = [serveCommand, proxyCommand, managerCommand, demoCommand].map(({ command }) => command);
+export const COMMAND_NAMES = [serveCommand, proxyCommand, gatewayCommand, managerCommand, demoCommand].map(
+  ({ command }) => command,
+);
 
 /** Every flag can also come from the environment as CANARY_L4_<FLAG>. */
 export const ENV_PREFIX = 'CANARY_L4';
@@ -18,9 +21,10 @@ export function canaryL4Program(parser: Argv): Argv {
     .env(ENV_PREFIX)
     .command(serveCommand)
     .command(proxyCommand)
+    .command(gatewayCommand)
     .command(managerCommand)
     .command(demoCommand)
-    .demandCommand(1, 'name a command: serve, proxy, manager or demo (see --help)')
+    .demandCommand(1, 'name a command: serve, proxy, gateway, manager or demo (see --help)')
     .strict()
     .help()
     .alias('h', 'help')

@@ -14,6 +14,11 @@ export interface BackendConfig {
   readonly weight: number;
   /** Set when a `--weight` override replaced the weight the source asked for; holds that weight. */
   readonly overriddenFrom?: number;
+  /**
+   * Set: this backend's share of new connections (TCP: reset at once) or flows (UDP: dropped) is
+   * refused, and host and port are not used; Gateway API's rule for a backendRef that cannot be resolved.
+   */
+  readonly refuse?: boolean;
 }
 
 export interface ListenAddress {
