@@ -14,8 +14,8 @@ import { WorkLoop } from '../controller-kit/work-loop.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
 import { describeError } from '../kube/patch.ts';
 import { hostAddresses, serviceAddresses } from './addresses.ts';
-import { type GatewayPlan, planGateway } from './model/resolve.ts';
-import { describeWrite, type StatusWrite, statusWrites, writeStatus } from './status-writes.ts';
+import { forgetGateway, type GatewayPlan, planGateway } from './model/resolve.ts';
+import { describeWrite, routeStatusWrites, type StatusWrite, statusWrites, writeStatus } from './status-writes.ts';
 import { GatewayWatches } from './watches.ts';
 
 /** What the controller needs of the process it runs in (runtime/runtime.ts's Runtime is one). */
@@ -107,17 +107,22 @@ export class GatewayController {
       this.#idleReason = idle;
       await this.#options.process.applyConfig({ listeners: [] });
       this.#options.process.setReady(true);
-      return undefined;
+      return await this.#writeStatuses(() =>
+        routeStatusWrites(forgetGateway(this.#watches.routes(), this.#options.namespace, this.#options.gateway)),
+      );
     }
     this.#idleReason = undefined;
     const plan = await this.#serve(gateway!);
     this.#options.process.setReady(true);
+    return await this.#writeStatuses(() => statusWrites(gateway!, gatewayClass!, plan, statusTime()));
+  }
+
+  /** The leader writes, once the caches show its previous writes (else it would write them again). */
+  async #writeStatuses(writes: () => StatusWrite[]): Promise<{ requeueAfterMs?: number } | undefined> {
     if (!this.#options.isLeader()) return undefined;
     const waitMs = this.#ownWrites.waitMs(this.#watches, Date.now());
     if (waitMs > 0) return { requeueAfterMs: waitMs };
-    for (const write of statusWrites(gateway!, gatewayClass!, plan, new Date().toISOString())) {
-      await this.#write(write);
-    }
+    for (const write of writes()) await this.#write(write);
     return undefined;
   }
 
@@ -135,7 +140,7 @@ export class GatewayController {
         listenHost: this.#options.listenHost,
         reservedPorts: this.#options.reservedPorts,
         unbindable,
-        now: new Date().toISOString(),
+        now: statusTime(),
       });
       try {
         if (await this.#options.process.applyConfig(plan.config)) {
@@ -207,4 +212,9 @@ function describeListener(listener: L4Config['listeners'][number]): string {
     .map((b) => `${b.name}=${b.weight}${b.refuse === true ? '(refused)' : ''}`)
     .join(',');
   return `${listener.name} ${listener.protocol}/${listener.listen.port} → ${backends}`;
+}
+
+/** Now, to the second: a condition's lastTransitionTime is a metav1.Time, which the API writes so. */
+function statusTime(): string {
+  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }

@@ -11,13 +11,12 @@ import {
   Reason,
   ROUTE_RESOURCES,
 } from '../api/gateway/names.ts';
-import type { GatewayClass, GatewayStatus, RouteParentStatus } from '../api/gateway/types.ts';
+import type { Gateway, GatewayClass, GatewayStatus, RouteParentStatus } from '../api/gateway/types.ts';
 import type { CallOptions, KubeClients } from '../kube/client.ts';
 import { sameJson } from '../kube/canonical.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { conditionsOf, verdict } from './model/conditions.ts';
-import type { GatewayPlan } from './model/resolve.ts';
-import type { Gateway } from '../api/gateway/types.ts';
+import type { GatewayPlan, RouteStatusPlan } from './model/resolve.ts';
 
 export type StatusWrite =
   | { readonly kind: 'GatewayClass'; readonly name: string; readonly status: GatewayClass['status'] }
@@ -55,17 +54,20 @@ export function statusWrites(
       status: plan.status,
     });
   }
-  for (const { route, parents } of plan.routes.values()) {
-    if (sameJson(route.status?.parents ?? [], parents)) continue;
-    writes.push({
+  return [...writes, ...routeStatusWrites(plan.routes)];
+}
+
+/** The writes of the routes whose status.parents are not yet as planned. */
+export function routeStatusWrites(routes: ReadonlyMap<string, RouteStatusPlan>): StatusWrite[] {
+  return [...routes.values()]
+    .filter(({ route, parents }) => !sameJson(route.status?.parents ?? [], parents))
+    .map(({ route, parents }) => ({
       kind: route.kind,
       namespace: route.metadata.namespace ?? '',
       name: route.metadata.name,
       resourceVersion: route.metadata.resourceVersion,
       parents,
-    });
-  }
-  return writes;
+    }));
 }
 
 /**

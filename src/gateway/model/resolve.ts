@@ -106,6 +106,25 @@ export function planGateway(world: GatewayWorld): GatewayPlan {
   return { config: { listeners }, servedBy, status, routes: routeStatuses(world, attachments, backendsOf) };
 }
 
+/**
+ * A Gateway that is gone (or no longer canary-l4's): the routes that name it lose the entries it
+ * wrote for them; every other entry stays.
+ */
+export function forgetGateway(
+  routes: readonly L4Route[],
+  namespace: string,
+  name: string,
+): Map<string, RouteStatusPlan> {
+  const gone: Gateway = { metadata: { name, namespace }, spec: { gatewayClassName: '', listeners: [] } };
+  const plans = new Map<string, RouteStatusPlan>();
+  for (const route of routes) {
+    const parents = route.status?.parents ?? [];
+    const kept = parents.filter((p) => !isOurEntryFor(p, route.metadata.namespace ?? '', gone));
+    if (kept.length !== parents.length) plans.set(routeKey(route), { route, parents: kept });
+  }
+  return plans;
+}
+
 function resolveRoute(route: L4Route, world: GatewayWorld): ResolvedBackend[] {
   const namespace = route.metadata.namespace ?? '';
   return route.spec.rules

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import type { Gateway, L4Route, ReferenceGrant } from '../../../src/api/gateway/types.ts';
-import { type GatewayWorld, planGateway } from '../../../src/gateway/model/resolve.ts';
+import { forgetGateway, type GatewayWorld, planGateway } from '../../../src/gateway/model/resolve.ts';
 
 const NOW = '2026-12-03T12:00:00Z';
 const LATER = '2026-12-03T12:05:00Z';
@@ -512,5 +512,27 @@ describe('status entries over time', () => {
   it('routes of other Gateways are not touched', () => {
     const plan = planGateway(world({ routes: [route('TCPRoute', 'r', [{ name: 'elsewhere' }], EIGHTY_TWENTY)] }));
     assert.equal(plan.routes.size, 0);
+  });
+});
+
+describe('a Gateway that is gone', () => {
+  it('its entries leave the routes that named it; other entries stay; routes without one are not written', () => {
+    const ours = {
+      parentRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', namespace: 'infra', name: 'l4' },
+      controllerName: 'canary-l4.io/gateway-controller',
+      conditions: [],
+    };
+    const theirs = { ...ours, controllerName: 'example.com/other' };
+    const named: L4Route = {
+      ...route('TCPRoute', 'r', [{ name: 'l4' }], EIGHTY_TWENTY),
+      status: { parents: [ours, theirs] },
+    };
+    const untouched: L4Route = {
+      ...route('UDPRoute', 'u', [{ name: 'l4' }], EIGHTY_TWENTY),
+      status: { parents: [theirs] },
+    };
+    const plans = forgetGateway([named, untouched], 'infra', 'l4');
+    assert.deepEqual([...plans.keys()], ['TCPRoute/infra/r']);
+    assert.deepEqual(plans.get('TCPRoute/infra/r')?.parents, [theirs]);
   });
 });

@@ -102,8 +102,8 @@ export interface UdpBackend {
   close(): Promise<void>;
 }
 
-/** Answers every datagram with `<name>:<datagram>` (`replies` times, default once). */
-export async function startUdpEcho(name: string, host = '127.0.0.1', replies = 1): Promise<UdpBackend> {
+/** Answers every datagram with `<name>:<datagram>` (`replies` times, default once), on `port` (0: any). */
+export async function startUdpEcho(name: string, host = '127.0.0.1', replies = 1, port = 0): Promise<UdpBackend> {
   const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
   const backend: UdpBackend = {
     port: 0,
@@ -118,7 +118,7 @@ export async function startUdpEcho(name: string, host = '127.0.0.1', replies = 1
     for (let i = 0; i < replies; i++)
       socket.send(Buffer.concat([Buffer.from(`${name}:`), msg]), rinfo.port, rinfo.address);
   });
-  socket.bind({ address: host, port: 0 });
+  socket.bind({ address: host, port });
   await once(socket, 'listening');
   (backend as { port: number }).port = socket.address().port;
   return backend;

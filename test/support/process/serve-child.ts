@@ -130,10 +130,26 @@ export function spawnServe(
   { ownDir, fdLimit, adminAddress = '127.0.0.1' }: LaunchOptions = {},
 ): ServeChild {
   const addressFlag = adminAddress === 'default' ? [] : ['--admin-address', adminAddress];
-  const { child, out, err, exited } = spawnCli(
-    ['serve', '--config', configPath, '--admin-port', '0', ...addressFlag, ...extraArgs],
+  return spawnWithAdmin(['serve', '--config', configPath, '--admin-port', '0', ...addressFlag, ...extraArgs], {
+    configPath,
+    ownDir,
     fdLimit,
-  );
+  });
+}
+
+/**
+ * Starts any command with an admin server (`gateway`, `proxy`, …) without waiting for it; `args`
+ * name the command and should pass `--admin-port 0` (untilReady learns the port from the log).
+ */
+export function spawnWithAdmin(
+  args: readonly string[],
+  {
+    configPath = '',
+    ownDir,
+    fdLimit,
+  }: { readonly configPath?: string; readonly ownDir?: string; readonly fdLimit?: number } = {},
+): ServeChild {
+  const { child, out, err, exited } = spawnCli(args, fdLimit);
   let hasExited = false;
   void exited.then(() => (hasExited = true));
   const serve: ServeChild = {
