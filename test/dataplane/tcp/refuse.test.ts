@@ -2,7 +2,8 @@
 // connections is refused, not given to the others): on both accept paths its share of new
 // connections is reset at once, counted on the listener (backend_refused) and on the backend; a
 // failover may land on it and is refused too; passive health never takes it out, and while every
-// serving backend is held out it does not take their shares.
+// serving backend is held out it does not take their shares, and a rebalance ends no live
+// connection to hand it to the refusing backend.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { validateConfig } from '../../../src/config/validate.ts';
@@ -13,7 +14,17 @@ import { buildSnapshot, type ListenerSnapshot } from '../../../src/dataplane/rou
 import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
 import { BackendStats, ListenerStats } from '../../../src/dataplane/stats/stats.ts';
 import { TcpListener } from '../../../src/dataplane/tcp/listener.ts';
-import { exchange, startNamedBackend, type Received, type TcpBackend } from '../../support/net/backends.ts';
+import net from 'node:net';
+import { once } from 'node:events';
+import {
+  echoOnce,
+  exchange,
+  sleep,
+  startEchoBackend,
+  startNamedBackend,
+  type Received,
+  type TcpBackend,
+} from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, silentLog } from '../../support/dataplane/test-plane.ts';
 
@@ -147,6 +158,45 @@ describe('a backend with refuse: true on a TCP listener', { timeout: 60_000 }, (
       assert.ok((counts.A ?? 0) >= 7, `A's share reaches A, got ${JSON.stringify(counts)}`);
     } finally {
       await revived.close();
+    }
+  });
+
+  test('a rebalance to 80/20 with a refusing backend ends no live connection (its share is of new ones)', async () => {
+    const echo = await startEchoBackend(HOST);
+    const plane = createPlane();
+    const clients: net.Socket[] = [];
+    try {
+      const config = (p: number, refusing: boolean) => ({
+        listeners: [
+          {
+            name: 'web',
+            listen: `${HOST}:${p}`,
+            rebalanceWindowMs: 200,
+            backends: [
+              { name: 'A', host: HOST, port: echo.port, weight: refusing ? 80 : 100 },
+              ...(refusing ? [{ name: 'missing', weight: 20, refuse: true }] : []),
+            ],
+          },
+        ],
+      });
+      const port = await applyOnFreePort(plane, (p) => config(p, false));
+      for (let i = 0; i < 10; i++) {
+        const client = net.connect({ host: HOST, port });
+        client.on('error', () => {});
+        clients.push(client);
+        await once(client, 'connect');
+        assert.equal(await echoOnce(client, `hello ${i}`), `hello ${i}`);
+      }
+      await plane.apply(config(port, true));
+      // Nothing to wait for: what is checked is that nothing happens within the window and after it.
+      await sleep(600);
+      assert.deepEqual(plane.backend('web', 'A').ended, { max_age: 0, rebalance: 0, drain: 0 });
+      assert.equal(plane.backend('web', 'A').active, 10);
+      for (const [i, client] of clients.entries()) assert.equal(await echoOnce(client, `still ${i}`), `still ${i}`);
+    } finally {
+      for (const client of clients) client.destroy();
+      await plane.close();
+      await echo.close();
     }
   });
 
