@@ -90,7 +90,7 @@ const FAMILIES: readonly Family[] = [
   },
   {
     name: 'connections_refused_total',
-    help: 'New connections refused, by reason (no_backend: all weights 0 or every backend failed; fd_limit: the descriptor budget is spent; local_error: the system refused a socket).',
+    help: 'New connections refused, by reason (no_backend: all weights 0 or every backend failed; backend_refused: the share of a backend with refuse: true; fd_limit: the descriptor budget is spent; local_error: the system refused a socket).',
     type: 'counter',
     lines: (view, name) =>
       perListener(view, (listener, s) => byKey(name, `listener="${listener}"`, 'reason', s.refused)),
@@ -100,6 +100,12 @@ const FAMILIES: readonly Family[] = [
     help: 'TCP connections established (and UDP sessions opened) to each backend.',
     type: 'counter',
     lines: (view, name) => perBackend(view, (labels, s) => `${name}{${labels}} ${s.connections}\n`),
+  },
+  {
+    name: 'backend_refused_total',
+    help: 'New TCP connections refused and UDP flows dropped as the share of a backend with refuse: true.',
+    type: 'counter',
+    lines: (view, name) => perBackend(view, (labels, s) => `${name}{${labels}} ${s.refused}\n`),
   },
   {
     name: 'active_connections',
@@ -170,7 +176,7 @@ const FAMILIES: readonly Family[] = [
   },
   {
     name: 'udp_dropped_datagrams_total',
-    help: 'UDP datagrams dropped, by reason (fd_limit, local_error: no socket for a new session).',
+    help: 'UDP datagrams dropped, by reason (backend_refused: of a flow placed on a backend with refuse: true; fd_limit, local_error: no socket for a new session).',
     type: 'counter',
     lines: (view, name) =>
       perListener(view, (listener, s) => byKey(name, `listener="${listener}"`, 'reason', s.udpDropped)),

@@ -8,15 +8,18 @@ export type Affinity = 'none' | 'clientIP';
 
 export interface BackendConfig {
   readonly name: string;
+  /** '' allowed when `refuse` is true (not used then). */
   readonly host: string;
+  /** 0 allowed when `refuse` is true (not used then). */
   readonly port: number;
   /** Integer 0–100; 0 = no new traffic. */
   readonly weight: number;
   /** Set when a `--weight` override replaced the weight the source asked for; holds that weight. */
   readonly overriddenFrom?: number;
   /**
-   * Set: this backend's share of new connections (TCP: reset at once) or flows (UDP: dropped) is
-   * refused, and host and port are not used; Gateway API's rule for a backendRef that cannot be resolved.
+   * Absent = false. True: the backend's share of new connections is refused (the TCP client reset,
+   * no connect tried) and of new UDP flows dropped — Gateway API's invalid backendRef, whose share
+   * must not go to the others. Never a mirror's target; never marked failed.
    */
   readonly refuse?: boolean;
 }

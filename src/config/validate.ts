@@ -78,7 +78,7 @@ const LISTENER_KEYS = [
   'udp',
 ] as const satisfies readonly (keyof ListenerConfig)[];
 // `overriddenFrom` is set by `--weight` only, never by a document.
-const BACKEND_KEYS = ['name', 'host', 'port', 'weight'] as const satisfies readonly (keyof BackendConfig)[];
+const BACKEND_KEYS = ['name', 'host', 'port', 'weight', 'refuse'] as const satisfies readonly (keyof BackendConfig)[];
 const UDP_KEYS = ['responses', 'maxSessions'] as const satisfies readonly (keyof UdpOptions)[];
 const MIRROR_KEYS = ['to', 'percent', 'compare', 'maxBytes'] as const satisfies readonly (keyof MirrorConfig)[];
 const MIRROR_POLICY_KEYS = MIRROR_KEYS.filter((key) => key !== 'to');
@@ -189,6 +189,10 @@ function readListenerMirror(
   if (fields.to === undefined) problems.push(`${path}.to: is required (${expected})`);
   else if (typeof fields.to !== 'string' || !names.includes(fields.to))
     problems.push(`${path}.to: must be ${expected}, got ${describe(fields.to)}`);
+  else if (backends.some((backend) => backend?.refuse === true && backend.name === fields.to))
+    problems.push(
+      `${path}.to: names a backend with refuse: true, which has nowhere to send the copies; name a backend that serves, got ${describe(fields.to)}`,
+    );
   const to = typeof fields.to === 'string' ? fields.to : '';
   return { mirror: Object.freeze({ to, ...readMirrorPolicy(fields, (key) => `${path}.${key}`, problems) }) };
 }
@@ -248,12 +252,18 @@ export function readConnectionPolicies(
 function readBackend(raw: unknown, path: string, problems: string[]): BackendConfig | undefined {
   const fields = readMapping(raw, path, BACKEND_KEYS, problems);
   if (fields === undefined) return undefined;
+  const refuse = readBoolean(fields.refuse, `${path}.refuse`, problems, false);
+  // A refusing backend connects nowhere: its address may be left out (or '' and 0, as a generated
+  // config writes it), and one given is still checked, so that turning refuse off again serves.
+  const hostUnset = refuse && (fields.host === undefined || fields.host === '');
+  const portUnset = refuse && (fields.port === undefined || fields.port === 0);
   return Object.freeze({
     name: readName(fields.name, `${path}.name`, problems),
-    host: readHost(fields.host, `${path}.host`, problems),
-    port: readInteger(fields.port, `${path}.port`, BACKEND_PORT, problems),
+    host: hostUnset ? '' : readHost(fields.host, `${path}.host`, problems),
+    port: portUnset ? 0 : readInteger(fields.port, `${path}.port`, BACKEND_PORT, problems),
     // No default weight: in a canary tool a forgotten weight must not quietly become an even split.
     weight: readInteger(fields.weight, `${path}.weight`, WEIGHT, problems),
+    ...(refuse ? { refuse } : {}),
   });
 }
 

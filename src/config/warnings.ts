@@ -19,11 +19,11 @@ export function allZeroWeights(config: L4Config): ConfigWarning[] {
   );
 }
 
-/** Backends named by a DNS name rather than an address, with the path of their host field. */
+/** Backends named by a DNS name rather than an address (a refusing one connects nowhere), with the path of their host field. */
 export function namedBackendHosts(config: L4Config): (ConfigWarning & { readonly host: string })[] {
   return config.listeners.flatMap((listener, index) =>
     listener.backends.flatMap((backend, backendIndex) =>
-      isIP(backend.host) === 0
+      backend.refuse !== true && isIP(backend.host) === 0
         ? [{ field: `listeners[${index}].backends[${backendIndex}].host`, listener: listener.name, host: backend.host }]
         : [],
     ),

@@ -50,6 +50,9 @@ export interface BackendCounters {
   /** Of connectErrors, the connects the backend reset before they completed (absent from a version
    * before it: none told apart) — a reset, to the user, whatever the socket calls it. */
   readonly connectResets?: number;
+  /** New TCP connections refused and UDP flows dropped as its share, a backend with `refuse: true`
+   * (absent from a version before it: none). */
+  readonly refused?: number;
   /** Mirroring to this backend (a listener's `mirror.to`); absent: none counted. */
   readonly mirror?: Readonly<Record<MirrorOutcome, number>>;
 }

@@ -414,12 +414,12 @@ describe('one problem per bad field, with its exact line', () => {
     [
       'unknown key far from any',
       { backends: [rawBackend({ address: 'x' })] },
-      'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight',
+      'listeners[0].backends[0].address: unknown key; known keys: name, host, port, weight, refuse',
     ],
     [
       'overriddenFrom is not a file key',
       { backends: [rawBackend({ overriddenFrom: 5 })] },
-      'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight',
+      'listeners[0].backends[0].overriddenFrom: unknown key; known keys: name, host, port, weight, refuse',
     ],
     [
       'unknown key with odd characters',

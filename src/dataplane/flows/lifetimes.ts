@@ -111,7 +111,7 @@ export class FlowLifetimes {
   }
 
   #rebalance(next: ListenerSnapshot, now: number): void {
-    const weights = next.backends.map((backend) => backend.config.weight);
+    const weights = servedWeights(next);
     const byBackend = this.#settledByBackend(next);
     let chosen: LiveFlow[];
     if (next.config.affinity === 'clientIP') {
@@ -175,7 +175,7 @@ export class FlowLifetimes {
     if (snapshot.config.affinity === 'clientIP') return true;
     const index = snapshot.backends.findIndex((backend) => backendKey(backend) === backendKey(flow.backend));
     if (index === -1) return false;
-    const weights = snapshot.backends.map((backend) => backend.config.weight);
+    const weights = servedWeights(snapshot);
     const total = tally.live.reduce((sum, count) => sum + count, tally.awaiting);
     if (surplusPerBackend(tally.live, weights, total)[index]! === 0) return false;
     tally.live[index]!--;
@@ -255,6 +255,15 @@ export class FlowLifetimes {
     }
     if (this.flows.size === 0 || (!scheduled && this.#periods().length === 0)) this.#stopSweep();
   }
+}
+
+/**
+ * The weights a rebalance splits live flows by: a backend with `refuse: true` counts as weight 0,
+ * since its share is of new connections only — ending live flows to have them refused would not
+ * serve its weight, only cut clients.
+ */
+function servedWeights(snapshot: ListenerSnapshot): number[] {
+  return snapshot.backends.map((backend) => (backend.config.refuse === true ? 0 : backend.config.weight));
 }
 
 /** A backend is the same across reloads while its name and address are. */

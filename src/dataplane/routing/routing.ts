@@ -21,6 +21,8 @@ export interface ListenerSnapshot {
   readonly offers: Picker;
   /** null: the listener mirrors nothing (its config has no `mirror`, or at 0 %). */
   readonly mirror: MirrorRoute | null;
+  /** Some backend has `refuse: true` (its share of new connections and flows is refused). */
+  readonly refuses: boolean;
 }
 
 /** `previous`: the listener's snapshot so far, whose balancing state the new one continues. */
@@ -38,6 +40,7 @@ export function buildSnapshot(
     picker: nextPicker(config, previous?.config, previous?.picker),
     offers: nextPicker(config, previous?.config, previous?.offers),
     mirror: mirrorRoute(config, backends),
+    refuses: config.backends.some((backend) => backend.refuse === true),
   };
 }
 
@@ -102,8 +105,18 @@ export function chooseBackend(
   const owed =
     steering === null ? -1 : steering.take((i) => healthyUntried(i) && snapshot.backends[i]!.config.weight > 0);
   if (owed !== -1) return owed;
+  // A refusing backend is never held out: while every serving one left is, the healthy pick would
+  // hand it their shares too. Then the weights alone place the connection, as when all are out.
+  if (snapshot.refuses && !servingLeft(snapshot, healthyUntried)) return snapshot.picker.pick(untried, clientHash);
   const healthy = snapshot.picker.pick(healthyUntried, clientHash);
   return healthy !== -1 ? healthy : snapshot.picker.pick(untried, clientHash);
+}
+
+/** Whether a weighted backend without `refuse: true` passes `healthyUntried`. */
+function servingLeft(snapshot: ListenerSnapshot, healthyUntried: (i: number) => boolean): boolean {
+  return snapshot.backends.some(
+    (backend, i) => backend.config.refuse !== true && backend.config.weight > 0 && healthyUntried(i),
+  );
 }
 
 /**
@@ -118,7 +131,7 @@ function noteOffer(snapshot: ListenerSnapshot, now: number, clientHash: number):
   let weightedIn = false;
   for (const backend of snapshot.backends) {
     if (!backend.health.isAvailable(now)) someOut = true;
-    else if (backend.config.weight > 0) weightedIn = true;
+    else if (backend.config.weight > 0 && backend.config.refuse !== true) weightedIn = true;
   }
   if (!someOut || !weightedIn) return;
   const offered = snapshot.offers.pick((i) => snapshot.backends[i]!.config.weight > 0, clientHash);

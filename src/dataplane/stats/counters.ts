@@ -27,6 +27,7 @@ export function snapshotCounters(stats: StatsRegistry, config: L4Config, now = D
         outMs: backend.outMs(now),
         heldOut: { ...backend.heldOut.failed },
         connectResets: backend.connectErrors.reset,
+        refused: backend.refused,
         mirror: { ...backend.mirror },
       };
     }

@@ -72,8 +72,9 @@ export function isLocalResourceError(err: NodeJS.ErrnoException): boolean {
  * local_error: the system refused a socket anyway (EMFILE, ENOBUFS, no free local port...).
  */
 export type LocalRefusal = 'fd_limit' | 'local_error';
-export type RefusalReason = 'no_backend' | 'max_connections' | 'draining' | LocalRefusal;
-export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full' | LocalRefusal;
+/** backend_refused: the pick was a backend with `refuse: true` (its share refused, config/types.ts). */
+export type RefusalReason = 'no_backend' | 'max_connections' | 'draining' | 'backend_refused' | LocalRefusal;
+export type UdpDropReason = 'no_backend' | 'max_sessions' | 'queue_full' | 'backend_refused' | LocalRefusal;
 
 /** What mirroring to a backend did, outcome by outcome (counters/snapshot.ts says what each one is). */
 export type MirrorCounts = Record<MirrorOutcome, number>;
@@ -110,6 +111,8 @@ export class BackendStats {
   resets = 0;
   /** UDP sessions that got at least one reply. */
   sessionsReplied = 0;
+  /** New TCP connections refused and UDP flows dropped as its share (`refuse: true`). */
+  refused = 0;
   /** Times passive health took the backend out of rotation. */
   markedDown = 0;
   /** What passive health kept from it: the connections and flows its weight offered it while held out, counted against it or cleared (held-out.ts). */
@@ -161,6 +164,7 @@ export class ListenerStats {
     no_backend: 0,
     max_connections: 0,
     draining: 0,
+    backend_refused: 0,
     fd_limit: 0,
     local_error: 0,
   };
@@ -168,6 +172,7 @@ export class ListenerStats {
     no_backend: 0,
     max_sessions: 0,
     queue_full: 0,
+    backend_refused: 0,
     fd_limit: 0,
     local_error: 0,
   };

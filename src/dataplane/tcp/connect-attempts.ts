@@ -30,7 +30,12 @@ export class ConnectAttempts {
     this.#probes.stop();
   }
 
-  /** Chooses the next backend to try, or undefined (counted) when none is left. */
+  /**
+   * Chooses the next backend to try, or undefined (counted) when the client is to be reset: none is
+   * left, or the pick (a failover's too) is a backend with `refuse: true`, whose share is refused
+   * rather than given to the others (Gateway API: rejections must respect weight). No connect is
+   * tried to it, so passive health never sees it fail.
+   */
   pick(snapshot: ListenerSnapshot, tried: Set<number>, clientHash: number): BackendRuntime | undefined {
     const index = chooseBackend(snapshot, tried, Date.now(), clientHash, this.#lifetimes.steering);
     if (index === -1) {
@@ -38,7 +43,13 @@ export class ConnectAttempts {
       return undefined;
     }
     tried.add(index);
-    return snapshot.backends[index]!;
+    const backend = snapshot.backends[index]!;
+    if (backend.config.refuse === true) {
+      snapshot.stats.refused.backend_refused++;
+      backend.stats.refused++;
+      return undefined;
+    }
+    return backend;
   }
 
   /**

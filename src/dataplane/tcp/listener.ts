@@ -23,7 +23,7 @@ export function fitsFastPath(snapshot: ListenerSnapshot): boolean {
     snapshot.mirror === null &&
     config.failOnReset !== true &&
     (config.firstByteTimeoutMs ?? 0) === 0 &&
-    snapshot.backends.every((backend) => net.isIP(backend.config.host) !== 0)
+    snapshot.backends.every((backend) => backend.config.refuse === true || net.isIP(backend.config.host) !== 0)
   );
 }
 

@@ -1,7 +1,8 @@
 // One UDP listener: a session per client address and port (session.ts), each with its own connected
 // upstream socket to the backend picked when the session began; replies leave from the listening
 // socket so the client sees the address it sent to. Sessions end when idle, after `responses`
-// replies, or when the backend refuses (ICMP port unreachable).
+// replies, or when the backend refuses (ICMP port unreachable). A flow placed on a backend with
+// `refuse: true` gets no session: its datagrams are dropped until it is idle (refused-flows.ts).
 import dgram from 'node:dgram';
 import net from 'node:net';
 import type { Logger } from 'pino';
@@ -17,6 +18,7 @@ import { FlowLifetimes } from '../flows/lifetimes.ts';
 import { UdpMirrorLeg } from './udp-mirror-leg.ts';
 import { datagramSender, receiveDatagrams, type DatagramSender } from './datagram-handle.ts';
 import { MirroredUdpSession, REPLY_LINGER_MS, UdpSession } from './session.ts';
+import { RefusedFlows } from './refused-flows.ts';
 import { RECEIVE_BUFFER_BYTES, immediateLookup, upstreamSocket } from './sockets.ts';
 
 /** Datagrams held per session while its upstream socket is still binding/connecting. */
@@ -31,6 +33,8 @@ export class UdpListener implements Listener {
   /** Client address → client port → session: two small lookups instead of building a string key per datagram. */
   readonly #sessions = new Map<string, Map<number, UdpSession>>();
   readonly #live = new Set<UdpSession>();
+  /** Flows placed on a backend with `refuse: true`: dropped, datagram after datagram, until idle. */
+  readonly #refused = new RefusedFlows();
   readonly #drain = new Drain(this.#live, (session) => this.#end(session));
   /** The sessions again, for maxConnectionAgeMs, rebalances and drains of removed backends. */
   readonly #lifetimes: FlowLifetimes;
@@ -74,6 +78,8 @@ export class UdpListener implements Listener {
     this.#snapshot = snapshot;
     if (idleChanged) this.#startSweep();
     this.#lifetimes.update(snapshot);
+    if (this.#refused.size > 0)
+      this.#refused.keepOnly(new Set(snapshot.config.backends.flatMap((b) => (b.refuse === true ? [b.name] : []))));
   }
 
   drain(graceMs: number): Promise<void> {
@@ -97,6 +103,7 @@ export class UdpListener implements Listener {
     this.#sweep = setInterval(() => {
       const tick = ++this.#tick;
       for (const session of this.#live) if (tick - session.lastTick > idleTicks) this.#end(session);
+      this.#refused.expire(tick, idleTicks);
     }, tickMs);
     this.#sweep.unref();
   }
@@ -104,6 +111,10 @@ export class UdpListener implements Listener {
   #onClientDatagram(msg: Buffer, address: string, port: number): void {
     let session = this.#sessions.get(address)?.get(port);
     if (session === undefined) {
+      if (this.#refused.takes(address, port, this.#tick)) {
+        this.#snapshot.stats.udpDropped.backend_refused++;
+        return;
+      }
       session = this.#open(address, port);
       if (session === undefined) return;
     }
@@ -128,7 +139,15 @@ export class UdpListener implements Listener {
     if (!this.#admits(snapshot)) return undefined;
     const clientHash = snapshot.config.affinity === 'clientIP' ? clientAddressHash(address) : -1;
     const backend = this.#pick(snapshot, clientHash);
-    if (backend === undefined || !this.#reserveDescriptors()) return undefined;
+    if (backend === undefined) return undefined;
+    if (backend.config.refuse === true) {
+      // Its share is refused whole: this flow's later datagrams are dropped too, not placed again.
+      this.#refused.add(address, port, backend.config.name, this.#tick);
+      backend.stats.refused++;
+      snapshot.stats.udpDropped.backend_refused++;
+      return undefined;
+    }
+    if (!this.#reserveDescriptors()) return undefined;
     snapshot.stats.accepted++;
     const mirror = this.#openMirror(snapshot, backend);
     const session =
