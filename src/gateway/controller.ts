@@ -108,13 +108,18 @@ export class GatewayController {
       await this.#options.process.applyConfig({ listeners: [] });
       this.#options.process.setReady(true);
       return await this.#writeStatuses(() =>
-        routeStatusWrites(forgetGateway(this.#watches.routes(), this.#options.namespace, this.#options.gateway)),
+        routeStatusWrites(
+          forgetGateway(this.#watches.routes(), this.#options.namespace, this.#options.gateway),
+          (kind) => this.#watches.routeVersion(kind),
+        ),
       );
     }
     this.#idleReason = undefined;
     const plan = await this.#serve(gateway!);
     this.#options.process.setReady(true);
-    return await this.#writeStatuses(() => statusWrites(gateway!, gatewayClass!, plan, statusTime()));
+    return await this.#writeStatuses(() =>
+      statusWrites(gateway!, gatewayClass!, plan, (kind) => this.#watches.routeVersion(kind), statusTime()),
+    );
   }
 
   /** The leader writes, once the caches show its previous writes (else it would write them again). */

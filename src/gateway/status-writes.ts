@@ -10,6 +10,7 @@ import {
   GATEWAY_VERSION,
   Reason,
   ROUTE_RESOURCES,
+  type RouteKind,
 } from '../api/gateway/names.ts';
 import type { Gateway, GatewayClass, GatewayStatus, RouteParentStatus } from '../api/gateway/types.ts';
 import type { CallOptions, KubeClients } from '../kube/client.ts';
@@ -23,6 +24,8 @@ export type StatusWrite =
   | { readonly kind: 'Gateway'; readonly namespace: string; readonly name: string; readonly status: GatewayStatus }
   | {
       readonly kind: 'TCPRoute' | 'UDPRoute';
+      /** v1, or v1alpha2 where only that is served. */
+      readonly version: string;
       readonly namespace: string;
       readonly name: string;
       readonly resourceVersion: string | undefined;
@@ -34,6 +37,7 @@ export function statusWrites(
   gateway: Gateway,
   gatewayClass: GatewayClass,
   plan: GatewayPlan,
+  routeVersion: (kind: RouteKind) => string,
   now: string,
 ): StatusWrite[] {
   const writes: StatusWrite[] = [];
@@ -54,15 +58,19 @@ export function statusWrites(
       status: plan.status,
     });
   }
-  return [...writes, ...routeStatusWrites(plan.routes)];
+  return [...writes, ...routeStatusWrites(plan.routes, routeVersion)];
 }
 
 /** The writes of the routes whose status.parents are not yet as planned. */
-export function routeStatusWrites(routes: ReadonlyMap<string, RouteStatusPlan>): StatusWrite[] {
+export function routeStatusWrites(
+  routes: ReadonlyMap<string, RouteStatusPlan>,
+  routeVersion: (kind: RouteKind) => string,
+): StatusWrite[] {
   return [...routes.values()]
     .filter(({ route, parents }) => !sameJson(route.status?.parents ?? [], parents))
     .map(({ route, parents }) => ({
       kind: route.kind,
+      version: routeVersion(route.kind),
       namespace: route.metadata.namespace ?? '',
       name: route.metadata.name,
       resourceVersion: route.metadata.resourceVersion,
@@ -117,6 +125,7 @@ export async function writeStatus(
     written = await clients.custom.patchNamespacedCustomObjectStatus(
       {
         ...api,
+        version: write.version,
         namespace: write.namespace,
         plural: ROUTE_RESOURCES[write.kind],
         name: write.name,

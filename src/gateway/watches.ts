@@ -5,10 +5,17 @@
 // selectors). A pass reads them through here, never through the API.
 import type { KubernetesListObject, KubernetesObject, V1Namespace, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { GATEWAY_GROUP, GATEWAY_VERSION, ROUTE_RESOURCES, type RouteKind } from '../api/gateway/names.ts';
+import {
+  GATEWAY_GROUP,
+  GATEWAY_ROUTE_ALPHA_VERSION,
+  GATEWAY_VERSION,
+  ROUTE_RESOURCES,
+  type RouteKind,
+} from '../api/gateway/names.ts';
 import type { Gateway, GatewayClass, L4Route, ReferenceGrant } from '../api/gateway/types.ts';
 import type { CallOptions, KubeClients } from '../kube/client.ts';
 import { CONTROLLER_INFORMER_TUNING, type Informer, startInformer } from '../kube/informer.ts';
+import { isNotFound } from '../kube/patch.ts';
 
 export interface GatewayWatchesOptions {
   readonly clients: KubeClients;
@@ -28,11 +35,13 @@ export class GatewayWatches {
   readonly #gateway: string;
   readonly #gateways: Informer<KubernetesObject>;
   readonly #classes: Informer<KubernetesObject>;
-  readonly #routes: ReadonlyMap<RouteKind, Informer<KubernetesObject>>;
+  readonly #routes = new Map<RouteKind, Informer<KubernetesObject>>();
+  readonly #routeVersions = new Map<RouteKind, string>();
   readonly #grants: Informer<KubernetesObject>;
   readonly #services: Informer<V1Service>;
   readonly #namespaces: Informer<V1Namespace>;
   readonly synced: Promise<void>;
+  #stopped = false;
 
   constructor({ clients, namespace, gateway, callOptions, onChange, onRestarted, log }: GatewayWatchesOptions) {
     this.#namespace = namespace;
@@ -40,10 +49,13 @@ export class GatewayWatches {
     const { core, custom, kubeConfig } = clients;
     const shared = { kubeConfig, onChange, onRestarted, log, ...CONTROLLER_INFORMER_TUNING };
     const gatewayApi = { group: GATEWAY_GROUP, version: GATEWAY_VERSION };
-    const everywhere = (plural: string) => ({
-      path: `/apis/${GATEWAY_GROUP}/${GATEWAY_VERSION}/${plural}`,
+    const everywhere = (plural: string, version = GATEWAY_VERSION) => ({
+      path: `/apis/${GATEWAY_GROUP}/${version}/${plural}`,
       list: () =>
-        custom.listCustomObjectForAllNamespaces({ ...gatewayApi, resourcePlural: plural }, callOptions) as List,
+        custom.listCustomObjectForAllNamespaces(
+          { group: GATEWAY_GROUP, version, resourcePlural: plural },
+          callOptions,
+        ) as List,
     });
     const fieldSelector = `metadata.name=${gateway}`;
     this.#gateways = startInformer<KubernetesObject>({
@@ -61,11 +73,20 @@ export class GatewayWatches {
       path: `/apis/${GATEWAY_GROUP}/${GATEWAY_VERSION}/gatewayclasses`,
       list: () => custom.listClusterCustomObject({ ...gatewayApi, plural: 'gatewayclasses' }, callOptions) as List,
     });
-    this.#routes = new Map(
-      (Object.entries(ROUTE_RESOURCES) as [RouteKind, string][]).map(([kind, plural]) => [
-        kind,
-        startInformer<KubernetesObject>({ ...shared, ...everywhere(plural) }),
-      ]),
+    const routesStarted = Promise.all(
+      (Object.entries(ROUTE_RESOURCES) as [RouteKind, string][]).map(async ([kind, plural]) => {
+        const version = await servedRouteVersion(clients, plural, callOptions);
+        if (version !== GATEWAY_VERSION)
+          log.info(
+            { kind, version },
+            `${kind}s are served at ${version} only (Gateway API before v1.6): reading them there`,
+          );
+        this.#routeVersions.set(kind, version);
+        if (this.#stopped) return;
+        const informer = startInformer<KubernetesObject>({ ...shared, ...everywhere(plural, version) });
+        this.#routes.set(kind, informer);
+        await informer.synced;
+      }),
     );
     this.#grants = startInformer<KubernetesObject>({ ...shared, ...everywhere('referencegrants') });
     this.#services = startInformer<V1Service>({
@@ -78,15 +99,13 @@ export class GatewayWatches {
       path: '/api/v1/namespaces',
       list: () => core.listNamespace({}, callOptions),
     });
-    const all = [
-      this.#gateways,
-      this.#classes,
-      ...this.#routes.values(),
-      this.#grants,
-      this.#services,
-      this.#namespaces,
-    ];
-    this.synced = Promise.all(all.map((informer) => informer.synced)).then(() => {});
+    const others = [this.#gateways, this.#classes, this.#grants, this.#services, this.#namespaces];
+    this.synced = Promise.all([routesStarted, ...others.map((informer) => informer.synced)]).then(() => {});
+  }
+
+  /** The version TCPRoutes or UDPRoutes are read and written at. */
+  routeVersion(kind: RouteKind): string {
+    return this.#routeVersions.get(kind) ?? GATEWAY_VERSION;
   }
 
   gateway(): Gateway | undefined {
@@ -118,6 +137,7 @@ export class GatewayWatches {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     const all = [
       this.#gateways,
       this.#classes,
@@ -128,4 +148,24 @@ export class GatewayWatches {
     ];
     await Promise.all(all.map((informer) => informer.stop()));
   }
+}
+
+/**
+ * v1 where it is served (Gateway API v1.6 and later, both channels); else v1alpha2, the experimental
+ * channel's only version before v1.6; v1 again when neither answers (the CRDs are not installed yet:
+ * the informer keeps asking, and says so).
+ */
+async function servedRouteVersion(clients: KubeClients, plural: string, call: CallOptions): Promise<string> {
+  for (const version of [GATEWAY_VERSION, GATEWAY_ROUTE_ALPHA_VERSION]) {
+    try {
+      await clients.custom.listCustomObjectForAllNamespaces(
+        { group: GATEWAY_GROUP, version, resourcePlural: plural, limit: 1 },
+        call,
+      );
+      return version;
+    } catch (err) {
+      if (!isNotFound(err)) return GATEWAY_VERSION;
+    }
+  }
+  return GATEWAY_VERSION;
 }
