@@ -29,6 +29,8 @@ export const SUITE = [
   'test/control/controller/validation.test.ts',
   // leader election across two proxy replicas
   'test/control/controller/ha.test.ts',
+  // canary-l4 gateway: Gateway API's CRDs, an 80/20 TCPRoute and UDPRoute, a stepped weight, a refused share, deletion
+  'test/gateway/gateway.test.ts',
   // kubectl canary-l4: plan and the actions
   'test/plugin/plugin.test.ts',
   'test/plugin/plan.test.ts',

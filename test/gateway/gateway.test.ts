@@ -5,6 +5,8 @@
 // a real control plane (test/support/cluster/api-under-test.ts).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { CustomObjectsApi } from '@kubernetes/client-node';
@@ -86,12 +88,24 @@ describe('canary-l4 gateway: a TCP and a UDP listener, split 80/20 by a TCPRoute
     return data.length > 0 ? data.toString() : `refused (${error?.code ?? 'closed'})`;
   };
   const tcpAnswers = (count: number) => runConcurrently(count, 1, () => tcpAnswer());
-  /** Each flow from a socket of its own: the backend that answered, or none. */
-  const udpAnswers = (count: number) =>
-    runConcurrently(count, 10, async (i) => {
-      const [reply] = await udpAsk(udpPort, `flow-${i}`, { timeoutMs: 700 });
-      return reply?.split(':')[0] ?? 'no reply';
+  /**
+   * Each flow from a source port of its own, never used before in this file: a port the kernel
+   * handed out again would be an earlier flow, which keeps the backend it had.
+   */
+  const udpAnswers = async (count: number) => {
+    const base = await freePortBlock(count, { udp: true, tcp: false, host: '127.0.0.1' });
+    return runConcurrently(count, 10, async (i) => {
+      const socket = dgram.createSocket('udp4');
+      socket.bind({ address: '127.0.0.1', port: base + i });
+      await once(socket, 'listening');
+      try {
+        const [reply] = await udpAsk(udpPort, `flow-${i}`, { socket, timeoutMs: 700 });
+        return reply?.split(':')[0] ?? 'no reply';
+      } finally {
+        socket.close();
+      }
     });
+  };
 
   before(async () => {
     api = await startApiUnderTest(SERVICE_CIDR, { bookmarkIntervalMs: 1000 });
