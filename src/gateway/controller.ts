@@ -4,11 +4,14 @@
 // in its status; the others serve), then, on the leader only, writes the statuses that differ.
 // Failures retry with capped backoff forever; a periodic resync repairs what no event announced.
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { GATEWAY_CONTROLLER_NAME } from '../api/gateway/names.ts';
 import type { Gateway, GatewayAddress } from '../api/gateway/types.ts';
 import type { L4Config } from '../config/types.ts';
 import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/constants.ts';
 import { OwnWrites } from '../controller-kit/own-writes.ts';
+import { PassMetrics } from '../controller-kit/pass-metrics.ts';
+import { METRIC_PREFIX } from '../defaults.ts';
 import { showsResourceVersion } from '../controller-kit/resource-version.ts';
 import { WorkLoop } from '../controller-kit/work-loop.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
@@ -21,6 +24,8 @@ import { GatewayWatches } from './watches.ts';
 /** What the controller needs of the process it runs in (runtime/runtime.ts's Runtime is one). */
 export interface GatewayProcess {
   readonly log: Logger;
+  /** Where the passes' metrics are registered. */
+  readonly registry: Registry;
   applyConfig(config: L4Config): Promise<boolean>;
   setReady(ready: boolean): void;
 }
@@ -55,6 +60,7 @@ export class GatewayController {
   readonly #call;
   readonly #watches: GatewayWatches;
   readonly #loop: WorkLoop;
+  readonly #passes: PassMetrics;
   readonly #ownWrites: OwnWrites<Written, GatewayWatches>;
   /** What was last said about a Gateway this process does not serve, so it is said once. */
   #idleReason: string | undefined;
@@ -63,8 +69,9 @@ export class GatewayController {
     this.#options = options;
     this.#log = options.process.log.child({ gateway: `${options.namespace}/${options.gateway}` });
     this.#call = boundedCall(this.#cancel.signal, options.requestTimeoutMs);
+    this.#passes = gatewayPassMetrics(options.process.registry);
     this.#loop = new WorkLoop({
-      reconcile: () => this.#reconcile(),
+      reconcile: () => this.#timedPass(),
       onError: (err, retryInMs) =>
         this.#log.warn({ error: describeError(err), retryInMs }, 'gateway pass failed; retrying'),
       resyncMs: options.resyncMs,
@@ -96,6 +103,18 @@ export class GatewayController {
     this.#cancel.abort();
     await this.#loop.stop();
     await this.#watches.stop();
+  }
+
+  async #timedPass(): Promise<{ requeueAfterMs?: number } | undefined> {
+    const done = this.#passes.pass();
+    try {
+      const result = await this.#reconcile();
+      done('success');
+      return result;
+    } catch (err) {
+      done('error');
+      throw err;
+    }
   }
 
   async #reconcile(): Promise<{ requeueAfterMs?: number } | undefined> {
@@ -181,6 +200,16 @@ export class GatewayController {
       throw new Error(`${describeWrite(write)}: ${describeError(err)}`, { cause: err });
     }
   }
+}
+
+/** canary_l4_gateway_reconcile_total and _duration_seconds. */
+export function gatewayPassMetrics(registry: Registry): PassMetrics {
+  return new PassMetrics({
+    registry,
+    prefix: `${METRIC_PREFIX}gateway_`,
+    passesHelp: 'Passes of the gateway control loop, by result',
+    durationHelp: 'Duration of a gateway control-loop pass',
+  });
 }
 
 function idleReason(

@@ -1,16 +1,17 @@
 // Every metric family the code registers, by mode, read from the registries themselves: the runtime
 // that every mode starts (process metrics, config reloads, the data plane's families), the control
-// loop's of `proxy`, the manager's, and the leader gauge of both. In-process: the admin server listens
-// on a loopback port the system picks; nothing talks to a cluster.
+// loops' of `proxy` and `gateway`, the manager's, and the leader gauge of all three. In-process: the
+// admin server listens on a loopback port the system picks; nothing talks to a cluster.
 import pino from 'pino';
 import type { CoordinationV1Api } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { Runtime } from '../../src/runtime/runtime.ts';
 import { PassReporter } from '../../src/control/loop/reporting.ts';
 import { ManagerMetrics } from '../../src/manager/metrics.ts';
+import { gatewayPassMetrics } from '../../src/gateway/controller.ts';
 import { startLeadership } from '../../src/kube/leadership.ts';
 
-export type Mode = 'serve' | 'proxy' | 'manager';
+export type Mode = 'serve' | 'proxy' | 'gateway' | 'manager';
 
 export interface Family {
   readonly name: string;
@@ -33,6 +34,8 @@ export async function registeredFamilies(): Promise<Family[]> {
     new PassReporter({ registry: proxy, log, release: 'web-v2', namespace: 'shop' });
     const manager = new Registry();
     new ManagerMetrics(manager);
+    const gateway = new Registry();
+    gatewayPassMetrics(gateway);
     const leader = new Registry();
     // Without an election the gauge is registered and set, and the API is never called.
     const noApi = undefined as unknown as CoordinationV1Api;
@@ -47,10 +50,11 @@ export async function registeredFamilies(): Promise<Family[]> {
       onChange: () => {},
     });
     const byMode: [Mode[], Map<string, string>][] = [
-      [['serve', 'proxy', 'manager'], typesOf(exposition)],
+      [['serve', 'proxy', 'gateway', 'manager'], typesOf(exposition)],
       [['proxy'], typesOf(await proxy.metrics())],
+      [['gateway'], typesOf(await gateway.metrics())],
       [['manager'], typesOf(await manager.metrics())],
-      [['proxy', 'manager'], typesOf(await leader.metrics())],
+      [['proxy', 'gateway', 'manager'], typesOf(await leader.metrics())],
     ];
     return byMode.flatMap(([modes, types]) => [...types].map(([name, type]) => ({ name, type, modes })));
   } finally {
