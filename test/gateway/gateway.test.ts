@@ -344,7 +344,10 @@ describe('canary-l4 gateway: a TCP and a UDP listener, split 80/20 by a TCPRoute
       () =>
         new Promise<boolean>((resolve) => {
           const socket = net.connect({ host: '127.0.0.1', port: tcpPort });
-          socket.once('connect', () => (socket.destroy(), resolve(false)));
+          socket.once('connect', () => {
+            socket.destroy();
+            resolve(false);
+          });
           socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
         }),
       'the TCP listener to close',
