@@ -160,7 +160,9 @@ export class FakeApi {
 
   /** The object as served under the requested version. */
   present(t: { rt: ResourceType; version: string }, obj: KObject): KObject {
-    return { apiVersion: apiVersionOf(t.rt.group, t.version), kind: t.rt.kind, ...obj };
+    // The stored object carries the storage version; a read at another served version names that one.
+    const { apiVersion: _a, kind: _k, ...rest } = obj;
+    return { apiVersion: apiVersionOf(t.rt.group, t.version), kind: t.rt.kind, ...rest };
   }
 
   #stored(rt: ResourceType, obj: KObject): KObject {
