@@ -21,6 +21,7 @@ const NS = 'default';
 const V1 = 'v1';
 const CLASS = 'canary-l4';
 const TRANSITION = '2026-12-03T10:00:00Z';
+const SAFE_UPGRADES = 'safe-upgrades.gateway.networking.k8s.io';
 
 const gatewayClass = {
   apiVersion: `${GATEWAY_GROUP}/v1`,
@@ -100,6 +101,12 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
   const get = <T>(plural: string, name: string, version = V1) =>
     custom.getNamespacedCustomObject({ group: GATEWAY_GROUP, version, namespace: NS, plural, name }) as Promise<T>;
 
+  /** The group version's resources by name (empty when it is not served at all). */
+  const served = async (version: string) => {
+    const found = await kubectl('get', '--raw', `/apis/${GATEWAY_GROUP}/${version}`).catch(() => '{"resources":[]}');
+    return new Map<string, { namespaced: boolean }>(JSON.parse(found).resources.map((r: any) => [r.name, r]));
+  };
+
   before(async () => {
     api = await startApiUnderTest('127.0.87.0/24');
     kubectl = await kubectlFor(api);
@@ -117,13 +124,6 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
     for (const plural of ['gatewayclasses', 'gateways', 'tcproutes', 'udproutes', 'referencegrants'])
       assert.ok(crds.includes(`${plural}.${GATEWAY_GROUP}`), `${plural} among ${crds.join(', ')}`);
 
-    const served = async (version: string) =>
-      new Map<string, { namespaced: boolean }>(
-        JSON.parse(await kubectl('get', '--raw', `/apis/${GATEWAY_GROUP}/${version}`)).resources.map((r: any) => [
-          r.name,
-          r,
-        ]),
-      );
     const v1 = await served('v1');
     assert.equal(v1.get('gatewayclasses')?.namespaced, false);
     for (const plural of ['gateways', 'tcproutes', 'udproutes', 'referencegrants']) {
@@ -134,6 +134,7 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
     const v1beta1 = await served('v1beta1');
     for (const plural of ['gatewayclasses', 'gateways', 'referencegrants']) assert.ok(v1beta1.has(plural), plural);
     assert.ok(!v1beta1.has('tcproutes'), 'TCPRoute has no v1beta1');
+    assert.ok(!(await served('v1alpha2')).has('tcproutes'), 'the standard channel serves no v1alpha2 TCPRoute');
     // Why server-side: a client-side apply copies the whole CRD into its last-applied annotation,
     // past 256 KiB for the experimental HTTPRoute (the standard one is 237 KiB of JSON, just within).
     const httpRoutes = (await gatewayApiCrdFiles('experimental')).find((file) =>
@@ -419,5 +420,34 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
     const refused = await apiError(created);
     assert.equal(refused.code, 422);
     assert.match(refused.body.message, /hostname must not be specified for protocols/);
+  });
+
+  it('the experimental channel over the standard one: refused by the safe-upgrades policy on a real API; without it, the routes are served at v1alpha2 too', async () => {
+    if (REAL_API)
+      await assert.rejects(
+        installGatewayApi(api.kubeconfigPath, 'experimental'),
+        /Installing experimental CRDs on top of standard channel CRDs is prohibited/,
+      );
+    await kubectl('delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', SAFE_UPGRADES);
+    // A real API drops a deleted policy from its admission a moment later.
+    await waitFor(
+      () =>
+        installGatewayApi(api.kubeconfigPath, 'experimental').then(
+          () => true,
+          (err: Error) => {
+            if (!/safe-upgrades/.test(err.message)) throw err;
+            return false;
+          },
+        ),
+      'the experimental channel applied',
+      30_000,
+    );
+    for (const plural of ['tcproutes', 'udproutes']) assert.ok((await served('v1alpha2')).has(plural), plural);
+    const alpha = await get<L4Route>('tcproutes', 'db', 'v1alpha2');
+    assert.equal(alpha.apiVersion, `${GATEWAY_GROUP}/v1alpha2`);
+    assert.deepEqual(
+      alpha.spec.rules[0]!.backendRefs!.map((ref) => ref.weight),
+      [80, 50],
+    );
   });
 });
