@@ -29,17 +29,19 @@ let moduleDir: Promise<string> | undefined;
 
 /**
  * The module's directory in the Go module cache, downloaded into it first when missing (`go mod
- * download` checks it against the checksum database). Asked once per process.
+ * download` checks it against the checksum database). Asked once per process; `env` (PATH, GOMODCACHE,
+ * GOFLAGS) is the process's own unless a test of this helper gives another, which is asked every time.
  */
-export function gatewayApiModuleDir(): Promise<string> {
-  moduleDir ??= downloadedModuleDir();
+export function gatewayApiModuleDir(env?: NodeJS.ProcessEnv): Promise<string> {
+  if (env !== undefined) return downloadedModuleDir(env);
+  moduleDir ??= downloadedModuleDir(process.env);
   return moduleDir;
 }
 
-async function downloadedModuleDir(): Promise<string> {
+async function downloadedModuleDir(env: NodeJS.ProcessEnv): Promise<string> {
   const module = `${GATEWAY_API_MODULE}@${GATEWAY_API_VERSION}`;
   // Outside any go.mod: the download must not depend on (or edit) a module the cwd happens to be in.
-  const run = execFileAsync('go', ['mod', 'download', '-json', module], { cwd: tmpdir(), timeout: 300_000 });
+  const run = execFileAsync('go', ['mod', 'download', '-json', module], { cwd: tmpdir(), env, timeout: 300_000 });
   let stdout: string;
   try {
     ({ stdout } = await run);
