@@ -188,6 +188,10 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
       { group: '', kind: 'Service', name: 'canary', port: 5432, weight: 1 },
     ]);
     assert.equal(tcp.status, undefined, 'a route has no status until a controller writes one');
+    assert.equal(
+      await kubectl('get', 'tcproute', 'db', '-n', NS, '-o', 'jsonpath={.spec.rules[0].backendRefs[*].weight}'),
+      '80 1',
+    );
     const udp = await get<L4Route>('udproutes', 'dns');
     assert.deepEqual(
       udp.spec.rules[0]!.backendRefs!.map((ref) => ref.weight),
