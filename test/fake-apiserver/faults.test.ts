@@ -100,6 +100,7 @@ describe('discovery', () => {
     assert.deepEqual((await get('/api')).body.versions, ['v1']);
     const groups = (await get('/apis')).body.groups.map((g: any) => g.name);
     assert.deepEqual(groups.sort(), [
+      'admissionregistration.k8s.io',
       'apiextensions.k8s.io',
       'apps',
       'autoscaling',

@@ -85,6 +85,24 @@ describe('pruneAndDefault', () => {
     assert.deepEqual(pruneAndDefault(p, schema, 'main'), []);
     assert.deepEqual(p.status, { stray: 1 });
   });
+
+  it('an absent status gets its default in either scope (what kube-apiserver reads back), a present one keeps its own', () => {
+    const waiting = { phase: 'Done' };
+    const withDefault = {
+      ...schema,
+      properties: { ...schema.properties, status: { ...schema.properties.status, default: waiting } },
+    };
+    const created = object({ name: 'a' });
+    pruneAndDefault(created, withDefault, 'main');
+    assert.deepEqual(created.status, waiting);
+    const cleared = object({ name: 'a', mode: null });
+    pruneAndDefault(cleared, withDefault, 'status');
+    assert.deepEqual(cleared.status, waiting);
+    assert.equal(cleared.spec.mode, null, 'a status write does not default spec');
+    const written = object({ name: 'a' }, { status: { phase: 'Running' } });
+    pruneAndDefault(written, withDefault, 'main');
+    assert.deepEqual(written.status, { phase: 'Running' });
+  });
 });
 
 describe('validateObject', () => {

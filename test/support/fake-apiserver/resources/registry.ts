@@ -345,6 +345,24 @@ function manifestTypes(): ResourceType[] {
       statusSubresource: true,
       shortNames: ['ing'],
     }),
+    // Gateway API's install carries one of each (its safe-upgrades policy): stored here, never
+    // enforced, as this fake runs no admission (README).
+    builtin({
+      group: 'admissionregistration.k8s.io',
+      plural: 'validatingadmissionpolicies',
+      singular: 'validatingadmissionpolicy',
+      kind: 'ValidatingAdmissionPolicy',
+      namespaced: false,
+      statusSubresource: true,
+    }),
+    builtin({
+      group: 'admissionregistration.k8s.io',
+      plural: 'validatingadmissionpolicybindings',
+      singular: 'validatingadmissionpolicybinding',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      namespaced: false,
+      statusSubresource: false,
+    }),
   ];
 }
 

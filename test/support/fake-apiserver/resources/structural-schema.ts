@@ -94,13 +94,14 @@ export function pruneAndDefault(obj: KObject, schema: KObject, scope: WriteScope
     if ((key === 'status') !== (scope === 'status')) continue;
     walkField(obj, key, properties[key], key, unknown, schema['x-kubernetes-preserve-unknown-fields'] === true);
   }
-  if (scope === 'main')
-    fillDefaults(
-      obj,
-      { ...schema, properties: Object.fromEntries(Object.entries(properties).filter(([k]) => k !== 'status')) },
-      unknown,
-      '',
-    );
+  // Either scope fills an absent status's default: kube-apiserver drops status on create and
+  // defaults what it reads from etcd, so a new Gateway reads back with its "Waiting for controller" conditions.
+  const { status, ...others } = properties;
+  const defaulted = {
+    ...(scope === 'main' ? others : {}),
+    ...(obj.status === undefined && status !== undefined ? { status } : {}),
+  };
+  fillDefaults(obj, { ...schema, properties: defaulted }, unknown, '');
   return unknown;
 }
 

@@ -69,6 +69,8 @@ export const PATCH_TYPES = {
   apply: 'application/apply-patch+yaml',
 } as const;
 
+/** apimachinery's TotalAnnotationSizeLimitB: 256 KiB of keys and values together. */
+const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
 const SYSTEM_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -160,7 +162,9 @@ export class FakeApi {
 
   /** The object as served under the requested version. */
   present(t: { rt: ResourceType; version: string }, obj: KObject): KObject {
-    return { apiVersion: apiVersionOf(t.rt.group, t.version), kind: t.rt.kind, ...obj };
+    // The stored object carries the storage version; a read at another served version names that one.
+    const { apiVersion: _a, kind: _k, ...rest } = obj;
+    return { apiVersion: apiVersionOf(t.rt.group, t.version), kind: t.rt.kind, ...rest };
   }
 
   #stored(rt: ResourceType, obj: KObject): KObject {
@@ -270,7 +274,7 @@ export class FakeApi {
     meta.generation = 1;
     delete meta.deletionTimestamp;
     delete meta.deletionGracePeriodSeconds;
-    this.#validateOwnerRefs(rt, meta);
+    this.#validateMeta(rt, meta);
     if (rt.statusSubresource) {
       const status = this.hooks.initialStatus(rt, obj);
       if (status === undefined) delete obj.status;
@@ -345,6 +349,27 @@ export class FakeApi {
         {
           field,
           message: `Invalid value: "${name}": a lowercase RFC 1123 name must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character`,
+        },
+      ]);
+  }
+
+  /**
+   * ObjectMeta's checks beyond the name: owner references, and the annotations' total size (what
+   * refuses a client-side `kubectl apply` of a large CRD, whose last-applied annotation holds all of it).
+   */
+  #validateMeta(rt: ResourceType, meta: KObject): void {
+    this.#validateOwnerRefs(rt, meta);
+    const annotations: KObject = isObject(meta.annotations) ? meta.annotations : {};
+    const size = Object.entries(annotations).reduce(
+      (sum, [key, value]) => sum + Buffer.byteLength(key) + Buffer.byteLength(String(value)),
+      0,
+    );
+    if (size > TOTAL_ANNOTATION_SIZE_LIMIT)
+      throw errors.invalid(rt.group, rt.kind, meta.name, [
+        {
+          field: 'metadata.annotations',
+          message: `Too long: may not be more than ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes`,
+          reason: 'FieldValueTooLong',
         },
       ]);
   }
@@ -680,7 +705,7 @@ export class FakeApi {
       if (next.metadata.managedFields === undefined) delete next.metadata.managedFields;
       if (rt.namespaced) next.metadata.namespace = t.namespace;
       else delete next.metadata.namespace;
-      this.#validateOwnerRefs(rt, next.metadata);
+      this.#validateMeta(rt, next.metadata);
       this.hooks.applyDefaults(rt, next);
       this.#admitCustom(t, next, 'main', opts, opts.arrival ?? 'patch');
       this.hooks.preserveAllocations(rt, next, cur);
