@@ -295,7 +295,8 @@ export class ManagerController {
 
   #informer(kind: Watched, namespace: string): Informer<KubernetesObject> | undefined {
     const sets = (GATEWAY_WATCHED as readonly Watched[]).includes(kind) ? this.#gatewayInformers : this.#informers;
-    return (sets.get('') ?? sets.get(namespace))?.get(kind) ?? sets.get('')?.get(kind);
+    // Cluster-wide informers are under '' (the cluster-scoped kinds always are), the others per namespace.
+    return sets.get('')?.get(kind) ?? sets.get(namespace)?.get(kind);
   }
 
   /** An object the manager writes, as cached: cluster-scoped ones by name alone. */

@@ -124,13 +124,13 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
     writeFileSync(kubeconfig, config.exportConfig());
     manager = spawn(
       process.execPath,
-      [MAIN, 'manager', '--kubeconfig', kubeconfig, '--admin-port', '0', '--admin-host', '127.0.0.1'].concat([
-        '--proxy-image',
-        IMAGE,
-        '--no-leader-elect',
-        '--resync',
-        '1',
-      ]),
+      [
+        ...[MAIN, 'manager', '--kubeconfig', kubeconfig, '--admin-port', '0', '--admin-host', '127.0.0.1'],
+        ...['--proxy-image', IMAGE, '--no-leader-elect', '--resync', '1'],
+        // Some namespaces, not all: the Gateways are watched per namespace, the classes and the
+        // ClusterRoleBindings (cluster-scoped) cluster-wide.
+        ...['--namespace', `${NAMESPACE},elsewhere`],
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: dir } },
     );
     manager.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
