@@ -220,6 +220,35 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
     );
   });
 
+  it('the Gateway hears what was made for it; one whose name cannot name a Service gets nothing, and a Warning Event naming the field', async () => {
+    const events = async (name: string) =>
+      (
+        await cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: `involvedObject.name=${name}` })
+      ).items.filter((event) => event.involvedObject.kind === 'Gateway');
+    await waitFor(
+      async () => (await events('edge')).some((e) => e.reason === 'ProxyCreated'),
+      'ProxyCreated on edge',
+      10_000,
+    );
+    await cluster.custom.createNamespacedCustomObject({
+      ...gatewayApi,
+      namespace: NAMESPACE,
+      plural: 'gateways',
+      body: gateway('edge.example', 'canary-l4', [{ name: 'tcp', port: 9500, protocol: 'TCP' }]),
+    });
+    await waitFor(async () => (await events('edge.example')).length > 0, 'an Event on edge.example', 10_000);
+    const [event] = await events('edge.example');
+    assert.deepEqual([event?.type, event?.reason], ['Warning', 'ProxyNotMade']);
+    assert.match(event?.message ?? '', /^no proxy is made for this Gateway: metadata\.name: .* got "edge\.example"$/);
+    assert.equal((await managed()).length, 6, 'nothing made for it');
+    await cluster.custom.deleteNamespacedCustomObject({
+      ...gatewayApi,
+      namespace: NAMESPACE,
+      plural: 'gateways',
+      name: 'edge.example',
+    });
+  });
+
   it('a UDP listener added adds a Service port, keeping its cluster IP; the Deployment is not rewritten', async () => {
     const before = await apps.readNamespacedDeployment({ name: PROXY, namespace: NAMESPACE });
     const clusterIP = (await service(PROXY))?.spec?.clusterIP;
