@@ -19,7 +19,7 @@ import { GATEWAY_GROUP, GATEWAY_VERSION, gatewayProxyName } from '../api/gateway
 import type { Gateway } from '../api/gateway/types.ts';
 import { withDigests } from './children.ts';
 import { proxyCommonEnv, proxyDeploymentSpec, proxyDisruptionBudgetSpec } from './pod.ts';
-import { readProxySpec } from './proxy-spec.ts';
+import { DEFAULT_PROXY_SPEC } from './proxy-spec.ts';
 import type { RenderSettings } from './render.ts';
 import {
   ANNOTATION_SERVICE_TYPE,
@@ -93,8 +93,6 @@ export function renderGateway(gateway: Gateway, settings: RenderSettings): Gatew
   const warnings: string[] = [];
   const serviceType = readServiceType(gateway, warnings);
   const ports = servicePorts(gateway);
-  const placement = readProxySpec(undefined);
-  if (!placement.ok) throw new Error('the default proxy spec is invalid');
   const objects: RenderedGateway = {
     serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta() },
     roleBinding: {
@@ -140,7 +138,7 @@ export function renderGateway(gateway: Gateway, settings: RenderSettings): Gatew
         env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, ...proxyCommonEnv()],
         // The listener ports are not declared: the template would change with every listener.
         ports: [],
-        placement: placement.spec,
+        placement: DEFAULT_PROXY_SPEC,
       }),
     },
     podDisruptionBudget: {
