@@ -3,7 +3,8 @@
 // installed, it says once that Gateways are not watched, and picks them up once they are; a Gateway
 // of canary-l4's class gets its six objects with a Service port per listener; a UDP listener added
 // adds a port and rolls nothing; a Gateway of another class gets nothing; the class is Accepted;
-// a hand-edited ClusterRoleBinding comes back; deleting the Gateway leaves nothing of its proxy. The
+// a hand-edited ClusterRoleBinding comes back; deleting the Gateway leaves nothing of its proxy (the
+// fake's garbage collector takes what the Gateway owns, the manager the ClusterRoleBinding). The
 // pods are not run (`canary-l4 gateway` is tested on its own): what is checked is the objects, and
 // that what the manager asked of the API is deploy/'s RBAC.
 
@@ -65,6 +66,7 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
   let dir: string;
   let manager: ChildProcess;
   let output = '';
+  let kubeconfig: string;
 
   const gateway = (name: string, className: string, listeners: GatewayListener[]): Gateway => ({
     apiVersion: `${GATEWAY_GROUP}/${GATEWAY_VERSION}`,
@@ -113,7 +115,7 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
     policy = cluster.api.kubeConfig.makeApiClient(PolicyV1Api);
     kubectl = await kubectlFor(cluster.api);
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-gateway-manager-'));
-    const kubeconfig = join(dir, 'kubeconfig');
+    kubeconfig = join(dir, 'kubeconfig');
     const config = new KubeConfig();
     config.loadFromOptions({
       clusters: [{ name: 'fake', server: cluster.api.url, skipTLSVerify: true }],
@@ -122,6 +124,10 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
       currentContext: 'fake',
     });
     writeFileSync(kubeconfig, config.exportConfig());
+    startManager();
+  });
+
+  function startManager(): void {
     manager = spawn(
       process.execPath,
       [
@@ -133,10 +139,17 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: dir } },
     );
-    manager.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    manager.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    process.once('exit', () => manager.kill('SIGKILL'));
-  });
+    const child = manager;
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    process.once('exit', () => child.kill('SIGKILL'));
+  }
+
+  async function stopManager(): Promise<void> {
+    const exited = new Promise((resolve) => manager.once('exit', resolve));
+    manager.kill('SIGTERM');
+    await exited;
+  }
 
   after(async () => {
     manager?.kill('SIGKILL');
@@ -286,18 +299,22 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
     assert.equal(classWrites.length, 1, 'one status write over many resyncs');
   });
 
-  it("deleting the Gateway leaves nothing of its proxy (the garbage collector, and the manager for the cluster-scoped binding); the other class's Gateway still has nothing", async () => {
+  it('deleting the Gateway: the garbage collector takes what it owns, even with no manager running; the manager, back, removes the ClusterRoleBinding (which a namespaced Gateway cannot own)', async () => {
+    await stopManager();
     await cluster.custom.deleteNamespacedCustomObject({
       ...gatewayApi,
       namespace: NAMESPACE,
       plural: 'gateways',
       name: 'edge',
     });
+    await waitFor(async () => (await managed()).length === 1, 'the owned objects collected', 15_000);
+    assert.deepEqual(await managed(), [`ClusterRoleBinding/${BINDING}`]);
+    startManager();
     await waitFor(async () => (await managed()).length === 0, 'nothing left of the proxy', 15_000);
   });
 
   it("what the manager asked of the API is deploy/'s: every Gateway-only grant used, nothing beyond its ClusterRole and Role", async () => {
-    manager.kill('SIGTERM');
+    await stopManager();
     const used = [
       ...new Set(
         cluster.fake.requests
