@@ -10,13 +10,15 @@ import {
   type CustomObjectsApi,
   type KubeConfig,
   type KubernetesObject,
+  type V1ClusterRoleBinding,
   type V1DeleteOptions,
 } from '@kubernetes/client-node';
 import { makeClients, type CallOptions } from '../kube/client.ts';
 import { mergePatch } from '../kube/patch.ts';
 import { ignoringNotFound, runSteps, type StepFailure as FailedStep } from '../controller-kit/steps.ts';
 import { FIELD_MANAGER, GROUP, PLURAL, VERSION } from '../api/names.ts';
-import { KIND_OF, type ChildKind, type Step } from './plan.ts';
+import { GATEWAY_GROUP, GATEWAY_VERSION } from '../api/gateway/names.ts';
+import { KIND_OF, type ManagedKind, type Step } from './step.ts';
 
 export interface ManagerApis {
   readonly core: CoreV1Api;
@@ -40,7 +42,7 @@ export function makeManagerApis(kubeConfig: KubeConfig): ManagerApis {
 
 /** What a write left: the object's resourceVersion, or undefined for one that is gone. */
 export interface Written {
-  readonly child: ChildKind | 'release';
+  readonly child: ManagedKind | 'release' | 'gatewayClass';
   readonly name: string;
   readonly resourceVersion: string | undefined;
 }
@@ -85,7 +87,7 @@ function verbs<T extends KubernetesObject>(
   };
 }
 
-function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ChildKind, call: Call): Verbs {
+function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ManagedKind, call: Call): Verbs {
   switch (child) {
     case 'serviceAccount':
       return verbs(
@@ -119,7 +121,27 @@ function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ChildKind, ca
         policy.deleteNamespacedPodDisruptionBudget,
         call,
       );
+    case 'clusterRoleBinding':
+      // Cluster-scoped: the namespace of the pass is not the object's.
+      return {
+        create: (_namespace, body) =>
+          rbac.createClusterRoleBinding({ body: body as V1ClusterRoleBinding, fieldManager: FIELD_MANAGER }, call),
+        replace: (_namespace, name, body) =>
+          rbac.replaceClusterRoleBinding(
+            { name, body: body as V1ClusterRoleBinding, fieldManager: FIELD_MANAGER },
+            call,
+          ),
+        delete: (_namespace, name, uid) =>
+          rbac.deleteClusterRoleBinding(
+            {
+              name,
+              body: { propagationPolicy: 'Background', ...(uid === undefined ? {} : { preconditions: { uid } }) },
+            },
+            call,
+          ),
+      };
     case 'metricsService':
+    case 'service':
       return verbs(
         core,
         core.createNamespacedService,
@@ -134,7 +156,7 @@ function verbsOf({ core, rbac, apps, policy }: ManagerApis, child: ChildKind, ca
 export type StepFailure = FailedStep<Step>;
 
 /**
- * Runs the steps for the release `namespace/name` while `mayWrite()` holds; `onDone` hears of each
+ * Runs the steps of the pass for `namespace/name` (a release, a Gateway; a GatewayClass: '' and its name) while `mayWrite()` holds; `onDone` hears of each
  * as it succeeds. Stops at the first failure and resolves with it (undefined: all done).
  */
 export async function applyManagerSteps(
@@ -152,10 +174,28 @@ export async function applyManagerSteps(
 async function applyStep(
   apis: ManagerApis,
   namespace: string,
-  release: string,
+  name: string,
   step: Step,
   call: CallOptions,
 ): Promise<Written> {
+  if (step.kind === 'writeClassStatus') {
+    const patched = await apis.custom.patchClusterCustomObjectStatus(
+      {
+        group: GATEWAY_GROUP,
+        version: GATEWAY_VERSION,
+        plural: 'gatewayclasses',
+        name,
+        body: step.patch,
+        fieldManager: FIELD_MANAGER,
+      },
+      mergePatch(call),
+    );
+    return {
+      child: 'gatewayClass',
+      name,
+      resourceVersion: (patched as KubernetesObject).metadata?.resourceVersion,
+    };
+  }
   if (step.kind === 'writeStatus') {
     const patched = await apis.custom.patchNamespacedCustomObjectStatus(
       {
@@ -163,7 +203,7 @@ async function applyStep(
         version: VERSION,
         namespace,
         plural: PLURAL,
-        name: release,
+        name,
         body: step.patch,
         fieldManager: FIELD_MANAGER,
       },
@@ -171,7 +211,7 @@ async function applyStep(
     );
     return {
       child: 'release',
-      name: release,
+      name,
       resourceVersion: (patched as KubernetesObject).metadata?.resourceVersion,
     };
   }
@@ -203,6 +243,8 @@ export function describeStep(step: Step): string {
   switch (step.kind) {
     case 'writeStatus':
       return 'write status.proxy';
+    case 'writeClassStatus':
+      return 'write the GatewayClass status';
     case 'delete':
       return `delete ${KIND_OF[step.child]} ${step.name}`;
     default:

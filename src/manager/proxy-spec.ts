@@ -53,18 +53,17 @@ export function parseQuantity(value: unknown): number | undefined {
   return Number(number) * scale;
 }
 
+/** A proxy without spec.proxy (and every Gateway's): two replicas, deploy/'s resources, anywhere. */
+export const DEFAULT_PROXY_SPEC: ProxySpec = {
+  replicas: DEFAULT_PROXY_REPLICAS,
+  resources: undefined,
+  nodeSelector: undefined,
+  tolerations: undefined,
+  priorityClassName: undefined,
+};
+
 export function readProxySpec(raw: unknown): ProxySpecResult {
-  if (raw === undefined || raw === null)
-    return {
-      ok: true,
-      spec: {
-        replicas: DEFAULT_PROXY_REPLICAS,
-        resources: undefined,
-        nodeSelector: undefined,
-        tolerations: undefined,
-        priorityClassName: undefined,
-      },
-    };
+  if (raw === undefined || raw === null) return { ok: true, spec: DEFAULT_PROXY_SPEC };
   if (!isMapping(raw)) return { ok: false, problems: [`spec.proxy: must be an object, got ${describe(raw)}`] };
   const problems: string[] = [];
   readMapping(raw, 'spec.proxy', FIELDS, problems);

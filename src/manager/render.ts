@@ -5,30 +5,22 @@
 // a pod it uses its ServiceAccount), so `kubectl describe` shows exactly what it runs with.
 
 import type {
-  KubernetesObject,
   V1ContainerPort,
   V1Deployment,
   V1EnvVar,
   V1OwnerReference,
   V1PodDisruptionBudget,
-  V1ResourceRequirements,
   V1RoleBinding,
   V1Service,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../defaults.ts';
+import { DEFAULT_ADMIN_PORT } from '../defaults.ts';
+import { proxyCommonEnv, proxyDeploymentSpec, proxyDisruptionBudgetSpec } from './pod.ts';
 import { API_VERSION, KIND, LABEL_RELEASE, PROXY_ADMIN_PORT_NAME, type Labels } from '../api/names.ts';
 import { labelProblems, takeoverLabels } from '../api/labels.ts';
-import { canonicalDigest } from '../kube/canonical.ts';
+import { withDigests } from './children.ts';
 import { readProxySpec } from './proxy-spec.ts';
-import {
-  ANNOTATION_RENDERED,
-  LABEL_MANAGED_BY,
-  managedLabels,
-  metricsServiceName,
-  PROXY_CLUSTER_ROLE,
-  proxyName,
-} from './types.ts';
+import { LABEL_MANAGED_BY, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName } from './types.ts';
 import type { ManagedRelease, ProxySpec } from '../api/proxy-types.ts';
 
 export interface RenderSettings {
@@ -51,15 +43,6 @@ export type RenderResult =
 
 /** Where the proxy keeps its served config (an emptyDir: it outlives container restarts). */
 const STATE_DIR = '/var/lib/canary-l4';
-/** The preStop pause that lets kube-proxy drop the pod from the Services' endpoints first. */
-const PRE_STOP_SECONDS = 5;
-/** preStop, the control loop's stop (at most 5 s) and the drain, with room to exit. */
-const GRACE_SECONDS = PRE_STOP_SECONDS + 5 + DEFAULT_DRAIN_TIMEOUT_MS / 1000 + 10;
-const DEFAULT_RESOURCES: V1ResourceRequirements = {
-  requests: { cpu: '100m', memory: '128Mi' },
-  // No CPU limit: throttling a proxy adds latency to every connection through it.
-  limits: { memory: '512Mi' },
-};
 /** canary-l4-<release>-metrics must be a DNS-1035 label (63 characters). */
 const MAX_RELEASE_NAME = 63 - metricsServiceName('').length;
 const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -103,13 +86,7 @@ export function renderProxy(release: ManagedRelease, settings: RenderSettings): 
       apiVersion: 'policy/v1',
       kind: 'PodDisruptionBudget',
       metadata: meta(proxyName(name)),
-      // One pod at a time: with two replicas never the last one; with one, a node drain still
-      // proceeds (a PDB that can never be satisfied blocks the cluster's upgrades).
-      spec: {
-        maxUnavailable: 1,
-        unhealthyPodEvictionPolicy: 'AlwaysAllow',
-        selector: { matchLabels: { [LABEL_RELEASE]: name } },
-      },
+      spec: proxyDisruptionBudgetSpec({ [LABEL_RELEASE]: name }),
     },
     metricsService: {
       apiVersion: 'v1',
@@ -139,87 +116,31 @@ function ownerOf(release: ManagedRelease): V1OwnerReference {
 
 function deploymentSpec(release: ManagedRelease, spec: ProxySpec, settings: RenderSettings): V1Deployment['spec'] {
   const name = release.metadata.name;
-  const selector = { [LABEL_RELEASE]: name };
   const env: V1EnvVar[] = [
     { name: 'CANARY_RELEASE_NAME', value: name },
     // In a pod: the proxy listens on the Services' own targetPorts and waits for a Ready pod of its own.
     { name: 'CANARY_L4_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     { name: 'CANARY_RELEASE_NAMESPACE', value: release.metadata.namespace ?? '' },
-    { name: 'CANARY_L4_ADMIN_PORT', value: String(DEFAULT_ADMIN_PORT) },
-    { name: 'CANARY_L4_DRAIN_TIMEOUT', value: String(DEFAULT_DRAIN_TIMEOUT_MS / 1000) },
+    ...proxyCommonEnv(),
     // The last served config, kept across container restarts: a proxy restarted while the API is
     // unreachable serves it at once instead of black-holing its Services.
     { name: 'CANARY_L4_STATE_DIR', value: STATE_DIR },
   ];
-  return {
-    replicas: spec.replicas,
-    revisionHistoryLimit: 3,
-    // The new pod listens on every proxy port before an old one drains: the Services always have an endpoint.
-    strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
-    selector: { matchLabels: selector },
-    template: {
-      metadata: { labels: { ...managedLabels(name, 'proxy'), ...proxyTakeoverLabels(release) } },
-      spec: {
-        serviceAccountName: proxyName(name),
-        // Two replicas on one node would fail together.
-        affinity: {
-          podAntiAffinity: {
-            preferredDuringSchedulingIgnoredDuringExecution: [
-              {
-                weight: 100,
-                podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: selector } },
-              },
-            ],
-          },
-        },
-        terminationGracePeriodSeconds: GRACE_SECONDS,
-        // The proxy listens on the Services' own targetPorts, 80 as well, without any capability
-        // (a safe, namespaced sysctl: it opens no port of the node).
-        securityContext: {
-          runAsNonRoot: true,
-          runAsUser: 1000,
-          runAsGroup: 1000,
-          seccompProfile: { type: 'RuntimeDefault' },
-          sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }],
-        },
-        ...(spec.nodeSelector === undefined ? {} : { nodeSelector: { ...spec.nodeSelector } }),
-        ...(spec.tolerations === undefined
-          ? {}
-          : { tolerations: spec.tolerations.map((toleration) => ({ ...toleration })) }),
-        ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
-        containers: [
-          {
-            name: 'proxy',
-            image: settings.proxyImage,
-            args: ['proxy'],
-            env,
-            // The proxy listens on the Services' own targetPorts (or ports from --port-base); only the
-            // admin port and the Services' named targetPorts are declared, the latter so the names resolve.
-            ports: [
-              { name: PROXY_ADMIN_PORT_NAME, containerPort: DEFAULT_ADMIN_PORT, protocol: 'TCP' },
-              ...namedPorts(release),
-            ],
-            readinessProbe: { httpGet: { path: '/readyz', port: 'admin' }, periodSeconds: 5, failureThreshold: 2 },
-            livenessProbe: {
-              httpGet: { path: '/healthz', port: 'admin' },
-              periodSeconds: 10,
-              timeoutSeconds: 3,
-              failureThreshold: 3,
-            },
-            lifecycle: { preStop: { exec: { command: ['sleep', String(PRE_STOP_SECONDS)] } } },
-            resources: spec.resources === undefined ? DEFAULT_RESOURCES : { ...spec.resources },
-            volumeMounts: [{ name: 'state', mountPath: STATE_DIR }],
-            securityContext: {
-              allowPrivilegeEscalation: false,
-              readOnlyRootFilesystem: true,
-              capabilities: { drop: ['ALL'] },
-            },
-          },
-        ],
-        volumes: [{ name: 'state', emptyDir: { sizeLimit: '1Mi' } }],
-      },
-    },
-  };
+  return proxyDeploymentSpec({
+    selector: { [LABEL_RELEASE]: name },
+    podLabels: { ...managedLabels(name, 'proxy'), ...proxyTakeoverLabels(release) },
+    serviceAccountName: proxyName(name),
+    image: settings.proxyImage,
+    args: ['proxy'],
+    env,
+    // The proxy listens on the Services' own targetPorts (or ports from --port-base); only the
+    // admin port and the Services' named targetPorts are declared, the latter so the names resolve.
+    ports: namedPorts(release),
+    placement: spec,
+    volumes: [
+      { volume: { name: 'state', emptyDir: { sizeLimit: '1Mi' } }, mount: { name: 'state', mountPath: STATE_DIR } },
+    ],
+  });
 }
 
 /**
@@ -257,22 +178,4 @@ function namedPorts(release: ManagedRelease): V1ContainerPort[] {
         (port.protocol === 'TCP' || port.protocol === 'UDP'),
     )
     .map((port) => ({ name: port.name, containerPort: port.containerPort, protocol: port.protocol }));
-}
-
-/** Each object annotated with a digest of itself, so a field dropped from the rendering is noticed. */
-function withDigests(objects: RenderedProxy): RenderedProxy {
-  const stamp = <T extends KubernetesObject>(object: T): T => ({
-    ...object,
-    metadata: {
-      ...object.metadata,
-      annotations: { ...object.metadata?.annotations, [ANNOTATION_RENDERED]: canonicalDigest(object) },
-    },
-  });
-  return {
-    serviceAccount: stamp(objects.serviceAccount),
-    roleBinding: stamp(objects.roleBinding),
-    deployment: stamp(objects.deployment),
-    podDisruptionBudget: stamp(objects.podDisruptionBudget),
-    metricsService: stamp(objects.metricsService),
-  };
 }

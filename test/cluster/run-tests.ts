@@ -41,6 +41,9 @@ export const SUITE = [
   // rolled by the Deployment controller, leader election, the state dir, a stepped release rolled back
   // by its analysis, deletion and the garbage collector
   'test/cluster/release.test.ts',
+  // the Gateway API CRDs and kubectl apply -k deploy/: a Gateway's proxy objects from the manager, its class
+  // Accepted, the garbage collector, and no request of the manager refused by deploy/'s RBAC
+  'test/cluster/gateway.test.ts',
 ];
 
 const root = fileURLToPath(new URL('../../', import.meta.url));

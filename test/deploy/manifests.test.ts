@@ -30,6 +30,7 @@ import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/defaults
 import { KIND, LABEL_RELEASE } from '../../src/api/names.ts';
 import { renderProxy } from '../../src/manager/render.ts';
 import { PROXY_CLUSTER_ROLE } from '../../src/manager/types.ts';
+import { GATEWAY_CLUSTER_ROLE, GATEWAY_LEASE_ROLE } from '../../src/manager/gateway-types.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject } from './manifests.ts';
 import { requireTool } from '../support/process/required-tool.ts';
@@ -118,12 +119,14 @@ describe('deploy/: the default install, CRD and manager', () => {
     assert.equal(kustomization.namespace, MANAGER_NAMESPACE);
   });
 
-  it('holds the CRD, the manager, the proxy ClusterRole, and nothing per release', () => {
+  it("holds the CRD, the manager, the proxy's and the gateway pods' ClusterRoles, and nothing per release", () => {
     const installed = allObjects().filter((object) => object.kind !== KIND);
     assert.deepEqual(installed.map((object) => `${object.apiVersion} ${object.kind}`).sort(), [
       'apiextensions.k8s.io/v1 CustomResourceDefinition',
       'apps/v1 Deployment',
       'policy/v1 PodDisruptionBudget',
+      'rbac.authorization.k8s.io/v1 ClusterRole',
+      'rbac.authorization.k8s.io/v1 ClusterRole',
       'rbac.authorization.k8s.io/v1 ClusterRole',
       'rbac.authorization.k8s.io/v1 ClusterRole',
       'rbac.authorization.k8s.io/v1 ClusterRoleBinding',
@@ -183,13 +186,22 @@ describe('deploy/: the default install, CRD and manager', () => {
   });
 
   // That the rules are exactly what the manager uses is checked where it runs: test/manager/manager.test.ts.
-  it("lets the manager bind the proxy's ClusterRole without holding its rights, and grants no wildcard", () => {
+  it("lets the manager bind the proxy's and the gateway pods' ClusterRoles without holding their rights, and grants no wildcard", () => {
     const role = named<V1ClusterRole>('ClusterRole', 'canary-l4-manager');
     const bind = role.rules?.filter((rule) => rule.verbs.includes('bind')) ?? [];
     assert.deepEqual(
       bind.map((rule) => [rule.resources, rule.resourceNames, rule.verbs]),
-      [[['clusterroles'], [PROXY_CLUSTER_ROLE], ['bind']]],
+      [
+        [['clusterroles'], [PROXY_CLUSTER_ROLE], ['bind']],
+        [['clusterroles'], [GATEWAY_CLUSTER_ROLE, GATEWAY_LEASE_ROLE], ['bind']],
+      ],
     );
+    for (const name of [GATEWAY_CLUSTER_ROLE, GATEWAY_LEASE_ROLE])
+      assert.equal(
+        named<V1ClusterRole>('ClusterRole', name).kind,
+        'ClusterRole',
+        `deploy/ ships ${name}, which it binds`,
+      );
     const everything = [...grants(role.rules), ...grants(theOnly<V1Role>('Role').rules)];
     assert.ok(
       everything.every((grant) => !grant.includes('*')),
@@ -198,6 +210,8 @@ describe('deploy/: the default install, CRD and manager', () => {
     for (const proxyOnly of [
       'patch canary-l4.io/canaryreleases',
       'patch core/services',
+      'patch gateway.networking.k8s.io/gateways/status',
+      'list gateway.networking.k8s.io/tcproutes',
       'escalate rbac.authorization.k8s.io/clusterroles',
     ]) {
       assert.ok(!everything.includes(proxyOnly), `the manager does not ${proxyOnly}`);

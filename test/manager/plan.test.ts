@@ -91,7 +91,7 @@ function readyPod(name: string, ready = true, extra: Partial<V1Pod['status']> = 
 
 const objectSteps = (steps: readonly Step[]) =>
   steps
-    .filter((step) => step.kind !== 'writeStatus')
+    .filter((step) => step.kind !== 'writeStatus' && step.kind !== 'writeClassStatus')
     .map((step) => (step.kind === 'delete' ? `delete ${step.child}` : `${step.kind} ${step.child}`));
 const statusOf = (steps: readonly Step[]) =>
   steps.find((step): step is Extract<Step, { kind: 'writeStatus' }> => step.kind === 'writeStatus')?.patch;

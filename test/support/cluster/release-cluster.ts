@@ -504,6 +504,26 @@ export const WORKLOAD_ONLY_GRANTS = [
   'update apps/deployments',
 ];
 
+/**
+ * The grants of the manager's ClusterRole that only Gateways use (test/manager/gateway.test.ts checks
+ * it uses them; manager.test.ts, with no Gateway API, that it uses the rest). `update
+ * gateways/finalizers` is left out of both: only the OwnerReferencesPermissionEnforcement admission
+ * plugin asks for it (blockOwnerDeletion), and the fake runs none.
+ */
+export const MANAGER_GATEWAY_ONLY_GRANTS = [
+  'create rbac.authorization.k8s.io/clusterrolebindings',
+  'delete rbac.authorization.k8s.io/clusterrolebindings',
+  'list gateway.networking.k8s.io/gatewayclasses',
+  'list gateway.networking.k8s.io/gateways',
+  'list rbac.authorization.k8s.io/clusterrolebindings',
+  'patch gateway.networking.k8s.io/gatewayclasses/status',
+  'update rbac.authorization.k8s.io/clusterrolebindings',
+  'watch gateway.networking.k8s.io/gatewayclasses',
+  'watch gateway.networking.k8s.io/gateways',
+  'watch rbac.authorization.k8s.io/clusterrolebindings',
+];
+export const MANAGER_ADMISSION_ONLY_GRANTS = ['update gateway.networking.k8s.io/gateways/finalizers'];
+
 /** The proxy ClusterRole, less what only spec.workloads uses: what a release without workloads must use, exactly. */
 export function proxyGrantsWithoutWorkloads(): string[] {
   return roleGrants('proxy-rbac.yaml', 'ClusterRole', 'canary-l4-proxy').filter(
