@@ -5,6 +5,7 @@
 // Failures retry with capped backoff forever; a periodic resync repairs what no event announced.
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { formatTime } from '../api/conditions.ts';
 import { GATEWAY_CONTROLLER_NAME } from '../api/gateway/names.ts';
 import type { Gateway, GatewayAddress } from '../api/gateway/types.ts';
 import type { L4Config } from '../config/types.ts';
@@ -137,7 +138,7 @@ export class GatewayController {
     const plan = await this.#serve(gateway!);
     this.#options.process.setReady(true);
     return await this.#writeStatuses(() =>
-      statusWrites(gateway!, gatewayClass!, plan, (kind) => this.#watches.routeVersion(kind), statusTime()),
+      statusWrites(gateway!, gatewayClass!, plan, (kind) => this.#watches.routeVersion(kind), formatTime(new Date())),
     );
   }
 
@@ -164,7 +165,7 @@ export class GatewayController {
         listenHost: this.#options.listenHost,
         reservedPorts: this.#options.reservedPorts,
         unbindable,
-        now: statusTime(),
+        now: formatTime(new Date()),
       });
       try {
         if (await this.#options.process.applyConfig(plan.config)) {
@@ -246,9 +247,4 @@ function describeListener(listener: L4Config['listeners'][number]): string {
     .map((b) => `${b.name}=${b.weight}${b.refuse === true ? '(refused)' : ''}`)
     .join(',');
   return `${listener.name} ${listener.protocol}/${listener.listen.port} → ${backends}`;
-}
-
-/** Now, to the second: a condition's lastTransitionTime is a metav1.Time, which the API writes so. */
-function statusTime(): string {
-  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 }

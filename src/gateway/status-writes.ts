@@ -3,24 +3,16 @@
 // writer, this Gateway's leader), and each route's status.parents (shared with other controllers and
 // other Gateways: written with the resourceVersion read, so a concurrent write is retried, never
 // overwritten). Only what differs from what the caches show is written.
-import {
-  ConditionType,
-  GATEWAY_CONTROLLER_NAME,
-  GATEWAY_GROUP,
-  GATEWAY_VERSION,
-  Reason,
-  ROUTE_RESOURCES,
-  type RouteKind,
-} from '../api/gateway/names.ts';
+import { GATEWAY_GROUP, GATEWAY_VERSION, ROUTE_RESOURCES, type RouteKind } from '../api/gateway/names.ts';
 import type { Gateway, GatewayClass, GatewayStatus, RouteParentStatus } from '../api/gateway/types.ts';
+import { type ClassStatusPatch, classStatusPatch } from '../api/gateway/class-status.ts';
 import type { CallOptions, KubeClients } from '../kube/client.ts';
 import { sameJson } from '../kube/canonical.ts';
 import { mergePatch } from '../kube/patch.ts';
-import { conditionsOf, verdict } from './model/conditions.ts';
 import type { GatewayPlan, RouteStatusPlan } from './model/resolve.ts';
 
 export type StatusWrite =
-  | { readonly kind: 'GatewayClass'; readonly name: string; readonly status: GatewayClass['status'] }
+  | { readonly kind: 'GatewayClass'; readonly name: string; readonly patch: ClassStatusPatch }
   | { readonly kind: 'Gateway'; readonly namespace: string; readonly name: string; readonly status: GatewayStatus }
   | {
       readonly kind: 'TCPRoute' | 'UDPRoute';
@@ -41,9 +33,9 @@ export function statusWrites(
   now: string,
 ): StatusWrite[] {
   const writes: StatusWrite[] = [];
-  const classStatus = acceptedClassStatus(gatewayClass, now);
-  if (classStatus !== undefined)
-    writes.push({ kind: 'GatewayClass', name: gatewayClass.metadata.name, status: classStatus });
+  const classPatch = classStatusPatch(gatewayClass, new Date(now));
+  if (classPatch !== undefined)
+    writes.push({ kind: 'GatewayClass', name: gatewayClass.metadata.name, patch: classPatch });
   const current = gateway.status ?? {};
   if (
     !sameJson(
@@ -78,31 +70,6 @@ export function routeStatusWrites(
     }));
 }
 
-/**
- * The class's status with Accepted=True at its generation, or undefined when it says so already.
- * canary-l4 takes no parameters: a class with a parametersRef is not accepted.
- */
-export function acceptedClassStatus(gatewayClass: GatewayClass, now: string): GatewayClass['status'] | undefined {
-  const previous = gatewayClass.status?.conditions ?? [];
-  const parameters = gatewayClass.spec.parametersRef;
-  const accepted =
-    parameters === undefined
-      ? verdict(ConditionType.Accepted, true, Reason.Accepted, `handled by ${GATEWAY_CONTROLLER_NAME}`)
-      : verdict(
-          ConditionType.Accepted,
-          false,
-          Reason.InvalidParameters,
-          `spec.parametersRef (${parameters.kind} ${parameters.name}): canary-l4 takes no parameters; remove it`,
-        );
-  const [condition] = conditionsOf([accepted], previous, gatewayClass.metadata.generation, now);
-  const before = previous.find((c) => c.type === ConditionType.Accepted);
-  if (before !== undefined && sameJson(before, condition)) return undefined;
-  return {
-    ...gatewayClass.status,
-    conditions: [...previous.filter((c) => c.type !== ConditionType.Accepted), condition!],
-  };
-}
-
 /** Makes one write; resolves to the object's new resourceVersion. */
 export async function writeStatus(
   write: StatusWrite,
@@ -113,7 +80,7 @@ export async function writeStatus(
   let written: unknown;
   if (write.kind === 'GatewayClass') {
     written = await clients.custom.patchClusterCustomObjectStatus(
-      { ...api, plural: 'gatewayclasses', name: write.name, body: { status: write.status } },
+      { ...api, plural: 'gatewayclasses', name: write.name, body: write.patch },
       mergePatch(call),
     );
   } else if (write.kind === 'Gateway') {

@@ -2,7 +2,7 @@
 // GatewayClasses (once the Gateway API is served: gateway-watch.ts) and on what the manager keeps
 // for them (found by its managed-by label), in every watched namespace; events only add the key of
 // a release, a Gateway or a GatewayClass to the work queue; a worker reads the caches, calls the
-// pure plan (plan.ts, gateway-plan.ts, gateway-class.ts) and applies its steps. Only the Lease
+// pure plan (plan.ts, gateway-plan.ts, api/gateway/class-status.ts) and applies its steps. Only the Lease
 // holder writes. Failures retry with backoff per key (the others go on); a periodic resync repairs
 // what no event announced.
 
@@ -25,7 +25,7 @@ import type { Gateway, GatewayClass } from '../api/gateway/types.ts';
 import { applyManagerSteps, describeStep, type ManagerApis, type StepFailure, type Written } from './apply.ts';
 import { CHILD_KINDS, childName, plan, type ChildKind, type Plan } from './plan.ts';
 import { KIND_OF, type Step } from './step.ts';
-import { classStatusPatch, isOurClass, servesClass } from './gateway-class.ts';
+import { classStatusPatch, isOurClass, servesClass } from '../api/gateway/class-status.ts';
 import { planGateway, type GatewayPlan, type ObservedGateway } from './gateway-plan.ts';
 import { GATEWAY_KINDS, gatewayChildName } from './gateway-render.ts';
 import { LABEL_GATEWAY, LABEL_GATEWAY_NAMESPACE } from './gateway-types.ts';

@@ -3,7 +3,7 @@
 
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { StatusPatch } from './status.ts';
-import type { ClassStatusPatch } from './gateway-class.ts';
+import type { ClassStatusPatch } from '../api/gateway/class-status.ts';
 
 /** Every kind of object the manager keeps (a release's or a Gateway's). */
 export type ManagedKind =

@@ -1,12 +1,14 @@
-// The Accepted condition the manager writes on each GatewayClass of canary-l4's controller name.
-// Pure. canary-l4 takes no parameters, so a class with spec.parametersRef is not accepted (the spec's
-// InvalidParameters). Written through the status subresource as one merge patch carrying the
+// The Accepted condition canary-l4 writes on each GatewayClass of its controller name: the manager for
+// the classes it serves, and a gateway run from a host for its own class, in the same words, so the
+// two never undo each other's write. Pure. canary-l4 takes no parameters, so a class with
+// spec.parametersRef is not accepted (the spec's InvalidParameters). Written through the status
+// subresource as one merge patch carrying the
 // class's resourceVersion (conditions are a list, replaced whole), and only when it differs, so
 // the write's own watch event finds nothing to do.
 
-import { formatTime } from '../api/conditions.ts';
-import { ConditionType, GATEWAY_CONTROLLER_NAME, Reason } from '../api/gateway/names.ts';
-import type { Condition, ConditionStatus, GatewayClass } from '../api/gateway/types.ts';
+import { formatTime } from '../conditions.ts';
+import { ConditionType, GATEWAY_CONTROLLER_NAME, Reason } from './names.ts';
+import type { Condition, ConditionStatus, GatewayClass } from './types.ts';
 
 export interface ClassStatusPatch {
   readonly metadata: { readonly resourceVersion: string | undefined };
