@@ -4,15 +4,19 @@
 // Services' cluster IPs (the test plays kube-proxy). On the fake and, with CANARY_TEST_API=real, on
 // a real control plane (test/support/cluster/api-under-test.ts).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { Gateway, L4Route } from '../../src/api/gateway/types.ts';
 import { type ApiUnderTest, startApiUnderTest, suiteTimeout } from '../support/cluster/api-under-test.ts';
 import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
+import { roleGrants } from '../support/cluster/release-cluster.ts';
+import { installGatewayApi } from '../support/gateway-api/crds.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
 import {
   countBy,
@@ -32,27 +36,51 @@ const NS = 'default';
 const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
 const BACKEND_PORT = 3000;
 
-async function installGatewayCrds(kubectl: Kubectl, custom: CustomObjectsApi): Promise<void> {
-  const module = JSON.parse(
-    execFileSync('go', ['mod', 'download', '-json', 'sigs.k8s.io/gateway-api@v1.6.3'], { encoding: 'utf8' }),
-  ) as { Dir: string };
-  for (const plural of ['gatewayclasses', 'gateways', 'tcproutes', 'udproutes', 'referencegrants'])
-    await kubectl(
-      'apply',
-      '--server-side',
-      '-f',
-      `${module.Dir}/config/crd/standard/gateway.networking.k8s.io_${plural}.yaml`,
-    );
-  // A real API serves a new CRD's objects once its storage is up.
-  await waitFor(
-    () =>
-      custom.listClusterCustomObject({ ...GATEWAY_API, plural: 'gatewayclasses' }).then(
-        () => true,
-        () => false,
-      ),
-    'the Gateway API to be served',
-    30_000,
+/** The gateway's identity: on the real API its ServiceAccount, bound to deploy/gateway-rbac.yaml's ClusterRoles as the manager binds it. */
+const GATEWAY_USER = 'canary-l4-gateway-l4';
+
+async function gatewayKubeconfig(api: ApiUnderTest, kubectl: Kubectl): Promise<string> {
+  const path = join(kubectl.home, 'gateway-kubeconfig');
+  if (api.real === undefined) {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: 'fake', server: api.url, skipTLSVerify: true }],
+      users: [{ name: GATEWAY_USER, token: GATEWAY_USER }],
+      contexts: [{ name: 'fake', cluster: 'fake', user: GATEWAY_USER, namespace: NS }],
+      currentContext: 'fake',
+    });
+    writeFileSync(path, kubeConfig.exportConfig());
+    return path;
+  }
+  await kubectl('apply', '-f', fileURLToPath(new URL('../../deploy/gateway-rbac.yaml', import.meta.url)));
+  await kubectl('create', 'serviceaccount', GATEWAY_USER, '-n', NS);
+  await kubectl(
+    'create',
+    'clusterrolebinding',
+    GATEWAY_USER,
+    '--clusterrole=canary-l4-gateway',
+    `--serviceaccount=${NS}:${GATEWAY_USER}`,
   );
+  await kubectl(
+    'create',
+    'rolebinding',
+    GATEWAY_USER,
+    '-n',
+    NS,
+    '--clusterrole=canary-l4-gateway-leases',
+    `--serviceaccount=${NS}:${GATEWAY_USER}`,
+  );
+  writeFileSync(path, (await api.real.serviceAccountKubeConfig(NS, GATEWAY_USER)).exportConfig());
+  return path;
+}
+
+/** The gateway's requests as RBAC rules, `verb group/resource[/subresource]`, and those refused. */
+function gatewayRequests(api: ApiUnderTest): { used: string[]; forbidden: string[] } {
+  const user = api.real === undefined ? GATEWAY_USER : `system:serviceaccount:${NS}:${GATEWAY_USER}`;
+  const mine = api.requests().filter((r) => r.user === user && r.resource !== '');
+  const rule = (r: (typeof mine)[number]) =>
+    `${r.verb} ${r.group || 'core'}/${r.resource}${r.subresource ? `/${r.subresource}` : ''}`;
+  return { used: [...new Set(mine.map(rule))].sort(), forbidden: mine.filter((r) => r.code === 403).map(rule) };
 }
 
 describe('canary-l4 gateway: a TCP and a UDP listener, split 80/20 by a TCPRoute and a UDPRoute', {
@@ -111,7 +139,7 @@ describe('canary-l4 gateway: a TCP and a UDP listener, split 80/20 by a TCPRoute
     api = await startApiUnderTest(SERVICE_CIDR, { bookmarkIntervalMs: 1000 });
     kubectl = await kubectlFor(api);
     custom = api.kubeConfig.makeApiClient(CustomObjectsApi);
-    await installGatewayCrds(kubectl, custom);
+    await installGatewayApi(api.kubeconfigPath);
     for (const name of ['v1', 'v2']) {
       const service = {
         apiVersion: 'v1',
@@ -177,7 +205,7 @@ describe('canary-l4 gateway: a TCP and a UDP listener, split 80/20 by a TCPRoute
       '--gateway',
       'l4',
       '--kubeconfig',
-      api.kubeconfigPath,
+      await gatewayKubeconfig(api, kubectl),
       '--listen-address',
       '127.0.0.1',
       '--admin-port',
@@ -368,6 +396,26 @@ describe('canary-l4 gateway: a TCP and a UDP listener, split 80/20 by a TCPRoute
       async () => ((await getRoute('tcproutes', 'tcp')).status?.parents ?? []).length === 0,
       'the route to lose the deleted Gateway’s entry',
       10_000,
+    );
+  });
+
+  it('asked the API for exactly what deploy/gateway-rbac.yaml grants, and was refused nothing', () => {
+    const { used, forbidden } = gatewayRequests(api);
+    assert.deepEqual(forbidden, []);
+    const granted = [
+      ...roleGrants('gateway-rbac.yaml', 'ClusterRole', 'canary-l4-gateway'),
+      ...roleGrants('gateway-rbac.yaml', 'ClusterRole', 'canary-l4-gateway-leases'),
+    ];
+    assert.deepEqual(
+      used.filter((rule) => !granted.includes(rule)),
+      [],
+      'asked beyond its ClusterRoles',
+    );
+    // The class's Accepted is the manager's to write when one runs; here none does, so the gateway wrote it.
+    assert.deepEqual(
+      granted.filter((rule) => !used.includes(rule)),
+      [],
+      'granted, never used: least privilege',
     );
   });
 });
