@@ -58,7 +58,7 @@ export interface RenderedGateway {
   readonly clusterRoleBinding: V1ClusterRoleBinding;
   readonly deployment: V1Deployment;
   readonly podDisruptionBudget: V1PodDisruptionBudget;
-  /** Absent only for a Gateway with no listener a port can be made of (a Service needs a port). */
+  /** Absent while the Gateway has no TCP or UDP listener (a Service needs a port). */
   readonly service?: V1Service;
 }
 
@@ -67,6 +67,8 @@ export type GatewayRenderResult =
   | { readonly ok: false; readonly problems: readonly string[] };
 
 const NAME = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+/** The protocols of the listeners canary-l4 serves (the others are the gateway command's to refuse). */
+const L4_PROTOCOLS = ['TCP', 'UDP'] as const;
 
 /** The name of each object kept for the Gateway (the ClusterRoleBinding's holds its namespace). */
 export function gatewayChildName(kind: GatewayKind, namespace: string, gateway: string): string {
@@ -172,18 +174,13 @@ function ownerOf(gateway: Gateway): V1OwnerReference {
   };
 }
 
-/**
- * One port per distinct (port, transport) of the listeners, by port then protocol: UDP for a UDP
- * listener, TCP for every other. The listeners canary-l4 does not serve (HTTP, HTTPS, TLS) get their
- * port too, so that every Gateway has an address and a complete status; the gateway refuses them by
- * name in their conditions, and nothing listens on their port.
- */
+/** One port per distinct (port, protocol) of the TCP and UDP listeners, by port then protocol. */
 export function servicePorts(gateway: Gateway): V1ServicePort[] {
   const seen = new Set<string>();
   const ports: V1ServicePort[] = [];
   for (const listener of gateway.spec?.listeners ?? []) {
-    const protocol = listener.protocol === 'UDP' ? 'UDP' : 'TCP';
-    if (!Number.isInteger(listener.port)) continue;
+    const protocol = L4_PROTOCOLS.find((known) => known === listener.protocol);
+    if (protocol === undefined || !Number.isInteger(listener.port)) continue;
     const name = `${protocol.toLowerCase()}-${listener.port}`;
     if (seen.has(name)) continue;
     seen.add(name);

@@ -89,12 +89,12 @@ describe("the manager's pass for a Gateway", () => {
     assert.equal(service.spec.clusterIP, '10.0.0.9');
   });
 
-  it('the last TCP/UDP listener replaced by an HTTP one: the Service stays (the Gateway keeps its address), with that port', () => {
+  it('the last TCP/UDP listener gone: the Service goes', () => {
     const planned = planGateway(
       observed({ gateway: gateway([{ name: 'web', port: 80, protocol: 'HTTP' }]), children: made(gateway()) }),
       SETTINGS,
     );
-    assert.deepEqual(steps(planned.steps), ['replace service']);
+    assert.deepEqual(steps(planned.steps), ['delete service canary-l4-gateway-edge']);
   });
 
   const gone: [string, Partial<ObservedGateway>][] = [

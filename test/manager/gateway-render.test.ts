@@ -152,9 +152,9 @@ describe('the proxy the manager renders for a Gateway', () => {
       ['udp-5000 5000→5000/UDP', 'tcp-9300 9300→9300/TCP'],
     ],
     [
-      'HTTP, HTTPS and TLS listeners, which the gateway refuses, get a TCP port too: the Gateway has an address',
+      "HTTP, HTTPS and TLS listeners are not canary-l4's: no port",
       [{ name: 'web', port: 80, protocol: 'HTTP' }, { name: 'tls', port: 443, protocol: 'TLS' }, UDP(8125)],
-      ['tcp-80 80→80/TCP', 'tcp-443 443→443/TCP', 'udp-8125 8125→8125/UDP'],
+      ['udp-8125 8125→8125/UDP'],
     ],
     [
       'by port, then protocol',
@@ -176,11 +176,8 @@ describe('the proxy the manager renders for a Gateway', () => {
     });
   }
 
-  it('an HTTP-only Gateway still gets its Service, so its status can say Accepted and Programmed at an address', () => {
-    assert.deepEqual(
-      rendered(gateway([{ name: 'web', port: 80, protocol: 'HTTP' }])).service?.spec?.ports?.map((p) => p.name),
-      ['tcp-80'],
-    );
+  it('no TCP or UDP listener: no Service (a Service needs a port)', () => {
+    assert.equal(rendered(gateway([{ name: 'web', port: 80, protocol: 'HTTP' }])).service, undefined);
   });
 
   it('a listener added changes the Service alone: the Deployment is rendered the same, so its pods do not roll', () => {
