@@ -23,7 +23,7 @@ const testifyFailure = [
   '    helpers.go:312: \n',
   '        \tError Trace:\t/x/helpers.go:312\n',
   '        \tError:      \tReceived unexpected error:\n',
-  '        \t            \tcontext deadline exceeded\n',
+  '        \t            \tcontext deadline exceeded: 2 pods not ready\n',
   '        \tTest:       \tTestConformance/UDPRoute\n',
   '        \tMessages:   \terror waiting for gateway-conformance-infra namespaces to be ready\n',
 ];
@@ -84,7 +84,7 @@ describe('reading a conformance run', () => {
     assert.equal(results.tests[0]!.why, 'needs HTTP: its Gateways have HTTP listeners');
     assert.equal(
       results.tests[2]!.why,
-      'Received unexpected error: context deadline exceeded; error waiting for gateway-conformance-infra namespaces to be ready',
+      'Received unexpected error: context deadline exceeded: 2 pods not ready; error waiting for gateway-conformance-infra namespaces to be ready',
     );
     assert.equal(results.tests[1]!.seconds, 12.5);
     assert.equal(results.setupFailure, undefined);
@@ -113,7 +113,18 @@ describe('reading a conformance run', () => {
       event('fail', 'TestConformance', undefined, 180),
     ].join('\n');
     const results = readResults(setup, undefined);
-    assert.match(results.setupFailure ?? '', /context deadline exceeded/);
+    assert.equal(
+      results.setupFailure,
+      'Received unexpected error: context deadline exceeded: 2 pods not ready; error waiting for gateway-conformance-infra namespaces to be ready',
+    );
+    assert.deepEqual(
+      results.tests.map((test) => [test.name, test.outcome]),
+      [
+        ['TCPRouteWeightedRouting', 'not run'],
+        ['UDPRoute', 'not run'],
+        ['GatewayModifyListeners', 'skipped'],
+      ],
+    );
     assert.deepEqual(
       claimedFailures(results).map((test) => [test.name, test.outcome]),
       [
@@ -152,7 +163,7 @@ describe('docs/conformance.md', () => {
     assert.match(text, /\| GATEWAY-UDP \| failure \| success \|/);
     assert.match(
       text,
-      /\| UDPRoute \| yes \| \*\*failed\*\* \| 300\.2 s \| Received unexpected error: context deadline exceeded;/,
+      /\| UDPRoute \| yes \| \*\*failed\*\* \| 300\.2 s \| Received unexpected error: context deadline exceeded: 2 pods not ready;/,
     );
     assert.match(text, /\| GatewayModifyListeners \| no \| skipped \| 0\.0 s \| needs HTTP: /);
     assert.match(text, /\[conformance-report\.yaml\]\(conformance-report\.yaml\)/);

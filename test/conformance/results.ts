@@ -50,6 +50,7 @@ const ROOT = 'TestConformance';
 const CLAIM = /canary-l4: claims (\S+)/;
 const HTTP_SKIP = /canary-l4: skipping (\S+): (needs HTTP: .*)/;
 const SUITE_SKIP = /Skipping \S+: (.*)/;
+const CONTINUED = /^\s*\t +\t(.*)$/;
 const MAX_WHY = 400;
 
 /** test2json's lines (anything else, e.g. a build's words, is ignored). */
@@ -72,12 +73,14 @@ export function failureWords(output: readonly string[]): string {
   const lines = output.join('').split('\n');
   const blocks: string[] = [];
   for (let i = 0; i < lines.length; i++) {
-    const start = /^\s+(Error|Messages):\s+(.*)$/.exec(lines[i]!);
+    const start = /^\s*\t(Error|Messages):\s*\t(.*)$/.exec(lines[i]!);
     if (start === null) continue;
     const words = [start[2]!.trim()];
-    // testify indents a block's further lines with a tab after the label's column and no label.
-    while (i + 1 < lines.length && /^\s+\t/.test(lines[i + 1]!) && !/^\s+\w[\w ]*:\s/.test(lines[i + 1]!))
-      words.push(lines[++i]!.trim());
+    // testify writes a block's further lines with the label's column blank: `\t            \t<words>`.
+    for (let more = CONTINUED.exec(lines[i + 1] ?? ''); more !== null; more = CONTINUED.exec(lines[i + 1] ?? '')) {
+      words.push(more[1]!.trim());
+      i++;
+    }
     blocks.push(words.filter(Boolean).join(' '));
   }
   const unique = [...new Set(blocks.filter(Boolean))];
@@ -117,8 +120,16 @@ export function readResults(eventsText: string, reportYaml: string | undefined):
       continue;
     }
     const seconds = end?.Elapsed ?? 0;
-    const outcome: Outcome =
-      end === undefined ? 'not run' : end.Action === 'pass' ? 'passed' : end.Action === 'fail' ? 'failed' : 'skipped';
+    // A test skipped for HTTP is skipped whether or not the suite got to it.
+    const outcome: Outcome = httpSkips.has(name)
+      ? 'skipped'
+      : end === undefined
+        ? 'not run'
+        : end.Action === 'pass'
+          ? 'passed'
+          : end.Action === 'fail'
+            ? 'failed'
+            : 'skipped';
     const why =
       outcome === 'failed'
         ? failureWords(subtestOutput(output, key))

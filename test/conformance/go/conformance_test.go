@@ -79,6 +79,14 @@ const baseManifests = "canary-l4/base-manifests.yaml"
 const readinessSkip = kubernetes.GatewayExcludedFromReadinessChecks
 
 func TestConformance(t *testing.T) {
+	// run.ts reads these two kinds of line, first: what is claimed, run or not (a setup that fails runs none).
+	claimed, skipped := selection(t)
+	for _, name := range claimed {
+		t.Logf("canary-l4: claims %s", name)
+	}
+	for _, name := range skipped {
+		t.Logf("canary-l4: skipping %s: needs HTTP: %s", name, needHTTP[name])
+	}
 	opts := conformance.DefaultOptions(t)
 	if !flagSet("gateway-class") {
 		opts.GatewayClassName = envOr("CONFORMANCE_GATEWAY_CLASS", "canary-l4")
@@ -95,7 +103,6 @@ func TestConformance(t *testing.T) {
 	}
 	opts.SupportedFeatures = supportedFeatures
 	opts.ConformanceProfiles = profiles
-	claimed, skipped := selection(t)
 	opts.SkipTests = skipped
 
 	base, err := l4BaseManifests(conformance.Manifests)
@@ -105,13 +112,6 @@ func TestConformance(t *testing.T) {
 	opts.BaseManifests = baseManifests
 	opts.ManifestFS = []fs.FS{&conformance.Manifests, fstest.MapFS{baseManifests: &fstest.MapFile{Data: base}}}
 
-	// run.ts reads these two kinds of line: what is claimed, run or not (a setup that fails runs none).
-	for _, name := range claimed {
-		t.Logf("canary-l4: claims %s", name)
-	}
-	for _, name := range opts.SkipTests {
-		t.Logf("canary-l4: skipping %s: needs HTTP: %s", name, needHTTP[name])
-	}
 	conformance.RunConformanceWithOptions(t, opts)
 }
 
