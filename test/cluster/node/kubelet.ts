@@ -48,6 +48,8 @@ import { writeObjectVolumes } from './volumes.ts';
 const strategicMerge = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 const RESTART_BACKOFF_MS = [1000, 2000, 4000, 8000, 10_000];
 const TOKEN_SECONDS = 3600;
+/** How often a volume whose Secret or ConfigMap is missing is tried again. */
+const VOLUME_RETRY_MS = 2000;
 
 export interface Image {
   readonly command: readonly string[];
@@ -268,12 +270,33 @@ class Kubelet implements NodeKubelet {
         this.#writeStatus(run);
         return;
       }
+      if (!(await this.#mountVolumes(run))) return;
       for (const container of run.containers) this.#startContainer(run, container, env);
       this.#writeStatus(run);
     })();
   }
 
-  /** What every container of the pod shares: the pod's identity, HOME, and its secret and configMap volumes. */
+  /**
+   * The pod's secret and configMap volumes written (volumes.ts); until their objects exist the pod stays
+   * ContainerCreating with the mount's error and the kubelet retries, as the real one does (a Deployment is often
+   * applied before its Secret). False when the pod stopped meanwhile.
+   */
+  async #mountVolumes(run: PodRun): Promise<boolean> {
+    for (;;) {
+      if (run.stopped || this.#stopped) return false;
+      try {
+        run.volumes = await writeObjectVolumes(this.#core, run.pod, this.#dir, run.dirs);
+        return true;
+      } catch (err) {
+        for (const container of run.containers)
+          container.state = { waiting: { reason: 'ContainerCreating', message: (err as Error).message } };
+        this.#writeStatus(run);
+        await sleep(VOLUME_RETRY_MS);
+      }
+    }
+  }
+
+  /** What every container of the pod shares: the pod's identity, HOME, and its kubeconfig. */
   async #podEnv(run: PodRun): Promise<NodeJS.ProcessEnv> {
     const pod = run.pod;
     const home = mkdtempSync(join(this.#dir, 'pod-'));
@@ -291,7 +314,6 @@ class Kubelet implements NodeKubelet {
         },
       },
     });
-    run.volumes = await writeObjectVolumes(this.#core, pod, this.#dir, run.dirs);
     const kubeconfig = join(home, 'kubeconfig');
     writeFileSync(
       kubeconfig,

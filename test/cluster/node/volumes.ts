@@ -2,8 +2,8 @@
  * The secret and configMap volumes of a pod, as the kubelet writes them before its containers start: one
  * directory per volume under `dir`, a file per key (or per `items` entry, at its `path`), from the object the
  * API has now (not kept in sync afterwards, as a subPath mount is not either). A missing object that is not
- * `optional` fails the pod's start, naming it (the real kubelet keeps the pod ContainerCreating with the same
- * words in a FailedMount event). Other volume kinds are not here (emptyDir: container-env.ts).
+ * `optional` throws, naming it in the real kubelet's words; the kubelet keeps the pod ContainerCreating and
+ * tries again. Other volume kinds are not here (emptyDir: container-env.ts).
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
