@@ -36,7 +36,17 @@ const { values } = parseArgs({ options: { out: { type: 'string' }, keep: { type:
 const outDir = resolve(values.out ?? join(ROOT, 'docs'));
 const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
+/**
+ * What a run takes on CI's 2 cores once the builds are cached (printed first, for .ci/run's 40-minute budget):
+ * about a minute for the cluster and installs, the suite's setup (its ~25 backend pods) about one, then each of
+ * the 19 claimed tests some 20-40 s (a Gateway provisioned, its backends, 500-request weight checks); a suite
+ * whose GatewayClass is never Accepted stops after its 180 s wait.
+ */
+const ESTIMATE =
+  'about 12 min (2 min of cluster and setup, 19 tests of 20-40 s); 5 min if the GatewayClass is never Accepted';
+
 const started = Date.now();
+log(`expect ${ESTIMATE}, once the builds are cached`);
 const seconds = (since: number) => Math.round((Date.now() - since) / 1000);
 
 const clusterBuild = Date.now();
