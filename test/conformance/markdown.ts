@@ -53,7 +53,7 @@ export function conformanceMarkdown(results: RunResults, facts: RunFacts): strin
   if (results.setupFailure !== undefined)
     lines.push(`The suite stopped in its setup, before any test: ${cell(results.setupFailure)}`, '');
   lines.push('## Profiles', '');
-  if (results.profiles.length === 0) lines.push('The suite wrote no profile report.', '');
+  if (results.profiles.length === 0) lines.push('The report has no profile: no test ran.', '');
   else {
     lines.push('| Profile | Core | Extended | Summary |', '| --- | --- | --- | --- |');
     for (const profile of results.profiles)
@@ -72,12 +72,13 @@ export function conformanceMarkdown(results: RunResults, facts: RunFacts): strin
   );
   for (const test of results.tests)
     lines.push(
-      `| ${test.name} | ${test.claimed ? 'yes' : 'no'} | ${OUTCOME[test.outcome]} | ${test.seconds.toFixed(1)} s | ${cell(test.why)} |`,
+      `| ${test.name} | ${test.claimed ? 'yes' : 'no'} | ${OUTCOME[test.outcome]} | ${test.outcome === 'passed' || test.outcome === 'failed' ? `${test.seconds.toFixed(1)} s` : '—'} | ${cell(test.why)} |`,
     );
+  const others = results.notSupported > 0 ? `${results.notSupported} more tests` : "The suite's other tests";
   lines.push(
     '',
-    `${results.notSupported} more tests of the suite are for features canary-l4 does not claim (HTTPRoute, GRPCRoute,`,
-    'TLSRoute, BackendTLSPolicy, ListenerSet, Mesh, …): the suite does not run them.',
+    `${others} are for features canary-l4 does not claim (HTTPRoute, GRPCRoute, TLSRoute, BackendTLSPolicy,`,
+    'ListenerSet, Mesh, …): the suite does not run them.',
     '',
   );
   return lines.join('\n');
