@@ -14,6 +14,8 @@ export interface RunFacts {
   readonly reportPath: string;
   readonly runSeconds: number;
   readonly exitCode: number;
+  /** Set when the run stopped the suite at its budget (minutes). */
+  readonly stoppedAtBudgetMinutes?: number | undefined;
 }
 
 const OUTCOME: Record<TestResult['outcome'], string> = {
@@ -50,7 +52,13 @@ export function conformanceMarkdown(results: RunResults, facts: RunFacts): strin
     `| Raw report | [${facts.reportPath}](${facts.reportPath}) (the suite's ConformanceReport YAML) |`,
     '',
   ];
-  if (results.setupFailure !== undefined)
+  if (facts.stoppedAtBudgetMinutes !== undefined)
+    lines.push(
+      `The run's budget of ${facts.stoppedAtBudgetMinutes} min for the suite was spent: it was stopped, so the tests`,
+      'it had not reached are not run, and the suite wrote no report.',
+      '',
+    );
+  else if (results.setupFailure !== undefined)
     lines.push(`The suite stopped in its setup, before any test: ${cell(results.setupFailure)}`, '');
   lines.push('## Profiles', '');
   if (results.profiles.length === 0) lines.push('The report has no profile: no test ran.', '');

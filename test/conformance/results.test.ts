@@ -135,6 +135,33 @@ describe('reading a conformance run', () => {
     assert.deepEqual(results.profiles, []);
   });
 
+  it('a suite stopped at the budget mid-test: that test and those after it not run, no setup failure', () => {
+    const stopped = [
+      ...preamble,
+      event('run', 'TestConformance/TCPRouteWeightedRouting'),
+      event('pass', 'TestConformance/TCPRouteWeightedRouting', undefined, 6),
+      event('run', 'TestConformance/UDPRoute'),
+      event('output', 'TestConformance/UDPRoute', '    helpers.go:273: Gateway not Accepted yet\n'),
+    ].join('\n');
+    const results = readResults(stopped, undefined);
+    assert.equal(results.setupFailure, undefined);
+    assert.deepEqual(
+      claimedFailures(results).map((test) => [test.name, test.outcome, test.why]),
+      [['UDPRoute', 'not run', 'the suite stopped before it']],
+    );
+    const text = conformanceMarkdown(results, {
+      gatewayApiVersion: 'v1.6.3',
+      kubernetesVersion: 'v1.37.2',
+      implementationVersion: '0.3.0',
+      date: '2026-12-03T14:00:00Z',
+      reportPath: 'conformance-report.yaml',
+      runSeconds: 1200,
+      exitCode: 1,
+      stoppedAtBudgetMinutes: 20,
+    });
+    assert.match(text, /The run's budget of 20 min for the suite was spent/);
+  });
+
   it("a failure without testify's blocks: the last file.go:N: line", () => {
     assert.equal(
       failureWords([

@@ -136,15 +136,16 @@ export function readResults(eventsText: string, reportYaml: string | undefined):
         : outcome === 'skipped'
           ? (httpSkips.get(name) ?? skipWords)
           : outcome === 'not run'
-            ? 'the suite stopped before it (see the setup failure)'
+            ? 'the suite stopped before it'
             : '';
     tests.push({ name, outcome, why, seconds, claimed: claimed.includes(name) });
   }
   const rootEnd = action.get(ROOT);
+  const claimedRan = ran.some((test) => claimed.includes(test.slice(ROOT.length + 1)));
   const setupFailure =
-    rootEnd?.Action === 'fail' && ran.length === 0
+    rootEnd?.Action === 'fail' && !claimedRan
       ? failureWords(output.get(ROOT) ?? [])
-      : rootEnd === undefined && events.length > 0 && ran.length === 0
+      : rootEnd === undefined && events.length > 0 && !claimedRan
         ? 'the suite ended before its tests, with no verdict (killed, or timed out)'
         : undefined;
   const report = reportYaml === undefined ? undefined : (parse(reportYaml) as ConformanceReport | null);
