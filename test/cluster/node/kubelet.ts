@@ -9,7 +9,8 @@
  *     there (a process cannot be given a namespace here);
  *   - the pod's ServiceAccount identity: a token from the TokenRequest API, bound to the pod, in a
  *     kubeconfig (`KUBECONFIG`) for the API, so RBAC sees the pod's ServiceAccount;
- *   - an emptyDir is a fresh directory, and an env value under its mountPath points into it.
+ *   - an emptyDir is a fresh directory, a secret or configMap volume a directory of its files
+ *     (volumes.ts), and an env value under a mountPath points into it.
  * Status is written as the kubelet writes it: Running with podIP and hostIP once the containers start,
  * Ready while the readiness probe (httpGet or tcpSocket, at podIP, with the probe's own
  * periodSeconds, failureThreshold, successThreshold and initialDelaySeconds; no probe: Ready once
@@ -42,10 +43,13 @@ import { resolveContainerEnv } from '../../support/cluster/container-env.ts';
 import { keepWatching, OnePassAtATime } from '../../support/cluster/watching.ts';
 import { kubeconfigYaml } from '../control-plane.ts';
 import { registerNode, type RegisteredNode } from './node.ts';
+import { writeObjectVolumes } from './volumes.ts';
 
 const strategicMerge = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 const RESTART_BACKOFF_MS = [1000, 2000, 4000, 8000, 10_000];
 const TOKEN_SECONDS = 3600;
+/** How often a volume whose Secret or ConfigMap is missing is tried again. */
+const VOLUME_RETRY_MS = 2000;
 
 export interface Image {
   readonly command: readonly string[];
@@ -104,6 +108,8 @@ interface PodRun {
   readonly podIP: string;
   readonly containers: Container[];
   readonly dirs: string[];
+  /** The secret and configMap volumes, by name: the directories holding their files. */
+  volumes: Record<string, string>;
   terminating: Promise<void> | undefined;
   stopped: boolean;
   statusWrite: Promise<void>;
@@ -238,6 +244,7 @@ class Kubelet implements NodeKubelet {
       pod,
       podIP: this.#freeIp(),
       dirs: [],
+      volumes: {},
       terminating: undefined,
       stopped: false,
       statusWrite: Promise.resolve(),
@@ -263,12 +270,33 @@ class Kubelet implements NodeKubelet {
         this.#writeStatus(run);
         return;
       }
+      if (!(await this.#mountVolumes(run))) return;
       for (const container of run.containers) this.#startContainer(run, container, env);
       this.#writeStatus(run);
     })();
   }
 
-  /** What every container of the pod shares: the pod's identity, HOME, and the emptyDirs. */
+  /**
+   * The pod's secret and configMap volumes written (volumes.ts); until their objects exist the pod stays
+   * ContainerCreating with the mount's error and the kubelet retries, as the real one does (a Deployment is often
+   * applied before its Secret). False when the pod stopped meanwhile.
+   */
+  async #mountVolumes(run: PodRun): Promise<boolean> {
+    for (;;) {
+      if (run.stopped || this.#stopped) return false;
+      try {
+        run.volumes = await writeObjectVolumes(this.#core, run.pod, this.#dir, run.dirs);
+        return true;
+      } catch (err) {
+        for (const container of run.containers)
+          container.state = { waiting: { reason: 'ContainerCreating', message: (err as Error).message } };
+        this.#writeStatus(run);
+        await sleep(VOLUME_RETRY_MS);
+      }
+    }
+  }
+
+  /** What every container of the pod shares: the pod's identity, HOME, and its kubeconfig. */
   async #podEnv(run: PodRun): Promise<NodeJS.ProcessEnv> {
     const pod = run.pod;
     const home = mkdtempSync(join(this.#dir, 'pod-'));
@@ -313,7 +341,7 @@ class Kubelet implements NodeKubelet {
       'status.podIP': run.podIP,
       'status.hostIP': this.#nodeIP,
     };
-    const resolved = resolveContainerEnv(pod, container, fields, this.#dir, run.dirs);
+    const resolved = resolveContainerEnv(pod, container, fields, this.#dir, run.dirs, run.volumes);
     if (typeof resolved === 'string') throw new Error(resolved);
     return { ...podEnv, ...resolved };
   }

@@ -2,7 +2,9 @@
  * A container's environment as a kubelet resolves it, for the kubelet simulations (kubelet.ts on the
  * fake, test/cluster/node/kubelet.ts on a real control plane): `value`s, the `fieldRef`s they know,
  * and each emptyDir mount a fresh directory under `dir`, an env value under its mountPath pointing
- * into it. A string says what cannot be resolved (the pod then waits in CreateContainerConfigError).
+ * into it; so too a mount of one of `filled` (volume name → a directory the kubelet already wrote, as a
+ * secret or configMap volume's files). A string says what cannot be resolved (the pod then waits in
+ * CreateContainerConfigError).
  */
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,8 +16,11 @@ export function resolveContainerEnv(
   fields: Readonly<Record<string, string | undefined>>,
   dir: string,
   madeDirs: string[],
+  filled: Readonly<Record<string, string>> = {},
 ): Record<string, string> | string {
   const mounts = (container.volumeMounts ?? []).flatMap((mount) => {
+    const written = filled[mount.name];
+    if (written !== undefined) return [{ path: mount.mountPath, dir: written }];
     if (pod.spec?.volumes?.find((volume) => volume.name === mount.name)?.emptyDir === undefined) return [];
     const made = mkdtempSync(join(dir, `${mount.name}-`));
     madeDirs.push(made);

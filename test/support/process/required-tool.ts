@@ -1,5 +1,5 @@
 /**
- * A program a suite needs on PATH (kubectl, python3, lua5.1, chromium): without it the suite skips on a developer's
+ * A program a suite needs on PATH (kubectl, python3, lua5.1, chromium, go, openssl): without it the suite skips on a developer's
  * machine, but fails in CI (`CI` set, as .ci/run does), so that a CI image missing it cannot pass by
  * skipping what it was meant to test.
  *
@@ -16,6 +16,8 @@ const PROBES = {
   python3: ['--version'],
   chromium: ['--version'],
   'lua5.1': ['-v'],
+  go: ['version'],
+  openssl: ['version'],
 } as const;
 
 export type Tool = keyof typeof PROBES;
