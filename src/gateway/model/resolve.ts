@@ -196,6 +196,7 @@ function gatewayVerdicts(
     (address) => (address.type ?? 'IPAddress') !== 'IPAddress' && address.type !== 'Hostname',
   );
   const unusable = (gateway.spec.addresses ?? []).filter((asked) => !addresses.some((a) => a.value === asked.value));
+  const none = refused.length === judged.length;
   const accepted =
     unsupportedAddress !== undefined
       ? verdict(
@@ -207,32 +208,36 @@ function gatewayVerdicts(
       : refused.length > 0
         ? verdict(
             ConditionType.Accepted,
-            true,
+            !none,
             Reason.ListenersNotValid,
-            `listener${refused.length === 1 ? '' : 's'} ${refused.map((l) => l.listener.name).join(', ')} not served: see their conditions`,
+            none
+              ? 'no listener can be served: see their conditions (canary-l4 serves TCP and UDP listeners)'
+              : `listener${refused.length === 1 ? '' : 's'} ${refused.map((l) => l.listener.name).join(', ')} not served: see their conditions`,
           )
         : verdict(ConditionType.Accepted, true, Reason.Accepted, 'every listener is served');
   const programmed =
-    addresses.length === 0
-      ? verdict(
-          ConditionType.Programmed,
-          false,
-          Reason.AddressNotAssigned,
-          'no address yet: waiting for the Service in front of this Gateway to have one',
-        )
-      : unusable.length > 0
+    accepted.status === 'False'
+      ? verdict(ConditionType.Programmed, false, Reason.Invalid, 'not accepted: nothing to serve')
+      : addresses.length === 0
         ? verdict(
             ConditionType.Programmed,
             false,
-            Reason.AddressNotUsable,
-            `spec.addresses ${unusable.map((a) => a.value).join(', ')} cannot be served here: this Gateway is reached at ${addresses.map((a) => a.value).join(', ')}`,
+            Reason.AddressNotAssigned,
+            'no address yet: waiting for the Service in front of this Gateway to have one',
           )
-        : verdict(
-            ConditionType.Programmed,
-            true,
-            Reason.Programmed,
-            `served at ${addresses.map((a) => a.value).join(', ')}`,
-          );
+        : unusable.length > 0
+          ? verdict(
+              ConditionType.Programmed,
+              false,
+              Reason.AddressNotUsable,
+              `spec.addresses ${unusable.map((a) => a.value).join(', ')} cannot be served here: this Gateway is reached at ${addresses.map((a) => a.value).join(', ')}`,
+            )
+          : verdict(
+              ConditionType.Programmed,
+              true,
+              Reason.Programmed,
+              `served at ${addresses.map((a) => a.value).join(', ')}`,
+            );
   return [accepted, programmed];
 }
 

@@ -282,7 +282,7 @@ describe('backendRefs that cannot be resolved keep their share, refused', () => 
 });
 
 describe('attachment', () => {
-  it('a listener of another protocol: the route is NotAllowedByListeners; the Gateway is Accepted (ListenersNotValid) and Programmed', () => {
+  it('a listener of another protocol: refused by name, the route NotAllowedByListeners; a Gateway with no other is not Accepted', () => {
     const gw = gateway([{ name: 'web', protocol: 'HTTP', port: 80 }]);
     const plan = planGateway(
       world({ gateway: gw, routes: [route('TCPRoute', 'r', [{ name: 'l4', sectionName: 'web' }], EIGHTY_TWENTY)] }),
@@ -292,9 +292,10 @@ describe('attachment', () => {
       conditions(parentsOf(plan, 'TCPRoute/infra/r')[0]?.conditions).Accepted,
       'False NotAllowedByListeners',
     );
+    // As Gateway API's conformance test GatewayListenerUnsupportedProtocol has it: no accepted listener, no accepted Gateway.
     assert.deepEqual(conditions(plan.status.conditions), {
-      Accepted: 'True ListenersNotValid',
-      Programmed: 'True Programmed',
+      Accepted: 'False ListenersNotValid',
+      Programmed: 'False Invalid',
     });
     const [web] = plan.status.listeners ?? [];
     assert.deepEqual(
@@ -302,6 +303,18 @@ describe('attachment', () => {
       [0, [], 'False UnsupportedProtocol'],
     );
     assert.match(web?.conditions[0]?.message ?? '', /protocol HTTP is not served by canary-l4.*use TCP or UDP/);
+    const mixed = planGateway(
+      world({
+        gateway: gateway([
+          { name: 'web', protocol: 'HTTP', port: 80 },
+          { name: 'tcp', protocol: 'TCP', port: 9300 },
+        ]),
+      }),
+    );
+    assert.deepEqual(conditions(mixed.status.conditions), {
+      Accepted: 'True ListenersNotValid',
+      Programmed: 'True Programmed',
+    });
   });
 
   it('a sectionName or a port no listener has: NoMatchingParent', () => {
