@@ -66,7 +66,8 @@ export type GatewayRenderResult =
   | { readonly ok: true; readonly objects: RenderedGateway; readonly warnings: readonly string[] }
   | { readonly ok: false; readonly problems: readonly string[] };
 
-const NAME = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+/** What a Gateway's name must be to label its objects (a DNS subdomain, which the API enforces, within a label value's length). */
+const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 /** The protocols of the listeners canary-l4 serves (the others are the gateway command's to refuse). */
 const L4_PROTOCOLS = ['TCP', 'UDP'] as const;
 
@@ -81,8 +82,8 @@ export function renderGateway(gateway: Gateway, settings: RenderSettings): Gatew
     return {
       ok: false,
       problems: [
-        `metadata.name: its proxy's objects are named after the Gateway (Service ${gatewayProxyName('<name>')}), so it must ` +
-          `be at most ${MAX_GATEWAY_NAME} lower-case letters, digits and '-', starting with a letter, got ${JSON.stringify(name)}`,
+        `metadata.name: its proxy's objects carry it as the label ${LABEL_GATEWAY}, whose value holds at most ` +
+          `${MAX_GATEWAY_NAME} characters (lower-case letters, digits, '-' and '.'); rename the Gateway, got ${JSON.stringify(name)}`,
       ],
     };
   const proxy = gatewayProxyName(name);

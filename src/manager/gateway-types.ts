@@ -4,7 +4,7 @@
 
 import type { Labels } from '../api/names.ts';
 import { GROUP } from '../api/names.ts';
-import { gatewayProxyName } from '../api/gateway/names.ts';
+import { GATEWAY_PROXY_PREFIX } from '../api/gateway/names.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY } from './types.ts';
 
 /** On every object kept for a Gateway (and its pods): the Gateway's name; its pods are selected by it. */
@@ -18,15 +18,15 @@ export const SERVICE_TYPES = ['ClusterIP', 'LoadBalancer'] as const;
 export const GATEWAY_CLUSTER_ROLE = 'canary-l4-gateway';
 /** What they may do in their own namespace only: their leader election Lease. */
 export const GATEWAY_LEASE_ROLE = 'canary-l4-gateway-leases';
-/** Gateway names the manager can serve: canary-l4-gateway-<name> must be a Service name (a DNS-1035 label). */
-export const MAX_GATEWAY_NAME = 63 - gatewayProxyName('').length;
+/** Gateway names the manager can serve: the name labels what it makes (LABEL_GATEWAY), and a label value holds 63 characters. */
+export const MAX_GATEWAY_NAME = 63;
 
 /**
- * The ClusterRoleBinding of one Gateway's pods, unique across namespaces: a namespace holds no '.'
- * and a Gateway the manager serves neither (its Service name could not).
+ * The ClusterRoleBinding of one Gateway's pods, unique across namespaces: a namespace holds no '.',
+ * so the first one after the prefix ends it, whatever dots the Gateway's name has.
  */
 export function gatewayClusterBindingName(namespace: string, gateway: string): string {
-  return `${gatewayProxyName('').replace(/-$/, '')}.${namespace}.${gateway}`;
+  return `${GATEWAY_PROXY_PREFIX.replace(/-$/, '')}.${namespace}.${gateway}`;
 }
 
 export function gatewayLabels(gateway: string): Labels {

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import type { V1ClusterRole } from '@kubernetes/client-node';
 import type { Gateway, GatewayListener } from '../../src/api/gateway/types.ts';
 import { renderGateway, servicePorts, type RenderedGateway } from '../../src/manager/gateway-render.ts';
+import { gatewayProxyName } from '../../src/api/gateway/names.ts';
 import {
   ANNOTATION_SERVICE_TYPE,
   GATEWAY_CLUSTER_ROLE,
@@ -223,18 +224,38 @@ describe('the proxy the manager renders for a Gateway', () => {
     });
   }
 
-  const badNames = ['a-name-that-is-far-too-long-for-a-service-name-x', 'edge.example', 'Edge', '9lives'];
+  const badNames = ['a'.repeat(64), 'Edge'];
   for (const name of badNames) {
     it(`a Gateway named ${JSON.stringify(name)} gets nothing, and one line naming metadata.name says why`, () => {
       const result = renderGateway(gateway([TCP(9300)], { name }), { proxyImage: IMAGE });
       assert.ok(!result.ok);
       assert.deepEqual(result.problems, [
-        `metadata.name: its proxy's objects are named after the Gateway (Service canary-l4-gateway-<name>), so it must be at most 45 lower-case letters, digits and '-', starting with a letter, got ${JSON.stringify(name)}`,
+        `metadata.name: its proxy's objects carry it as the label canary-l4.io/gateway, whose value holds at most 63 characters (lower-case letters, digits, '-' and '.'); rename the Gateway, got ${JSON.stringify(name)}`,
       ]);
     });
   }
-  it('a name of 45 characters is served', () => {
-    assert.ok(renderGateway(gateway([TCP(1)], { name: `g${'a'.repeat(44)}` }), { proxyImage: IMAGE }).ok);
+  it('a name too long, or with dots, for a Service of its own is served: its objects take a cut name with a hash of the whole', () => {
+    // The conformance suite's Gateways have names of 47 characters.
+    for (const name of ['tcp-invalid-cross-namespace-backend-ref-gateway', 'edge.example', 'g'.repeat(63), '9lives']) {
+      const result = renderGateway(gateway([TCP(1)], { name }), { proxyImage: IMAGE });
+      assert.ok(result.ok, name);
+      const proxy = result.objects.service?.metadata?.name ?? '';
+      assert.match(proxy, /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/, `${proxy} is a Service name`);
+      assert.equal(result.objects.deployment.metadata?.name, proxy);
+      assert.equal(result.objects.deployment.spec?.selector?.matchLabels?.['canary-l4.io/gateway'], name);
+    }
+  });
+});
+
+describe('gatewayProxyName', () => {
+  it('canary-l4-gateway-<name> while that is a Service name; else a cut name and a hash, never shared', () => {
+    assert.equal(gatewayProxyName('edge'), 'canary-l4-gateway-edge');
+    const long = gatewayProxyName('tcp-invalid-cross-namespace-backend-ref-gateway');
+    assert.match(long, /^canary-l4-gateway-tcp-invalid-cross-namespace-backend-[0-9a-f]{8}$/);
+    assert.ok(gatewayProxyName('g'.repeat(253)).length <= 63);
+    assert.notEqual(gatewayProxyName('tcp-invalid-cross-namespace-backend-ref-gateway-2'), long);
+    assert.notEqual(gatewayProxyName('edge.example'), gatewayProxyName('edge-example'));
+    assert.match(gatewayProxyName('9lives'), /^canary-l4-gateway-9lives$/);
   });
 });
 

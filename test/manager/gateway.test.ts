@@ -233,7 +233,10 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
     );
   });
 
-  it('the Gateway hears what was made for it; one whose name cannot name a Service gets nothing, and a Warning Event naming the field', async () => {
+  /** A Gateway name too long to be a label value (and so to select its pods). */
+  const TOO_LONG = `edge-${'x'.repeat(60)}`;
+
+  it('the Gateway hears what was made for it; one whose name cannot label its objects gets nothing, and a Warning Event naming the field', async () => {
     const events = async (name: string) =>
       (
         await cluster.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector: `involvedObject.name=${name}` })
@@ -247,18 +250,21 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
       ...gatewayApi,
       namespace: NAMESPACE,
       plural: 'gateways',
-      body: gateway('edge.example', 'canary-l4', [{ name: 'tcp', port: 9500, protocol: 'TCP' }]),
+      body: gateway(TOO_LONG, 'canary-l4', [{ name: 'tcp', port: 9500, protocol: 'TCP' }]),
     });
-    await waitFor(async () => (await events('edge.example')).length > 0, 'an Event on edge.example', 10_000);
-    const [event] = await events('edge.example');
+    await waitFor(async () => (await events(TOO_LONG)).length > 0, `an Event on ${TOO_LONG}`, 10_000);
+    const [event] = await events(TOO_LONG);
     assert.deepEqual([event?.type, event?.reason], ['Warning', 'ProxyNotMade']);
-    assert.match(event?.message ?? '', /^no proxy is made for this Gateway: metadata\.name: .* got "edge\.example"$/);
+    assert.match(
+      event?.message ?? '',
+      new RegExp(`^no proxy is made for this Gateway: metadata\\.name: .* got "${TOO_LONG}"$`),
+    );
     assert.equal((await managed()).length, 6, 'nothing made for it');
     await cluster.custom.deleteNamespacedCustomObject({
       ...gatewayApi,
       namespace: NAMESPACE,
       plural: 'gateways',
-      name: 'edge.example',
+      name: TOO_LONG,
     });
   });
 

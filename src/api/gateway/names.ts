@@ -1,6 +1,7 @@
 // Gateway API's names as canary-l4 implements them: the group and versions it reads, its controller
 // name, the condition types and reasons it writes (the spec's own strings, gateway.networking.k8s.io v1.6),
 // and the names of what the manager provisions for a Gateway.
+import { createHash } from 'node:crypto';
 
 export const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 /** Gateway, GatewayClass, TCPRoute, UDPRoute, ReferenceGrant: all GA (standard channel) since v1.6. */
@@ -49,9 +50,26 @@ export const Reason = {
   InvalidKind: 'InvalidKind',
 } as const;
 
-/** The Deployment, Service, PodDisruptionBudget and ServiceAccount the manager makes for a Gateway. */
+/** What the name of everything the manager makes for a Gateway begins with. */
+export const GATEWAY_PROXY_PREFIX = 'canary-l4-gateway-';
+/** A Service's name: a DNS-1035 label of at most 63 characters. */
+const SERVICE_NAME = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/**
+ * The Deployment, Service, PodDisruptionBudget and ServiceAccount the manager makes for a Gateway:
+ * `canary-l4-gateway-<gateway>`, or, when that is no Service name (a Gateway name may be 253
+ * characters and hold dots), its first characters made one, with a hash of the whole name, so that
+ * two Gateways never share one.
+ */
 export function gatewayProxyName(gateway: string): string {
-  return `canary-l4-gateway-${gateway}`;
+  const plain = `${GATEWAY_PROXY_PREFIX}${gateway}`;
+  if (SERVICE_NAME.test(plain)) return plain;
+  const hash = createHash('sha256').update(gateway).digest('hex').slice(0, 8);
+  const kept = gateway
+    .replace(/[^a-z0-9-]/g, '-')
+    .slice(0, 63 - GATEWAY_PROXY_PREFIX.length - hash.length - 1)
+    .replace(/-+$/, '');
+  return `${GATEWAY_PROXY_PREFIX}${kept}${kept === '' ? '' : '-'}${hash}`;
 }
 
 /** The Lease the replicas of one Gateway's proxy elect their writer with. */
