@@ -22,6 +22,7 @@ import { GATEWAY_CONTROLLER_NAME } from '../../src/api/gateway/names.ts';
 import { ensureBinaries } from '../cluster/build.ts';
 import { startRealCluster, type RealCluster } from '../cluster/cluster.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
+import { GATEWAY_API_VERSION, installGatewayApi } from '../support/gateway-api/crds.ts';
 import { ensureSuiteBinary, MODULE_DIR } from './build.ts';
 import { conformanceMarkdown } from './markdown.ts';
 import { claimedFailures, readResults } from './results.ts';
@@ -81,7 +82,9 @@ try {
   log(
     `cluster ready in ${seconds(clusterStart)} s: Kubernetes ${cluster.plane.kubernetesVersion}, logs in ${dir}/logs`,
   );
-  await installGatewayApi(kubectl);
+  log(
+    `installed Gateway API ${GATEWAY_API_VERSION}'s standard CRDs: ${(await installGatewayApi(cluster.plane.kubeconfigPath)).length}`,
+  );
   await installCanaryL4(kubectl, cluster.plane.kubeconfigPath);
   const runStart = Date.now();
   const { events, report, reportPath, budgetSpent } = await runSuite(suite.path, cluster.plane.kubeconfigPath);
@@ -125,18 +128,6 @@ try {
   else rmSync(dir, { recursive: true, force: true });
 }
 process.exit(exitCode);
-
-/** The standard channel's CRDs of the pinned Gateway API, read from the Go module cache. */
-async function installGatewayApi(kubectl: Kubectl): Promise<void> {
-  const { stdout } = await promisify(execFile)('go', ['mod', 'download', '-json', 'sigs.k8s.io/gateway-api'], {
-    cwd: MODULE_DIR,
-  });
-  const moduleDir = (JSON.parse(stdout) as { Dir: string }).Dir;
-  await kubectl('apply', '--server-side', '-f', join(moduleDir, 'config/crd/standard/'));
-  // Only these CRDs exist yet (deploy/ comes next); within kubectlFor's 30 s bound on a call.
-  await kubectl('wait', '--for=condition=Established', '--timeout=25s', 'crd', '--all');
-  log(`installed the Gateway API standard CRDs from ${moduleDir}`);
-}
 
 /** deploy/ as a platform team applies it, the manager rolled out, and the GatewayClass the suite is given. */
 async function installCanaryL4(kubectl: Kubectl, kubeconfig: string): Promise<void> {

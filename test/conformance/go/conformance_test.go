@@ -64,6 +64,7 @@ var needHTTP = map[string]string{
 	"GatewayInvalidTLSConfiguration":            "its Gateways have only HTTPS listeners",
 	"GatewayModifyListeners":                    "its Gateways have HTTP and HTTPS listeners, and HTTPRoutes",
 	"GatewayObservedGenerationBump":             "its Gateway has only an HTTP listener, which must be Accepted",
+	"TCPRouteInvalidNonTCPListener":             "its Gateway has only an HTTP listener, and the suite waits for it to be Accepted and Programmed first, which GatewayListenerUnsupportedProtocol forbids an implementation without HTTP",
 	"GatewaySecretInvalidReferenceGrant":        "an HTTPS listener's certificateRefs",
 	"GatewaySecretMissingReferenceGrant":        "an HTTPS listener's certificateRefs",
 	"GatewaySecretReferenceGrantAllInNamespace": "an HTTPS listener's certificateRefs",
