@@ -71,9 +71,10 @@ export function conformanceMarkdown(results: RunResults, facts: RunFacts): strin
   lines.push(
     '## Tests',
     '',
-    'Claimed: every TCPRoute and UDPRoute test, and the core Gateway tests that need no HTTP listener. Skipped:',
-    'the core Gateway tests of the claimed features that need HTTP or HTTPS listeners, which canary-l4 (L4 only) does',
-    'not serve; the report counts them as skipped, so the profiles are at best Partial.',
+    'Claimed: the TCPRoute and UDPRoute tests, and the core Gateway tests that need no HTTP listener. Skipped: the',
+    'tests of the claimed features that need HTTP or HTTPS listeners served (one TCPRoute test among them: its',
+    'HTTP-only Gateway must be Accepted first), which canary-l4 (L4 only) does not serve; the report counts them as',
+    'skipped, so the profiles are at best Partial.',
     '',
     '| Test | Claimed | Result | Time | Why |',
     '| --- | --- | --- | --- | --- |',
