@@ -139,3 +139,11 @@ export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
 export function adminHost(argv: Pick<CommonArgs, 'adminAddress'>): string | undefined {
   return argv.adminAddress === EVERY_ADDRESS ? undefined : argv.adminAddress;
 }
+
+/** A flag, or its environment fallback when it has one; missing is a one-line error naming both. */
+export function requiredFlag(value: string | undefined, flag: string, envName?: string): string {
+  const resolved = value ?? (envName === undefined ? undefined : process.env[envName]);
+  if (resolved === undefined || resolved === '')
+    throw new ConfigError(`--${flag}`, [envName === undefined ? 'required' : `required (or set ${envName})`]);
+  return resolved;
+}

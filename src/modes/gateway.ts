@@ -2,16 +2,13 @@
 // that writes the statuses. Loaded only by the `gateway` command.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
 import { gatewayLeaseName } from '../api/gateway/names.ts';
 import { GatewayController } from '../gateway/controller.ts';
 import { loadKubeConfig, makeClients } from '../kube/client.ts';
 import { startLeadership } from '../kube/leadership.ts';
 import type { LeaderElector } from '../kube/lease.ts';
 import { exitOnSignals, Runtime, type RuntimeOptions } from '../runtime/runtime.ts';
-
-/** On SIGTERM the control loop gets this long to stop before the drain goes ahead regardless. */
-const CONTROLLER_STOP_MS = 5_000;
+import { controlledStop } from './controlled-stop.ts';
 
 export interface GatewayOptions {
   readonly runtime: RuntimeOptions;
@@ -58,16 +55,6 @@ export async function runGateway(options: GatewayOptions): Promise<void> {
     onChange: () => controller.trigger(),
   });
   runtime.log.info({ namespace, gateway, service: options.service }, 'gateway started');
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      const stopped = await Promise.race([
-        Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
-        delay(CONTROLLER_STOP_MS, false, { ref: false }),
-      ]);
-      if (!stopped)
-        runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
-      await runtime.stop(options.drainMs);
-    })());
+  const stop = controlledStop(runtime, () => Promise.all([controller.stop(), elector?.stop(true)]), options.drainMs);
   exitOnSignals(runtime.log, stop);
 }

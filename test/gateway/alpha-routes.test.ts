@@ -20,7 +20,7 @@ import {
   waitFor,
 } from '../support/net/backends.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
-import { type ServeChild, spawnWithAdmin, untilReady } from '../support/process/serve-child.ts';
+import { type ServeChild, startGateway } from '../support/process/serve-child.ts';
 
 interface CrdVersion {
   name: string;
@@ -99,22 +99,7 @@ describe('TCPRoutes served at v1alpha2 only (Gateway API before v1.6)', { timeou
         },
       ),
     );
-    gateway = spawnWithAdmin([
-      'gateway',
-      '-n',
-      'default',
-      '--gateway',
-      'l4',
-      '--kubeconfig',
-      api.kubeconfigPath,
-      '--listen-address',
-      '127.0.0.1',
-      '--admin-port',
-      '0',
-      '--admin-address',
-      '127.0.0.1',
-    ]);
-    await untilReady(gateway, 20_000);
+    gateway = await startGateway('default', 'l4', api.kubeconfigPath);
   });
 
   after(async () => {

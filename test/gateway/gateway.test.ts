@@ -29,7 +29,7 @@ import {
   udpAsk,
   waitFor,
 } from '../support/net/backends.ts';
-import { type ServeChild, spawnWithAdmin, untilReady } from '../support/process/serve-child.ts';
+import { type ServeChild, startGateway } from '../support/process/serve-child.ts';
 
 const SERVICE_CIDR = '127.0.44.0/24';
 const NS = 'default';
@@ -198,22 +198,7 @@ describe('canary-l4 gateway: a TCP and a UDP listener, split 80/20 by a TCPRoute
       })),
     ];
     await kubectl('apply', '-f', await kubectl.manifest('gateway.yaml', ...objects));
-    gateway = spawnWithAdmin([
-      'gateway',
-      '-n',
-      NS,
-      '--gateway',
-      'l4',
-      '--kubeconfig',
-      await gatewayKubeconfig(api, kubectl),
-      '--listen-address',
-      '127.0.0.1',
-      '--admin-port',
-      '0',
-      '--admin-address',
-      '127.0.0.1',
-    ]);
-    await untilReady(gateway, 30_000);
+    gateway = await startGateway(NS, 'l4', await gatewayKubeconfig(api, kubectl));
   });
 
   after(async () => {

@@ -12,7 +12,7 @@ import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { waitFor } from '../support/net/backends.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
-import { runCli, type ServeChild, spawnWithAdmin, untilReady } from '../support/process/serve-child.ts';
+import { runCli, type ServeChild, startGateway } from '../support/process/serve-child.ts';
 
 const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
 
@@ -47,25 +47,7 @@ describe('canary-l4 gateway', { timeout: 90_000 }, () => {
         plural: 'gateways',
         name,
       })) as Gateway;
-    const start = async (name: string) => {
-      const child = spawnWithAdmin([
-        'gateway',
-        '-n',
-        'default',
-        '--gateway',
-        name,
-        '--kubeconfig',
-        api.kubeconfigPath,
-        '--listen-address',
-        '127.0.0.1',
-        '--admin-port',
-        '0',
-        '--admin-address',
-        '127.0.0.1',
-      ]);
-      await untilReady(child, 20_000);
-      return child;
-    };
+    const start = (name: string) => startGateway('default', name, api.kubeconfigPath);
 
     before(async () => {
       api = await startFakeApiServer({ serviceCidr: '127.0.45.0/24' });

@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import { ConfigError } from '../../errors.ts';
-import { runtimeOptions, withCommonOptions, withControllerOptions } from '../options.ts';
+import { requiredFlag, runtimeOptions, withCommonOptions, withControllerOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
   return withControllerOptions(
@@ -47,18 +47,13 @@ function builder(yargs: Argv) {
 
 type Args = Awaited<ReturnType<typeof builder>['argv']>;
 
-function required(value: string | undefined, flag: string): string {
-  if (value === undefined || value === '') throw new ConfigError(`--${flag}`, ['required']);
-  return value;
-}
-
 export const gatewayCommand = {
   command: 'gateway',
   describe: "Serve one Gateway API Gateway: its TCP and UDP listeners, split by its TCPRoutes' and UDPRoutes' weights",
   builder,
   handler: async (argv: Args) => {
-    const namespace = required(argv.namespace, 'namespace');
-    const gateway = required(argv.gateway, 'gateway');
+    const namespace = requiredFlag(argv.namespace, 'namespace');
+    const gateway = requiredFlag(argv.gateway, 'gateway');
     const { runGateway } = await import('../../modes/gateway.ts');
     await runGateway({
       runtime: runtimeOptions(argv),

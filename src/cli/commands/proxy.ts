@@ -3,7 +3,7 @@ import { checkPortBase, parsePortWeights, parseSelector } from '../../api/proxy-
 import { defaultProxySelector } from '../../api/names.ts';
 import { DEFAULT_PORT_BASE } from '../../defaults.ts';
 import { ConfigError } from '../../errors.ts';
-import { runtimeOptions, withCommonOptions, withControllerOptions } from '../options.ts';
+import { requiredFlag, runtimeOptions, withCommonOptions, withControllerOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
   return withControllerOptions(
@@ -78,20 +78,13 @@ function builder(yargs: Argv) {
 
 type Args = Awaited<ReturnType<typeof builder>['argv']>;
 
-/** A flag, or its environment fallback; missing both is a one-line error naming both. */
-function required(value: string | undefined, flag: string, envName: string): string {
-  const resolved = value ?? process.env[envName];
-  if (resolved === undefined || resolved === '') throw new ConfigError(`--${flag}`, [`required (or set ${envName})`]);
-  return resolved;
-}
-
 export const proxyCommand = {
   command: 'proxy',
   describe: 'Run one CanaryRelease: copy its Services, split each port by weight, hand the Services back when it ends',
   builder,
   handler: async (argv: Args) => {
-    const namespace = required(argv.namespace, 'namespace', 'CANARY_RELEASE_NAMESPACE');
-    const release = required(argv.canaryRelease, 'canary-release', 'CANARY_RELEASE_NAME');
+    const namespace = requiredFlag(argv.namespace, 'namespace', 'CANARY_RELEASE_NAMESPACE');
+    const release = requiredFlag(argv.canaryRelease, 'canary-release', 'CANARY_RELEASE_NAME');
     const proxySelector =
       argv.proxySelector === undefined ? defaultProxySelector(release) : parseSelector(argv.proxySelector);
     const weightOverrides = parsePortWeights(argv.weight);

@@ -15,15 +15,7 @@ import type {
   RouteParentStatus,
 } from '../../api/gateway/types.ts';
 import type { BackendConfig, L4Config, ListenerConfig } from '../../config/types.ts';
-import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  DEFAULT_FAIL_TIMEOUT_MS,
-  DEFAULT_IDLE_TIMEOUT_MS,
-  DEFAULT_MAX_FAILS,
-  DEFAULT_UDP_IDLE_TIMEOUT_MS,
-  DEFAULT_UDP_MAX_SESSIONS,
-  RELEASE_PROBE_INTERVAL_MS,
-} from '../../defaults.ts';
+import { controllerListener } from '../../config/controller-listener.ts';
 import { type Attachment, attachRoute } from './attachment.ts';
 import { type ResolvedBackend, resolveBackend } from './backends.ts';
 import { conditionsOf, type Verdict, verdict } from './conditions.ts';
@@ -147,21 +139,12 @@ function listenerConfig(
   backends: readonly ResolvedBackend[],
   listenHost: string | undefined,
 ): ListenerConfig {
-  const udp = judged.protocol === 'UDP';
-  return {
-    name: l4ListenerName(judged.listener.name),
-    protocol: udp ? 'udp' : 'tcp',
-    listen: { host: listenHost, port: judged.listener.port },
-    balance: 'wrr',
-    backends: backendConfigs(backends),
-    connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS,
-    idleTimeoutMs: udp ? DEFAULT_UDP_IDLE_TIMEOUT_MS : DEFAULT_IDLE_TIMEOUT_MS,
-    maxConnections: 0,
-    maxFails: DEFAULT_MAX_FAILS,
-    failTimeoutMs: DEFAULT_FAIL_TIMEOUT_MS,
-    ...(udp ? {} : { probeIntervalMs: RELEASE_PROBE_INTERVAL_MS }),
-    udp: { responses: 0, maxSessions: DEFAULT_UDP_MAX_SESSIONS },
-  };
+  return controllerListener(
+    l4ListenerName(judged.listener.name),
+    judged.protocol === 'UDP' ? 'udp' : 'tcp',
+    { host: listenHost, port: judged.listener.port },
+    backendConfigs(backends),
+  );
 }
 
 /** One backend per Service port (a ref listed twice adds its weights); a refused ref keeps its share, refused. */

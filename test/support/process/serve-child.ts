@@ -223,3 +223,29 @@ export async function rssBytes(pid: number): Promise<number> {
   if (match === null) throw new Error(`no VmRSS in /proc/${pid}/status`);
   return Number(match[1]) * 1024;
 }
+
+/** `canary-l4 gateway` for one Gateway, its listeners and admin server on 127.0.0.1; resolves once it is ready. */
+export async function startGateway(
+  namespace: string,
+  gateway: string,
+  kubeconfig: string,
+  readyTimeoutMs = 30_000,
+): Promise<ServeChild> {
+  const child = spawnWithAdmin([
+    'gateway',
+    '-n',
+    namespace,
+    '--gateway',
+    gateway,
+    '--kubeconfig',
+    kubeconfig,
+    '--listen-address',
+    '127.0.0.1',
+    '--admin-port',
+    '0',
+    '--admin-address',
+    '127.0.0.1',
+  ]);
+  await untilReady(child, readyTimeoutMs);
+  return child;
+}
