@@ -1,6 +1,7 @@
-// How a mode that runs a control loop beside the data plane stops (`proxy`, `gateway`): the loop and
-// its Lease get a bounded time to stop, then the data plane drains regardless, so a hung API server
-// cannot keep a SIGTERM from ending the process. Asked twice, it is the same stop.
+// How `gateway`, a mode that runs a control loop beside the data plane, stops (`proxy` does the same
+// in its own words): the loop and its Lease get a bounded time to stop, then the data plane drains
+// regardless, so a hung API server cannot keep a SIGTERM from ending the process. Asked twice, it is
+// the same stop.
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Runtime } from '../runtime/runtime.ts';
 
