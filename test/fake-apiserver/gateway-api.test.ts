@@ -93,7 +93,7 @@ const rows = (table: string) =>
 
 describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
   ...kubectlPresent,
-  timeout: suiteTimeout(120_000),
+  timeout: suiteTimeout(180_000),
 }, () => {
   let api: ApiUnderTest;
   let kubectl: Kubectl;
@@ -433,7 +433,8 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
         /Installing experimental CRDs on top of standard channel CRDs is prohibited/,
       );
     await kubectl('delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', SAFE_UPGRADES);
-    // A real API drops a deleted policy from its admission a moment later.
+    // A real API drops a deleted policy from its admission a moment later: in CI's run, over 30 s later
+    // (each try is a whole install, several seconds on a loaded machine).
     await waitFor(
       () =>
         installGatewayApi(api.kubeconfigPath, 'experimental').then(
@@ -444,7 +445,7 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
           },
         ),
       'the experimental channel applied',
-      30_000,
+      90_000,
     );
     for (const plural of ['tcproutes', 'udproutes']) assert.ok((await served('v1alpha2')).has(plural), plural);
     const alpha = await get<L4Route>('tcproutes', 'db', 'v1alpha2');
