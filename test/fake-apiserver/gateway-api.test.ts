@@ -432,21 +432,32 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
         installGatewayApi(api.kubeconfigPath, 'experimental'),
         /Installing experimental CRDs on top of standard channel CRDs is prohibited/,
       );
-    await kubectl('delete', 'validatingadmissionpolicybinding,validatingadmissionpolicy', SAFE_UPGRADES);
-    // A real API drops a deleted policy from its admission a moment later: in CI's run, over 30 s later
-    // (each try is a whole install, several seconds on a loaded machine).
+    // A real API drops a deleted policy from its admission a moment later, and a refused install
+    // applies the channel's own copy of the policy again (its file comes after the CRDs): so each try
+    // deletes it first.
+    let refusal = '';
     await waitFor(
-      () =>
-        installGatewayApi(api.kubeconfigPath, 'experimental').then(
+      async () => {
+        await kubectl(
+          'delete',
+          '--ignore-not-found',
+          'validatingadmissionpolicybinding,validatingadmissionpolicy',
+          SAFE_UPGRADES,
+        );
+        return installGatewayApi(api.kubeconfigPath, 'experimental').then(
           () => true,
           (err: Error) => {
             if (!/safe-upgrades/.test(err.message)) throw err;
+            refusal = err.message;
             return false;
           },
-        ),
+        );
+      },
       'the experimental channel applied',
       90_000,
-    );
+    ).catch((err: Error) => {
+      throw new Error(`${err.message}; the last refusal: ${refusal}`);
+    });
     for (const plural of ['tcproutes', 'udproutes']) assert.ok((await served('v1alpha2')).has(plural), plural);
     const alpha = await get<L4Route>('tcproutes', 'db', 'v1alpha2');
     assert.equal(alpha.apiVersion, `${GATEWAY_GROUP}/v1alpha2`);
