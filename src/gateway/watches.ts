@@ -76,12 +76,18 @@ export class GatewayWatches {
     const routesStarted = Promise.all(
       (Object.entries(ROUTE_RESOURCES) as [RouteKind, string][]).map(async ([kind, plural]) => {
         const version = await servedRouteVersion(clients, plural, callOptions);
-        if (version !== GATEWAY_VERSION)
+        if (version === undefined) {
+          log.warn(
+            { kind },
+            `${kind}s are not served: install Gateway API's CRDs (v1.6 or later: kubectl apply --server-side -f ` +
+              `https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.6.3/standard-install.yaml); waiting for them`,
+          );
+        } else if (version !== GATEWAY_VERSION)
           log.info(
             { kind, version },
             `${kind}s are served at ${version} only (Gateway API before v1.6): reading them there`,
           );
-        this.#routeVersions.set(kind, version);
+        this.#routeVersions.set(kind, version ?? GATEWAY_VERSION);
         if (this.#stopped) return;
         const informer = startInformer<KubernetesObject>({ ...shared, ...everywhere(plural, version) });
         this.#routes.set(kind, informer);
@@ -152,10 +158,14 @@ export class GatewayWatches {
 
 /**
  * v1 where it is served (Gateway API v1.6 and later, both channels); else v1alpha2, the experimental
- * channel's only version before v1.6; v1 again when neither answers (the CRDs are not installed yet:
- * the informer keeps asking, and says so).
+ * channel's only version before v1.6; undefined when neither is found (the CRDs are not installed
+ * yet: the informer then asks at v1 until they are); v1 when the API gives another error.
  */
-async function servedRouteVersion(clients: KubeClients, plural: string, call: CallOptions): Promise<string> {
+async function servedRouteVersion(
+  clients: KubeClients,
+  plural: string,
+  call: CallOptions,
+): Promise<string | undefined> {
   for (const version of [GATEWAY_VERSION, GATEWAY_ROUTE_ALPHA_VERSION]) {
     try {
       await clients.custom.listCustomObjectForAllNamespaces(
@@ -167,5 +177,5 @@ async function servedRouteVersion(clients: KubeClients, plural: string, call: Ca
       if (!isNotFound(err)) return GATEWAY_VERSION;
     }
   }
-  return GATEWAY_VERSION;
+  return undefined;
 }

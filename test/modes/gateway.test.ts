@@ -12,7 +12,7 @@ import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { waitFor } from '../support/net/backends.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
-import { runCli, type ServeChild, startGateway } from '../support/process/serve-child.ts';
+import { runCli, type ServeChild, spawnWithAdmin, startGateway } from '../support/process/serve-child.ts';
 
 const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
 
@@ -31,6 +31,34 @@ describe('canary-l4 gateway', { timeout: 90_000 }, () => {
       assert.equal(result.stderr.split('\n')[0], message);
     });
   }
+
+  it('without Gateway API’s CRDs: says to install them, naming the release to install, and waits', async () => {
+    const bare = await startFakeApiServer({ serviceCidr: '127.0.47.0/24' });
+    const child = spawnWithAdmin([
+      'gateway',
+      '-n',
+      'default',
+      '--gateway',
+      'l4',
+      '--kubeconfig',
+      bare.kubeconfigPath,
+      '--admin-port',
+      '0',
+      '--admin-address',
+      '127.0.0.1',
+    ]);
+    try {
+      await waitFor(() => child.stdout().includes('are not served'), 'the missing CRDs said', 10_000);
+      assert.match(
+        child.stdout(),
+        /TCPRoutes are not served: install Gateway API's CRDs \(v1.6 or later: kubectl apply --server-side -f https:\/\/github.com\/kubernetes-sigs\/gateway-api\/releases\/download\/v1.6.3\/standard-install.yaml\)/,
+      );
+      assert.equal(child.hasExited, false, 'it waits for them');
+    } finally {
+      await child.stop();
+      await bare.stop();
+    }
+  });
 
   describe('against the fake apiserver', () => {
     let api: FakeApiServer;
