@@ -105,6 +105,9 @@ export class Controller {
   readonly #collector: EvidenceCollector;
   readonly #evidence = new EvidenceQueue();
   readonly #apiErrors = new ApiErrorStreak();
+  /** The uid of the release this proxy handed back as it was deleted: its finalizer patch was the
+   * last write to it, whatever a lagging cache still shows of it afterwards. */
+  #handedBack: string | undefined;
 
   constructor(options: ControllerOptions) {
     this.#options = options;
@@ -185,7 +188,8 @@ export class Controller {
   }
 
   #release(): CanaryRelease | undefined {
-    return this.#caches.release();
+    const release = this.#caches.release();
+    return release !== undefined && release.metadata.uid === this.#handedBack ? undefined : release;
   }
 
   #listening(): Set<number> {
@@ -336,15 +340,15 @@ export class Controller {
     // A follower only serves; the leader also writes, and stops writing the moment it loses the Lease.
     const leading = () => this.#options.isLeader?.() ?? true;
     const done: Step[] = [];
+    // The finalizer goes last, after this pass's Events are sent: once it is gone, the release is
+    // deleted, and nothing of this pass is left to write.
+    const finalizerGoes = (step: Step) => step.kind === 'patchRelease' && step.reason === 'removeFinalizer';
     const onWritten = (step: Step, written: Written) => {
       this.#ownWrites.record(written, Date.now());
+      if (finalizerGoes(step) && release.metadata.deletionTimestamp != null) this.#handedBack = release.metadata.uid;
       this.#reporter.sayStep(step);
       done.push(step);
     };
-    // The finalizer goes last, after this pass's Events are sent: once it is gone, the release is
-    // deleted and the garbage collector takes the proxy's RoleBinding with it (a real API then
-    // refuses the proxy's Events).
-    const finalizerGoes = (step: Step) => step.kind === 'patchRelease' && step.reason === 'removeFinalizer';
     let recorded = false;
     try {
       await applySteps(

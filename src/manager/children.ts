@@ -118,11 +118,18 @@ export function covers(live: unknown, desired: unknown, path: readonly string[])
  * added to the others', and the rendered body (spec, roleRef, subjects) in place of the live one. */
 export function replacement(existing: KubernetesObject, desired: KubernetesObject): KubernetesObject {
   const { metadata: desiredMeta, ...desiredBody } = desired as KubernetesObject & Record<string, unknown>;
+  // The controller reference is the manager's: one it no longer renders goes (a 0.4 manager owned
+  // the pods' identity by the release); references others added stay.
+  const ownerReferences = [
+    ...(existing.metadata?.ownerReferences ?? []).filter((reference) => reference.controller !== true),
+    ...(desiredMeta?.ownerReferences ?? []),
+  ];
+  const { ownerReferences: _replaced, ...existingMeta } = existing.metadata ?? {};
   const metadata = {
-    ...existing.metadata,
+    ...existingMeta,
     labels: { ...existing.metadata?.labels, ...desiredMeta?.labels },
     annotations: { ...existing.metadata?.annotations, ...desiredMeta?.annotations },
-    ...(desiredMeta?.ownerReferences === undefined ? {} : { ownerReferences: desiredMeta.ownerReferences }),
+    ...(ownerReferences.length === 0 ? {} : { ownerReferences }),
   };
   const body = { ...existing, ...desiredBody, metadata } as KubernetesObject & { spec?: Record<string, unknown> };
   if (desired.kind !== 'Service') return body;

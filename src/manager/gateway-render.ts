@@ -90,16 +90,18 @@ export function renderGateway(gateway: Gateway, settings: RenderSettings): Gatew
   const labels = gatewayLabels(name);
   const selector = { [LABEL_GATEWAY]: name };
   const meta = () => ({ name: proxy, namespace, labels: { ...labels }, ownerReferences: [ownerOf(gateway)] });
+  // The pods' identity has no owner, as a release's (render.ts): the manager deletes it once no pod is left.
+  const identity = () => ({ name: proxy, namespace, labels: { ...labels } });
   const account = { kind: 'ServiceAccount', name: proxy, namespace };
   const warnings: string[] = [];
   const serviceType = readServiceType(gateway, warnings);
   const ports = servicePorts(gateway);
   const objects: RenderedGateway = {
-    serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta() },
+    serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: identity() },
     roleBinding: {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
-      metadata: meta(),
+      metadata: identity(),
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: GATEWAY_LEASE_ROLE },
       subjects: [account],
     },

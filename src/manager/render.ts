@@ -59,20 +59,24 @@ export function renderProxy(release: ManagedRelease, settings: RenderSettings): 
   }
   if (!read.ok || problems.length > 0) return { ok: false, problems };
   const spec = read.spec;
-  const meta = (objectName: string, component: 'proxy' | 'metrics' = 'proxy') => ({
+  const meta = (objectName: string, component: 'proxy' | 'metrics' = 'proxy', owned = true) => ({
     name: objectName,
     namespace: release.metadata.namespace,
     labels: { ...managedLabels(name, component) },
     // No owner while the release is being deleted: a foreground deletion would take a proxy made
     // now at once, and the proxy must run until it has handed the Services back.
-    ...(release.metadata.deletionTimestamp == null ? { ownerReferences: [ownerOf(release)] } : {}),
+    ...(owned && release.metadata.deletionTimestamp == null ? { ownerReferences: [ownerOf(release)] } : {}),
   });
+  // The pods' identity has no owner: the garbage collector would take it with the release, while
+  // proxy pods still run their grace period and talk to the API (a 403 for each request). The
+  // manager deletes it itself once no proxy pod is left (children.ts, removalsOf).
+  const identity = (objectName: string) => meta(objectName, 'proxy', false);
   const objects: RenderedProxy = {
-    serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(proxyName(name)) },
+    serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: identity(proxyName(name)) },
     roleBinding: {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'RoleBinding',
-      metadata: meta(proxyName(name)),
+      metadata: identity(proxyName(name)),
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: PROXY_CLUSTER_ROLE },
       subjects: [{ kind: 'ServiceAccount', name: proxyName(name), namespace: release.metadata.namespace }],
     },

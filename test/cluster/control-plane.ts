@@ -62,6 +62,10 @@ export interface AuditEvent {
   };
   readonly requestURI: string;
   readonly responseStatus?: { readonly code?: number };
+  /** RFC 3339 with microseconds, UTC: they sort as strings. */
+  readonly requestReceivedTimestamp: string;
+  /** When the response was complete. */
+  readonly stageTimestamp: string;
 }
 
 /**

@@ -87,6 +87,10 @@ function release(
   };
 }
 
+const MANAGER = 'system:serviceaccount:canary-l4-system:canary-l4-manager';
+/** The releases' proxies, each its own ServiceAccount canary-l4-<release>. */
+const PROXY_ACCOUNT = /^system:serviceaccount:shop:canary-l4-web-v\d$/;
+
 describe('a release on a real control plane, installed with kubectl apply -k deploy/', {
   skip: REAL_API ? false : 'needs a real control plane: npm run test:cluster',
   timeout: 600_000,
@@ -462,21 +466,42 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
   it("the manager and every proxy got all they asked of the API with deploy/'s RBAC: kube-apiserver's audit log has no 403 for them", () => {
     const ours = cluster.plane
       .auditEvents()
-      .filter(
-        (event) =>
-          event.user.username === 'system:serviceaccount:canary-l4-system:canary-l4-manager' ||
-          /^system:serviceaccount:shop:canary-l4-web-v\d$/.test(event.user.username),
-      );
-    const managers = ours.filter((event) => event.user.username.endsWith(':canary-l4-manager')).length;
+      .filter((event) => event.user.username === MANAGER || PROXY_ACCOUNT.test(event.user.username));
+    const managers = ours.filter((event) => event.user.username === MANAGER).length;
     assert.ok(
       managers > 50 && ours.length - managers > 50,
       `requests of the manager (${managers}) and of the proxies (${ours.length - managers}) are in the audit log`,
     );
-    // But one: a proxy still ending once its release (and with it its RoleBinding) is gone may no
-    // longer touch its Lease, which then expires by itself.
+    // Leases too: a proxy pod ending after its release is gone still has its identity (the manager
+    // removes it once no pod is left), so it can let go of its Lease.
     const forbidden = ours
-      .filter((event) => event.responseStatus?.code === 403 && event.objectRef?.resource !== 'leases')
+      .filter((event) => event.responseStatus?.code === 403)
       .map((event) => `${event.user.username} ${event.verb} ${event.requestURI}`);
     assert.deepEqual(forbidden, []);
+  });
+
+  it('the proxy of a deleted release writes nothing more to it once it handed it back: the finalizer patch is its last write', () => {
+    // kube-apiserver deletes the release within that patch and answers with the resourceVersion the
+    // release had before it, which the proxy's cache already shows: a proxy that took that for its
+    // write being seen went on to patch the finalizer again, and met a 404, or a 403 once the
+    // garbage collector had taken its RoleBinding with the release.
+    const account = 'system:serviceaccount:shop:canary-l4-web-v4';
+    const writes = cluster.plane
+      .auditEvents()
+      .filter(
+        (event) =>
+          event.user.username === account &&
+          event.objectRef?.resource === 'canaryreleases' &&
+          event.objectRef.name === 'web-v4' &&
+          ['create', 'update', 'patch', 'delete'].includes(event.verb),
+      );
+    const handBack = writes.findLast(
+      (event) => event.objectRef?.subresource === undefined && event.responseStatus?.code === 200,
+    );
+    assert.ok(handBack !== undefined, 'the proxy removed its finalizer');
+    const after = writes
+      .filter((event) => event.requestReceivedTimestamp > handBack.stageTimestamp)
+      .map((event) => `${event.verb} ${event.requestURI}: ${event.responseStatus?.code}`);
+    assert.deepEqual(after, []);
   });
 });

@@ -697,15 +697,19 @@ describe('delete and finalizers', () => {
     );
     assert.equal(e.code, 422);
     // Status writes still work while terminating.
-    await custom.patchNamespacedCustomObjectStatus(
+    const cleaning = await custom.patchNamespacedCustomObjectStatus(
       { ...CR, namespace: ns, name: 'fin', body: { status: { phase: 'Cleaning' } } },
       merge,
     );
-    await custom.patchNamespacedCustomObject(
+    const last = await custom.patchNamespacedCustomObject(
       { ...CR, namespace: ns, name: 'fin', body: { metadata: { finalizers: null } } },
       merge,
     );
     assert.equal((await apiError(custom.getNamespacedCustomObject({ ...CR, namespace: ns, name: 'fin' }))).code, 404);
+    // As kube-apiserver answers (deleteWithoutFinalizers): the patched object, at the resourceVersion
+    // it had before; a watch shows the deletion at a later one.
+    assert.equal(last.metadata.resourceVersion, cleaning.metadata.resourceVersion);
+    assert.equal(last.metadata.finalizers, undefined);
   });
 
   it('preconditions and dryRun', async () => {

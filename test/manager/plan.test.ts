@@ -14,7 +14,7 @@ import {
   type Step,
 } from '../../src/manager/plan.ts';
 import { renderProxy, type RenderedProxy } from '../../src/manager/render.ts';
-import { PROXY_CONDITION } from '../../src/manager/types.ts';
+import { ANNOTATION_RENDERED, PROXY_CONDITION } from '../../src/manager/types.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');
@@ -246,6 +246,30 @@ describe("the manager's plan", () => {
     assert.equal(replaced.metadata?.annotations?.note, 'kept');
     assert.equal(replaced.spec.clusterIP, '10.0.0.9');
     assert.deepEqual(replaced.spec.ports, objects.metricsService.spec?.ports);
+  });
+
+  it("a 0.4 proxy's identity, owned by its release, loses that owner (the garbage collector would take it before the pods end); others' owners stay", () => {
+    const objects = render();
+    const byRelease = { apiVersion: API_VERSION, kind: KIND, name: 'web-v2', uid: 'uid-7', controller: true };
+    const other = { apiVersion: 'v1', kind: 'ConfigMap', name: 'audit', uid: 'uid-cm' };
+    const owned = <T extends KubernetesObject>(object: T, digest: string): T => {
+      const copy = stored(object);
+      copy.metadata = {
+        ...copy.metadata,
+        ownerReferences: [byRelease, other],
+        annotations: { ...copy.metadata?.annotations, [ANNOTATION_RENDERED]: digest },
+      };
+      return copy;
+    };
+    const live = {
+      ...children(objects),
+      serviceAccount: owned(objects.serviceAccount, 'rendered-by-0.4'),
+      roleBinding: owned(objects.roleBinding, 'rendered-by-0.4'),
+    };
+    const steps = plan(observed({ children: live }), SETTINGS, NOW).steps;
+    assert.deepEqual(objectSteps(steps), ['replace serviceAccount', 'replace roleBinding']);
+    for (const step of steps)
+      if (step.kind === 'replace') assert.deepEqual(step.object.metadata?.ownerReferences, [other], step.child);
   });
 
   it('a RoleBinding to another role is deleted (roleRef cannot change) and made again on the next pass', () => {

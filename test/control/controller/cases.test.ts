@@ -210,6 +210,21 @@ describe('release shapes', { timeout: suiteTimeout(30_000) }, () => {
       ],
     );
     await waitFor(() => proxy.runtime.dataplane.config.listeners.length === 0, 'the listeners to close');
+    // The finalizer patch is the proxy's last write to its release: the API deletes the release in
+    // it and answers at the resourceVersion the release had before, which the cache already shows.
+    const releaseWrites = cluster.api
+      .requests()
+      .slice(from)
+      .filter(
+        (request) =>
+          request.user === cluster.proxyUser &&
+          request.resource === 'canaryreleases' &&
+          request.name === 'shop-v2' &&
+          ['create', 'update', 'patch', 'delete'].includes(request.verb),
+      )
+      .map((request) => `${request.verb} ${request.subresource || 'canaryrelease'} ${request.code}`);
+    assert.equal(releaseWrites.at(-1), 'patch canaryrelease 200', releaseWrites.join(', '));
+    assert.equal(releaseWrites.filter((write) => write.startsWith('patch canaryrelease')).length, 1);
   });
 
   it('a proxy port held by someone else: Failure condition naming it, nothing retargeted; served once it is free', async () => {

@@ -737,9 +737,13 @@ export class FakeApi {
     const pending =
       next.metadata.finalizers?.length > 0 || (key === '/namespaces' && next.spec?.finalizers?.length > 0);
     // ShouldDeleteDuringUpdate: the last finalizer gone removes the object, unless a grace period is
-    // still running: then whoever runs it (the kubelet) finishes the deletion with a grace of 0.
-    if (next.metadata.deletionTimestamp && !pending && !(next.metadata.deletionGracePeriodSeconds > 0))
-      return this.present(t, this.#remove(rt, next));
+    // still running: then whoever runs it (the kubelet) finishes the deletion with a grace of 0. The
+    // answer is the written object at the resourceVersion it had before (deleteWithoutFinalizers
+    // returns the request's object), not the deletion's.
+    if (next.metadata.deletionTimestamp && !pending && !(next.metadata.deletionGracePeriodSeconds > 0)) {
+      this.#remove(rt, next);
+      return this.present(t, next);
+    }
     const stored = this.store.commit('MODIFIED', key, next);
     if (key === 'apiextensions.k8s.io/customresourcedefinitions') this.#registerCrd(stored);
     this.onChange();
