@@ -3,7 +3,6 @@
 // Kubernetes client.
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
 import type { L4Config } from '../config/types.ts';
 import { Controller } from '../control/index.ts';
 import type { PortWeightOverride } from '../api/proxy-flags.ts';
@@ -12,10 +11,8 @@ import { loadKubeConfig, makeClients } from '../kube/client.ts';
 import { startLeadership } from '../kube/leadership.ts';
 import type { LeaderElector } from '../kube/lease.ts';
 import { Runtime, exitOnSignals, type RuntimeOptions } from '../runtime/runtime.ts';
+import { controlledStop } from './controlled-stop.ts';
 import { loadServedConfig, saveServedConfig, type StateOwner } from '../runtime/state-dir.ts';
-
-/** On SIGTERM the control loop gets this long to stop before the drain goes ahead regardless. */
-const CONTROLLER_STOP_MS = 5_000;
 
 export interface ProxyOptions {
   readonly runtime: RuntimeOptions;
@@ -89,17 +86,7 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     },
     'proxy started',
   );
-  let stopping: Promise<void> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      const stopped = await Promise.race([
-        Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
-        delay(CONTROLLER_STOP_MS, false, { ref: false }),
-      ]);
-      if (!stopped)
-        runtime.log.warn({ waitedMs: CONTROLLER_STOP_MS }, 'the control loop did not stop in time; draining anyway');
-      await runtime.stop(options.drainMs);
-    })());
+  const stop = controlledStop(runtime, () => Promise.all([controller.stop(), elector?.stop(true)]), options.drainMs);
   exitOnSignals(runtime.log, stop);
   // A release that is over never runs again (a new release is a new CanaryRelease). Run by hand, the
   // proxy exits; in a pod it stays, since the pod would only be restarted: the manager deletes its

@@ -5,15 +5,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import { readConnectionPolicies, type ConnectionPolicies } from '../../config/validate.ts';
 import type { BackendConfig, L4Config, ListenerConfig } from '../../config/types.ts';
-import {
-  DEFAULT_CONNECT_TIMEOUT_MS,
-  DEFAULT_FAIL_TIMEOUT_MS,
-  DEFAULT_IDLE_TIMEOUT_MS,
-  DEFAULT_MAX_FAILS,
-  RELEASE_PROBE_INTERVAL_MS,
-  DEFAULT_UDP_IDLE_TIMEOUT_MS,
-  DEFAULT_UDP_MAX_SESSIONS,
-} from '../../defaults.ts';
+import { controllerListener } from '../../config/controller-listener.ts';
 import { clusterIpOf, copyName, type CopyRole } from './copies.ts';
 import { selectsProxy } from './takeover-selector.ts';
 import { normalizeProtocol } from '../../api/spec.ts';
@@ -92,22 +84,12 @@ function listenerFor(
   backends: readonly BackendConfig[],
   listenHost: string | undefined,
 ): ListenerConfig {
-  const udp = port.protocol === 'UDP';
-  return {
-    name: listenerName(port),
-    protocol: udp ? 'udp' : 'tcp',
-    listen: { host: listenHost, port: port.proxyPort },
-    balance: 'wrr',
+  return controllerListener(
+    listenerName(port),
+    port.protocol === 'UDP' ? 'udp' : 'tcp',
+    { host: listenHost, port: port.proxyPort },
     backends,
-    connectTimeoutMs: DEFAULT_CONNECT_TIMEOUT_MS,
-    idleTimeoutMs: udp ? DEFAULT_UDP_IDLE_TIMEOUT_MS : DEFAULT_IDLE_TIMEOUT_MS,
-    maxConnections: 0,
-    maxFails: DEFAULT_MAX_FAILS,
-    failTimeoutMs: DEFAULT_FAIL_TIMEOUT_MS,
-    ...(udp ? {} : { probeIntervalMs: RELEASE_PROBE_INTERVAL_MS }),
-    // responses 0: a UDP session ends on idle, not after N replies (the seed's proxy_responses 1 fits DNS only).
-    udp: { responses: 0, maxSessions: DEFAULT_UDP_MAX_SESSIONS },
-  };
+  );
 }
 
 /**
