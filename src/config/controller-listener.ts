@@ -1,7 +1,6 @@
-// The listener a Gateway's listener becomes (the defaults a release's proxy port has too, which
-// control/service/l4.ts still writes out itself): the defaults `serve` has, recovery probes on TCP (a
-// backend held out comes back as soon as it answers), and UDP sessions that end on idle, not after a
-// number of replies (nginx's proxy_responses 1 fits DNS only).
+// The listener a release's proxy port and a Gateway's listener become: the defaults `serve` has,
+// recovery probes on TCP (a backend held out comes back as soon as it answers), and UDP sessions
+// that end on idle, not after a number of replies (nginx's proxy_responses 1 fits DNS only).
 import {
   DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FAIL_TIMEOUT_MS,

@@ -175,8 +175,8 @@ export class Controller {
     });
   }
 
-  /** Reconcile soon, e.g. because leadership changed. */
-  trigger(): void {
+  /** Leadership was gained or lost: reconcile soon. */
+  leadershipChanged(): void {
     this.#loop.trigger();
   }
 

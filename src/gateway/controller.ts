@@ -96,7 +96,7 @@ export class GatewayController {
   }
 
   /** Leadership changed: a new leader writes at once. */
-  trigger(): void {
+  leadershipChanged(): void {
     this.#loop.trigger();
   }
 

@@ -2,20 +2,15 @@
 // proxy (Deployment, PodDisruptionBudget, metrics Service, ServiceAccount, RoleBinding) and reports
 // it in status.proxy. Run with several replicas: a Lease elects the one that writes. Loaded only by
 // the `manager` command.
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
 import { CoordinationV1Api, type KubeConfig, type V1Container } from '@kubernetes/client-node';
 import { ConfigError } from '../errors.ts';
 import { boundedCall, loadKubeConfig } from '../kube/client.ts';
-import { startLeadership } from '../kube/leadership.ts';
-import type { LeaderElector } from '../kube/lease.ts';
 import { describeError } from '../kube/patch.ts';
 import { makeManagerApis, type ManagerApis } from '../manager/apply.ts';
 import { ManagerController } from '../manager/controller.ts';
-import { Runtime, exitOnSignals, type RuntimeOptions } from '../runtime/runtime.ts';
+import type { RuntimeOptions } from '../runtime/runtime.ts';
+import { startControllerProcess } from './controller-process.ts';
 
-const STOP_MS = 5_000;
 export const MANAGER_LEASE = 'canary-l4-manager';
 
 export interface ManagerOptions {
@@ -37,43 +32,35 @@ export async function runManager(options: ManagerOptions): Promise<void> {
   const kubeConfig = loadKubeConfig(options.kubeconfig);
   const apis = makeManagerApis(kubeConfig);
   const proxyImage = options.proxyImage ?? (await ownImage(apis, options.pod, options.requestTimeoutMs));
-  const runtime = await Runtime.start(options.runtime);
-  const identity = options.pod.name ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
-  let elector: LeaderElector | undefined;
-  const controller = new ManagerController({
-    log: runtime.log,
-    registry: runtime.registry,
-    kubeConfig,
-    apis,
-    namespaces: options.namespaces,
-    settings: { proxyImage },
-    resyncMs: options.resyncMs,
-    requestTimeoutMs: options.requestTimeoutMs,
-    isLeader: () => elector?.isLeader ?? true,
-    identity,
-    onSynced: () => runtime.setReady(true),
-  });
-  elector = startLeadership({
-    coordination: kubeConfig.makeApiClient(CoordinationV1Api),
-    namespace: options.pod.namespace ?? contextNamespace(kubeConfig),
-    name: MANAGER_LEASE,
-    identity,
-    leaseDurationMs: options.leaseDurationMs,
-    log: runtime.log,
-    registry: runtime.registry,
-    onChange: () => controller.leadershipChanged(),
-  });
-  runtime.log.info(
-    { namespaces: options.namespaces.length === 0 ? 'all' : options.namespaces, proxyImage, identity },
-    'manager started',
-  );
-  exitOnSignals(runtime.log, async () => {
-    const stopped = await Promise.race([
-      Promise.all([controller.stop(), elector?.stop(true)]).then(() => true),
-      delay(STOP_MS, false, { ref: false }),
-    ]);
-    if (!stopped) runtime.log.warn({ waitedMs: STOP_MS }, 'the manager did not stop in time; exiting anyway');
-    await runtime.stop(0);
+  await startControllerProcess({
+    runtime: options.runtime,
+    ...(options.pod.name === undefined ? {} : { identity: options.pod.name }),
+    lease: {
+      coordination: kubeConfig.makeApiClient(CoordinationV1Api),
+      namespace: options.pod.namespace ?? contextNamespace(kubeConfig),
+      name: MANAGER_LEASE,
+      durationMs: options.leaseDurationMs,
+    },
+    // The manager serves no traffic: nothing to drain.
+    drainMs: 0,
+    loop: ({ runtime, identity, isLeader }) =>
+      new ManagerController({
+        log: runtime.log,
+        registry: runtime.registry,
+        kubeConfig,
+        apis,
+        namespaces: options.namespaces,
+        settings: { proxyImage },
+        resyncMs: options.resyncMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        isLeader,
+        identity,
+        onSynced: () => runtime.setReady(true),
+      }),
+    started: {
+      fields: { namespaces: options.namespaces.length === 0 ? 'all' : options.namespaces, proxyImage },
+      message: 'manager started',
+    },
   });
 }
 

@@ -1,17 +1,13 @@
 // `proxy`: one CanaryRelease. The data plane serves on every replica; a Lease elects the one that
 // writes to the API. Loaded only by the `proxy` command, so `serve` and `demo` never pay for the
 // Kubernetes client.
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { L4Config } from '../config/types.ts';
 import { Controller } from '../control/index.ts';
 import type { PortWeightOverride } from '../api/proxy-flags.ts';
 import type { Labels } from '../api/names.ts';
 import { loadKubeConfig, makeClients } from '../kube/client.ts';
-import { startLeadership } from '../kube/leadership.ts';
-import type { LeaderElector } from '../kube/lease.ts';
-import { Runtime, exitOnSignals, type RuntimeOptions } from '../runtime/runtime.ts';
-import { controlledStop } from './controlled-stop.ts';
+import type { Runtime, RuntimeOptions } from '../runtime/runtime.ts';
+import { startControllerProcess, type LoopContext } from './controller-process.ts';
 import { loadServedConfig, saveServedConfig, type StateOwner } from '../runtime/state-dir.ts';
 
 export interface ProxyOptions {
@@ -39,62 +35,65 @@ export interface ProxyOptions {
 export async function runProxy(options: ProxyOptions): Promise<void> {
   const { namespace, release } = options;
   const clients = makeClients(loadKubeConfig(options.kubeconfig));
-  const runtime = await Runtime.start(options.runtime);
   const owner: StateOwner = { namespace, release };
-  if (options.stateDir !== undefined) await serveSavedConfig(runtime, options.stateDir, owner);
-  const identity = `${hostname()}_${randomUUID().slice(0, 8)}`;
-  let elector: LeaderElector | undefined;
-  const controller = new Controller({
-    runtime,
-    clients,
-    namespace,
-    release,
-    reconcile: {
-      proxySelector: options.proxySelector,
-      portBase: options.portBase,
-      weightOverrides: options.weightOverrides,
-      handBackGraceMs: options.handBackGraceMs,
-      inPod: options.inPod,
-      reservedPorts: new Set(runtime.adminPort === 0 ? [] : [runtime.adminPort]),
-      ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
-    },
-    resyncMs: options.resyncMs,
-    requestTimeoutMs: options.requestTimeoutMs,
-    isLeader: () => elector?.isLeader ?? true,
-    identity,
-    onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
-    onOver: (phase) => whenOver(phase),
-  });
-  elector = startLeadership({
-    coordination: clients.coordination,
-    namespace,
-    name: `canary-l4-${release}`,
-    identity,
-    leaseDurationMs: options.leaseDurationMs,
-    log: runtime.log,
-    registry: runtime.registry,
-    onChange: () => controller.trigger(),
-  });
-  runtime.log.info(
-    {
+  await startControllerProcess({
+    runtime: options.runtime,
+    lease: {
+      coordination: clients.coordination,
       namespace,
-      release,
-      proxySelector: options.proxySelector,
-      portBase: options.portBase,
-      weightOverrides: options.weightOverrides,
-      inPod: options.inPod,
+      name: `canary-l4-${release}`,
+      durationMs: options.leaseDurationMs,
     },
-    'proxy started',
-  );
-  const stop = controlledStop(runtime, () => Promise.all([controller.stop(), elector?.stop(true)]), options.drainMs);
-  exitOnSignals(runtime.log, stop);
-  // A release that is over never runs again (a new release is a new CanaryRelease). Run by hand, the
-  // proxy exits; in a pod it stays, since the pod would only be restarted: the manager deletes its
-  // proxy Deployment once the phase is set, and a standalone one is for its owner to delete.
-  let saidOver = false;
-  const whenOver = (phase: 'Adopted' | 'Deprecated') => {
-    if (saidOver) return;
-    saidOver = true;
+    drainMs: options.drainMs,
+    loop: async (context) => {
+      const { runtime } = context;
+      if (options.stateDir !== undefined) await serveSavedConfig(runtime, options.stateDir, owner);
+      return new Controller({
+        runtime,
+        clients,
+        namespace,
+        release,
+        reconcile: {
+          proxySelector: options.proxySelector,
+          portBase: options.portBase,
+          weightOverrides: options.weightOverrides,
+          handBackGraceMs: options.handBackGraceMs,
+          inPod: options.inPod,
+          reservedPorts: new Set(runtime.adminPort === 0 ? [] : [runtime.adminPort]),
+          ...(options.listenHost === undefined ? {} : { listenHost: options.listenHost }),
+        },
+        resyncMs: options.resyncMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        isLeader: context.isLeader,
+        identity: context.identity,
+        onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
+        onOver: endWhenOver(context, release),
+      });
+    },
+    started: {
+      fields: {
+        namespace,
+        release,
+        proxySelector: options.proxySelector,
+        portBase: options.portBase,
+        weightOverrides: options.weightOverrides,
+        inPod: options.inPod,
+      },
+      message: 'proxy started',
+    },
+  });
+}
+
+/**
+ * A release that is over never runs again (a new release is a new CanaryRelease). Run by hand, the
+ * proxy exits; in a pod it stays, since the pod would only be restarted: the manager deletes its
+ * proxy Deployment once the phase is set, and a standalone one is for its owner to delete. Said once.
+ */
+function endWhenOver({ runtime, stop }: LoopContext, release: string): (phase: 'Adopted' | 'Deprecated') => void {
+  let ended = false;
+  return (phase) => {
+    if (ended) return;
+    ended = true;
     if (process.env.KUBERNETES_SERVICE_HOST !== undefined) {
       runtime.log.info(
         { phase },
