@@ -16,6 +16,9 @@ import { waitFor } from '../support/net/backends.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { pinnedVersions } from './build.ts';
 import { POD_NETWORK } from './pod-network.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const MAIN = new URL('./main.ts', import.meta.url).pathname;
 
@@ -60,9 +63,13 @@ describe('npm run cluster', {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-npm-run-cluster-'));
-    child = spawn(process.execPath, [MAIN, '--dir', dir, '--service-cidr', '127.0.160.0/24', '--pod-subnet', '160'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      [MAIN, '--dir', dir, '--service-cidr', addresses.cidr, '--pod-subnet', String(addresses.octet)],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     await waitFor(() => stdout.includes('\n') || child.exitCode !== null, 'the ready line', 180_000);

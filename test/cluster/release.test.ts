@@ -25,6 +25,9 @@ import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { startTraffic, type Traffic } from '../support/cluster/testbed.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
 import { APP_IMAGE_REGISTRY } from './node/images.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const NS = 'shop';
 const IMAGE = (version: string) => `${APP_IMAGE_REGISTRY}/web:${version}`;
@@ -134,7 +137,7 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-release-'));
-    cluster = await startRealCluster({ dir, serviceCidr: '127.0.150.0/24', podSubnet: 150, kubeProxy: true });
+    cluster = await startRealCluster({ dir, serviceCidr: addresses.cidr, podSubnet: addresses.octet, kubeProxy: true });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);

@@ -10,6 +10,10 @@ import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } fro
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
 import { refused, tcpAnswer, waitFor } from '../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const podNet = loopbackRange(import.meta.url);
+const serviceNet = loopbackRange(import.meta.url, 1);
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
@@ -64,8 +68,8 @@ describe('pod servers', () => {
 
   before(async () => {
     api = await startFakeApiServer({
-      serviceCidr: '127.0.74.0/24',
-      simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.73.0/24' },
+      serviceCidr: serviceNet.cidr,
+      simulateDeployments: { podReadyDelayMs: 100, podCidr: podNet.cidr },
     });
     apps = api.kubeConfig.makeApiClient(AppsV1Api);
     core = api.kubeConfig.makeApiClient(CoreV1Api);

@@ -12,6 +12,9 @@ import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { humanDuration, jsonPath } from '../support/fake-apiserver/resources/table.ts';
 import { canaryCrd, fakeWithKubectl, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -33,7 +36,7 @@ crd.spec.versions[0]!.additionalPrinterColumns = [
 ];
 
 describe("kubectl against the fake: an install's kinds and server-side printing", await requireTool('kubectl'), () => {
-  const fake = fakeWithKubectl({ serviceCidr: '127.0.62.0/24' });
+  const fake = fakeWithKubectl({ serviceCidr: addresses.cidr });
   let api: FakeApiServer;
   let k: Kubectl;
   before(() => {

@@ -36,6 +36,9 @@ import {
 } from '../support/cluster/release-cluster.ts';
 import { waitFor } from '../support/net/backends.ts';
 import { MAIN } from '../support/process/serve-child.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const MANAGER_USER = 'system:serviceaccount:canary-l4-system:canary-l4-manager';
 const IMAGE = 'canary-l4:gateway-test';
@@ -109,7 +112,7 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
   }
 
   before(async () => {
-    cluster = await startCluster('127.0.62.0/24');
+    cluster = await startCluster(addresses.cidr);
     apps = cluster.api.kubeConfig.makeApiClient(AppsV1Api);
     rbac = cluster.api.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     policy = cluster.api.kubeConfig.makeApiClient(PolicyV1Api);

@@ -30,6 +30,9 @@ import {
   writeProxyKubeconfig,
   type Cluster,
 } from '../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(60);
 
@@ -74,7 +77,7 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
     let kubeconfig: string;
 
     before(async () => {
-      cluster = await startCluster('127.0.16.0/24');
+      cluster = await startCluster(addresses.cidr);
       dir = mkdtempSync(join(tmpdir(), 'canary-l4-proxy-cli-'));
       kubeconfig = join(dir, 'kubeconfig');
       writeProxyKubeconfig(cluster, kubeconfig);

@@ -28,6 +28,10 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const INTERVAL_MS = 1_000;
 const FAILURE_LIMIT = 2;
@@ -82,7 +86,7 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
   const traffic: Traffic[] = [];
 
   before(async () => {
-    bed = await startTestbed('127.0.96.0/24', '127.0.97');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
   });
 
   after(async () => {
@@ -108,8 +112,8 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
     const [servicePort, targetPort, stableIp, canaryIp] = [
       9000 + index,
       8000 + index,
-      `127.0.97.${10 + 2 * index}`,
-      `127.0.97.${11 + 2 * index}`,
+      `${podNet.prefix}.${10 + 2 * index}`,
+      `${podNet.prefix}.${11 + 2 * index}`,
     ];
     await bed.kubectl(
       'apply',

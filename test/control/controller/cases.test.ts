@@ -26,6 +26,9 @@ import {
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 // Below the ephemeral range (32768+), where a client socket of this very test could hold the port.
 const PORT_BASE = await freePortBlock(310, { udp: true });
@@ -36,7 +39,7 @@ describe('release shapes', { timeout: suiteTimeout(30_000) }, () => {
   const backends: Backends[] = [];
 
   before(async () => {
-    cluster = await startCluster('127.0.13.0/24');
+    cluster = await startCluster(addresses.cidr);
   });
 
   after(async () => {

@@ -30,6 +30,10 @@ import {
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8800;
@@ -51,8 +55,8 @@ describe('crash at every step', { timeout: 240_000 }, () => {
   let child: ChildProcess | undefined;
 
   before(async () => {
-    cluster = await startCluster('127.0.15.0/24', {
-      simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.59.0/24' },
+    cluster = await startCluster(serviceNet.cidr, {
+      simulateDeployments: { podReadyDelayMs: 100, podCidr: podNet.cidr },
     });
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-crash-'));
     kubeconfig = join(dir, 'kubeconfig');

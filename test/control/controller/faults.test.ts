@@ -24,6 +24,9 @@ import {
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
@@ -35,7 +38,7 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
   let backends: Backends;
 
   before(async () => {
-    cluster = await startCluster('127.0.12.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createService(cluster, 'api', [{ name: 'http', port: SERVICE_PORT }]);
   });
 

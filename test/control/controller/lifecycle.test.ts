@@ -35,6 +35,9 @@ import {
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(20);
 const SERVICE_PORT = 8000;
@@ -71,7 +74,7 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
   let beforeRelease: V1Service | undefined;
 
   before(async () => {
-    cluster = await startCluster('127.0.11.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createService(cluster, 'web', [{ name: 'http', port: SERVICE_PORT, targetPort: 9376 }], { type: 'NodePort' });
     beforeRelease = await getService(cluster, 'web');
   });

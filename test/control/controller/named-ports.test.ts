@@ -29,6 +29,10 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const NAMED_BASE = await freePortBlock(10, { udp: true });
 const ADMIN_BASE = await freePortBlock(10, { udp: true });
@@ -43,7 +47,7 @@ describe("named targetPorts: taken over only onto proxy pods that declare them, 
   const proxies: InProcessProxy[] = [];
 
   before(async () => {
-    bed = await startTestbed('127.0.120.0/24', '127.0.121');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
   });
 
   after(async () => {

@@ -26,6 +26,10 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const RELEASE = 'web-v2';
 const PORT_BASE = await freePortBlock(10);
@@ -56,7 +60,7 @@ describe('a GitOps sync during a release fails no connection', { timeout: suiteT
   let repairs = 0;
 
   before(async () => {
-    bed = await startTestbed('127.0.90.0/24', '127.0.91');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
     path = await bed.kubectl.manifest('web.yaml', manifest);
     await bed.kubectl('apply', '-f', path);
     const web = await bed.clusterIp('web');

@@ -28,6 +28,9 @@ import {
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(50);
 const manifest = (name: string, spec: CanaryReleaseSpec) => ({
@@ -53,7 +56,7 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
   const backends: Backends[] = [];
 
   before(async () => {
-    cluster = await startCluster('127.0.96.0/24');
+    cluster = await startCluster(addresses.cidr);
     kubectl = await kubectlFor(cluster.api);
   });
 

@@ -12,12 +12,15 @@ import { makeClients } from '../../../src/kube/client.ts';
 import { waitFor } from '../../support/net/backends.ts';
 import { Pods } from '../../support/cluster/pods.ts';
 import { NAMESPACE, startCluster, type Cluster } from '../../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const RELEASE = 'web-v2';
 let cluster: Cluster;
 
 before(async () => {
-  cluster = await startCluster('127.0.91.0/24');
+  cluster = await startCluster(addresses.cidr);
 });
 after(() => cluster.stop());
 

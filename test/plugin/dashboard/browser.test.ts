@@ -30,6 +30,9 @@ import {
   startCluster,
   type Cluster,
 } from '../../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const IMAGES =
   process.env.DOCS_SCREENSHOTS === '1'
@@ -97,7 +100,7 @@ describe('kubectl canary-l4 dashboard in a browser', {
   const errors: string[] = [];
 
   before(async () => {
-    cluster = await startCluster('127.0.137.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createRelease(cluster, 'web-v2', {
       services: [{ service: 'web', ports: [{ port: 80 }] }],
       steps: [

@@ -22,6 +22,9 @@ import {
   type Cluster,
 } from '../../support/cluster/release-cluster.ts';
 import { startDashboards, writeStatus } from './dashboards.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const STEPS = [
   { weight: 10, pause: {} },
@@ -108,7 +111,7 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
   let token: string;
 
   before(async () => {
-    cluster = await startCluster('127.0.136.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createRelease(cluster, 'web-v2', { services: [{ service: 'web', ports: [{ port: 80 }] }], steps: STEPS });
     await writeStatus(cluster, 'web-v2', {
       phase: 'Running',

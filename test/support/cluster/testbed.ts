@@ -53,7 +53,7 @@ export interface Testbed {
   stop(): Promise<void>;
 }
 
-/** `podNet` is three octets, e.g. `127.0.31`: pods get `.1`, `.2`, … */
+/** `podNet` is three octets, a loopback range's `prefix`: pods get `.1`, `.2`, … */
 export async function startTestbed(
   serviceCidr: string,
   fakePodNet: string,
