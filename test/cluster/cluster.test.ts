@@ -12,11 +12,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { REAL_API } from '../support/cluster/api-under-test.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { pinnedVersions } from './build.ts';
 import { POD_NETWORK } from './pod-network.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

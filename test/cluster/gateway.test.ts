@@ -19,9 +19,10 @@ import type { GatewayClass } from '../../src/api/gateway/types.ts';
 import { REAL_API } from '../support/cluster/api-under-test.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { MANAGER_GATEWAY_ONLY_GRANTS } from '../support/cluster/release-cluster.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { startRealCluster, type RealCluster } from './cluster.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -19,13 +19,14 @@ import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Servi
 import { GROUP, PLURAL, VERSION } from '../../src/api/names.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
 import { REAL_API } from '../support/cluster/api-under-test.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+
 import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { startTraffic, type Traffic } from '../support/cluster/testbed.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
 import { APP_IMAGE_REGISTRY } from './node/images.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

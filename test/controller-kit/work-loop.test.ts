@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WorkLoop } from '../../src/controller-kit/work-loop.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 function recorder(work: () => Promise<void> = async () => {}, resyncMs = 60_000) {
   let runs = 0;

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KeyedQueue } from '../../src/controller-kit/work-queue.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | undefined> = async () => {}) {
   const runs: string[] = [];

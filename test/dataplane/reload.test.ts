@@ -15,16 +15,15 @@ import {
   countBy,
   echoOnce,
   exchange,
-  sleep,
   startEchoBackend,
   startNamedBackend,
   startTcpBackend,
-  waitFor,
   type EchoBackend,
   type TcpBackend,
 } from '../support/net/backends.ts';
 import { freePort } from '../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../support/dataplane/test-plane.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 describe('reload under load', { timeout: 30_000 }, () => {
   let plane: TestPlane;

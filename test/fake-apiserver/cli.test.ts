@@ -9,8 +9,9 @@ import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import { tcpAnswer, waitFor } from '../support/cluster/api-fixtures.ts';
+import { tcpAnswer } from '../support/cluster/api-fixtures.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const servedNet = loopbackRange(import.meta.url);
 const simulatedPodNet = loopbackRange(import.meta.url, 1);

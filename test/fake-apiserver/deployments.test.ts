@@ -16,9 +16,10 @@ import {
 } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { podTemplateHash } from '../support/fake-apiserver/simulation/template-hash.ts';
-import { type Kubectl, kubectlFor, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
+import { type Kubectl, kubectlFor, watchPods } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const podNet = loopbackRange(import.meta.url);
 const serviceNet = loopbackRange(import.meta.url, 1);

@@ -11,11 +11,12 @@ import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { GATEWAY_CONTROLLER_NAME, GATEWAY_GROUP } from '../../src/api/gateway/names.ts';
 import type { Gateway, GatewayClass, L4Route } from '../../src/api/gateway/types.ts';
 import { jsonPatch, mergePatch, serverSideApply } from '../../src/kube/patch.ts';
-import { apiError, kubectlFor, waitFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
+import { apiError, kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { REAL_API, startApiUnderTest, suiteTimeout, type ApiUnderTest } from '../support/cluster/api-under-test.ts';
 import { GATEWAY_API_VERSION, gatewayApiCrdFiles, installGatewayApi } from '../support/gateway-api/crds.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -24,9 +24,10 @@ import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts
 import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
 import { Pods } from '../support/cluster/pods.ts';
 import { requireTool } from '../support/process/required-tool.ts';
-import { kubectlFor, refused, tcpAnswer, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
+import { kubectlFor, refused, tcpAnswer, watchPods } from '../support/cluster/api-fixtures.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

@@ -9,8 +9,9 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
-import { refused, tcpAnswer, waitFor } from '../support/cluster/api-fixtures.ts';
+import { refused, tcpAnswer } from '../support/cluster/api-fixtures.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const podNet = loopbackRange(import.meta.url);
 const serviceNet = loopbackRange(import.meta.url, 1);

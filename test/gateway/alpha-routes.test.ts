@@ -11,17 +11,11 @@ import type { L4Route } from '../../src/api/gateway/types.ts';
 import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { gatewayApiCrdFiles } from '../support/gateway-api/crds.ts';
-import {
-  countBy,
-  exchange,
-  runConcurrently,
-  startNamedBackend,
-  type TcpBackend,
-  waitFor,
-} from '../support/net/backends.ts';
+import { countBy, exchange, runConcurrently, startNamedBackend, type TcpBackend } from '../support/net/backends.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { type ServeChild, startGateway } from '../support/process/serve-child.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

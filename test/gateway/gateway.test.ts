@@ -27,10 +27,10 @@ import {
   type TcpBackend,
   type UdpBackend,
   udpAsk,
-  waitFor,
 } from '../support/net/backends.ts';
 import { type ServeChild, startGateway } from '../support/process/serve-child.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

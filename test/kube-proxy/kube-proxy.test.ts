@@ -17,13 +17,13 @@ import {
   startUdpEcho,
   type TcpBackend,
   udpAsk,
-  waitFor,
 } from '../support/net/backends.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
 import { Pods } from '../support/cluster/pods.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

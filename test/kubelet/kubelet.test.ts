@@ -8,10 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
-import { waitFor } from '../support/net/backends.ts';
+
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

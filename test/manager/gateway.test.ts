@@ -34,9 +34,10 @@ import {
   startCluster,
   type Cluster,
 } from '../support/cluster/release-cluster.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { MAIN } from '../support/process/serve-child.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

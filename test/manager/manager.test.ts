@@ -27,7 +27,7 @@ import type { CanaryRelease } from '../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/types.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';
 import { Pods } from '../support/cluster/pods.ts';
 import { MAIN } from '../support/process/serve-child.ts';
@@ -55,6 +55,7 @@ import {
 } from '../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

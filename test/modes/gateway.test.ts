@@ -10,10 +10,11 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import type { Gateway } from '../../src/api/gateway/types.ts';
 import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { runCli, type ServeChild, spawnWithAdmin, startGateway } from '../support/process/serve-child.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const bareServiceNet = loopbackRange(import.meta.url);
 const serviceNet = loopbackRange(import.meta.url, 1);

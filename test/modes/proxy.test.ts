@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { waitFor } from '../support/net/backends.ts';
+
 import { freePort, freePortBlock } from '../support/net/free-ports.ts';
 import { validateConfig } from '../../src/config/validate.ts';
 import { saveServedConfig } from '../../src/runtime/state-dir.ts';
@@ -31,6 +31,7 @@ import {
   type Cluster,
 } from '../support/cluster/release-cluster.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

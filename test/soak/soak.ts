@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
 import { isTakeoverSelector } from '../../src/control/service/takeover-selector.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+
 import { freePort, freePortBlock } from '../support/net/free-ports.ts';
 import { metricValue } from '../support/dataplane/test-plane.ts';
 import { MAIN } from '../support/process/serve-child.ts';
@@ -33,6 +33,7 @@ import {
 import { startTestbed, startTraffic, type Attempt, type Traffic } from '../support/cluster/testbed.ts';
 import { seededRandom } from '../support/seeded-random.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

@@ -17,7 +17,7 @@ import type { AnalysisSpec, CanaryServiceSpec } from '../../../src/api/spec-type
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
 import { seededRandom } from '../../support/seeded-random.ts';
-import { sleep, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
 import {
   conditionOf,
   createRelease,
@@ -29,6 +29,7 @@ import {
 import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { udpAsk, waitFor } from '../../support/net/backends.ts';
+import { udpAsk } from '../../support/net/backends.ts';
 import {
   conditionOf,
   createRelease,
@@ -27,6 +27,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL, LABEL_ROLE } from '../../../src/api/names.ts';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
-import { sleep } from '../../support/net/backends.ts';
+
 import { MAIN } from '../../support/process/serve-child.ts';
 import {
   createRelease,
@@ -31,6 +31,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   createRelease,
@@ -26,6 +26,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import {
   conditionOf,
@@ -25,6 +25,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

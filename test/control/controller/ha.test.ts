@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   createRelease,
@@ -32,6 +32,7 @@ import {
 import { isLeader, metric, startReplica as spawnReplica, type Replica } from './replicas.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -10,7 +10,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
-import { randomPayload, sha256, waitFor } from '../../support/net/backends.ts';
+import { randomPayload, sha256 } from '../../support/net/backends.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
@@ -36,6 +36,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -12,7 +12,7 @@ import { defaultProxySelector } from '../../../src/api/names.ts';
 import { DEFAULT_ADMIN_PORT } from '../../../src/defaults.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { isPodReady } from '../../support/cluster/pods.ts';
 import {
   conditionOf,
@@ -30,6 +30,7 @@ import {
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { freePort, freePortBlock } from '../../support/net/free-ports.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { MAIN } from '../../support/process/serve-child.ts';
@@ -29,6 +29,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

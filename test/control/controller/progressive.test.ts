@@ -18,7 +18,7 @@ import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { defaultProxySelector } from '../../../src/api/names.ts';
 import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
-import { sleep, startTcpBackend, waitFor } from '../../support/net/backends.ts';
+import { startTcpBackend } from '../../support/net/backends.ts';
 import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
 import {
   conditionOf,
@@ -36,6 +36,7 @@ import { isLeader, startReplica, type Replica } from './replicas.ts';
 import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

@@ -13,7 +13,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { sleep } from '../../support/net/backends.ts';
+
 import {
   conditionOf,
   createRelease,
@@ -27,6 +27,7 @@ import {
 import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

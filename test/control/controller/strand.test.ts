@@ -12,7 +12,7 @@ import { parseSaved } from '../../../src/control/service/originals.ts';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import {
   conditionOf,
   createRelease,
@@ -29,6 +29,7 @@ import {
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

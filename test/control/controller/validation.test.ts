@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { kubectlFor, waitFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
+import { kubectlFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
 import {
   conditionOf,
   createService,
@@ -29,6 +29,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -9,10 +9,11 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ReleaseCaches } from '../../../src/control/loop/caches.ts';
 import { defaultProxySelector, GROUP, PLURAL, VERSION, type Labels } from '../../../src/api/names.ts';
 import { makeClients } from '../../../src/kube/client.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { Pods } from '../../support/cluster/pods.ts';
 import { NAMESPACE, startCluster, type Cluster } from '../../support/cluster/release-cluster.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { LABEL_TEMPLATE_HASH, LABEL_TRACK } from '../../../src/api/names.ts';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { startPodServers, type PodServers } from '../../support/cluster/pod-servers.ts';
 import {
   createRelease,
@@ -27,6 +27,7 @@ import {
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);

@@ -10,15 +10,14 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
   randomPayload,
-  sleep,
   startEchoBackend,
   startUdpEcho,
-  waitFor,
   type EchoBackend,
   type UdpBackend,
 } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

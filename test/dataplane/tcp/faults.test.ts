@@ -12,11 +12,9 @@ import {
   countBy,
   exchange,
   randomPayload,
-  sleep,
   startEchoBackend,
   startNamedBackend,
   startTcpBackend,
-  waitFor,
   type EchoBackend,
   type TcpBackend,
 } from '../../support/net/backends.ts';
@@ -24,6 +22,7 @@ import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 import { rssBytes, startServe, type ServeChild } from '../../support/process/serve-child.ts';
 import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const MiB = 1024 * 1024;
 

@@ -11,9 +11,10 @@ import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
 import type { ReadForwarder } from '../../../src/dataplane/resources/socket-reads.ts';
 import { BackendStats } from '../../../src/dataplane/stats/stats.ts';
 import { TcpConnection } from '../../../src/dataplane/tcp/pipe.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { applyOnFreePort, createPlane } from '../../support/dataplane/test-plane.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -20,7 +20,7 @@ import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import type { Dashboard } from '../../../src/plugin/dashboard/server.ts';
 import { startDashboards, writeStatus } from './dashboards.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { requireTool } from '../../support/process/required-tool.ts';
 import {
   createRelease,
@@ -31,6 +31,7 @@ import {
   type Cluster,
 } from '../../support/cluster/release-cluster.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 

@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { GROUP, PLURAL, VERSION } from '../../../src/api/names.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { PLUGIN } from '../../support/process/kubectl-plugin.ts';
 import { startDashboard, TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
 import type { ReleaseDetail } from '../../../src/plugin/dashboard/view-model.ts';
@@ -23,6 +23,7 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startDashboards, writeStatus } from './dashboards.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 
