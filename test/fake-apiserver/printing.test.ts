@@ -13,6 +13,7 @@ import { humanDuration, jsonPath } from '../support/fake-apiserver/resources/tab
 import { canaryCrd, fakeWithKubectl, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 
@@ -224,7 +225,11 @@ describe("kubectl against the fake: an install's kinds and server-side printing"
     let seen = '';
     watcher.stdout.setEncoding('utf8').on('data', (chunk: string) => (seen += chunk));
     try {
-      await waitForText(() => seen, /^w1\s/m);
+      await waitFor(
+        () => /^w1\s/m.test(seen),
+        () => `w1 in kubectl get -w's output:\n${seen}`,
+        10_000,
+      );
       await k(
         'patch',
         'canaryrelease',
@@ -234,7 +239,11 @@ describe("kubectl against the fake: an install's kinds and server-side printing"
         '-p',
         '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}',
       );
-      await waitForText(() => seen, /^w1\s+Ready\s+3\s+True\s/m);
+      await waitFor(
+        () => /^w1\s+Ready\s+3\s+True\s/m.test(seen),
+        () => `w1 Ready in kubectl get -w's output:\n${seen}`,
+        10_000,
+      );
       assert.equal(seen.match(/^NAME\s/gm)?.length, 1, 'the header once');
     } finally {
       watcher.kill();
@@ -247,14 +256,6 @@ describe("kubectl against the fake: an install's kinds and server-side printing"
     assert.equal(list.items[0]?.metadata?.name, 'web-1');
   });
 });
-
-async function waitForText(text: () => string, pattern: RegExp, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pattern.test(text())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} in:\n${text()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('Table helpers', () => {
   const durations: [number, string][] = [

@@ -295,9 +295,11 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
     try {
       let printed = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (printed += chunk));
-      const deadline = Date.now() + 20_000;
-      while (!/http:\/\/127\.0\.0\.1:\d+\//.test(printed) && Date.now() < deadline && child.exitCode === null)
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      await waitFor(
+        () => /http:\/\/127\.0\.0\.1:\d+\//.test(printed) || child.exitCode !== null,
+        'the dashboard to print its address',
+        20_000,
+      );
       const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(printed)?.[0];
       assert.ok(url, `the address printed: ${printed}`);
       assert.match(printed, /\(namespace default, read-only\); Ctrl-C stops it/);
