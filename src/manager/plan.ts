@@ -22,9 +22,6 @@ export const CHILD_KINDS: readonly ChildKind[] = [
   'metricsService',
 ];
 
-export { KIND_OF, type Step } from './step.ts';
-export { covers, outdated } from './children.ts';
-
 export function childName(kind: ChildKind, release: string): string {
   return kind === 'metricsService' ? metricsServiceName(release) : proxyName(release);
 }

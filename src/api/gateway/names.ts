@@ -12,7 +12,6 @@ export const GATEWAY_ROUTE_ALPHA_VERSION = 'v1alpha2';
 export const GATEWAY_CONTROLLER_NAME = 'canary-l4.io/gateway-controller';
 
 export type RouteKind = 'TCPRoute' | 'UDPRoute';
-export const ROUTE_KINDS: readonly RouteKind[] = ['TCPRoute', 'UDPRoute'];
 /** The plural resource of each route kind. */
 export const ROUTE_RESOURCES: Readonly<Record<RouteKind, string>> = { TCPRoute: 'tcproutes', UDPRoute: 'udproutes' };
 
