@@ -335,6 +335,7 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
       assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
       assert.match(err.message, /EADDRINUSE/);
       assert.ok(err instanceof BindError);
+      assert.equal(err.listener, 'held', 'the listener that cannot bind, by name');
       assert.equal(
         err.field,
         `listeners[${bad.listeners.findIndex((listener) => listener.name === 'held')}].listen`,
