@@ -15,12 +15,12 @@ import type {
   V1ServicePort,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { GATEWAY_GROUP, GATEWAY_VERSION, gatewayProxyName } from '../api/gateway/names.ts';
-import type { Gateway } from '../api/gateway/types.ts';
-import { withDigests } from './children.ts';
-import { proxyCommonEnv, proxyDeploymentSpec, proxyDisruptionBudgetSpec } from './pod.ts';
-import { DEFAULT_PROXY_SPEC } from './proxy-spec.ts';
-import type { RenderSettings } from './render.ts';
+import { GATEWAY_GROUP, GATEWAY_VERSION, gatewayProxyName } from '../../api/gateway/names.ts';
+import type { Gateway } from '../../api/gateway/types.ts';
+import { withDigests } from '../children.ts';
+import { proxyCommonEnv, proxyDeploymentSpec, proxyDisruptionBudgetSpec } from '../pod.ts';
+import { DEFAULT_PROXY_SPEC } from '../proxy-spec.ts';
+import type { RenderSettings } from '../render.ts';
 import {
   ANNOTATION_SERVICE_TYPE,
   GATEWAY_CLUSTER_ROLE,
@@ -31,7 +31,7 @@ import {
   LABEL_GATEWAY_NAMESPACE,
   MAX_GATEWAY_NAME,
   SERVICE_TYPES,
-} from './gateway-types.ts';
+} from './names.ts';
 
 export type GatewayKind =
   | 'serviceAccount'
