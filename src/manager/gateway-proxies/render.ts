@@ -15,7 +15,7 @@ import type {
   V1ServicePort,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { GATEWAY_GROUP, GATEWAY_VERSION, gatewayProxyName } from '../../api/gateway/names.ts';
+import { GATEWAY_GROUP, GATEWAY_VERSION, gatewayProxyName, servedProtocol } from '../../api/gateway/names.ts';
 import type { Gateway } from '../../api/gateway/types.ts';
 import { withDigests } from '../children.ts';
 import { proxyCommonEnv, proxyDeploymentSpec, proxyDisruptionBudgetSpec } from '../pod.ts';
@@ -68,8 +68,6 @@ export type GatewayRenderResult =
 
 /** What a Gateway's name must be to label its objects (a DNS subdomain, which the API enforces, within a label value's length). */
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-/** The protocols of the listeners canary-l4 serves (the others are the gateway command's to refuse). */
-const L4_PROTOCOLS = ['TCP', 'UDP'] as const;
 
 /** The name of each object kept for the Gateway (the ClusterRoleBinding's holds its namespace). */
 export function gatewayChildName(kind: GatewayKind, namespace: string, gateway: string): string {
@@ -180,7 +178,7 @@ export function servicePorts(gateway: Gateway): V1ServicePort[] {
   const seen = new Set<string>();
   const ports: V1ServicePort[] = [];
   for (const listener of gateway.spec?.listeners ?? []) {
-    const protocol = L4_PROTOCOLS.find((known) => known === listener.protocol);
+    const protocol = servedProtocol(listener.protocol);
     if (protocol === undefined || !Number.isInteger(listener.port)) continue;
     const name = `${protocol.toLowerCase()}-${listener.port}`;
     if (seen.has(name)) continue;
