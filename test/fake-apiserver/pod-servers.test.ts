@@ -197,6 +197,7 @@ describe('pod servers', () => {
   });
 
   it('answers what `answer` derives from the pod', async () => {
+    await servers?.stop();
     servers = await startPodServers({
       kubeConfig: api.kubeConfig,
       namespace: 'default',
