@@ -66,7 +66,7 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
     isLeader: () => elector?.isLeader ?? true,
     identity,
     onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
-    onOver: (phase) => whenOver(phase),
+    onReleaseFinished: (phase) => handleFinishedRelease(phase),
   });
   elector = startLeadership({
     coordination: clients.coordination,
@@ -104,10 +104,10 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
   // A release that is over never runs again (a new release is a new CanaryRelease). Run by hand, the
   // proxy exits; in a pod it stays, since the pod would only be restarted: the manager deletes its
   // proxy Deployment once the phase is set, and a standalone one is for its owner to delete.
-  let saidOver = false;
-  const whenOver = (phase: 'Adopted' | 'Deprecated') => {
-    if (saidOver) return;
-    saidOver = true;
+  let finishedSaid = false;
+  const handleFinishedRelease = (phase: 'Adopted' | 'Deprecated') => {
+    if (finishedSaid) return;
+    finishedSaid = true;
     if (process.env.KUBERNETES_SERVICE_HOST !== undefined) {
       runtime.log.info(
         { phase },
