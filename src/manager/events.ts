@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { CallOptions } from '../kube/client.ts';
 import { EventRecorder } from '../kube/events.ts';
 import { KIND_OF, type Step } from './step.ts';
-import { MANAGED_BY } from './types.ts';
+import { MANAGED_BY } from './names.ts';
 
 export interface EventReporterOptions {
   readonly core: CoreV1Api;

@@ -8,7 +8,7 @@ import { GROUP, PLURAL, VERSION } from '../api/names.ts';
 import { GATEWAY_GROUP, GATEWAY_VERSION } from '../api/gateway/names.ts';
 import type { ManagerApis } from './apply.ts';
 import type { ChildKind } from './plan.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from './types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from './names.ts';
 
 const MANAGED_SELECTOR = `${LABEL_MANAGED_BY}=${MANAGED_BY}`;
 

@@ -24,7 +24,7 @@ import {
 } from '@kubernetes/client-node';
 import { GATEWAY_CONTROLLER_NAME, GATEWAY_GROUP, GATEWAY_VERSION } from '../../src/api/gateway/names.ts';
 import type { Gateway, GatewayClass, GatewayListener } from '../../src/api/gateway/types.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from '../../src/manager/types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../../src/manager/names.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { onlyOnFake } from '../support/cluster/api-under-test.ts';
 import {

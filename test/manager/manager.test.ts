@@ -25,7 +25,7 @@ import {
 import { LABEL_RELEASE } from '../../src/api/names.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/names.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 
 import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';

@@ -8,7 +8,7 @@ import { covers } from '../../src/manager/children.ts';
 import { CHILD_KINDS, plan, proxyNeeded, type ChildKind, type ObservedRelease } from '../../src/manager/plan.ts';
 import type { Step } from '../../src/manager/step.ts';
 import { renderProxy, type RenderedProxy } from '../../src/manager/render.ts';
-import { PROXY_CONDITION } from '../../src/manager/types.ts';
+import { PROXY_CONDITION } from '../../src/manager/names.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');

@@ -5,7 +5,7 @@
 import type { Labels } from '../../api/names.ts';
 import { GROUP } from '../../api/names.ts';
 import { GATEWAY_PROXY_PREFIX } from '../../api/gateway/names.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from '../types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../names.ts';
 
 /** On every object kept for a Gateway (and its pods): the Gateway's name; its pods are selected by it. */
 export const LABEL_GATEWAY = `${GROUP}/gateway`;

@@ -12,7 +12,7 @@ import { GATEWAY_KINDS, gatewayChildName, renderGateway, type GatewayKind } from
 import { LABEL_GATEWAY, LABEL_GATEWAY_NAMESPACE } from './names.ts';
 import type { RenderSettings } from '../render.ts';
 import { KIND_OF, type Step } from '../step.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from '../types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../names.ts';
 
 export interface ObservedGateway {
   readonly namespace: string;

@@ -20,7 +20,7 @@ import {
 } from '../pass.ts';
 import { CHILD_KINDS, childName, plan, type ChildKind, type ObservedRelease, type Plan } from '../plan.ts';
 import { KIND_OF } from '../step.ts';
-import { PROXY_CONDITION } from '../types.ts';
+import { PROXY_CONDITION } from '../names.ts';
 
 export class ReleaseReconciler implements Reconciler {
   readonly #context: ReconcileContext;

@@ -14,7 +14,7 @@ import {
   LABEL_GATEWAY,
 } from '../../../src/manager/gateway-proxies/names.ts';
 import { renderProxy } from '../../../src/manager/render.ts';
-import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY } from '../../../src/manager/types.ts';
+import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY } from '../../../src/manager/names.ts';
 import { API_VERSION, KIND } from '../../../src/api/names.ts';
 import { named } from '../../deploy/manifests.ts';
 
