@@ -3,7 +3,7 @@
 // The reconcilers read them; every change of a cached object is handed to `onChange` (watches.ts
 // turns it into the keys to reconcile).
 
-import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { CallOptions } from '../kube/client.ts';
 import { CONTROLLER_INFORMER_TUNING, startInformer, type Informer } from '../kube/informer.ts';
@@ -56,6 +56,13 @@ export class ManagerCaches {
   lookup(child: Written['child'], name: string, namespace: string): KubernetesObject | undefined {
     const scoped = child === 'clusterRoleBinding' || child === 'gatewayClass' ? '' : namespace;
     return this.informer(child === 'service' ? 'metricsService' : child, namespace)?.get(name, scoped);
+  }
+
+  /** The cached pods of a namespace labelled `label: value` (a release's or a Gateway's proxy pods). */
+  pods(namespace: string, label: string, value: string): V1Pod[] {
+    return (this.informer('pod', namespace)?.list() ?? []).filter(
+      (pod) => pod.metadata?.namespace === namespace && pod.metadata.labels?.[label] === value,
+    ) as V1Pod[];
   }
 
   /** The cached objects of a kind, in every scope. */

@@ -3,7 +3,7 @@
 // pure) and applies the steps. The gateway command writes the Gateway's status; this one only says,
 // once per change, what stops its proxy or what it was made without.
 
-import type { V1ObjectReference, V1Pod } from '@kubernetes/client-node';
+import type { V1ObjectReference } from '@kubernetes/client-node';
 import { GATEWAY_GROUP, GATEWAY_VERSION } from '../../api/gateway/names.ts';
 import { servesClass } from '../../api/gateway/class-status.ts';
 import type { Gateway, GatewayClass } from '../../api/gateway/types.ts';
@@ -67,9 +67,7 @@ export class GatewayReconciler implements Reconciler {
       const found = caches.lookup(kind, gatewayChildName(kind, namespace, name), namespace);
       if (found !== undefined) children[kind] = found;
     }
-    const pods = (caches.informer('pod', namespace)?.list() ?? []).filter(
-      (pod) => pod.metadata?.namespace === namespace && pod.metadata.labels?.[LABEL_GATEWAY] === name,
-    ) as V1Pod[];
+    const pods = caches.pods(namespace, LABEL_GATEWAY, name);
     const gateway = caches.informer('gateway', namespace)?.get(name, namespace) as Gateway | undefined;
     const gatewayClass =
       gateway === undefined

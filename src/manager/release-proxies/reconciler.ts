@@ -3,7 +3,7 @@
 // found (metrics, a log line and an Event once per change of ProxyAvailable's reason), and applies
 // the steps. A write the apiserver will refuse again is said in the release's status at once.
 
-import type { KubernetesObject, V1ObjectReference, V1Pod } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ObjectReference } from '@kubernetes/client-node';
 import { apiFailure, describeError, isAlreadyExists } from '../../kube/patch.ts';
 import { API_VERSION, KIND, LABEL_RELEASE } from '../../api/names.ts';
 import type { ManagedRelease } from '../../api/proxy-types.ts';
@@ -79,9 +79,7 @@ export class ReleaseReconciler implements Reconciler {
       const found = caches.informer(kind, namespace)?.get(childName(kind, name), namespace);
       if (found !== undefined) children[kind] = found;
     }
-    const pods = (caches.informer('pod', namespace)?.list() ?? []).filter(
-      (pod) => pod.metadata?.namespace === namespace && pod.metadata.labels?.[LABEL_RELEASE] === name,
-    ) as V1Pod[];
+    const pods = caches.pods(namespace, LABEL_RELEASE, name);
     const release = caches.informer('release', namespace)?.get(name, namespace) as ManagedRelease | undefined;
     return { namespace, name, release, children, pods };
   }
