@@ -16,15 +16,23 @@ export class ConfigError extends Error {
   }
 }
 
-/** A listener that cannot bind; `field` is the path of its listen address in the config (`listeners[2].listen`). */
-export class BindError extends Error {
+/** Which listener of a config could not bind: its name, and the path of its listen address (`listeners[2].listen`). */
+export interface UnboundListener {
+  readonly listener: string;
+  readonly field: string;
+}
+
+/** A listener that cannot bind, named (`listener`, `field`), so a caller can leave it out and serve the others. */
+export class BindError extends Error implements UnboundListener {
+  readonly listener: string;
   readonly field: string;
   readonly code: string | undefined;
 
-  constructor(field: string, message: string, code?: string, options?: ErrorOptions) {
+  constructor(unbound: UnboundListener, message: string, code?: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'BindError';
-    this.field = field;
+    this.listener = unbound.listener;
+    this.field = unbound.field;
     this.code = code;
   }
 }

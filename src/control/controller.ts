@@ -72,7 +72,7 @@ export interface ControllerOptions {
   readonly onServed?: (config: L4Config) => void;
   /** Told after each pass that finds the release over (Adopted or Deprecated, its hand-back grace
    * past, nothing left to write): the proxy has nothing left to serve. */
-  readonly onOver?: (phase: 'Adopted' | 'Deprecated') => void;
+  readonly onReleaseFinished?: (phase: 'Adopted' | 'Deprecated') => void;
 }
 
 /** A config opens or closes listeners once; a second change within one pass would be a surprise. */
@@ -373,7 +373,7 @@ export class Controller {
       );
     const phase = release.status?.phase;
     if (desired.mode === 'archived' && desired.steps.length === 0 && (phase === 'Adopted' || phase === 'Deprecated'))
-      this.#options.onOver?.(phase);
+      this.#options.onReleaseFinished?.(phase);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };
     if (desired.requeueAfterMs !== undefined) return { requeueAfterMs: desired.requeueAfterMs };

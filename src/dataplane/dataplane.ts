@@ -166,7 +166,9 @@ export class DataPlane {
         newSeries.remove();
         await this.#pruneHealth(this.config);
         const { message, code } = err as NodeJS.ErrnoException;
-        throw new BindError(`listeners[${index}].listen`, message, code, { cause: err });
+        throw new BindError({ listener: listenerConfig.name, field: `listeners[${index}].listen` }, message, code, {
+          cause: err,
+        });
       }
     }
     newSeries.keep();

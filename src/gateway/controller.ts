@@ -13,6 +13,7 @@ import { OWN_WRITES_WAIT_MS, WORK_MAX_BACKOFF_MS } from '../controller-kit/const
 import { OwnWrites } from '../controller-kit/own-writes.ts';
 import { PassMetrics } from '../controller-kit/pass-metrics.ts';
 import { METRIC_PREFIX } from '../defaults.ts';
+import { BindError } from '../errors.ts';
 import { showsResourceVersion } from '../controller-kit/resource-version.ts';
 import { WorkLoop } from '../controller-kit/work-loop.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
@@ -51,8 +52,6 @@ interface Written {
   readonly key: string;
   readonly resourceVersion: string | undefined;
 }
-
-const BIND_FIELD = /^listeners\[(\d+)\]/;
 
 export class GatewayController {
   readonly #options: GatewayControllerOptions;
@@ -173,9 +172,7 @@ export class GatewayController {
         }
         return plan;
       } catch (err) {
-        const index = BIND_FIELD.exec((err as { field?: string }).field ?? '')?.[1];
-        const l4Name = index === undefined ? undefined : plan.config.listeners[Number(index)]?.name;
-        const listener = l4Name === undefined ? undefined : plan.servedBy.get(l4Name);
+        const listener = err instanceof BindError ? plan.servedBy.get(err.listener) : undefined;
         if (listener === undefined || unbindable.has(listener)) throw err;
         unbindable.set(listener, `port cannot be bound here: ${(err as Error).message}`);
         this.#log.warn(

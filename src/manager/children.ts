@@ -7,7 +7,7 @@ import type { KubernetesObject, V1RoleBinding } from '@kubernetes/client-node';
 import { canonicalDigest } from '../kube/canonical.ts';
 import { parseQuantity } from './proxy-spec.ts';
 import type { ManagedKind, Step } from './step.ts';
-import { ANNOTATION_RENDERED } from './types.ts';
+import { ANNOTATION_RENDERED } from './names.ts';
 
 /** The object annotated with a digest of itself. */
 export function withDigest<T extends KubernetesObject>(object: T): T {

@@ -9,7 +9,7 @@ import { converge, removalsOf } from './children.ts';
 import { KIND_OF, type Step } from './step.ts';
 import { renderProxy, type RenderedProxy, type RenderSettings } from './render.ts';
 import { availability, proxyStatus, statusPatch, type ConditionDraft } from './status.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY, metricsServiceName, proxyName } from './types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY, metricsServiceName, proxyName } from './names.ts';
 import type { ManagedRelease, ProxyStatus } from '../api/proxy-types.ts';
 
 export type ChildKind = keyof RenderedProxy;
@@ -21,9 +21,6 @@ export const CHILD_KINDS: readonly ChildKind[] = [
   'podDisruptionBudget',
   'metricsService',
 ];
-
-export { KIND_OF, type Step } from './step.ts';
-export { covers, outdated } from './children.ts';
 
 export function childName(kind: ChildKind, release: string): string {
   return kind === 'metricsService' ? metricsServiceName(release) : proxyName(release);

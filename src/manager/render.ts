@@ -20,7 +20,7 @@ import { API_VERSION, KIND, LABEL_RELEASE, PROXY_ADMIN_PORT_NAME, type Labels } 
 import { labelProblems, takeoverLabels } from '../api/labels.ts';
 import { withDigests } from './children.ts';
 import { readProxySpec } from './proxy-spec.ts';
-import { LABEL_MANAGED_BY, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName } from './types.ts';
+import { LABEL_MANAGED_BY, managedLabels, metricsServiceName, PROXY_CLUSTER_ROLE, proxyName } from './names.ts';
 import type { ManagedRelease, ProxySpec } from '../api/proxy-types.ts';
 
 export interface RenderSettings {

@@ -7,7 +7,7 @@ import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { formatTime } from '../api/conditions.ts';
 import type { CanaryReleaseCondition, ConditionStatus } from '../api/status-types.ts';
 import { canonicalJson } from '../kube/canonical.ts';
-import { MAX_LISTED_PODS, PROXY_CONDITION } from './types.ts';
+import { MAX_LISTED_PODS, PROXY_CONDITION } from './names.ts';
 import type { ManagedRelease, ProxyPodStatus, ProxyStatus } from '../api/proxy-types.ts';
 
 export interface ConditionDraft {

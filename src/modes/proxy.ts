@@ -67,7 +67,7 @@ export async function runProxy(options: ProxyOptions): Promise<void> {
         isLeader: context.isLeader,
         identity: context.identity,
         onServed: options.stateDir === undefined ? undefined : keepServedConfig(runtime, options.stateDir, owner),
-        onOver: endWhenOver(context, release),
+        onReleaseFinished: endWhenOver(context, release),
       });
     },
     started: {

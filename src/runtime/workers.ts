@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import type { L4Config } from '../config/types.ts';
 import { configsEqual } from '../config/equal.ts';
-import { BindError } from '../errors.ts';
+import { BindError, type UnboundListener } from '../errors.ts';
 import { StatsRegistry } from '../dataplane/stats/stats.ts';
 import { registerReloadMetrics } from '../admin/metrics.ts';
 import { startAdminServer, type AdminAddress, type AdminServer } from '../admin/server.ts';
@@ -19,13 +19,13 @@ type ToWorker =
   | { type: 'canary-l4:apply'; id: number; config: L4Config }
   | { type: 'canary-l4:shutdown'; drainMs: number }
   | CollectRequest;
-/** `field`: the listen field of a listener that could not bind. */
+/** `unbound`: the listener that could not bind. */
 type FromWorker =
-  | { type: 'canary-l4:applied'; id: number; error?: string; field?: string }
+  | { type: 'canary-l4:applied'; id: number; error?: string; unbound?: UnboundListener }
   | { type: 'canary-l4:ready' };
 interface Refusal {
   readonly message: string;
-  readonly field?: string;
+  readonly unbound?: UnboundListener;
 }
 
 /** How long past the drain timeout the primary waits for a worker before killing it. */
@@ -114,8 +114,8 @@ export class WorkerPool implements ConfigTarget {
       this.#wanted = this.#config;
       if (this.#config !== undefined) await this.#broadcast(this.#config, liveWorkers());
       const message = [...new Set(errors.map((error) => error.message))].join('; ');
-      const { field } = errors[0]!;
-      throw field === undefined ? new Error(message) : new BindError(field, message);
+      const { unbound } = errors[0]!;
+      throw unbound === undefined ? new Error(message) : new BindError(unbound, message);
     }
     this.#config = config;
     this.#stats.recordReload(true);
@@ -188,7 +188,7 @@ export class WorkerPool implements ConfigTarget {
     if (message?.type !== 'canary-l4:applied') return;
     const entry = this.#pending.get(message.id);
     if (entry === undefined) return;
-    if (message.error !== undefined) entry.errors.push({ message: message.error, field: message.field });
+    if (message.error !== undefined) entry.errors.push({ message: message.error, unbound: message.unbound });
     this.#settle(message.id, worker);
   }
 
@@ -240,7 +240,7 @@ export async function runWorker(
             type: 'canary-l4:applied',
             id: message.id,
             error: err.message,
-            field: err instanceof BindError ? err.field : undefined,
+            unbound: err instanceof BindError ? { listener: err.listener, field: err.field } : undefined,
           } satisfies FromWorker),
       );
     } else if (message?.type === 'canary-l4:shutdown') {

@@ -9,13 +9,13 @@ import {
   startEchoBackend,
   startUdpEcho,
   udpAsk,
-  waitFor,
   type EchoBackend,
   type UdpBackend,
 } from '../support/net/backends.ts';
 import { freePort } from '../support/net/free-ports.ts';
 import { metricValue } from '../support/dataplane/test-plane.ts';
 import { startServe, type ServeChild } from '../support/process/serve-child.ts';
+import { waitFor } from '../support/wait.ts';
 
 describe('admin server of serve', { timeout: 40_000 }, () => {
   let serve: ServeChild;

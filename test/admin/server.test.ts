@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { describe, test } from 'node:test';
-import { askName, startNamedBackend, waitFor } from '../support/net/backends.ts';
+import { askName, startNamedBackend } from '../support/net/backends.ts';
 import { freePort } from '../support/net/free-ports.ts';
 import { startServe, type ServeChild } from '../support/process/serve-child.ts';
+import { waitFor } from '../support/wait.ts';
 
 const listenerTo = (port: number, backendPort: number) => ({
   listeners: [

@@ -15,6 +15,9 @@ import { after, before, describe, test } from 'node:test';
 import { freePort } from '../support/net/free-ports.ts';
 import { startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { MAIN } from '../support/process/serve-child.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const HOOK = fileURLToPath(new URL('../support/process/loaded-modules.ts', import.meta.url));
 const KUBERNETES_CLIENT = '/node_modules/@kubernetes/client-node/';
@@ -196,7 +199,7 @@ for (const [what, entry] of [
     });
 
     test('proxy loads neither the YAML parser nor the config-file loader', async () => {
-      const api = await startFakeApiServer({ serviceCidr: '127.0.19.0/24' });
+      const api = await startFakeApiServer({ serviceCidr: addresses.cidr });
       try {
         const args = [
           'proxy',

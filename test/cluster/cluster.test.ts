@@ -12,10 +12,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { REAL_API } from '../support/cluster/api-under-test.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { pinnedVersions } from './build.ts';
 import { POD_NETWORK } from './pod-network.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const MAIN = new URL('./main.ts', import.meta.url).pathname;
 
@@ -60,9 +64,13 @@ describe('npm run cluster', {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-npm-run-cluster-'));
-    child = spawn(process.execPath, [MAIN, '--dir', dir, '--service-cidr', '127.0.160.0/24', '--pod-subnet', '160'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    child = spawn(
+      process.execPath,
+      [MAIN, '--dir', dir, '--service-cidr', addresses.cidr, '--pod-subnet', String(addresses.octet)],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     await waitFor(() => stdout.includes('\n') || child.exitCode !== null, 'the ready line', 180_000);

@@ -18,7 +18,7 @@ export const NODE_NAME = 'canary-l4-node';
 
 export interface RealClusterOptions {
   readonly dir: string;
-  /** Loopback, e.g. `127.0.90.0/24`. */
+  /** Loopback, a range's `cidr` from test/support/net/loopback-ranges.ts. */
   readonly serviceCidr: string;
   /** The third octet of the node's pod network: pods at `198.18.<n>.2` onwards. */
   readonly podSubnet: number;

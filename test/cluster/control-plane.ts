@@ -8,7 +8,7 @@
  * then SIGKILL) and leaves no process or port behind.
  *
  * ```ts
- * const plane = await startControlPlane({ dir, serviceCidr: '127.0.90.0/24' });
+ * const plane = await startControlPlane({ dir, serviceCidr: addresses.cidr });
  * plane.kubeconfigPath;   // kubectl --kubeconfig … version → Server Version: v1.37.2
  * await plane.stop();
  * ```

@@ -19,8 +19,12 @@ import type { GatewayClass } from '../../src/api/gateway/types.ts';
 import { REAL_API } from '../support/cluster/api-under-test.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { MANAGER_GATEWAY_ONLY_GRANTS } from '../support/cluster/release-cluster.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { startRealCluster, type RealCluster } from './cluster.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const NS = 'edge';
 const MANAGER = 'system:serviceaccount:canary-l4-system:canary-l4-manager';
@@ -74,7 +78,7 @@ describe('the manager and a Gateway on a real control plane, installed with kube
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-gateway-'));
-    cluster = await startRealCluster({ dir, serviceCidr: '127.0.152.0/24', podSubnet: 152 });
+    cluster = await startRealCluster({ dir, serviceCidr: addresses.cidr, podSubnet: addresses.octet });
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);

@@ -19,12 +19,16 @@ import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Servi
 import { GROUP, PLURAL, VERSION } from '../../src/api/names.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
 import { REAL_API } from '../support/cluster/api-under-test.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+
 import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { startTraffic, type Traffic } from '../support/cluster/testbed.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
 import { APP_IMAGE_REGISTRY } from './node/images.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const NS = 'shop';
 const IMAGE = (version: string) => `${APP_IMAGE_REGISTRY}/web:${version}`;
@@ -138,7 +142,7 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-release-'));
-    cluster = await startRealCluster({ dir, serviceCidr: '127.0.150.0/24', podSubnet: 150, kubeProxy: true });
+    cluster = await startRealCluster({ dir, serviceCidr: addresses.cidr, podSubnet: addresses.octet, kubeProxy: true });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);

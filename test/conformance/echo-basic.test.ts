@@ -1,7 +1,7 @@
 // The echo-basic and coredns simulations (test/cluster/node/echo-basic/, coredns.ts) answer as the images the
 // conformance suite deploys: their TCP, UDP and DNS servers read by the suite's own clients (conformance_test.go's
 // TestEchoSimulation, in the suite binary test/conformance/build.ts builds), the TLS listener of the tcpserver and
-// the HTTP echo checked here against the image's protocol. On loopback 127.0.171.x (fixed ports, as the image's).
+// the HTTP echo checked here against the image's protocol. On the file's loopback range (fixed ports, as the image's).
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,6 +13,9 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { requireTool } from '../support/process/required-tool.ts';
 import { ensureSuiteBinary } from './build.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const ECHO_BASIC = fileURLToPath(new URL('../cluster/node/echo-basic/main.ts', import.meta.url));
 const COREDNS = fileURLToPath(new URL('../cluster/node/coredns.ts', import.meta.url));
@@ -64,10 +67,10 @@ describe('the echo-basic and coredns simulations', { skip, timeout: 900_000 }, (
     );
     const tls = { TLS_SERVER_CERT: join(dir, 'crt'), TLS_SERVER_PRIV_KEY: join(dir, 'key') };
     await Promise.all([
-      start(ECHO_BASIC, { ECHO_BASIC_BIND: '127.0.171.1', TCP_ECHO_SERVER: '1', ...tls }, /protocol=tls/),
-      start(ECHO_BASIC, { ECHO_BASIC_BIND: '127.0.171.2', UDP_ECHO_SERVER: '1' }, /UDP server listening/),
-      start(ECHO_BASIC, { ECHO_BASIC_BIND: '127.0.171.3' }, /port 3001 \(h2c\)/),
-      start(COREDNS, { COREDNS_BIND: '127.0.171.4' }, /whoami/),
+      start(ECHO_BASIC, { ECHO_BASIC_BIND: addresses.ip(1), TCP_ECHO_SERVER: '1', ...tls }, /protocol=tls/),
+      start(ECHO_BASIC, { ECHO_BASIC_BIND: addresses.ip(2), UDP_ECHO_SERVER: '1' }, /UDP server listening/),
+      start(ECHO_BASIC, { ECHO_BASIC_BIND: addresses.ip(3) }, /port 3001 \(h2c\)/),
+      start(COREDNS, { COREDNS_BIND: addresses.ip(4) }, /whoami/),
     ]);
     suite = (await ensureSuiteBinary((line) => console.error(line))).path;
   });
@@ -81,9 +84,9 @@ describe('the echo-basic and coredns simulations', { skip, timeout: 900_000 }, (
     const { stdout } = await run(suite, ['-test.run', '^TestEchoSimulation$', '-test.v', '-test.timeout', '60s'], {
       env: {
         ...process.env,
-        ECHO_SIMULATION_TCP: '127.0.171.1:3000',
-        ECHO_SIMULATION_UDP: '127.0.171.2:8080',
-        ECHO_SIMULATION_DNS: '127.0.171.4:53',
+        ECHO_SIMULATION_TCP: `${addresses.ip(1)}:3000`,
+        ECHO_SIMULATION_UDP: `${addresses.ip(2)}:8080`,
+        ECHO_SIMULATION_DNS: `${addresses.ip(4)}:53`,
         ECHO_SIMULATION_NAMESPACE: POD.NAMESPACE,
         ECHO_SIMULATION_POD: POD.POD_NAME,
         ECHO_SIMULATION_SERVICE: POD.SERVICE_NAME,
@@ -96,7 +99,7 @@ describe('the echo-basic and coredns simulations', { skip, timeout: 900_000 }, (
 
   it('the tcpserver over TLS: welcome, IS_TLS true, and TEST with the handshake (version, serverName, cipherSuite)', async () => {
     const socket = connect({
-      host: '127.0.171.1',
+      host: addresses.ip(1),
       port: 8443,
       servername: 'abc.example.com',
       rejectUnauthorized: false,
@@ -148,18 +151,18 @@ describe('the echo-basic and coredns simulations', { skip, timeout: 900_000 }, (
   });
 
   it('the HTTP echo: the JSON of the request (canonical header names, Host apart), /health and /status/NNN', async () => {
-    const response = await fetch('http://127.0.171.3:3000/a//b?x=1', { headers: { 'x-custom-header': 'v' } });
+    const response = await fetch(`http://${addresses.ip(3)}:3000/a//b?x=1`, { headers: { 'x-custom-header': 'v' } });
     const body = (await response.json()) as Record<string, any>;
     assert.equal(response.headers.get('content-type'), 'application/json');
     assert.equal(body.path, '/a//b?x=1');
-    assert.equal(body.host, '127.0.171.3:3000');
+    assert.equal(body.host, `${addresses.ip(3)}:3000`);
     assert.equal(body.method, 'GET');
     assert.equal(body.proto, 'HTTP/1.1');
     assert.deepEqual(body.headers['X-Custom-Header'], ['v']);
     assert.equal(body.headers.Host, undefined);
     assert.equal(body.httpPort, '3000');
     assert.equal(body.namespace, POD.NAMESPACE);
-    assert.equal((await fetch('http://127.0.171.3:3000/health')).status, 200);
-    assert.equal((await fetch('http://127.0.171.3:3000/status/418')).status, 418);
+    assert.equal((await fetch(`http://${addresses.ip(3)}:3000/health`)).status, 200);
+    assert.equal((await fetch(`http://${addresses.ip(3)}:3000/status/418`)).status, 418);
   });
 });

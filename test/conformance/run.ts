@@ -26,6 +26,9 @@ import { GATEWAY_API_VERSION, installGatewayApi } from '../support/gateway-api/c
 import { ensureSuiteBinary, MODULE_DIR } from './build.ts';
 import { conformanceMarkdown } from './markdown.ts';
 import { claimedFailures, readResults } from './results.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const GATEWAY_CLASS = 'canary-l4';
@@ -77,7 +80,13 @@ let kubectl: Kubectl | undefined;
 let exitCode = 2;
 try {
   const clusterStart = Date.now();
-  cluster = await startRealCluster({ dir, serviceCidr: '127.0.170.0/24', podSubnet: 170, kubeProxy: true, log });
+  cluster = await startRealCluster({
+    dir,
+    serviceCidr: addresses.cidr,
+    podSubnet: addresses.octet,
+    kubeProxy: true,
+    log,
+  });
   kubectl = await kubectlFor(cluster.plane);
   log(
     `cluster ready in ${seconds(clusterStart)} s: Kubernetes ${cluster.plane.kubernetesVersion}, logs in ${dir}/logs`,

@@ -1,11 +1,12 @@
 // The work queue both control loops use: keys coalesce, a key never runs twice at once, a failing release backs
-// off alone while the others go on.
+// off alone while the others go on. Its timers are node:test's mock timers: each delay is checked to the
+// millisecond, and no test waits one out.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KeyedQueue } from '../../src/controller-kit/work-queue.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+import { gate, settle } from './settle.ts';
 
-function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | undefined> = async () => {}) {
+function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | undefined> = async () => undefined) {
   const runs: string[] = [];
   const errors: [string, number][] = [];
   const queue = new KeyedQueue({
@@ -22,78 +23,118 @@ function recorder(work: (key: string) => Promise<{ requeueAfterMs?: number } | u
 }
 
 describe('the work queue', () => {
-  it('a key added several times before it runs runs once', async () => {
+  it('a key added several times before it runs runs once', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
     const { queue, runs } = recorder();
     for (let i = 0; i < 3; i++) queue.add('ns/a');
     queue.add('ns/b');
     queue.start();
-    await waitFor(() => runs.length === 2, 'both keys to run');
-    await sleep(50);
+    await settle();
+    t.mock.timers.tick(60_000);
+    await settle();
     assert.deepEqual(runs.sort(), ['ns/a', 'ns/b']);
     await queue.stop();
   });
 
-  it('a key added while it runs runs once more after, never twice at once', async () => {
+  it('a key added while it runs runs once more after, never twice at once', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
     let running = 0;
     let most = 0;
+    const gates = [gate(), gate()];
     const { queue, runs } = recorder(async () => {
       running++;
       most = Math.max(most, running);
-      await sleep(30);
+      await gates[runs.length - 1]!.passed;
       running--;
+      return undefined;
     });
     queue.start();
     queue.add('ns/a');
-    await waitFor(() => runs.length === 1, 'the first run');
+    await settle();
+    assert.equal(runs.length, 1);
     for (let i = 0; i < 3; i++) queue.add('ns/a');
-    await waitFor(() => runs.length === 2, 'the second run');
-    await sleep(80);
-    assert.equal(runs.length, 2);
-    assert.equal(most, 1);
+    await settle();
+    assert.equal(runs.length, 1, 'not again while it runs');
+    gates[0]!.open();
+    await settle();
+    assert.equal(runs.length, 2, 'once more after');
+    gates[1]!.open();
+    await settle();
+    t.mock.timers.tick(60_000);
+    await settle();
+    assert.deepEqual([runs.length, most], [2, 1]);
     await queue.stop();
   });
 
-  it('a failing key is retried with growing backoff, and the other keys go on meanwhile', async () => {
-    let failures = 3;
+  it('a failing key is retried after 50, 100, 200 and 200 ms (capped), and the other keys go on meanwhile', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    let failures = 4;
     const { queue, runs, errors } = recorder(async (key) => {
       if (key === 'ns/bad' && failures-- > 0) throw new Error('refused');
+      return undefined;
     });
+    const badRuns = () => runs.filter((key) => key === 'ns/bad').length;
     queue.start();
     queue.add('ns/bad');
-    await waitFor(() => errors.length === 1, 'the first failure');
+    await settle();
     queue.add('ns/good');
     queue.add('ns/bad'); // an event for the failing key waits for its retry
-    await waitFor(() => runs.includes('ns/good'), 'the other key to run');
-    assert.equal(runs.filter((key) => key === 'ns/bad').length, 1, 'no retry before the backoff');
-    await waitFor(() => runs.filter((key) => key === 'ns/bad').length === 4, 'the retries until it succeeds', 2000);
-    assert.deepEqual(
-      errors.map(([, retryInMs]) => retryInMs),
-      [50, 100, 200],
-    );
+    await settle();
+    assert.deepEqual([badRuns(), runs.includes('ns/good')], [1, true], 'the other key runs, the failing one waits');
+    for (const delayMs of [50, 100, 200, 200]) {
+      t.mock.timers.tick(delayMs - 1);
+      await settle();
+      const before = badRuns();
+      t.mock.timers.tick(1);
+      await settle();
+      assert.equal(badRuns(), before + 1, `the retry ${delayMs} ms after the failure, not before`);
+    }
+    assert.deepEqual(errors, [
+      ['ns/bad', 50],
+      ['ns/bad', 100],
+      ['ns/bad', 200],
+      ['ns/bad', 200],
+    ]);
+    t.mock.timers.tick(60_000);
+    await settle();
+    assert.equal(badRuns(), 5, 'a success ends the retries');
     await queue.stop();
   });
 
-  it('requeueAfter runs the key again later', async () => {
+  it('requeueAfter runs the key again that long after, not before', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
     const { queue, runs } = recorder(async () => (runs.length === 1 ? { requeueAfterMs: 40 } : undefined));
     queue.start();
     queue.add('ns/a');
-    await waitFor(() => runs.length === 2, 'the requeue');
+    await settle();
+    t.mock.timers.tick(39);
+    await settle();
+    assert.equal(runs.length, 1);
+    t.mock.timers.tick(1);
+    await settle();
+    assert.equal(runs.length, 2);
     await queue.stop();
   });
 
-  it('stop waits for what runs and forgets what waits', async () => {
-    let finished = false;
+  it('stop waits for what runs and forgets what waits', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const running = gate();
+    let stopped = false;
     const { queue, runs } = recorder(async () => {
-      await sleep(50);
-      finished = true;
+      await running.passed;
+      return { requeueAfterMs: 10 };
     });
     queue.start();
     queue.add('ns/a');
-    await waitFor(() => runs.length === 1, 'the run');
+    await settle();
     queue.add('ns/a');
-    await queue.stop();
-    assert.equal(finished, true);
-    await sleep(80);
-    assert.equal(runs.length, 1);
+    const stopping = queue.stop().then(() => (stopped = true));
+    await settle();
+    assert.equal(stopped, false, 'stop waits for the run');
+    running.open();
+    await stopping;
+    t.mock.timers.tick(60_000);
+    await settle();
+    assert.equal(runs.length, 1, 'neither the key added meanwhile nor the requeue runs');
   });
 });

@@ -15,16 +15,15 @@ import {
   countBy,
   echoOnce,
   exchange,
-  sleep,
   startEchoBackend,
   startNamedBackend,
   startTcpBackend,
-  waitFor,
   type EchoBackend,
   type TcpBackend,
 } from '../support/net/backends.ts';
 import { freePort } from '../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../support/dataplane/test-plane.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 describe('reload under load', { timeout: 30_000 }, () => {
   let plane: TestPlane;
@@ -336,6 +335,7 @@ describe('a config that cannot bind', { timeout: 15_000 }, () => {
       assert.match(err.message, /listener "held" cannot listen on tcp 127\.0\.0\.1:\d+: the address is in use/);
       assert.match(err.message, /EADDRINUSE/);
       assert.ok(err instanceof BindError);
+      assert.equal(err.listener, 'held', 'the listener that cannot bind, by name');
       assert.equal(
         err.field,
         `listeners[${bad.listeners.findIndex((listener) => listener.name === 'held')}].listen`,

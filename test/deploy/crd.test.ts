@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { CONDITION_TYPES } from '../../src/api/conditions.ts';
 import { GROUP, KIND, PLURAL, VERSION } from '../../src/api/names.ts';
 import { PHASES } from '../../src/api/status-types.ts';
-import { PROXY_CONDITION } from '../../src/manager/types.ts';
+import { PROXY_CONDITION } from '../../src/manager/names.ts';
 
 type Schema = { [key: string]: unknown; properties?: Record<string, Schema>; items?: Schema };
 

@@ -28,7 +28,7 @@ interface Dashboard {
   templating: { list: { type: string; query?: string | { query?: string } }[] };
 }
 
-/** The control loops' metrics and their labels (src/control/loop/reporting.ts, src/modes/proxy.ts, src/manager/controller.ts, src/modes/manager.ts): not in a bare data plane's /metrics. */
+/** The control loops' metrics and their labels (src/control/loop/reporting.ts, src/modes/proxy.ts, src/manager/metrics.ts, src/modes/manager.ts): not in a bare data plane's /metrics. */
 const CONTROL_LOOP_METRICS = new Map<string, readonly string[]>([
   ['canary_l4_reconcile_total', ['result']],
   ['canary_l4_reconcile_duration_seconds', ['le']],

@@ -7,11 +7,14 @@ import { describe, it } from 'node:test';
 import { fakeWithKubectl } from '../support/cluster/api-fixtures.ts';
 import { allObjects, deployDir } from './manifests.ts';
 import { requireTool } from '../support/process/required-tool.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const path = (file: string) => fileURLToPath(new URL(file, deployDir));
 
 describe('installing deploy/ with kubectl', { ...(await requireTool('kubectl')), timeout: 60_000 }, () => {
-  const fake = fakeWithKubectl({ serviceCidr: '127.0.66.0/24' });
+  const fake = fakeWithKubectl({ serviceCidr: addresses.cidr });
   const kubectl = (...args: string[]) => fake.kubectl(...args);
 
   it('kubectl apply -k deploy/ creates the CRD and the manager, validated; applied again, nothing changes', async () => {

@@ -29,8 +29,8 @@ import type {
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS } from '../../src/defaults.ts';
 import { KIND, LABEL_RELEASE } from '../../src/api/names.ts';
 import { renderProxy } from '../../src/manager/render.ts';
-import { PROXY_CLUSTER_ROLE } from '../../src/manager/types.ts';
-import { GATEWAY_CLUSTER_ROLE, GATEWAY_LEASE_ROLE } from '../../src/manager/gateway-types.ts';
+import { PROXY_CLUSTER_ROLE } from '../../src/manager/names.ts';
+import { GATEWAY_CLUSTER_ROLE, GATEWAY_LEASE_ROLE } from '../../src/manager/gateway-proxies/names.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { allObjects, deployDir, manifestFiles, named, theOnly, type KubeObject } from './manifests.ts';
 import { requireTool } from '../support/process/required-tool.ts';

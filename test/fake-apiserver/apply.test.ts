@@ -17,6 +17,9 @@ import {
   startFakeWithCrd,
 } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 // Awaited before any suite is declared: under --test-force-exit, a suite declared after a top-level
 // await never runs (the runner exits once the suites before it are done).
@@ -171,7 +174,7 @@ describe('server-side apply over HTTP', () => {
     core.patchNamespacedService({ name: body.metadata!.name!, namespace: ns, body, fieldManager, force: true }, ssa);
 
   before(async () => {
-    ({ api, core, custom } = await startFakeWithCrd({ serviceCidr: '127.0.42.0/28' }));
+    ({ api, core, custom } = await startFakeWithCrd({ serviceCidr: `${addresses.prefix}.0/28` }));
   });
   after(() => api.stop());
 
@@ -179,7 +182,7 @@ describe('server-side apply over HTTP', () => {
     const yaml = 'apiVersion: v1\nkind: Service\nmetadata:\n  name: raw\nspec:\n  ports:\n  - port: 80\n';
     const created = await applyRaw(`/api/v1/namespaces/${ns}/services/raw`, yaml);
     assert.equal(created.status, 201);
-    assert.equal(((await created.json()) as any).spec.clusterIP.startsWith('127.0.42.'), true);
+    assert.equal(((await created.json()) as any).spec.clusterIP.startsWith(`${addresses.prefix}.`), true);
     const updated = await applyRaw(`/api/v1/namespaces/${ns}/services/raw`, yaml.replace('80', '81'));
     assert.equal(updated.status, 200);
     assert.deepEqual(
@@ -316,7 +319,7 @@ describe('GitOps re-apply after a takeover, through kubectl', kubectlAtHand, () 
   let k: Kubectl;
 
   before(async () => {
-    ({ api, core } = await startFakeWithCrd({ serviceCidr: '127.0.42.16/28' }));
+    ({ api, core } = await startFakeWithCrd({ serviceCidr: `${addresses.prefix}.16/28` }));
     k = await kubectlFor(api);
   });
   after(async () => {

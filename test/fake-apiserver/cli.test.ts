@@ -9,7 +9,16 @@ import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
-import { tcpAnswer, waitFor } from '../support/cluster/api-fixtures.ts';
+import { tcpAnswer } from '../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const servedNet = loopbackRange(import.meta.url);
+const simulatedPodNet = loopbackRange(import.meta.url, 1);
+const simulatedServiceNet = loopbackRange(import.meta.url, 2);
+const networkServiceNet = loopbackRange(import.meta.url, 3);
+const networkPodNet = loopbackRange(import.meta.url, 4);
+const terminationNet = loopbackRange(import.meta.url, 5);
 
 const main = fileURLToPath(new URL('../support/fake-apiserver/main.ts', import.meta.url));
 
@@ -47,7 +56,7 @@ it('serves with --port 0 --service-cidr --kubeconfig-out and stops on SIGTERM', 
   const dir = await mkdtemp(join(tmpdir(), 'fake-cli-'));
   const out = join(dir, 'kubeconfig');
   const { text, server, kubeConfig, stop } = await serve(
-    ['--port', '0', '--service-cidr', '127.0.30.0/24', '--kubeconfig-out', out],
+    ['--port', '0', '--service-cidr', servedNet.cidr, '--kubeconfig-out', out],
     'kubeconfig:',
   );
   try {
@@ -59,7 +68,7 @@ it('serves with --port 0 --service-cidr --kubeconfig-out and stops on SIGTERM', 
       namespace: 'default',
       body: { metadata: { name: 'cli' }, spec: { ports: [{ port: 80 }] } },
     });
-    assert.match(s.spec!.clusterIP!, /^127\.0\.30\./);
+    assert.ok(s.spec!.clusterIP!.startsWith(`${servedNet.prefix}.`), s.spec!.clusterIP);
     // Faults reach it over HTTP, from another process.
     assert.match(text, /fault injection: curl -XPOST http:\/\/127\.0\.0\.1:\d+\/_fake\/faults\/latency/);
     const armed = await fetch(`${server}/_fake/faults/fail-next`, {
@@ -87,17 +96,20 @@ it("--simulate-deployments runs a Deployment's pods, with --pod-cidr addresses R
       '--port',
       '0',
       '--service-cidr',
-      '127.0.76.0/24',
+      simulatedServiceNet.cidr,
       '--simulate-deployments',
       '--pod-ready-delay-ms',
       '50',
       '--pod-cidr',
-      '127.0.75.0/24',
+      simulatedPodNet.cidr,
     ],
     'simulating Deployments',
   );
   try {
-    assert.match(text, /simulating Deployments: pods in 127\.0\.75\.0\/24, Ready 50 ms after they run/);
+    assert.ok(
+      text.includes(`simulating Deployments: pods in ${simulatedPodNet.cidr}, Ready 50 ms after they run`),
+      text,
+    );
     const labels = { app: 'cli' };
     await kubeConfig.makeApiClient(AppsV1Api).createNamespacedDeployment({
       namespace: 'default',
@@ -117,7 +129,7 @@ it("--simulate-deployments runs a Deployment's pods, with --pod-cidr addresses R
         ),
       'a Ready pod',
     );
-    assert.match(pod?.status?.podIP ?? '', /^127\.0\.75\.\d+$/);
+    assert.match(pod?.status?.podIP ?? '', simulatedPodNet.addressPattern);
   } finally {
     assert.equal(await stop(), 0);
   }
@@ -129,12 +141,12 @@ it('--pod-termination-ms bounds how long a deleted pod terminates', async () => 
       '--port',
       '0',
       '--service-cidr',
-      '127.0.84.0/25',
+      `${terminationNet.prefix}.0/25`,
       '--simulate-deployments',
       '--pod-ready-delay-ms',
       '50',
       '--pod-cidr',
-      '127.0.84.128/25',
+      `${terminationNet.prefix}.128/25`,
       '--pod-termination-ms',
       '200',
     ],
@@ -189,11 +201,11 @@ it('rejects a bad flag with a usage message', async () => {
 
 it('refuses --pod-cidr or --pod-termination-ms without --simulate-deployments, a bad --pod-ready-delay-ms or --pod-termination-ms and a bad --pod-cidr', async () => {
   for (const [args, message] of [
-    [['--pod-cidr', '127.0.75.0/24'], /need --simulate-deployments/],
+    [['--pod-cidr', simulatedPodNet.cidr], /need --simulate-deployments/],
     [['--pod-termination-ms', '100'], /need --simulate-deployments/],
     [['--simulate-deployments', '--pod-ready-delay-ms', 'soon'], /invalid --pod-ready-delay-ms: soon/],
     [['--simulate-deployments', '--pod-termination-ms', '1.5'], /invalid --pod-termination-ms: 1.5/],
-    [['--simulate-deployments', '--pod-cidr', '127.0.75.0'], /invalid pod CIDR/],
+    [['--simulate-deployments', '--pod-cidr', simulatedPodNet.ip(0)], /invalid pod CIDR/],
   ] as const) {
     // Bounded: a fake that wrongly starts serving is killed (and the exit code is then not 2).
     const child = spawn(process.execPath, [main, '--port', '0', ...args], {
@@ -215,12 +227,12 @@ it("--simulate-network: a Service's cluster IP reaches its Ready pods, which ans
       '--port',
       '0',
       '--service-cidr',
-      '127.0.77.0/24',
+      networkServiceNet.cidr,
       '--simulate-deployments',
       '--pod-ready-delay-ms',
       '50',
       '--pod-cidr',
-      '127.0.78.0/24',
+      networkPodNet.cidr,
       '--simulate-network',
     ],
     'simulating the network',

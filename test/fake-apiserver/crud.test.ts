@@ -13,6 +13,10 @@ import {
 } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { apiError, type clients, CR, startFakeWithCrd, svc } from '../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
@@ -24,7 +28,7 @@ let custom: ReturnType<typeof clients>['custom'];
 const ns = 'default';
 
 before(async () => {
-  ({ api, core, custom } = await startFakeWithCrd());
+  ({ api, core, custom } = await startFakeWithCrd({ serviceCidr: addresses.cidr }));
 });
 after(() => api.stop());
 
@@ -36,7 +40,7 @@ describe('create', () => {
     assert.equal(s.metadata!.generation, 1);
     assert.ok(Number(s.metadata!.resourceVersion) > 0);
     assert.equal(s.spec!.type, 'ClusterIP');
-    assert.match(s.spec!.clusterIP!, /^127\.0\.10\.\d+$/);
+    assert.match(s.spec!.clusterIP!, addresses.addressPattern);
     assert.deepEqual(s.spec!.clusterIPs, [s.spec!.clusterIP]);
     assert.equal(s.spec!.sessionAffinity, 'None');
     assert.deepEqual(JSON.parse(JSON.stringify(s.spec!.ports![0])), {
@@ -51,12 +55,12 @@ describe('create', () => {
     const a = await core.createNamespacedService({ namespace: ns, body: svc('ip-a') });
     const b = await core.createNamespacedService({
       namespace: ns,
-      body: svc('ip-b', { spec: { clusterIP: '127.0.10.200' } }),
+      body: svc('ip-b', { spec: { clusterIP: addresses.ip(200) } }),
     });
     assert.notEqual(a.spec!.clusterIP, b.spec!.clusterIP);
-    assert.equal(b.spec!.clusterIP, '127.0.10.200');
+    assert.equal(b.spec!.clusterIP, addresses.ip(200));
     const dup = await apiError(
-      core.createNamespacedService({ namespace: ns, body: svc('ip-c', { spec: { clusterIP: '127.0.10.200' } }) }),
+      core.createNamespacedService({ namespace: ns, body: svc('ip-c', { spec: { clusterIP: addresses.ip(200) } }) }),
     );
     assert.equal(dup.code, 422);
     assert.equal(dup.body.reason, 'Invalid');
@@ -189,8 +193,7 @@ describe('list with selectors', () => {
         { name: 'sel-w1', namespace: ns, body: { metadata: { labels: { tier: 'be' } } } },
         merge,
       );
-      const deadline = Date.now() + 5_000;
-      while (events.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(() => events.length >= 2, 'the watch to see sel-w1 come and go');
       assert.deepEqual(events, ['ADDED sel-w1', 'DELETED sel-w1']);
     } finally {
       abort.abort();

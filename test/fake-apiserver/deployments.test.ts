@@ -16,12 +16,17 @@ import {
 } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { podTemplateHash } from '../support/fake-apiserver/simulation/template-hash.ts';
-import { type Kubectl, kubectlFor, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
+import { type Kubectl, kubectlFor, watchPods } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const podNet = loopbackRange(import.meta.url);
+const serviceNet = loopbackRange(import.meta.url, 1);
+const scaleServiceNet = loopbackRange(import.meta.url, 2);
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const READY_DELAY_MS = 200;
-const POD_NET = /^127\.0\.70\.\d+$/;
 
 function deployment(
   name: string,
@@ -75,8 +80,8 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
 
   before(async () => {
     api = await startFakeApiServer({
-      serviceCidr: '127.0.71.0/24',
-      simulateDeployments: { podReadyDelayMs: READY_DELAY_MS, podCidr: '127.0.70.0/24' },
+      serviceCidr: serviceNet.cidr,
+      simulateDeployments: { podReadyDelayMs: READY_DELAY_MS, podCidr: podNet.cidr },
     });
     k = await kubectlFor(api);
     apps = api.kubeConfig.makeApiClient(AppsV1Api);
@@ -138,7 +143,7 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
       );
       assert.equal(pod.spec?.containers[0]?.image, 'example/web:1.0');
       assert.equal(pod.status?.phase, 'Running');
-      assert.match(pod.status?.podIP ?? '', POD_NET);
+      assert.match(pod.status?.podIP ?? '', podNet.addressPattern);
       assert.deepEqual(pod.status?.conditions?.map((c) => `${c.type}=${c.status}`).sort(), [
         'ContainersReady=True',
         'Initialized=True',
@@ -286,7 +291,7 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
     assert.deepEqual(wide[1]?.slice(5), ['web', 'example/web:3.0', `app=web,pod-template-hash=${hash}`]);
     const widePods = table(await k('get', 'pods', '-l', 'app=web', '-o', 'wide'));
     assert.deepEqual(widePods[0]?.slice(5), ['IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES']);
-    assert.match(widePods[1]?.[5] ?? '', POD_NET);
+    assert.match(widePods[1]?.[5] ?? '', podNet.addressPattern);
   });
 
   it('scales up (kubectl scale) and down, replaces a deleted pod, and takes everything with it when deleted', async () => {
@@ -433,7 +438,7 @@ describe('Deployment simulation', await requireTool('kubectl'), () => {
 describe('without simulateDeployments', () => {
   let api: FakeApiServer;
   before(async () => {
-    api = await startFakeApiServer({ serviceCidr: '127.0.72.0/24' });
+    api = await startFakeApiServer({ serviceCidr: scaleServiceNet.cidr });
   });
   after(() => api?.stop());
 

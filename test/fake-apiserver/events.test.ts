@@ -12,6 +12,9 @@ import {
   startFakeWithCrd,
 } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 // Awaited before any suite is declared: under --test-force-exit, a suite declared after a top-level
 // await never runs (the runner exits once the suites before it are done).
@@ -45,7 +48,7 @@ function event(
 
 before(async () => {
   let custom: ReturnType<typeof clients>['custom'];
-  ({ api, core, custom } = await startFakeWithCrd({ serviceCidr: '127.0.41.0/28' }));
+  ({ api, core, custom } = await startFakeWithCrd({ serviceCidr: `${addresses.prefix}.0/28` }));
   const release = await custom.createNamespacedCustomObject({
     ...CR,
     namespace: ns,

@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, svc, waitFor } from '../support/cluster/api-fixtures.ts';
+import { apiError, clients, svc } from '../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -11,7 +15,7 @@ let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
 
 before(async () => {
-  api = await startFakeApiServer({ serviceCidr: '127.0.40.0/28' });
+  api = await startFakeApiServer({ serviceCidr: `${addresses.prefix}.0/28` });
   ({ core } = clients(api.kubeConfig));
   await core.createNamespacedService({ namespace: 'default', body: svc('web') });
 });

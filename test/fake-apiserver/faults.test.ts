@@ -3,12 +3,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { apiError, clients } from '../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
 
 before(async () => {
-  api = await startFakeApiServer({ serviceCidr: '127.0.20.0/28' });
+  api = await startFakeApiServer({ serviceCidr: `${addresses.prefix}.0/28` });
   ({ core } = clients(api.kubeConfig));
 });
 after(() => api.stop());
@@ -73,7 +76,11 @@ describe('faults', () => {
       ips.add(s.spec!.clusterIP!);
     }
     assert.equal(ips.size, 14);
-    assert.ok([...ips].every((ip) => /^127\.0\.20\.([1-9]|1[0-4])$/.test(ip)));
+    assert.ok(
+      [...ips].every(
+        (ip) => addresses.addressPattern.test(ip) && /^\.([1-9]|1[0-4])$/.test(ip.slice(addresses.prefix.length)),
+      ),
+    );
     const e = await apiError(
       core.createNamespacedService({
         namespace: 'default',
@@ -86,7 +93,7 @@ describe('faults', () => {
       namespace: 'default',
       body: { metadata: { name: 'reuse' }, spec: { ports: [{ port: 80 }] } },
     });
-    assert.equal(again.spec!.clusterIP, '127.0.20.1');
+    assert.equal(again.spec!.clusterIP, addresses.ip(1));
   });
 });
 

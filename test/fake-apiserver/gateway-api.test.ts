@@ -11,10 +11,14 @@ import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import { GATEWAY_CONTROLLER_NAME, GATEWAY_GROUP } from '../../src/api/gateway/names.ts';
 import type { Gateway, GatewayClass, L4Route } from '../../src/api/gateway/types.ts';
 import { jsonPatch, mergePatch, serverSideApply } from '../../src/kube/patch.ts';
-import { apiError, kubectlFor, waitFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
+import { apiError, kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { REAL_API, startApiUnderTest, suiteTimeout, type ApiUnderTest } from '../support/cluster/api-under-test.ts';
 import { GATEWAY_API_VERSION, gatewayApiCrdFiles, installGatewayApi } from '../support/gateway-api/crds.ts';
 import { requireTool } from '../support/process/required-tool.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const kubectlPresent = await requireTool('kubectl');
 const NS = 'default';
@@ -108,7 +112,7 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
   };
 
   before(async () => {
-    api = await startApiUnderTest('127.0.87.0/24');
+    api = await startApiUnderTest(addresses.cidr);
     kubectl = await kubectlFor(api);
     custom = api.kubeConfig.makeApiClient(CustomObjectsApi);
   });
@@ -270,7 +274,7 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
         name: 'edge',
         body: {
           status: {
-            addresses: [{ value: '127.0.87.10' }],
+            addresses: [{ value: addresses.ip(10) }],
             conditions: [
               condition('Accepted', 'True', 'Accepted', 1),
               condition('Programmed', 'True', 'Programmed', 1),
@@ -282,7 +286,7 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
       mergePatch(),
     );
     const written = await get<Gateway>('gateways', 'edge');
-    assert.deepEqual(written.status?.addresses, [{ type: 'IPAddress', value: '127.0.87.10' }]);
+    assert.deepEqual(written.status?.addresses, [{ type: 'IPAddress', value: addresses.ip(10) }]);
     assert.deepEqual(
       written.status?.conditions?.map((c) => [c.type, c.status]),
       [
@@ -371,7 +375,7 @@ describe(`Gateway API ${GATEWAY_API_VERSION} through kubectl and client-node`, {
     const classes = rows(await kubectl('get', 'gatewayclasses'));
     assert.deepEqual(classes[1]!.slice(0, 3), [CLASS, GATEWAY_CONTROLLER_NAME, 'True']);
     const gateways = rows(await kubectl('get', 'gateways', '-n', NS));
-    assert.deepEqual(gateways[1]!.slice(0, 4), ['edge', CLASS, '127.0.87.10', 'True']);
+    assert.deepEqual(gateways[1]!.slice(0, 4), ['edge', CLASS, addresses.ip(10), 'True']);
   });
 
   it('the schema refuses what it can say without CEL: a negative weight, a port out of range', async () => {

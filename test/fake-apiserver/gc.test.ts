@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, type V1OwnerReference } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { apiError, clients, CR, startFakeWithCrd, svc, waitFor } from '../support/cluster/api-fixtures.ts';
+import { apiError, clients, CR, startFakeWithCrd, svc } from '../support/cluster/api-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

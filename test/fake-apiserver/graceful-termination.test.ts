@@ -24,8 +24,15 @@ import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts
 import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
 import { Pods } from '../support/cluster/pods.ts';
 import { requireTool } from '../support/process/required-tool.ts';
-import { kubectlFor, refused, tcpAnswer, waitFor, watchPods } from '../support/cluster/api-fixtures.ts';
+import { kubectlFor, refused, tcpAnswer, watchPods } from '../support/cluster/api-fixtures.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
+const heldServiceNet = loopbackRange(import.meta.url, 2);
+const heldPodNet = loopbackRange(import.meta.url, 3);
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const TERMINATION_MS = 800;
@@ -71,8 +78,8 @@ function fakeCluster(options: FakeApiServerOptions) {
 
 describe('graceful pod termination (simulateDeployments)', () => {
   const c = fakeCluster({
-    serviceCidr: '127.0.80.0/24',
-    simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.81.0/24', podTerminationMs: TERMINATION_MS },
+    serviceCidr: serviceNet.cidr,
+    simulateDeployments: { podReadyDelayMs: 100, podCidr: podNet.cidr, podTerminationMs: TERMINATION_MS },
   });
 
   /** The pod, or undefined once it is gone. */
@@ -403,14 +410,14 @@ describe('graceful pod termination (simulateDeployments)', () => {
 });
 
 describe('without simulateDeployments', () => {
-  const c = fakeCluster({ serviceCidr: '127.0.82.0/24' });
+  const c = fakeCluster({ serviceCidr: heldServiceNet.cidr });
 
   it('a pod goes at once, even bound to a node and asked for a grace period', async () => {
     await c.core.createNamespacedPod({
       namespace: NS,
       body: { metadata: { name: 'bound' }, spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'x' }] } },
     });
-    await new Pods(c.api.kubeConfig, NS).markReady('bound', '127.0.83.200');
+    await new Pods(c.api.kubeConfig, NS).markReady('bound', heldPodNet.ip(200));
     await c.core.deleteNamespacedPod({ name: 'bound', namespace: NS, gracePeriodSeconds: 30 });
     await assert.rejects(
       c.core.readNamespacedPod({ name: 'bound', namespace: NS }),
@@ -430,7 +437,7 @@ describe('without simulateDeployments', () => {
         },
       },
     });
-    await new Pods(c.api.kubeConfig, NS).markReady('held', '127.0.83.1');
+    await new Pods(c.api.kubeConfig, NS).markReady('held', heldPodNet.ip(1));
     const service = await c.core.createNamespacedService({
       namespace: NS,
       body: {
@@ -462,6 +469,6 @@ describe('without simulateDeployments', () => {
       'connections to the Service reset: no endpoint',
     );
     assert.ok(c.proxy.counters('held', 80).rejectedNoEndpoints > 0);
-    assert.equal(await tcpAnswer('127.0.83.1', PORT), 'example/held:1', 'the pod itself still answers');
+    assert.equal(await tcpAnswer(heldPodNet.ip(1), PORT), 'example/held:1', 'the pod itself still answers');
   });
 });

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { type KubernetesObject, ListWatch, makeInformer, type V1Service, Watch } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
-import { type clients, CR, startFakeWithCrd, svc, waitFor } from '../support/cluster/api-fixtures.ts';
+import { type clients, CR, startFakeWithCrd, svc } from '../support/cluster/api-fixtures.ts';
+import { waitFor } from '../support/wait.ts';
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];

@@ -9,7 +9,12 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type PodServers, startPodServers } from '../support/cluster/pod-servers.ts';
-import { refused, tcpAnswer, waitFor } from '../support/cluster/api-fixtures.ts';
+import { refused, tcpAnswer } from '../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const podNet = loopbackRange(import.meta.url);
+const serviceNet = loopbackRange(import.meta.url, 1);
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const strategicPatch = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
@@ -64,8 +69,8 @@ describe('pod servers', () => {
 
   before(async () => {
     api = await startFakeApiServer({
-      serviceCidr: '127.0.74.0/24',
-      simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.73.0/24' },
+      serviceCidr: serviceNet.cidr,
+      simulateDeployments: { podReadyDelayMs: 100, podCidr: podNet.cidr },
     });
     apps = api.kubeConfig.makeApiClient(AppsV1Api);
     core = api.kubeConfig.makeApiClient(CoreV1Api);
@@ -192,6 +197,7 @@ describe('pod servers', () => {
   });
 
   it('answers what `answer` derives from the pod', async () => {
+    await servers?.stop();
     servers = await startPodServers({
       kubeConfig: api.kubeConfig,
       namespace: 'default',

@@ -6,13 +6,16 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { isPodReady, Pods } from '../support/cluster/pods.ts';
 import { apiError, type clients, startFakeWithCrd } from '../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 let api: FakeApiServer;
 let core: ReturnType<typeof clients>['core'];
 let pods: Pods;
 
 before(async () => {
-  ({ api, core } = await startFakeWithCrd({ serviceCidr: '127.0.45.0/28' }));
+  ({ api, core } = await startFakeWithCrd({ serviceCidr: `${addresses.prefix}.0/28` }));
   pods = new Pods(api.kubeConfig, 'default');
 });
 after(() => api.stop());
@@ -38,10 +41,10 @@ describe('Pods', () => {
   });
 
   it('markReady: Running, podIP and podIPs, Ready and ContainersReady True', async () => {
-    const pod = await pods.markReady('p1', '127.0.45.100');
+    const pod = await pods.markReady('p1', addresses.ip(100));
     assert.deepEqual(
       [pod.status!.phase, pod.status!.podIP, pod.status!.podIPs!.map((p) => p.ip)],
-      ['Running', '127.0.45.100', ['127.0.45.100']],
+      ['Running', addresses.ip(100), [addresses.ip(100)]],
     );
     assert.deepEqual(conditions(pod), {
       PodScheduled: 'True',
@@ -50,7 +53,10 @@ describe('Pods', () => {
       Ready: 'True',
     });
     assert.equal(isPodReady(pod), true);
-    const listed = await core.listNamespacedPod({ namespace: 'default', fieldSelector: 'status.podIP=127.0.45.100' });
+    const listed = await core.listNamespacedPod({
+      namespace: 'default',
+      fieldSelector: `status.podIP=${addresses.ip(100)}`,
+    });
     assert.deepEqual(
       listed.items.map((p) => p.metadata!.name),
       ['p1'],
@@ -61,7 +67,7 @@ describe('Pods', () => {
     const before = await core.readNamespacedPod({ name: 'p1', namespace: 'default' });
     await sleep(5);
     const pod = await pods.markNotReady('p1');
-    assert.deepEqual([pod.status!.phase, pod.status!.podIP], ['Running', '127.0.45.100']);
+    assert.deepEqual([pod.status!.phase, pod.status!.podIP], ['Running', addresses.ip(100)]);
     assert.deepEqual(conditions(pod), {
       PodScheduled: 'True',
       Initialized: 'True',
@@ -76,7 +82,7 @@ describe('Pods', () => {
   it('refuses a Ready pod without an IP; createReady does both steps; delete removes', async () => {
     await pods.create({ name: 'p2' });
     await assert.rejects(pods.markReady('p2'), /a Ready pod needs a podIP/);
-    const ready = await pods.createReady({ name: 'p3', labels: { app: 'x' }, podIP: '127.0.45.101' });
+    const ready = await pods.createReady({ name: 'p3', labels: { app: 'x' }, podIP: addresses.ip(101) });
     assert.equal(isPodReady(ready), true);
     await pods.delete('p3');
     assert.equal((await apiError(core.readNamespacedPod({ name: 'p3', namespace: 'default' }))).code, 404);

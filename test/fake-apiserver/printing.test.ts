@@ -12,6 +12,10 @@ import type { FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { humanDuration, jsonPath } from '../support/fake-apiserver/resources/table.ts';
 import { canaryCrd, fakeWithKubectl, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { requireTool } from '../support/process/required-tool.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
@@ -33,7 +37,7 @@ crd.spec.versions[0]!.additionalPrinterColumns = [
 ];
 
 describe("kubectl against the fake: an install's kinds and server-side printing", await requireTool('kubectl'), () => {
-  const fake = fakeWithKubectl({ serviceCidr: '127.0.62.0/24' });
+  const fake = fakeWithKubectl({ serviceCidr: addresses.cidr });
   let api: FakeApiServer;
   let k: Kubectl;
   before(() => {
@@ -221,7 +225,11 @@ describe("kubectl against the fake: an install's kinds and server-side printing"
     let seen = '';
     watcher.stdout.setEncoding('utf8').on('data', (chunk: string) => (seen += chunk));
     try {
-      await waitForText(() => seen, /^w1\s/m);
+      await waitFor(
+        () => /^w1\s/m.test(seen),
+        () => `w1 in kubectl get -w's output:\n${seen}`,
+        10_000,
+      );
       await k(
         'patch',
         'canaryrelease',
@@ -231,7 +239,11 @@ describe("kubectl against the fake: an install's kinds and server-side printing"
         '-p',
         '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}',
       );
-      await waitForText(() => seen, /^w1\s+Ready\s+3\s+True\s/m);
+      await waitFor(
+        () => /^w1\s+Ready\s+3\s+True\s/m.test(seen),
+        () => `w1 Ready in kubectl get -w's output:\n${seen}`,
+        10_000,
+      );
       assert.equal(seen.match(/^NAME\s/gm)?.length, 1, 'the header once');
     } finally {
       watcher.kill();
@@ -244,14 +256,6 @@ describe("kubectl against the fake: an install's kinds and server-side printing"
     assert.equal(list.items[0]?.metadata?.name, 'web-1');
   });
 });
-
-async function waitForText(text: () => string, pattern: RegExp, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!pattern.test(text())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} in:\n${text()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe('Table helpers', () => {
   const durations: [number, string][] = [

@@ -11,16 +11,13 @@ import type { L4Route } from '../../src/api/gateway/types.ts';
 import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { gatewayApiCrdFiles } from '../support/gateway-api/crds.ts';
-import {
-  countBy,
-  exchange,
-  runConcurrently,
-  startNamedBackend,
-  type TcpBackend,
-  waitFor,
-} from '../support/net/backends.ts';
+import { countBy, exchange, runConcurrently, startNamedBackend, type TcpBackend } from '../support/net/backends.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { type ServeChild, startGateway } from '../support/process/serve-child.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 interface CrdVersion {
   name: string;
@@ -36,7 +33,7 @@ describe('TCPRoutes served at v1alpha2 only (Gateway API before v1.6)', { timeou
   let port: number;
 
   before(async () => {
-    api = await startFakeApiServer({ serviceCidr: '127.0.46.0/24' });
+    api = await startFakeApiServer({ serviceCidr: addresses.cidr });
     kubectl = await kubectlFor(api);
     const standard = await gatewayApiCrdFiles('standard');
     for (const file of standard.filter((f) => /_(gatewayclasses|gateways|referencegrants)\.yaml$/.test(f)))

@@ -27,11 +27,14 @@ import {
   type TcpBackend,
   type UdpBackend,
   udpAsk,
-  waitFor,
 } from '../support/net/backends.ts';
 import { type ServeChild, startGateway } from '../support/process/serve-child.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
 
-const SERVICE_CIDR = '127.0.44.0/24';
+const addresses = loopbackRange(import.meta.url);
+
+const SERVICE_CIDR = addresses.cidr;
 const NS = 'default';
 const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
 const BACKEND_PORT = 3000;

@@ -1,6 +1,6 @@
 /**
  * The kube-proxy simulation (test/support/cluster/kube-proxy.ts) against the fake apiserver: Services on
- * 127.0.43.0/24 cluster IPs, pods played by backends on their own 127.0.44.x addresses.
+ * cluster IPs in one loopback range of the file, pods played by backends on their own addresses of another.
  */
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
@@ -17,12 +17,16 @@ import {
   startUdpEcho,
   type TcpBackend,
   udpAsk,
-  waitFor,
 } from '../support/net/backends.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
 import { type KubeProxy, startKubeProxy } from '../support/cluster/kube-proxy.ts';
 import { Pods } from '../support/cluster/pods.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const ns = 'default';
@@ -38,7 +42,7 @@ let proxy: KubeProxy;
 const closers: Array<() => Promise<void>> = [];
 
 before(async () => {
-  api = await startFakeApiServer({ serviceCidr: '127.0.43.0/24' });
+  api = await startFakeApiServer({ serviceCidr: serviceNet.cidr });
   core = api.kubeConfig.makeApiClient(CoreV1Api);
   pods = new Pods(api.kubeConfig, ns);
   proxy = await startKubeProxy({ kubeConfig: api.kubeConfig, namespace: ns, udpIdleTimeoutMs: UDP_IDLE_MS });
@@ -116,12 +120,12 @@ function closeReason(host: string, port: number): Promise<string> {
 
 describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   it('sends connections only to Ready pods, round robin, through a named targetPort', async () => {
-    await pod('rr-a', '127.0.44.1', { app: 'rr' }, (h) => startNamedBackend('a', h));
-    await pod('rr-b', '127.0.44.2', { app: 'rr' }, (h) => startNamedBackend('b', h));
-    await pod('rr-c', '127.0.44.3', { app: 'rr' }, (h) => startNamedBackend('c', h), false);
-    await pod('rr-other', '127.0.44.4', { app: 'other' }, (h) => startNamedBackend('other', h));
+    await pod('rr-a', podNet.ip(1), { app: 'rr' }, (h) => startNamedBackend('a', h));
+    await pod('rr-b', podNet.ip(2), { app: 'rr' }, (h) => startNamedBackend('b', h));
+    await pod('rr-c', podNet.ip(3), { app: 'rr' }, (h) => startNamedBackend('c', h), false);
+    await pod('rr-other', podNet.ip(4), { app: 'other' }, (h) => startNamedBackend('other', h));
     // Terminating: deleted, but held by a finalizer.
-    await pod('rr-d', '127.0.44.5', { app: 'rr' }, (h) => startNamedBackend('d', h));
+    await pod('rr-d', podNet.ip(5), { app: 'rr' }, (h) => startNamedBackend('d', h));
     await core.patchNamespacedPod(
       { name: 'rr-d', namespace: ns, body: { metadata: { finalizers: ['example.com/hold'] } } },
       merge,
@@ -142,8 +146,8 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('applies a selector patch to new connections while an established one keeps its pod', async () => {
-    await pod('sel-v1', '127.0.44.11', { app: 'sel', version: 'v1' }, namedEcho('v1'));
-    await pod('sel-v2', '127.0.44.12', { app: 'sel', version: 'v2' }, namedEcho('v2'));
+    await pod('sel-v1', podNet.ip(11), { app: 'sel', version: 'v1' }, namedEcho('v1'));
+    await pod('sel-v2', podNet.ip(12), { app: 'sel', version: 'v2' }, namedEcho('v2'));
     const ip = await service('sel', {
       selector: { app: 'sel', version: 'v1' },
       ports: [{ port: 8080, targetPort: 'http' }],
@@ -172,18 +176,18 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('resets the client when no pod is ready, when the selector is empty, and when the pod refuses', async () => {
-    await pod('none-pending', '127.0.44.21', { app: 'none' }, (h) => startNamedBackend('x', h), false);
+    await pod('none-pending', podNet.ip(21), { app: 'none' }, (h) => startNamedBackend('x', h), false);
     const ip = await service('none', { selector: { app: 'none' }, ports: [{ port: 8080, targetPort: 'http' }] });
     assert.equal(await closeReason(ip, 8080), 'ECONNRESET');
     assert.deepEqual(proxy.counters('none', 8080), { accepted: 0, rejectedNoEndpoints: 1, upstreamFailed: 0 });
 
-    await pod('empty-any', '127.0.44.22', {}, (h) => startNamedBackend('any', h));
+    await pod('empty-any', podNet.ip(22), {}, (h) => startNamedBackend('any', h));
     const empty = await service('empty', { ports: [{ port: 8080, targetPort: 'http' }] });
     assert.equal(await closeReason(empty, 8080), 'ECONNRESET');
 
     // Ready at an address where nothing listens: the connect is refused, the client reset.
     await pods.create({ name: 'refusing', labels: { app: 'refusing' } });
-    await pods.markReady('refusing', '127.0.44.23');
+    await pods.markReady('refusing', podNet.ip(23));
     const refusing = await service('refusing', {
       selector: { app: 'refusing' },
       ports: [{ port: 8080, targetPort: 9 }],
@@ -193,9 +197,9 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('carries UDP both ways, with a session (and upstream socket) per client', async () => {
-    const echo = await startUdpEcho('u', '127.0.44.31');
+    const echo = await startUdpEcho('u', podNet.ip(31));
     closers.push(() => echo.close());
-    const ip = await udpService('dns', '127.0.44.31', 5353, echo.port);
+    const ip = await udpService('dns', podNet.ip(31), 5353, echo.port);
     assert.deepEqual(await udpAsk(5353, 'a', { host: ip }), ['u:a']);
     assert.deepEqual(await udpAsk(5353, 'b', { host: ip }), ['u:b']);
     assert.equal(proxy.counters('dns', 5353, 'UDP').accepted, 2);
@@ -205,8 +209,8 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   it('a UDP client whose pod stops being an endpoint is moved to one that is, as kube-proxy flushes conntrack', async () => {
     const port = await freePortBlock(1, { udp: true });
     for (const [name, host] of [
-      ['first', '127.0.44.34'],
-      ['second', '127.0.44.35'],
+      ['first', podNet.ip(34)],
+      ['second', podNet.ip(35)],
     ] as const) {
       const socket = dgram.createSocket('udp4');
       socket.on('message', (datagram, from) => socket.send(`${name}:${datagram}`, from.port, from.address));
@@ -214,8 +218,8 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
       closers.push(() => new Promise<void>((resolve) => socket.close(() => resolve())));
     }
     await pods.create({ name: 'moving-b', labels: { app: 'moving' } });
-    await pods.setStatus('moving-b', { phase: 'Running', podIP: '127.0.44.35', ready: false });
-    const ip = await udpService('moving', '127.0.44.34', 5356, port);
+    await pods.setStatus('moving-b', { phase: 'Running', podIP: podNet.ip(35), ready: false });
+    const ip = await udpService('moving', podNet.ip(34), 5356, port);
     const client = dgram.createSocket('udp4');
     try {
       assert.deepEqual(await udpAsk(5356, 'a', { host: ip, socket: client }), ['first:a']);
@@ -232,8 +236,8 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('a UDP session lives while the client talks, even if the pod never answers, then idles out', async () => {
-    const silent = await udpBackend('127.0.44.32', () => {});
-    const ip = await udpService('quiet', '127.0.44.32', 5354, silent.port);
+    const silent = await udpBackend(podNet.ip(32), () => {});
+    const ip = await udpService('quiet', podNet.ip(32), 5354, silent.port);
     const client = dgram.createSocket('udp4');
     try {
       for (let i = 0; i < KEEPALIVES; i++) {
@@ -252,17 +256,17 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('a UDP session lives while the pod talks, even if the client says nothing more', async () => {
-    const streamer = await udpBackend('127.0.44.33', (socket, to) => {
+    const streamer = await udpBackend(podNet.ip(33), (socket, to) => {
       for (let i = 1; i <= KEEPALIVES; i++)
         setTimeout(() => socket.send(`part${i}`, to.port, to.address), i * KEEPALIVE_MS);
     });
-    const ip = await udpService('stream', '127.0.44.33', 5355, streamer.port);
+    const ip = await udpService('stream', podNet.ip(33), 5355, streamer.port);
     const parts = Array.from({ length: KEEPALIVES }, (_, i) => `part${i + 1}`);
     assert.deepEqual(await udpAsk(5355, 'go', { host: ip, expected: KEEPALIVES, timeoutMs: UDP_IDLE_MS * 4 }), parts);
   });
 
   it('serves from its caches through an API outage, and catches up once the API is back', async () => {
-    await pod('outage-1', '127.0.44.51', { app: 'outage' }, (h) => startNamedBackend('o', h));
+    await pod('outage-1', podNet.ip(51), { app: 'outage' }, (h) => startNamedBackend('o', h));
     const ip = await service('outage', { selector: { app: 'outage' }, ports: [{ port: 8080, targetPort: 'http' }] });
     const back = api.faults.refuseConnections(1500);
     await waitFor(() => api.openWatches() === 0, 'the watches to break');
@@ -278,13 +282,13 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   it('stop() closes its listeners and the connections through them', async () => {
     await core.createNamespace({ body: { metadata: { name: 'stopping' } } });
     const own = await startKubeProxy({ kubeConfig: api.kubeConfig, namespace: 'stopping' });
-    const b = await startTcpBackend(() => {}, '127.0.44.61'); // holds connections open
+    const b = await startTcpBackend(() => {}, podNet.ip(61)); // holds connections open
     closers.push(() => b.close());
     const stoppingPods = new Pods(api.kubeConfig, 'stopping');
     await stoppingPods.createReady({
       name: 'held',
       labels: { app: 'held' },
-      podIP: '127.0.44.61',
+      podIP: podNet.ip(61),
       ports: [{ name: 'http', containerPort: b.port }],
     });
     const svc = await core.createNamespacedService({
@@ -304,7 +308,7 @@ describe('kube-proxy simulation', { timeout: 60_000 }, () => {
   });
 
   it('opens and closes listeners as ports and Services come and go; established connections carry on', async () => {
-    await pod('life-1', '127.0.44.41', { app: 'life' }, namedEcho('life'));
+    await pod('life-1', podNet.ip(41), { app: 'life' }, namedEcho('life'));
     const ip = await service('life', {
       selector: { app: 'life' },
       ports: [{ name: 'a', port: 8080, targetPort: 'http' }],

@@ -4,8 +4,9 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import pino from 'pino';
 import { boundedCall } from '../../src/kube/client.ts';
 import { EventRecorder } from '../../src/kube/events.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
+import { waitFor } from '../support/wait.ts';
 
 let api: FakeApiServer;
 let core: CoreV1Api;

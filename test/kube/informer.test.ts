@@ -5,7 +5,7 @@ import { CoreV1Api, type V1Service } from '@kubernetes/client-node';
 import pino, { type Logger } from 'pino';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { startInformer } from '../../src/kube/informer.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 let api: FakeApiServer;
 

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { LeaderElector } from '../../src/kube/lease.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
+import { waitFor } from '../support/wait.ts';
 
 const log = pino({ level: 'silent' });
 let api: FakeApiServer;
@@ -68,19 +69,11 @@ function candidates(names: string[]) {
   return { lease, leading, history, electors };
 }
 
-async function until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 describe('leader election on a Lease', () => {
   it('exactly one of two candidates leads, and keeps leading while it renews', async () => {
     const { leading, history, electors } = candidates(['a', 'b']);
     for (const e of electors) e.start();
-    await until(() => leading.size === 1, 3_000, 'a leader');
+    await waitFor(() => leading.size === 1, 'a leader', 3_000);
     const first = [...leading][0];
     await sleep(2_500); // longer than the lease duration: renewals must keep it
     assert.deepEqual([...leading], [first]);
@@ -92,13 +85,13 @@ describe('leader election on a Lease', () => {
     const { lease, leading, electors } = candidates(['a', 'b']);
     const [a, b] = electors as [LeaderElector, LeaderElector];
     a.start();
-    await until(() => a.isLeader, 3_000, 'a to lead');
+    await waitFor(() => a.isLeader, 'a to lead', 3_000);
     b.start();
-    await until(() => requestsOf('b', lease) >= 3, 3_000, 'b to try the Lease three times');
+    await waitFor(() => requestsOf('b', lease) >= 3, 'b to try the Lease three times', 3_000);
     assert.equal(b.isLeader, false);
     const stoppedAt = Date.now();
     await a.stop();
-    await until(() => b.isLeader, 3_000, 'b to take over');
+    await waitFor(() => b.isLeader, 'b to take over', 3_000);
     assert.ok(Date.now() - stoppedAt < 900, 'handover faster than the lease duration: the lease was released');
     assert.deepEqual([...leading], ['b']);
     await b.stop();
@@ -108,11 +101,11 @@ describe('leader election on a Lease', () => {
     const { electors } = candidates(['a', 'b']);
     const [a, b] = electors as [LeaderElector, LeaderElector];
     a.start();
-    await until(() => a.isLeader, 3_000, 'a to lead');
+    await waitFor(() => a.isLeader, 'a to lead', 3_000);
     b.start();
     await a.stop(false); // as if killed: the lease still names a
     const diedAt = Date.now();
-    await until(() => b.isLeader, 5_000, 'b to take over');
+    await waitFor(() => b.isLeader, 'b to take over', 5_000);
     assert.ok(Date.now() - diedAt >= 900, 'no takeover before the lease duration passed');
     await b.stop();
   });
@@ -121,11 +114,11 @@ describe('leader election on a Lease', () => {
     const { leading, electors } = candidates(['a']);
     const [a] = electors as [LeaderElector];
     a.start();
-    await until(() => a.isLeader, 3_000, 'a to lead');
+    await waitFor(() => a.isLeader, 'a to lead', 3_000);
     const outage = api.faults.refuseConnections(2_000);
-    await until(() => !a.isLeader, 2_000, 'a to step down');
+    await waitFor(() => !a.isLeader, 'a to step down', 2_000);
     await outage;
-    await until(() => a.isLeader, 3_000, 'a to lead again after the outage');
+    await waitFor(() => a.isLeader, 'a to lead again after the outage', 3_000);
     assert.deepEqual([...leading], ['a']);
     await a.stop();
   });
@@ -134,7 +127,7 @@ describe('leader election on a Lease', () => {
     const { lease, history, electors } = candidates(['a']);
     const [a] = electors as [LeaderElector];
     a.start();
-    await until(() => a.isLeader, 3_000, 'a to lead');
+    await waitFor(() => a.isLeader, 'a to lead', 3_000);
     // As another replica that took the Lease over would have written it: held by b, just renewed,
     // for longer than this test, so a has no reason to take it back.
     const coordination = api.kubeConfig.makeApiClient(CoordinationV1Api);
@@ -146,10 +139,10 @@ describe('leader election on a Lease', () => {
       },
       mergePatch(),
     );
-    await until(() => !a.isLeader, 1_000, 'a to step down');
+    await waitFor(() => !a.isLeader, 'a to step down', 1_000);
     assert.deepEqual(history, ['+a', '-a'], 'onStoppedLeading called once');
     const asked = requestsOf('a', lease);
-    await until(() => requestsOf('a', lease) >= asked + 3, 3_000, 'a to read the Lease three more times');
+    await waitFor(() => requestsOf('a', lease) >= asked + 3, 'a to read the Lease three more times', 3_000);
     const taken = await coordination.readNamespacedLease({ name: lease, namespace: 'default' });
     assert.equal(taken.spec?.holderIdentity, 'b', 'a wrote itself back into the Lease');
     assert.equal(a.isLeader, false);

@@ -8,9 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoreV1Api, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
-import { waitFor } from '../support/net/backends.ts';
+
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 /** A tiny "image": an admin server whose /readyz answers, printing what it was started with. */
 const PROGRAM = `
@@ -86,7 +91,7 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
   }
 
   before(async () => {
-    api = await startFakeApiServer({ serviceCidr: '127.0.63.0/24' });
+    api = await startFakeApiServer({ serviceCidr: serviceNet.cidr });
     apps = api.kubeConfig.makeApiClient(AppsV1Api);
     core = api.kubeConfig.makeApiClient(CoreV1Api);
     dir = mkdtempSync(join(tmpdir(), 'kubelet-test-'));
@@ -95,7 +100,7 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
       kubeConfig: api.kubeConfig,
       apiUrl: api.url,
       labelSelector: 'run=yes',
-      podNet: '127.0.64',
+      podNet: podNet.prefix,
       images: { 'tiny:1': [process.execPath, join(dir, 'program.mjs')] },
       adminPort: { env: 'ADMIN_PORT', fromLog: /"adminPort":(\d+)/ },
       env: { EXTRA: 'from-the-test' },
@@ -115,7 +120,7 @@ describe('the kubelet simulation', { timeout: 60_000 }, () => {
     for (const pod of running) {
       assert.equal(pod.metadata?.labels?.app, 'tiny');
       assert.match(pod.metadata?.labels?.['pod-template-hash'] ?? '', /^[bcdfghjklmnpqrstvwxz2456789]{1,10}$/);
-      assert.match(pod.status?.podIP ?? '', /^127\.0\.64\.\d+$/);
+      assert.match(pod.status?.podIP ?? '', podNet.addressPattern);
       assert.equal(pod.status?.phase, 'Running');
       const { args, env } = printed(pod.metadata!.name!);
       assert.deepEqual(args, ['serve', '--fast']);

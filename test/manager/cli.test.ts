@@ -15,6 +15,9 @@ import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { theOnly } from '../deploy/manifests.ts';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { MAIN, runCli } from '../support/process/serve-child.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 /** The CLI with `env` added to the environment; its stderr once it exits (within 20 s). */
 function stderrWith(args: readonly string[], env: Record<string, string>): Promise<string> {
@@ -41,7 +44,7 @@ describe('canary-l4 manager', { timeout: 40_000 }, () => {
   let unreachable: string;
 
   before(async () => {
-    api = await startFakeApiServer({ serviceCidr: '127.0.65.0/24' });
+    api = await startFakeApiServer({ serviceCidr: addresses.cidr });
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-manager-cli-'));
     unreachable = join(dir, 'kubeconfig');
     // Never contacted: every case here stops before the first request.

@@ -24,7 +24,7 @@ import {
 } from '@kubernetes/client-node';
 import { GATEWAY_CONTROLLER_NAME, GATEWAY_GROUP, GATEWAY_VERSION } from '../../src/api/gateway/names.ts';
 import type { Gateway, GatewayClass, GatewayListener } from '../../src/api/gateway/types.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from '../../src/manager/types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../../src/manager/names.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { onlyOnFake } from '../support/cluster/api-under-test.ts';
 import {
@@ -34,8 +34,12 @@ import {
   startCluster,
   type Cluster,
 } from '../support/cluster/release-cluster.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { MAIN } from '../support/process/serve-child.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const MANAGER_USER = 'system:serviceaccount:canary-l4-system:canary-l4-manager';
 const IMAGE = 'canary-l4:gateway-test';
@@ -109,7 +113,7 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
   }
 
   before(async () => {
-    cluster = await startCluster('127.0.62.0/24');
+    cluster = await startCluster(addresses.cidr);
     apps = cluster.api.kubeConfig.makeApiClient(AppsV1Api);
     rbac = cluster.api.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     policy = cluster.api.kubeConfig.makeApiClient(PolicyV1Api);

@@ -25,9 +25,9 @@ import {
 import { LABEL_RELEASE } from '../../src/api/names.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/types.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY, PROXY_CONDITION } from '../../src/manager/names.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { startKubelet, type Kubelet } from '../support/cluster/kubelet.ts';
 import { Pods } from '../support/cluster/pods.ts';
 import { MAIN } from '../support/process/serve-child.ts';
@@ -54,6 +54,11 @@ import {
   type Cluster,
 } from '../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../support/net/free-ports.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const SYSTEM = 'canary-l4-system';
 const MANAGER_USER = `system:serviceaccount:${SYSTEM}:canary-l4-manager`;
@@ -162,7 +167,7 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
     ((await getRelease(cluster, release)) as ManagedRelease | undefined)?.status?.proxy;
 
   before(async () => {
-    cluster = await startCluster('127.0.60.0/24');
+    cluster = await startCluster(serviceNet.cidr);
     apps = cluster.api.kubeConfig.makeApiClient(AppsV1Api);
     rbac = cluster.api.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     policy = cluster.api.kubeConfig.makeApiClient(PolicyV1Api);
@@ -194,7 +199,7 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
       apiUrl: cluster.api.url,
       labelSelector: `${LABEL_MANAGED_BY}=${MANAGED_BY}`,
       images: { [IMAGE_1]: [process.execPath, MAIN], [IMAGE_2]: [process.execPath, MAIN] },
-      podNet: '127.0.61',
+      podNet: podNet.prefix,
       adminPort: { env: 'CANARY_L4_ADMIN_PORT', fromLog: /"adminPort":(\d+)/ },
       env: (pod) => ({
         CANARY_L4_PORT_BASE: String(PORT_BASES[pod.metadata?.labels?.[LABEL_RELEASE] ?? ''] ?? OTHER_PORT_BASE),
@@ -564,7 +569,7 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
 
   it('a deleted release keeps its proxy, made again if it goes, until its Services are handed back; then nothing is left of it', async () => {
     // The Service's own pods are not Ready while the canary's are: the hand-back waits, the finalizer stays.
-    await pods.createReady({ name: 'api-canary', labels: { app: 'api', version: 'v2' }, podIP: '127.0.61.250' });
+    await pods.createReady({ name: 'api-canary', labels: { app: 'api', version: 'v2' }, podIP: podNet.ip(250) });
     await kubectl('delete', 'crel', 'api-v2', '--wait=false');
     await waitForRelease(
       cluster,
@@ -592,7 +597,7 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
       'made again without an owner a foreground deletion would take',
     );
 
-    await pods.createReady({ name: 'api-stable', labels: { app: 'api', version: 'v1' }, podIP: '127.0.61.251' });
+    await pods.createReady({ name: 'api-stable', labels: { app: 'api', version: 'v1' }, podIP: podNet.ip(251) });
     await waitFor(
       async () => (await getRelease(cluster, 'api-v2')) === undefined,
       'the release to go once api is handed back',

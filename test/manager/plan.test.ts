@@ -4,17 +4,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { API_VERSION, FINALIZER, KIND } from '../../src/api/names.ts';
-import {
-  CHILD_KINDS,
-  covers,
-  plan,
-  proxyNeeded,
-  type ChildKind,
-  type ObservedRelease,
-  type Step,
-} from '../../src/manager/plan.ts';
+import { covers } from '../../src/manager/children.ts';
+import { CHILD_KINDS, plan, proxyNeeded, type ChildKind, type ObservedRelease } from '../../src/manager/plan.ts';
+import type { Step } from '../../src/manager/step.ts';
 import { renderProxy, type RenderedProxy } from '../../src/manager/render.ts';
-import { ANNOTATION_RENDERED, PROXY_CONDITION } from '../../src/manager/types.ts';
+import { ANNOTATION_RENDERED, PROXY_CONDITION } from '../../src/manager/names.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 
 const NOW = new Date('2026-06-01T12:00:00Z');

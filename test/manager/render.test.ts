@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import type { V1Deployment, V1PodSpec } from '@kubernetes/client-node';
 import { API_VERSION, KIND, LABEL_RELEASE } from '../../src/api/names.ts';
 import { renderProxy, type RenderedProxy } from '../../src/manager/render.ts';
-import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY, PROXY_CLUSTER_ROLE } from '../../src/manager/types.ts';
+import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY, PROXY_CLUSTER_ROLE } from '../../src/manager/names.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { theOnly } from '../deploy/manifests.ts';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { applyMergePatch } from '../../src/control/service/patches.ts';
 import { plan } from '../../src/manager/plan.ts';
-import { PROXY_CONDITION } from '../../src/manager/types.ts';
+import { PROXY_CONDITION } from '../../src/manager/names.ts';
 import type { ManagedRelease } from '../../src/api/proxy-types.ts';
 import { converge as convergeWorld, run, webWorld, type World } from '../control/reconcile/world.ts';
 

@@ -10,9 +10,14 @@ import { CustomObjectsApi } from '@kubernetes/client-node';
 import type { Gateway } from '../../src/api/gateway/types.ts';
 import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
 import { type FakeApiServer, startFakeApiServer } from '../support/fake-apiserver/index.ts';
-import { waitFor } from '../support/net/backends.ts';
+
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { runCli, type ServeChild, spawnWithAdmin, startGateway } from '../support/process/serve-child.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const bareServiceNet = loopbackRange(import.meta.url);
+const serviceNet = loopbackRange(import.meta.url, 1);
 
 const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
 
@@ -33,7 +38,7 @@ describe('canary-l4 gateway', { timeout: 90_000 }, () => {
   }
 
   it('without Gateway API’s CRDs: says to install them, naming the release to install, and waits', async () => {
-    const bare = await startFakeApiServer({ serviceCidr: '127.0.47.0/24' });
+    const bare = await startFakeApiServer({ serviceCidr: bareServiceNet.cidr });
     const child = spawnWithAdmin([
       'gateway',
       '-n',
@@ -78,7 +83,7 @@ describe('canary-l4 gateway', { timeout: 90_000 }, () => {
     const start = (name: string) => startGateway('default', name, api.kubeconfigPath);
 
     before(async () => {
-      api = await startFakeApiServer({ serviceCidr: '127.0.45.0/24' });
+      api = await startFakeApiServer({ serviceCidr: serviceNet.cidr });
       kubectl = await kubectlFor(api);
       custom = api.kubeConfig.makeApiClient(CustomObjectsApi);
       const dir = (

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
-import { waitFor } from '../support/net/backends.ts';
+
 import { freePort, freePortBlock } from '../support/net/free-ports.ts';
 import { validateConfig } from '../../src/config/validate.ts';
 import { saveServedConfig } from '../../src/runtime/state-dir.ts';
@@ -30,6 +30,10 @@ import {
   writeProxyKubeconfig,
   type Cluster,
 } from '../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { waitFor } from '../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(60);
 
@@ -74,7 +78,7 @@ describe('canary-l4 proxy', { timeout: 90_000 }, () => {
     let kubeconfig: string;
 
     before(async () => {
-      cluster = await startCluster('127.0.16.0/24');
+      cluster = await startCluster(addresses.cidr);
       dir = mkdtempSync(join(tmpdir(), 'canary-l4-proxy-cli-'));
       kubeconfig = join(dir, 'kubeconfig');
       writeProxyKubeconfig(cluster, kubeconfig);

@@ -16,10 +16,8 @@ import {
   randomPayload,
   runConcurrently,
   sha256,
-  sleep,
   startNamedBackend,
   startTcpBackend,
-  waitFor,
   type TcpBackend,
 } from '../support/net/backends.ts';
 import { freePort } from '../support/net/free-ports.ts';
@@ -33,6 +31,7 @@ import {
   type ServeChild,
 } from '../support/process/serve-child.ts';
 import { afterDelivery } from '../support/process/signal-delivery.ts';
+import { sleep, waitFor } from '../support/wait.ts';
 
 const MiB = 1024 * 1024;
 

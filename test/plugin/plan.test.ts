@@ -10,6 +10,9 @@ import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
 import { createService, NAMESPACE, startCluster, versions, type Cluster } from '../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const release = (name: string, spec: CanaryReleaseSpec) => ({
   apiVersion: 'canary-l4.io/v1alpha1',
@@ -24,7 +27,7 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
   let plugin: Plugin;
 
   before(async () => {
-    cluster = await startCluster('127.0.95.0/24');
+    cluster = await startCluster(addresses.cidr);
     kubectl = await kubectlFor(cluster.api);
     plugin = await pluginFor(cluster.api.kubeconfigPath);
     await createService(cluster, 'web', [{ name: 'http', port: 80, targetPort: 8000 }]);

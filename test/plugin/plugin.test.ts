@@ -23,6 +23,9 @@ import {
   versions,
   type Cluster,
 } from '../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const execFileAsync = promisify(execFile);
 
@@ -39,7 +42,7 @@ describe('kubectl canary-l4', { timeout: suiteTimeout(60_000) }, () => {
   let plugin: Plugin;
 
   before(async () => {
-    cluster = await startCluster('127.0.89.0/24');
+    cluster = await startCluster(addresses.cidr);
     kubectl = await kubectlFor(cluster.api);
     plugin = await pluginFor(cluster.api.kubeconfigPath);
     await createService(cluster, 'web', [
@@ -48,8 +51,8 @@ describe('kubectl canary-l4', { timeout: suiteTimeout(60_000) }, () => {
     ]);
     await createService(cluster, 'shop', [{ port: 443, targetPort: 8443 }], { selector: { app: 'shop' } });
     const pods = new Pods(cluster.api.kubeConfig, NAMESPACE);
-    await pods.createReady({ name: 'web-1', labels: { app: 'web', version: 'v1' }, podIP: '127.0.89.201' });
-    await pods.createReady({ name: 'shop-1', labels: { app: 'shop', version: 'v1' }, podIP: '127.0.89.202' });
+    await pods.createReady({ name: 'web-1', labels: { app: 'web', version: 'v1' }, podIP: addresses.ip(201) });
+    await pods.createReady({ name: 'shop-1', labels: { app: 'shop', version: 'v1' }, podIP: addresses.ip(202) });
   });
 
   after(async () => {

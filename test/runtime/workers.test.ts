@@ -6,18 +6,12 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import {
-  askName,
-  countBy,
-  runConcurrently,
-  startNamedBackend,
-  waitFor,
-  type TcpBackend,
-} from '../support/net/backends.ts';
+import { askName, countBy, runConcurrently, startNamedBackend, type TcpBackend } from '../support/net/backends.ts';
 import { freePort } from '../support/net/free-ports.ts';
 import { metricValue } from '../support/dataplane/test-plane.ts';
 import { startServe, type ServeChild } from '../support/process/serve-child.ts';
 import { afterDelivery } from '../support/process/signal-delivery.ts';
+import { waitFor } from '../support/wait.ts';
 
 function web(port: number, stablePort: number, canaryPort: number, canaryWeight: number) {
   return {

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Service } from '@kubernetes/client-node';
 import { isTakeoverSelector } from '../../src/control/service/takeover-selector.ts';
-import { sleep, waitFor } from '../support/net/backends.ts';
+
 import { freePort, freePortBlock } from '../support/net/free-ports.ts';
 import { metricValue } from '../support/dataplane/test-plane.ts';
 import { MAIN } from '../support/process/serve-child.ts';
@@ -32,10 +32,15 @@ import {
 } from '../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Attempt, type Traffic } from '../support/cluster/testbed.ts';
 import { seededRandom } from '../support/seeded-random.ts';
+import { loopbackRange } from '../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const RELEASE = 'web-v2';
 const PORT_BASE = await freePortBlock(10, { udp: true });
-const PROXY_POD_IP = '127.0.55.250';
+const PROXY_POD_IP = podNet.ip(250);
 /** After the steady state is seen again, how long a window stays open (clients in flight). */
 const WINDOW_TAIL_MS = 250;
 const STEADY_TIMEOUT_MS = 30_000;
@@ -122,7 +127,7 @@ function takenOver(service: V1Service | undefined): boolean {
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const say = options.log ?? (() => {});
   const next = seededRandom(options.seed);
-  const bed = await startTestbed('127.0.54.0/24', '127.0.55');
+  const bed = await startTestbed(serviceNet.cidr, podNet.prefix);
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-soak-'));
   const kubeconfig = join(dir, 'kubeconfig');
   writeProxyKubeconfig(bed.cluster, kubeconfig);

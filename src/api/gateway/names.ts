@@ -12,7 +12,14 @@ export const GATEWAY_ROUTE_ALPHA_VERSION = 'v1alpha2';
 export const GATEWAY_CONTROLLER_NAME = 'canary-l4.io/gateway-controller';
 
 export type RouteKind = 'TCPRoute' | 'UDPRoute';
-export const ROUTE_KINDS: readonly RouteKind[] = ['TCPRoute', 'UDPRoute'];
+
+/** The listener protocols canary-l4 serves; a listener of any other is refused, and its port is in no Service. */
+export type L4Protocol = 'TCP' | 'UDP';
+
+/** The protocol a listener is served by, or undefined: the one place that decides which listeners are served. */
+export function servedProtocol(protocol: string): L4Protocol | undefined {
+  return protocol === 'TCP' || protocol === 'UDP' ? protocol : undefined;
+}
 /** The plural resource of each route kind. */
 export const ROUTE_RESOURCES: Readonly<Record<RouteKind, string>> = { TCPRoute: 'tcproutes', UDPRoute: 'udproutes' };
 

@@ -23,7 +23,7 @@ export class PassReporter {
   readonly #canaryWeight: Gauge<'service' | 'port' | 'protocol'>;
   readonly #progress: ProgressMetrics;
   /** What was last logged, so that a state worth a human's attention is logged once, not per pass. */
-  readonly #said = { phase: '', failure: '', error: '', missing: false };
+  readonly #lastSaid = { phase: '', failure: '', error: '', missing: false };
 
   constructor({
     registry,
@@ -63,8 +63,8 @@ export class PassReporter {
 
   passSucceeded(): void {
     this.#passes.count('success');
-    if (this.#said.error !== '') this.#log.info('reconcile succeeds again');
-    this.#said.error = '';
+    if (this.#lastSaid.error !== '') this.#log.info('reconcile succeeds again');
+    this.#lastSaid.error = '';
   }
 
   passFailed(): void {
@@ -74,17 +74,17 @@ export class PassReporter {
   /** The CanaryRelease is not (or no longer) in the cache. */
   releaseMissing(): void {
     this.#canaryWeight.reset();
-    if (!this.#said.missing) {
-      if (this.#said.phase === '') this.#log.warn('CanaryRelease not found; waiting for it');
+    if (!this.#lastSaid.missing) {
+      if (this.#lastSaid.phase === '') this.#log.warn('CanaryRelease not found; waiting for it');
       else this.#log.info('CanaryRelease is gone; nothing left to do');
     }
-    this.#said.missing = true;
+    this.#lastSaid.missing = true;
     this.#releaseInfo.reset();
     this.#progress.reset();
   }
 
   releaseFound(): void {
-    this.#said.missing = false;
+    this.#lastSaid.missing = false;
   }
 
   /** A pass's outcome; `served`: the data plane runs its config (the weights it reports are true). */
@@ -94,15 +94,15 @@ export class PassReporter {
     this.#releaseInfo.set({ release: this.#release, namespace: this.#namespace, phase }, 1);
     this.#progress.report(desired.status);
     if (served !== undefined) this.reportWeights(desired, served);
-    if (phase !== this.#said.phase) this.#log.info({ phase }, `CanaryRelease is ${phase}`);
-    this.#said.phase = phase;
+    if (phase !== this.#lastSaid.phase) this.#log.info({ phase }, `CanaryRelease is ${phase}`);
+    this.#lastSaid.phase = phase;
     const failure = desired.status.conditions.find((condition) => condition.type === 'Failure');
     const failureText = failure?.status === 'True' ? describeCondition(failure) : '';
-    if (failureText !== this.#said.failure) {
+    if (failureText !== this.#lastSaid.failure) {
       if (failureText !== '') this.#log.error({ reason: failure?.reason }, `failure: ${failureText}`);
       else this.#log.info('failure cleared');
     }
-    this.#said.failure = failureText;
+    this.#lastSaid.failure = failureText;
   }
 
   /** canary_weight: what the data plane serves now, per port it listens for. */
@@ -132,9 +132,9 @@ export class PassReporter {
   sayError(err: unknown, retryInMs: number): void {
     const message = describeError(err);
     // The same failure again is a retry, not news.
-    const level = message === this.#said.error ? 'debug' : 'warn';
+    const level = message === this.#lastSaid.error ? 'debug' : 'warn';
     this.#log[level]({ error: message, retryInMs }, 'reconcile failed; retrying');
-    this.#said.error = message;
+    this.#lastSaid.error = message;
   }
 }
 

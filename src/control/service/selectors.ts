@@ -42,12 +42,6 @@ export function readyPods(pods: readonly V1Pod[]): readonly V1Pod[] {
   );
 }
 
-export function podsMatching(selector: Labels, pods: readonly V1Pod[]): readonly string[] {
-  return pods
-    .filter((pod) => selectorMatches(selector, pod.metadata?.labels))
-    .map((pod) => pod.metadata?.name ?? '<unnamed>');
-}
-
 export interface SelectorOverlap {
   readonly first: Labels;
   readonly second: Labels;

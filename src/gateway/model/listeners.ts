@@ -2,11 +2,16 @@
 // protocol is refused by name; the route kinds a listener allows (its supportedKinds, and
 // InvalidRouteKinds for the rest); two listeners on one port and protocol conflict (the first keeps
 // it); a port the process keeps for itself (the admin port) or could not bind is unavailable.
-import { ConditionType, GATEWAY_GROUP, Reason, type RouteKind } from '../../api/gateway/names.ts';
+import {
+  ConditionType,
+  GATEWAY_GROUP,
+  type L4Protocol,
+  Reason,
+  type RouteKind,
+  servedProtocol,
+} from '../../api/gateway/names.ts';
 import type { GatewayListener, RouteGroupKind } from '../../api/gateway/types.ts';
 import { type Verdict, verdict } from './conditions.ts';
-
-export type L4Protocol = 'TCP' | 'UDP';
 
 const KIND_OF: Readonly<Record<L4Protocol, RouteKind>> = { TCP: 'TCPRoute', UDP: 'UDPRoute' };
 
@@ -29,7 +34,7 @@ export interface ListenerContext {
 export function judgeListeners(listeners: readonly GatewayListener[], context: ListenerContext): JudgedListener[] {
   const portHolders = new Map<string, string>();
   return listeners.map((listener) => {
-    const protocol = listener.protocol === 'TCP' || listener.protocol === 'UDP' ? listener.protocol : undefined;
+    const protocol = servedProtocol(listener.protocol);
     if (protocol === undefined) return refusedProtocol(listener);
     const own = KIND_OF[protocol];
     const asked = listener.allowedRoutes?.kinds ?? [{ group: GATEWAY_GROUP, kind: own }];

@@ -17,7 +17,7 @@ import type { AnalysisSpec, CanaryServiceSpec } from '../../../src/api/spec-type
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { DEFAULT_FAIL_TIMEOUT_MS } from '../../../src/defaults.ts';
 import { seededRandom } from '../../support/seeded-random.ts';
-import { sleep, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
 import {
   conditionOf,
   createRelease,
@@ -28,6 +28,11 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const INTERVAL_MS = 1_000;
 const FAILURE_LIMIT = 2;
@@ -82,7 +87,7 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
   const traffic: Traffic[] = [];
 
   before(async () => {
-    bed = await startTestbed('127.0.96.0/24', '127.0.97');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
   });
 
   after(async () => {
@@ -108,8 +113,8 @@ describe('analysis with confidence, with real traffic', { timeout: 150_000 }, ()
     const [servicePort, targetPort, stableIp, canaryIp] = [
       9000 + index,
       8000 + index,
-      `127.0.97.${10 + 2 * index}`,
-      `127.0.97.${11 + 2 * index}`,
+      `${podNet.prefix}.${10 + 2 * index}`,
+      `${podNet.prefix}.${11 + 2 * index}`,
     ];
     await bed.kubectl(
       'apply',

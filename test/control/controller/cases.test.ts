@@ -7,7 +7,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { udpAsk, waitFor } from '../../support/net/backends.ts';
+import { udpAsk } from '../../support/net/backends.ts';
 import {
   conditionOf,
   createRelease,
@@ -26,6 +26,10 @@ import {
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 // Below the ephemeral range (32768+), where a client socket of this very test could hold the port.
 const PORT_BASE = await freePortBlock(310, { udp: true });
@@ -36,7 +40,7 @@ describe('release shapes', { timeout: suiteTimeout(30_000) }, () => {
   const backends: Backends[] = [];
 
   before(async () => {
-    cluster = await startCluster('127.0.13.0/24');
+    cluster = await startCluster(addresses.cidr);
   });
 
   after(async () => {

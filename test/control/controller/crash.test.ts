@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL, LABEL_ROLE } from '../../../src/api/names.ts';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
-import { sleep } from '../../support/net/backends.ts';
+
 import { MAIN } from '../../support/process/serve-child.ts';
 import {
   createRelease,
@@ -30,6 +30,11 @@ import {
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8800;
@@ -51,8 +56,8 @@ describe('crash at every step', { timeout: 240_000 }, () => {
   let child: ChildProcess | undefined;
 
   before(async () => {
-    cluster = await startCluster('127.0.15.0/24', {
-      simulateDeployments: { podReadyDelayMs: 100, podCidr: '127.0.59.0/24' },
+    cluster = await startCluster(serviceNet.cidr, {
+      simulateDeployments: { podReadyDelayMs: 100, podCidr: podNet.cidr },
     });
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-crash-'));
     kubeconfig = join(dir, 'kubeconfig');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   createRelease,
@@ -25,6 +25,10 @@ import {
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8700;
@@ -35,7 +39,7 @@ describe('drift of managed Services is repaired', { timeout: suiteTimeout(30_000
   let backends: Backends | undefined;
 
   before(async () => {
-    cluster = await startCluster('127.0.14.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createService(cluster, 'cart', [{ name: 'http', port: SERVICE_PORT }]);
     await createRelease(cluster, 'cart-v2', { services: [serviceEntry('cart', [{ port: SERVICE_PORT, weight: 20 }])] });
     proxy = await startProxy(cluster, 'cart-v2', PORT_BASE);

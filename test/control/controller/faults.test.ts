@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import {
   conditionOf,
@@ -24,6 +24,10 @@ import {
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
@@ -35,7 +39,7 @@ describe('apiserver faults', { timeout: 130_000 }, () => {
   let backends: Backends;
 
   before(async () => {
-    cluster = await startCluster('127.0.12.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createService(cluster, 'api', [{ name: 'http', port: SERVICE_PORT }]);
   });
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
   createRelease,
@@ -31,6 +31,10 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { isLeader, metric, startReplica as spawnReplica, type Replica } from './replicas.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(10);
 const SERVICE_PORT = 8600;
@@ -48,7 +52,7 @@ describe('two replicas, one leader', { timeout: suiteTimeout(90_000) }, () => {
   const replicas: Replica[] = [];
 
   before(async () => {
-    cluster = await startCluster('127.0.17.0/24');
+    cluster = await startCluster(addresses.cidr);
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-ha-'));
   });
 

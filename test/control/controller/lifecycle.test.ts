@@ -10,7 +10,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
-import { randomPayload, sha256, waitFor } from '../../support/net/backends.ts';
+import { randomPayload, sha256 } from '../../support/net/backends.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import {
@@ -35,6 +35,10 @@ import {
   takenOver,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(20);
 const SERVICE_PORT = 8000;
@@ -71,7 +75,7 @@ describe('lifecycle: run, weight change, Adopted; a second release, Deprecated',
   let beforeRelease: V1Service | undefined;
 
   before(async () => {
-    cluster = await startCluster('127.0.11.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createService(cluster, 'web', [{ name: 'http', port: SERVICE_PORT, targetPort: 9376 }], { type: 'NodePort' });
     beforeRelease = await getService(cluster, 'web');
   });

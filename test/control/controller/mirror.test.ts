@@ -19,8 +19,12 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
 
-const POD_NET = '127.0.147';
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
+
+const POD_NET = podNet.prefix;
 const DARK_BASE = await freePortBlock(10, { udp: true });
 const STEPPED_BASE = await freePortBlock(10, { udp: true });
 const DNS_PORT = 8353;
@@ -86,7 +90,7 @@ describe('a dark canary: mirrored UDP flows judged against the stable, with real
   const traffic: Traffic[] = [];
 
   before(async () => {
-    bed = await startTestbed('127.0.146.0/24', POD_NET);
+    bed = await startTestbed(serviceNet.cidr, POD_NET);
     plugin = await pluginFor(bed.cluster.api.kubeconfigPath);
   });
 

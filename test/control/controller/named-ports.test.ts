@@ -12,7 +12,7 @@ import { defaultProxySelector } from '../../../src/api/names.ts';
 import { DEFAULT_ADMIN_PORT } from '../../../src/defaults.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { isPodReady } from '../../support/cluster/pods.ts';
 import {
   conditionOf,
@@ -29,6 +29,11 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const NAMED_BASE = await freePortBlock(10, { udp: true });
 const ADMIN_BASE = await freePortBlock(10, { udp: true });
@@ -43,7 +48,7 @@ describe("named targetPorts: taken over only onto proxy pods that declare them, 
   const proxies: InProcessProxy[] = [];
 
   before(async () => {
-    bed = await startTestbed('127.0.120.0/24', '127.0.121');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
   });
 
   after(async () => {

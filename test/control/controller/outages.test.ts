@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { freePort, freePortBlock } from '../../support/net/free-ports.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { MAIN } from '../../support/process/serve-child.ts';
@@ -28,6 +28,11 @@ import {
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const CHILD_BASE = await freePortBlock(10, { udp: true });
 const IN_PROCESS_BASE = await freePortBlock(10, { udp: true });
@@ -54,7 +59,7 @@ describe('when the API does not answer', { timeout: 120_000 }, () => {
   let kubeconfig: string;
 
   before(async () => {
-    bed = await startTestbed('127.0.52.0/24', '127.0.53');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-outages-'));
     kubeconfig = join(dir, 'kubeconfig');
     writeProxyKubeconfig(bed.cluster, kubeconfig);

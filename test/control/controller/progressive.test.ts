@@ -18,7 +18,7 @@ import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import { defaultProxySelector } from '../../../src/api/names.ts';
 import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
-import { sleep, startTcpBackend, waitFor } from '../../support/net/backends.ts';
+import { startTcpBackend } from '../../support/net/backends.ts';
 import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
 import {
   conditionOf,
@@ -35,6 +35,11 @@ import {
 import { isLeader, startReplica, type Replica } from './replicas.ts';
 import { podAt, startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const REPLICAS_BASE = await freePortBlock(10);
 const RESETS_BASE = await freePortBlock(10);
@@ -113,7 +118,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
   const traffic: Traffic[] = [];
 
   before(async () => {
-    bed = await startTestbed('127.0.86.0/24', '127.0.87');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
     plugin = await pluginFor(bed.cluster.api.kubeconfigPath);
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-progressive-'));
   });
@@ -369,11 +374,11 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
         if (resetting && accepted++ % 10 < 3) socket.resetAndDestroy();
         else socket.end('canary');
       },
-      '127.0.87.100',
+      podNet.ip(100),
       8100,
     );
     closers.push(() => canary.close());
-    await podAt(bed, 'rst-v2', { app: 'rst', version: 'v2' }, '127.0.87.100', 8100, 'TCP');
+    await podAt(bed, 'rst-v2', { app: 'rst', version: 'v2' }, podNet.ip(100), 8100, 'TCP');
     await bed.startProxyPod('rst-v2', { keys: ['app', 'version'] });
     proxies.push(await startProxy(bed.cluster, 'rst-v2', RESETS_BASE));
     await createRelease(bed.cluster, 'rst-v2', {
@@ -415,17 +420,17 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
   it('a canary whose UDP replies stop is rolled back, the signal named', async (t) => {
     await bed.kubectl('apply', '-f', await bed.kubectl.manifest('dns.yaml', manifest('dns', 9053, 8053, 'UDP')));
     const ip = await bed.clusterIp('dns');
-    closers.push(await startUdpNamed('stable', '127.0.87.101', 8053));
+    closers.push(await startUdpNamed('stable', podNet.ip(101), 8053));
     let silent = false;
     const canary = dgram.createSocket('udp4');
     canary.on('message', (message, peer) => {
       if (!silent) canary.send(Buffer.concat([Buffer.from('canary:'), message]), peer.port, peer.address);
     });
-    canary.bind({ address: '127.0.87.102', port: 8053 });
+    canary.bind({ address: podNet.ip(102), port: 8053 });
     await once(canary, 'listening');
     closers.push(() => new Promise((resolve) => canary.close(() => resolve())));
-    await podAt(bed, 'dns-v1', { app: 'dns', version: 'v1' }, '127.0.87.101', 8053, 'UDP');
-    await podAt(bed, 'dns-v2', { app: 'dns', version: 'v2' }, '127.0.87.102', 8053, 'UDP');
+    await podAt(bed, 'dns-v1', { app: 'dns', version: 'v1' }, podNet.ip(101), 8053, 'UDP');
+    await podAt(bed, 'dns-v2', { app: 'dns', version: 'v2' }, podNet.ip(102), 8053, 'UDP');
     await bed.startProxyPod('dns-v2', { keys: ['app', 'version'] });
     proxies.push(await startProxy(bed.cluster, 'dns-v2', UDP_BASE));
     await createRelease(bed.cluster, 'dns-v2', {

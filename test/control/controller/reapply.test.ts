@@ -13,7 +13,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { sleep } from '../../support/net/backends.ts';
+
 import {
   conditionOf,
   createRelease,
@@ -26,6 +26,11 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const RELEASE = 'web-v2';
 const PORT_BASE = await freePortBlock(10);
@@ -56,7 +61,7 @@ describe('a GitOps sync during a release fails no connection', { timeout: suiteT
   let repairs = 0;
 
   before(async () => {
-    bed = await startTestbed('127.0.90.0/24', '127.0.91');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
     path = await bed.kubectl.manifest('web.yaml', manifest);
     await bed.kubectl('apply', '-f', path);
     const web = await bed.clusterIp('web');

@@ -12,7 +12,7 @@ import { parseSaved } from '../../../src/control/service/originals.ts';
 import { ANNOTATION_ORIGINAL } from '../../../src/api/names.ts';
 import { isTakeoverSelector } from '../../../src/control/service/takeover-selector.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import {
   conditionOf,
   createRelease,
@@ -28,6 +28,11 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
 
 const FIRST_BASE = await freePortBlock(10, { udp: true });
 const SECOND_BASE = await freePortBlock(10, { udp: true });
@@ -69,7 +74,7 @@ describe('never strand a Service: real traffic while the owner re-applies, renum
   let proxyPodIp = '';
 
   before(async () => {
-    bed = await startTestbed('127.0.50.0/24', '127.0.51');
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix);
     proxyPodIp = `${bed.podNet}.250`;
     path = await bed.kubectl.manifest('web.yaml', manifest);
     await bed.kubectl('apply', '-f', path);

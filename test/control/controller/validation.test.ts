@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { kubectlFor, waitFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
+import { kubectlFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
 import {
   conditionOf,
   createService,
@@ -28,6 +28,10 @@ import {
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const PORT_BASE = await freePortBlock(50);
 const manifest = (name: string, spec: CanaryReleaseSpec) => ({
@@ -53,7 +57,7 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
   const backends: Backends[] = [];
 
   before(async () => {
-    cluster = await startCluster('127.0.96.0/24');
+    cluster = await startCluster(addresses.cidr);
     kubectl = await kubectlFor(cluster.api);
   });
 

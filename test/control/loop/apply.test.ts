@@ -6,12 +6,15 @@ import { AppsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node'
 import { applySteps, type ApplyTarget } from '../../../src/control/loop/apply.ts';
 import type { Step } from '../../../src/control/pass/desired.ts';
 import { startFakeApiServer, type FakeApiServer } from '../../support/fake-apiserver/index.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 let api: FakeApiServer;
 let target: ApplyTarget;
 
 before(async () => {
-  api = await startFakeApiServer({ serviceCidr: '127.0.18.0/24' });
+  api = await startFakeApiServer({ serviceCidr: addresses.cidr });
   target = {
     core: api.kubeConfig.makeApiClient(CoreV1Api),
     apps: api.kubeConfig.makeApiClient(AppsV1Api),

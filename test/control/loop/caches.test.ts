@@ -9,15 +9,19 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { ReleaseCaches } from '../../../src/control/loop/caches.ts';
 import { defaultProxySelector, GROUP, PLURAL, VERSION, type Labels } from '../../../src/api/names.ts';
 import { makeClients } from '../../../src/kube/client.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { Pods } from '../../support/cluster/pods.ts';
 import { NAMESPACE, startCluster, type Cluster } from '../../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const RELEASE = 'web-v2';
 let cluster: Cluster;
 
 before(async () => {
-  cluster = await startCluster('127.0.91.0/24');
+  cluster = await startCluster(addresses.cidr);
 });
 after(() => cluster.stop());
 

@@ -16,7 +16,7 @@ import {
   replicaStatsUrls,
 } from '../../../src/control/progress/collector.ts';
 import type { BackendCounters, CounterSnapshot } from '../../../src/counters/snapshot.ts';
-import { waitFor } from '../../support/net/backends.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const BUCKETS = [1, 10];
 const snapshot = (instance: string, connections: number): CounterSnapshot => ({

@@ -12,9 +12,10 @@ import type { CounterSnapshot } from '../../../src/counters/snapshot.ts';
 import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
 import type { AnalysisSpec } from '../../../src/api/spec-types.ts';
 import type { AnalysisStatus, PortStatus } from '../../../src/api/status-types.ts';
-import { askName, sleep, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
+import { askName, startTcpBackend, type TcpBackend } from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane/test-plane.ts';
+import { sleep } from '../../support/wait.ts';
 
 const INTERVAL_MS = 500;
 const FAIL_TIMEOUT_MS = 3_000;

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { LABEL_TEMPLATE_HASH, LABEL_TRACK } from '../../../src/api/names.ts';
-import { sleep, waitFor } from '../../support/net/backends.ts';
+
 import { startPodServers, type PodServers } from '../../support/cluster/pod-servers.ts';
 import {
   createRelease,
@@ -26,6 +26,12 @@ import {
 } from '../../support/cluster/release-cluster.ts';
 import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
+
+const serviceNet = loopbackRange(import.meta.url);
+const podNet = loopbackRange(import.meta.url, 1);
+const simulatedPodNet = loopbackRange(import.meta.url, 2);
 
 const PORT_BASE = await freePortBlock(20);
 const IMAGE = (version: number) => `example/web:${version}`;
@@ -75,8 +81,8 @@ describe('managed canary workloads, with the Deployment simulation', { timeout: 
   const imageOf = (item: V1Deployment | undefined) => item?.spec?.template?.spec?.containers[0]?.image;
 
   before(async () => {
-    bed = await startTestbed('127.0.56.0/24', '127.0.57', {
-      simulateDeployments: { podReadyDelayMs: 700, podCidr: '127.0.58.0/24' },
+    bed = await startTestbed(serviceNet.cidr, podNet.prefix, {
+      simulateDeployments: { podReadyDelayMs: 700, podCidr: simulatedPodNet.cidr },
     });
     servers = await startPodServers({
       kubeConfig: bed.cluster.api.kubeConfig,

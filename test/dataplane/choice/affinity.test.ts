@@ -2,7 +2,7 @@
 // while the weights hold, a canary raise moves only stable clients and about the raise's share of
 // them, more backends move clients only towards one that gained relative to theirs, and another
 // process gives the same answers (no shared state: replicas and restarts agree); and through the
-// proxy, TCP and UDP, IPv4 and IPv6 (clients from 127.0.92.x, the proxy on 127.0.93.1).
+// proxy, TCP and UDP, IPv4 and IPv6 (clients from one loopback range of the file, the proxy on another).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
@@ -12,6 +12,10 @@ import { after, before, describe, test } from 'node:test';
 import { ClientAffinity, clientAddressHash } from '../../../src/dataplane/choice/affinity.ts';
 import { startNamedBackend, startUdpEcho, udpAsk } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+
+const clientNet = loopbackRange(import.meta.url);
+const proxyNet = loopbackRange(import.meta.url, 1);
 
 /** 1 000 client addresses: 600 IPv4, 400 IPv6, spread like real ones. */
 const CLIENTS: readonly string[] = Array.from({ length: 1000 }, (_, i) =>
@@ -129,9 +133,9 @@ describe('client affinity (rendezvous hashing)', () => {
 });
 
 describe('client affinity through the proxy', { timeout: 20_000 }, () => {
-  // Clients from 127.0.92.1–30: loopback accepts any 127/8 source address.
-  const SOURCES = Array.from({ length: 30 }, (_, i) => `127.0.92.${i + 1}`);
-  const PROXY_HOST = '127.0.93.1';
+  // Clients from .1–.30 of a range: loopback accepts any 127/8 source address.
+  const SOURCES = Array.from({ length: 30 }, (_, i) => `${clientNet.prefix}.${i + 1}`);
+  const PROXY_HOST = proxyNet.ip(1);
   let plane: TestPlane;
   const backends: { close(): Promise<void>; port: number }[] = [];
   const sockets: dgram.Socket[] = [];

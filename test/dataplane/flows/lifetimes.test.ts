@@ -1,7 +1,7 @@
 // Long-lived connections follow the weight (src/dataplane/flows/lifetimes.ts): maxConnectionAgeMs moves a
 // pool of 20 connections to a new split within the age plus its jitter with no byte lost, a
 // rebalance ends exactly the surplus, a removed backend is drained after drainTimeoutMs, UDP
-// sessions follow too, and by default nothing is ever cut. Addresses 127.0.91.x.
+// sessions follow too, and by default nothing is ever cut. Addresses in the file's loopback range.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import dgram from 'node:dgram';
@@ -10,16 +10,18 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
   randomPayload,
-  sleep,
   startEchoBackend,
   startUdpEcho,
-  waitFor,
   type EchoBackend,
   type UdpBackend,
 } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
-const PROXY_HOST = '127.0.91.1';
+const addresses = loopbackRange(import.meta.url);
+
+const PROXY_HOST = addresses.ip(1);
 const CHUNK_BYTES = 1024;
 
 /**

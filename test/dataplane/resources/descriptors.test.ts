@@ -9,10 +9,11 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
 import { DescriptorBudget, TCP_CONNECTION_DESCRIPTORS } from '../../../src/dataplane/resources/descriptor-budget.ts';
-import { askName, exchange, startNamedBackend, startUdpEcho, udpAsk, waitFor } from '../../support/net/backends.ts';
+import { askName, exchange, startNamedBackend, startUdpEcho, udpAsk } from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { metricValue } from '../../support/dataplane/test-plane.ts';
 import { startServe } from '../../support/process/serve-child.ts';
+import { waitFor } from '../../support/wait.ts';
 
 /** How many `count`-descriptor acquisitions `account` gets before the budget says no. */
 function takeAll(account: { tryAcquire(count: number): boolean }, count = 1): number {

@@ -2,21 +2,23 @@
 // internal it needs is where this Node keeps it, and accepted sockets inherit the option from the
 // kernel (checked with getsockopt from Python where there is one). Should a Node upgrade move the
 // handle's setNoDelay, this fails here, by name, rather than the proxy silently paying a
-// setsockopt per connection again. Addresses 127.0.94.1.
+// setsockopt per connection again. Addresses in the file's loopback range.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, it } from 'node:test';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
 import { requireTool } from '../../support/process/required-tool.ts';
 import { noDelayOnListener, type ServerWithNoDelay } from '../../../src/dataplane/resources/listener-options.ts';
 
 const python3 = await requireTool('python3');
+const addresses = loopbackRange(import.meta.url);
 
 describe('options on the listening socket', () => {
   it('the listening handle of this Node takes TCP_NODELAY, and no accepted socket sets it again', async () => {
     const server = net.createServer({ pauseOnConnect: true });
-    server.listen({ host: '127.0.94.1', port: 0 });
+    server.listen({ host: addresses.ip(1), port: 0 });
     await once(server, 'listening');
     try {
       assert.equal(
@@ -30,7 +32,7 @@ describe('options on the listening socket', () => {
         'accepted sockets must not each set TCP_NODELAY again',
       );
       const accepted = once(server, 'connection');
-      const client = net.connect({ host: '127.0.94.1', port: (server.address() as net.AddressInfo).port });
+      const client = net.connect({ host: addresses.ip(1), port: (server.address() as net.AddressInfo).port });
       const [socket] = (await accepted) as [net.Socket];
       socket.destroy();
       client.destroy();
@@ -44,7 +46,7 @@ describe('options on the listening socket', () => {
 import socket
 listening = socket.socket()
 listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-listening.bind(('127.0.94.1', 0))
+listening.bind(('${addresses.ip(1)}', 0))
 listening.listen()
 client = socket.create_connection(listening.getsockname())
 accepted, _ = listening.accept()

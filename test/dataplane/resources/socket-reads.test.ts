@@ -10,8 +10,9 @@ import {
   createReadForwarder,
   readAcceptedSocketInto,
 } from '../../../src/dataplane/resources/socket-reads.ts';
-import { randomPayload, sha256, startEchoBackend, waitFor } from '../../support/net/backends.ts';
+import { randomPayload, sha256, startEchoBackend } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue } from '../../support/dataplane/test-plane.ts';
+import { waitFor } from '../../support/wait.ts';
 
 describe('reads into reused buffers', () => {
   it('the onread internals are where this Node keeps them', () => {

@@ -17,7 +17,6 @@ import {
   startTcpBackend,
   startUdpEcho,
   udpAsk,
-  waitFor,
   type EchoBackend,
   type TcpBackend,
   type UdpBackend,
@@ -25,6 +24,7 @@ import {
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 import { ReplyPairing, compareReplyPrefixes } from '../../../src/dataplane/routing/mirror-route.ts';
 import { noMirrorCounts } from '../../../src/dataplane/stats/stats.ts';
+import { waitFor } from '../../support/wait.ts';
 
 /** A UDP server that answers `answer(datagram)`, or nothing when it returns undefined. */
 async function startUdpServer(answer: (datagram: string) => string | undefined): Promise<UdpBackend> {

@@ -3,7 +3,7 @@
 // than the proxy silently falling back to the slower path —, which listeners take it, and how a
 // connection on it ends gracefully (the linger and the deadline, on real sockets with mocked timers).
 // The data plane's own tests run on the fast path (the default); net-path.test.ts runs them again
-// on the net.Socket path. Addresses 127.0.95.1.
+// on the net.Socket path. Addresses in the file's loopback range.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
@@ -22,8 +22,11 @@ import { RAW_TCP_REQUIREMENTS, connectTo, takeAccepts } from '../../../src/datap
 import { exchange, randomPayload, sha256, startEchoBackend } from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { silentLog } from '../../support/dataplane/test-plane.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
 
-const HOST = '127.0.95.1';
+const addresses = loopbackRange(import.meta.url);
+
+const HOST = addresses.ip(1);
 
 describe('the Node internals of the TCP fast path', () => {
   for (const requirement of RAW_TCP_REQUIREMENTS) {

@@ -1,5 +1,5 @@
 // How a connection ended by maxConnectionAgeMs finishes (TcpConnection.endGracefully): when the
-// backend had closed its side before (through the proxy, addresses 127.0.100.x), and, on stand-in
+// backend had closed its side before (through the proxy, addresses in the file's loopback range), and, on stand-in
 // sockets with mocked timers, when the client has not taken the rest of the reply by the end of the
 // linger and when the backend never closes its side at all.
 import assert from 'node:assert/strict';
@@ -11,10 +11,14 @@ import { BackendHealth } from '../../../src/dataplane/choice/passive-health.ts';
 import type { ReadForwarder } from '../../../src/dataplane/resources/socket-reads.ts';
 import { BackendStats } from '../../../src/dataplane/stats/stats.ts';
 import { TcpConnection } from '../../../src/dataplane/tcp/pipe.ts';
-import { waitFor } from '../../support/net/backends.ts';
-import { applyOnFreePort, createPlane } from '../../support/dataplane/test-plane.ts';
 
-const HOST = '127.0.100.1';
+import { applyOnFreePort, createPlane } from '../../support/dataplane/test-plane.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
+
+const HOST = addresses.ip(1);
 
 /** A backend on its own port; `onConnection` is how it treats each connection. */
 async function backendServer(onConnection: (socket: net.Socket) => void): Promise<{ port: number; close: () => void }> {

@@ -8,15 +8,14 @@ import {
   exchange,
   randomPayload,
   sha256,
-  sleep,
   startEchoBackend,
   startTcpBackend,
-  waitFor,
   type EchoBackend,
   type TcpBackend,
 } from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 const MiB = 1024 * 1024;
 

@@ -19,7 +19,6 @@ import { once } from 'node:events';
 import {
   echoOnce,
   exchange,
-  sleep,
   startEchoBackend,
   startNamedBackend,
   type Received,
@@ -27,6 +26,7 @@ import {
 } from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, silentLog } from '../../support/dataplane/test-plane.ts';
+import { sleep } from '../../support/wait.ts';
 
 const HOST = '127.0.0.1';
 

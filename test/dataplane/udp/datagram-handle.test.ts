@@ -8,8 +8,9 @@ import { once } from 'node:events';
 import { promisify } from 'node:util';
 import { describe, test } from 'node:test';
 import { datagramSender, receiveDatagrams, udpHandleProblem } from '../../../src/dataplane/udp/datagram-handle.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { freePort } from '../../support/net/free-ports.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const MODULE_URL = new URL('../../../src/dataplane/udp/datagram-handle.ts', import.meta.url).href;
 

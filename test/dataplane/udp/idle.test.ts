@@ -4,8 +4,9 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { applyOnFreePort, createPlane, type TestPlane } from '../../support/dataplane/test-plane.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const IDLE_TIMEOUT_MS = 300;
 const INTERVAL_MS = 50;

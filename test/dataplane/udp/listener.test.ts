@@ -5,17 +5,10 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
-import {
-  countBy,
-  runConcurrently,
-  sleep,
-  startUdpEcho,
-  udpAsk,
-  waitFor,
-  type UdpBackend,
-} from '../../support/net/backends.ts';
+import { countBy, runConcurrently, startUdpEcho, udpAsk, type UdpBackend } from '../../support/net/backends.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
+import { sleep, waitFor } from '../../support/wait.ts';
 
 async function clientSocket(type: 'udp4' | 'udp6' = 'udp4'): Promise<dgram.Socket> {
   const socket = dgram.createSocket(type);

@@ -6,9 +6,10 @@ import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
-import { runConcurrently, startUdpEcho, udpAsk, waitFor, type UdpBackend } from '../../support/net/backends.ts';
+import { runConcurrently, startUdpEcho, udpAsk, type UdpBackend } from '../../support/net/backends.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const HOST = '127.0.0.1';
 /** How long a datagram waits for a reply that is not coming. */

@@ -20,7 +20,7 @@ import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import type { Dashboard } from '../../../src/plugin/dashboard/server.ts';
 import { startDashboards, writeStatus } from './dashboards.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { requireTool } from '../../support/process/required-tool.ts';
 import {
   createRelease,
@@ -30,6 +30,10 @@ import {
   startCluster,
   type Cluster,
 } from '../../support/cluster/release-cluster.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const IMAGES =
   process.env.DOCS_SCREENSHOTS === '1'
@@ -97,7 +101,7 @@ describe('kubectl canary-l4 dashboard in a browser', {
   const errors: string[] = [];
 
   before(async () => {
-    cluster = await startCluster('127.0.137.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createRelease(cluster, 'web-v2', {
       services: [{ service: 'web', ports: [{ port: 80 }] }],
       steps: [

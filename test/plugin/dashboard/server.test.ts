@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
 import { GROUP, PLURAL, VERSION } from '../../../src/api/names.ts';
-import { waitFor } from '../../support/net/backends.ts';
+
 import { PLUGIN } from '../../support/process/kubectl-plugin.ts';
 import { startDashboard, TOKEN_HEADER, type Dashboard } from '../../../src/plugin/dashboard/server.ts';
 import type { ReleaseDetail } from '../../../src/plugin/dashboard/view-model.ts';
@@ -22,6 +22,10 @@ import {
   type Cluster,
 } from '../../support/cluster/release-cluster.ts';
 import { startDashboards, writeStatus } from './dashboards.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
+
+const addresses = loopbackRange(import.meta.url);
 
 const STEPS = [
   { weight: 10, pause: {} },
@@ -108,7 +112,7 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
   let token: string;
 
   before(async () => {
-    cluster = await startCluster('127.0.136.0/24');
+    cluster = await startCluster(addresses.cidr);
     await createRelease(cluster, 'web-v2', { services: [{ service: 'web', ports: [{ port: 80 }] }], steps: STEPS });
     await writeStatus(cluster, 'web-v2', {
       phase: 'Running',
@@ -291,9 +295,11 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
     try {
       let printed = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (printed += chunk));
-      const deadline = Date.now() + 20_000;
-      while (!/http:\/\/127\.0\.0\.1:\d+\//.test(printed) && Date.now() < deadline && child.exitCode === null)
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      await waitFor(
+        () => /http:\/\/127\.0\.0\.1:\d+\//.test(printed) || child.exitCode !== null,
+        'the dashboard to print its address',
+        20_000,
+      );
       const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(printed)?.[0];
       assert.ok(url, `the address printed: ${printed}`);
       assert.match(printed, /\(namespace default, read-only\); Ctrl-C stops it/);

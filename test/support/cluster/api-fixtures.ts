@@ -72,17 +72,6 @@ export async function apiError(p: Promise<unknown>): Promise<{ code: number; bod
   throw new Error('expected the call to fail');
 }
 
-/** Poll until `fn` returns a truthy value (for effects of asynchronous controllers and informers). */
-export async function waitFor<T>(fn: () => T | Promise<T>, what = 'condition', timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** What a TCP server says before it ends the connection; rejects when nothing listens or it resets. */
 export function tcpAnswer(ip: string, port: number): Promise<string> {
   return new Promise((resolve, reject) => {

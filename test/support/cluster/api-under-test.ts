@@ -7,7 +7,7 @@
  * test that needs one says so by skipping on the other (`onlyOnFake`).
  *
  * Pods a test plays the kubelet for itself (creates, then writes their status) live in a pod network
- * of its own: `podNet('127.0.91')` is that network on the fake (any loopback address) and
+ * of its own: `podNet(pods.prefix)` is that network on the fake (any loopback address) and
  * `198.18.91` on the real API, whose EndpointSlices refuse loopback addresses; such pods are bound to
  * a node of their own (`handNode`), registered and kept Ready, whose pods nothing runs.
  */

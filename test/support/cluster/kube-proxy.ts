@@ -18,7 +18,7 @@
  *
  * ```ts
  * const proxy = await startKubeProxy({ kubeConfig: api.kubeConfig, namespace: 'default' });
- * // a Service with clusterIP 127.0.10.5 and port 80 → connect to 127.0.10.5:80
+ * // a Service with clusterIP <ip> and port 80 → connect to <ip>:80
  * proxy.counters('web', 80);   // { accepted, rejectedNoEndpoints, upstreamFailed }
  * await proxy.stop();
  * ```

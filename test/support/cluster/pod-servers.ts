@@ -17,7 +17,7 @@
  *
  * ```ts
  * const servers = await startPodServers({ kubeConfig: api.kubeConfig, namespace: 'default', labelSelector: 'app=web' });
- * servers.listening();   // ['127.0.70.1:8080/TCP', '127.0.70.1:8081/UDP', …]
+ * servers.listening();   // ['<pod IP>:8080/TCP', '<pod IP>:8081/UDP', …]
  * await servers.stop();
  * ```
  *

@@ -7,7 +7,7 @@
  * ```ts
  * const pods = new Pods(api.kubeConfig, 'default');
  * await pods.create({ name: 'web-1', labels: { app: 'web' }, ports: [{ name: 'http', containerPort: 8000 }] });
- * await pods.markReady('web-1', '127.0.44.1');   // Running, podIP, Ready=True
+ * await pods.markReady('web-1', addresses.ip(1));   // Running, podIP, Ready=True
  * await pods.markNotReady('web-1');              // Ready=False; phase and IP kept
  * ```
  */

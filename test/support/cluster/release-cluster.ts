@@ -36,9 +36,10 @@ import { defaultProxySelector, GROUP, PLURAL, VERSION } from '../../../src/api/n
 import { makeClients } from '../../../src/kube/client.ts';
 import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { Runtime } from '../../../src/runtime/runtime.ts';
-import { askName, startTcpBackend, waitFor, type TcpBackend } from '../net/backends.ts';
+import { askName, startTcpBackend, type TcpBackend } from '../net/backends.ts';
 import type { FakeApiServer, FakeApiServerOptions } from '../fake-apiserver/index.ts';
 import { startApiUnderTest, type ApiUnderTest } from './api-under-test.ts';
+import { waitFor } from '../wait.ts';
 
 export const NAMESPACE = 'default';
 /** The proxy's ServiceAccount (real API), and its bearer token on the fake, which records it as the user: it tells the proxy's requests from the test's. */

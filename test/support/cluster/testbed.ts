@@ -10,7 +10,7 @@ import type { V1Container, V1ContainerPort, V1Service } from '@kubernetes/client
 import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/names.ts';
 import { renderProxy } from '../../../src/manager/render.ts';
 import type { ManagedRelease } from '../../../src/api/proxy-types.ts';
-import { askName, sleep, startNamedBackend, udpAsk, type TcpBackend } from '../net/backends.ts';
+import { askName, startNamedBackend, udpAsk, type TcpBackend } from '../net/backends.ts';
 import { kubectlFor, type Kubectl } from './api-fixtures.ts';
 import type { FakeApiServerOptions } from '../fake-apiserver/index.ts';
 import { startKubeProxy, type KubeProxy } from './kube-proxy.ts';
@@ -18,6 +18,7 @@ import { Pods } from './pods.ts';
 import { getRelease, getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './release-cluster.ts';
 import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
+import { sleep } from '../wait.ts';
 
 export type Protocol = 'TCP' | 'UDP';
 
@@ -53,7 +54,7 @@ export interface Testbed {
   stop(): Promise<void>;
 }
 
-/** `podNet` is three octets, e.g. `127.0.31`: pods get `.1`, `.2`, … */
+/** `podNet` is three octets, a loopback range's `prefix`: pods get `.1`, `.2`, … */
 export async function startTestbed(
   serviceCidr: string,
   fakePodNet: string,

@@ -19,6 +19,10 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { FakeFaults } from './faults/faults.ts';
 import { makeKubeConfig, writeKubeconfigFile } from './wire/kubeconfig.ts';
 import { FakeServer, type RequestRecord } from './server.ts';
+import { loopbackRange } from '../net/loopback-ranges.ts';
+
+const defaultServiceNet = loopbackRange(import.meta.url);
+const defaultPodNet = loopbackRange(import.meta.url, 1);
 
 export type { FailRule, FakeFaults } from './faults/faults.ts';
 export type { RequestRecord } from './server.ts';
@@ -26,7 +30,7 @@ export type { RequestRecord } from './server.ts';
 export interface FakeApiServerOptions {
   /** TCP port on 127.0.0.1; 0 or absent → ephemeral. */
   port?: number;
-  /** Service cluster-IP range (IPv4 CIDR). Default `127.0.10.0/24`, so tests can bind backends. */
+  /** Service cluster-IP range (IPv4 CIDR). Default DEFAULT_SERVICE_CIDR, so tests can bind backends. */
   serviceCidr?: string;
   /** Simulate kube-controller-manager's garbage collector and namespace controller. Default true. */
   gc?: boolean;
@@ -46,7 +50,7 @@ export interface FakeApiServerOptions {
 export interface SimulateDeploymentsOptions {
   /** From Running to Ready, as if a readiness probe passed after this long. Default 1000. */
   podReadyDelayMs?: number;
-  /** Where pod IPs come from (IPv4, /8–/30). Default `127.0.200.0/24`, so tests can bind on them. */
+  /** Where pod IPs come from (IPv4, /8–/30). Default DEFAULT_POD_CIDR, so tests can bind on them. */
   podCidr?: string;
   /**
    * A deleted pod's containers stop after its grace period or this long, whichever is shorter;
@@ -56,7 +60,10 @@ export interface SimulateDeploymentsOptions {
 }
 
 export const DEFAULT_POD_READY_DELAY_MS = 1000;
-export const DEFAULT_POD_CIDR = '127.0.200.0/24';
+/** The Service range of a fake started without one: for files that bind no address in it. */
+export const DEFAULT_SERVICE_CIDR = defaultServiceNet.cidr;
+/** The simulated pods' range of a fake started without one: for files that bind no address in it. */
+export const DEFAULT_POD_CIDR = defaultPodNet.cidr;
 export const DEFAULT_POD_TERMINATION_MS = 1000;
 
 export interface FakeApiServer {
@@ -91,7 +98,7 @@ export async function startFakeApiServer(opts: FakeApiServerOptions = {}): Promi
   if (!Number.isFinite(podTerminationMs) || podTerminationMs < 0)
     throw new Error(`invalid podTerminationMs: ${podTerminationMs}`);
   const server = new FakeServer({
-    serviceCidr: opts.serviceCidr ?? '127.0.10.0/24',
+    serviceCidr: opts.serviceCidr ?? DEFAULT_SERVICE_CIDR,
     gc: opts.gc ?? true,
     watch: {
       timeoutRange: opts.watchTimeoutSeconds ?? [1800, 3600],

@@ -1,6 +1,6 @@
 /**
- * `npm run fake-apiserver -- --port 6443 [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE]
- * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr 127.0.200.0/24] [--pod-termination-ms 1000]
+ * `npm run fake-apiserver -- --port 6443 [--service-cidr CIDR] [--kubeconfig-out FILE]
+ * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr CIDR] [--pod-termination-ms 1000]
  * [--simulate-network [--namespace default]]]`
  * Serves the fake kube-apiserver until Ctrl-C and writes (and prints the path of) a kubeconfig.
  */
@@ -13,15 +13,16 @@ import {
   DEFAULT_POD_CIDR,
   DEFAULT_POD_READY_DELAY_MS,
   DEFAULT_POD_TERMINATION_MS,
+  DEFAULT_SERVICE_CIDR,
   startFakeApiServer,
 } from './index.ts';
 
-const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--no-gc]
+const usage = `usage: fake-apiserver [--port 6443] [--service-cidr ${DEFAULT_SERVICE_CIDR}] [--kubeconfig-out FILE] [--no-gc]
                       [--simulate-deployments [--pod-ready-delay-ms ${DEFAULT_POD_READY_DELAY_MS}] [--pod-cidr ${DEFAULT_POD_CIDR}]
                                               [--pod-termination-ms ${DEFAULT_POD_TERMINATION_MS}]
                                               [--simulate-network [--namespace default]]]
   --port                  TCP port on 127.0.0.1 (default 6443; 0 = ephemeral)
-  --service-cidr          Service cluster-IP range (default 127.0.10.0/24)
+  --service-cidr          Service cluster-IP range (default ${DEFAULT_SERVICE_CIDR})
   --kubeconfig-out        where to write the kubeconfig (default: a temp file, removed on exit)
   --no-gc                 do not simulate the garbage collector / namespace controller
   --simulate-deployments  simulate the Deployment/ReplicaSet controllers and the kubelet: ReplicaSets,
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       port: { type: 'string', default: '6443' },
-      'service-cidr': { type: 'string', default: '127.0.10.0/24' },
+      'service-cidr': { type: 'string', default: DEFAULT_SERVICE_CIDR },
       'kubeconfig-out': { type: 'string' },
       'no-gc': { type: 'boolean', default: false },
       'simulate-deployments': { type: 'boolean', default: false },

@@ -1,14 +1,14 @@
-// What the manager does for a Gateway (gateway-plan.ts) and a GatewayClass (api/gateway/class-status.ts):
+// What the manager does for a Gateway (src/manager/gateway-proxies/plan.ts) and a GatewayClass (api/gateway/class-status.ts):
 // pure, from what the caches hold.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import { GATEWAY_CONTROLLER_NAME } from '../../src/api/gateway/names.ts';
-import type { Condition, Gateway, GatewayClass } from '../../src/api/gateway/types.ts';
-import { classStatusPatch, servesClass } from '../../src/api/gateway/class-status.ts';
-import { planGateway, type ObservedGateway } from '../../src/manager/gateway-plan.ts';
-import { GATEWAY_KINDS, renderGateway, type GatewayKind } from '../../src/manager/gateway-render.ts';
-import type { Step } from '../../src/manager/step.ts';
+import { GATEWAY_CONTROLLER_NAME } from '../../../src/api/gateway/names.ts';
+import type { Condition, Gateway, GatewayClass } from '../../../src/api/gateway/types.ts';
+import { classStatusPatch, servesClass } from '../../../src/api/gateway/class-status.ts';
+import { planGateway, type ObservedGateway } from '../../../src/manager/gateway-proxies/plan.ts';
+import { GATEWAY_KINDS, renderGateway, type GatewayKind } from '../../../src/manager/gateway-proxies/render.ts';
+import type { Step } from '../../../src/manager/step.ts';
 
 const SETTINGS = { proxyImage: 'canary-l4:1' };
 const NOW = new Date('2026-12-03T12:00:00Z');

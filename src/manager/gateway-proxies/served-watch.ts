@@ -6,9 +6,9 @@
 
 import type { CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { CallOptions } from '../kube/client.ts';
-import { describeError, isNotFound } from '../kube/patch.ts';
-import { GATEWAY_GROUP, GATEWAY_VERSION } from '../api/gateway/names.ts';
+import type { CallOptions } from '../../kube/client.ts';
+import { describeError, isNotFound } from '../../kube/patch.ts';
+import { GATEWAY_GROUP, GATEWAY_VERSION } from '../../api/gateway/names.ts';
 
 export interface ServedWatchOptions {
   readonly custom: CustomObjectsApi;

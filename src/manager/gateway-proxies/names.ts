@@ -2,10 +2,10 @@
 // ClusterRoles (deploy/gateway-rbac.yaml) its pods are bound to. The objects themselves are named
 // by api/gateway/names.ts (gatewayProxyName), which the gateway command shares.
 
-import type { Labels } from '../api/names.ts';
-import { GROUP } from '../api/names.ts';
-import { GATEWAY_PROXY_PREFIX } from '../api/gateway/names.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from './types.ts';
+import type { Labels } from '../../api/names.ts';
+import { GROUP } from '../../api/names.ts';
+import { GATEWAY_PROXY_PREFIX } from '../../api/gateway/names.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../names.ts';
 
 /** On every object kept for a Gateway (and its pods): the Gateway's name; its pods are selected by it. */
 export const LABEL_GATEWAY = `${GROUP}/gateway`;

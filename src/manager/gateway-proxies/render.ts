@@ -15,12 +15,12 @@ import type {
   V1ServicePort,
   V1ServiceAccount,
 } from '@kubernetes/client-node';
-import { GATEWAY_GROUP, GATEWAY_VERSION, gatewayProxyName } from '../api/gateway/names.ts';
-import type { Gateway } from '../api/gateway/types.ts';
-import { withDigests } from './children.ts';
-import { proxyCommonEnv, proxyDeploymentSpec, proxyDisruptionBudgetSpec } from './pod.ts';
-import { DEFAULT_PROXY_SPEC } from './proxy-spec.ts';
-import type { RenderSettings } from './render.ts';
+import { GATEWAY_GROUP, GATEWAY_VERSION, gatewayProxyName, servedProtocol } from '../../api/gateway/names.ts';
+import type { Gateway } from '../../api/gateway/types.ts';
+import { withDigests } from '../children.ts';
+import { proxyCommonEnv, proxyDeploymentSpec, proxyDisruptionBudgetSpec } from '../pod.ts';
+import { DEFAULT_PROXY_SPEC } from '../proxy-spec.ts';
+import type { RenderSettings } from '../render.ts';
 import {
   ANNOTATION_SERVICE_TYPE,
   GATEWAY_CLUSTER_ROLE,
@@ -31,7 +31,7 @@ import {
   LABEL_GATEWAY_NAMESPACE,
   MAX_GATEWAY_NAME,
   SERVICE_TYPES,
-} from './gateway-types.ts';
+} from './names.ts';
 
 export type GatewayKind =
   | 'serviceAccount'
@@ -68,8 +68,6 @@ export type GatewayRenderResult =
 
 /** What a Gateway's name must be to label its objects (a DNS subdomain, which the API enforces, within a label value's length). */
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-/** The protocols of the listeners canary-l4 serves (the others are the gateway command's to refuse). */
-const L4_PROTOCOLS = ['TCP', 'UDP'] as const;
 
 /** The name of each object kept for the Gateway (the ClusterRoleBinding's holds its namespace). */
 export function gatewayChildName(kind: GatewayKind, namespace: string, gateway: string): string {
@@ -182,7 +180,7 @@ export function servicePorts(gateway: Gateway): V1ServicePort[] {
   const seen = new Set<string>();
   const ports: V1ServicePort[] = [];
   for (const listener of gateway.spec?.listeners ?? []) {
-    const protocol = L4_PROTOCOLS.find((known) => known === listener.protocol);
+    const protocol = servedProtocol(listener.protocol);
     if (protocol === undefined || !Number.isInteger(listener.port)) continue;
     const name = `${protocol.toLowerCase()}-${listener.port}`;
     if (seen.has(name)) continue;

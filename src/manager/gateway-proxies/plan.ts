@@ -6,13 +6,13 @@
 // manager can).
 
 import type { KubernetesObject, V1Pod } from '@kubernetes/client-node';
-import type { Gateway } from '../api/gateway/types.ts';
-import { converge, removalsOf } from './children.ts';
-import { GATEWAY_KINDS, gatewayChildName, renderGateway, type GatewayKind } from './gateway-render.ts';
-import { LABEL_GATEWAY, LABEL_GATEWAY_NAMESPACE } from './gateway-types.ts';
-import type { RenderSettings } from './render.ts';
-import { KIND_OF, type Step } from './step.ts';
-import { LABEL_MANAGED_BY, MANAGED_BY } from './types.ts';
+import type { Gateway } from '../../api/gateway/types.ts';
+import { converge, removalsOf } from '../children.ts';
+import { GATEWAY_KINDS, gatewayChildName, renderGateway, type GatewayKind } from './render.ts';
+import { LABEL_GATEWAY, LABEL_GATEWAY_NAMESPACE } from './names.ts';
+import type { RenderSettings } from '../render.ts';
+import { KIND_OF, type Step } from '../step.ts';
+import { LABEL_MANAGED_BY, MANAGED_BY } from '../names.ts';
 
 export interface ObservedGateway {
   readonly namespace: string;

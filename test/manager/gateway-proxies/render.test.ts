@@ -4,19 +4,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1ClusterRole } from '@kubernetes/client-node';
-import type { Gateway, GatewayListener } from '../../src/api/gateway/types.ts';
-import { renderGateway, servicePorts, type RenderedGateway } from '../../src/manager/gateway-render.ts';
-import { gatewayProxyName } from '../../src/api/gateway/names.ts';
+import type { Gateway, GatewayListener } from '../../../src/api/gateway/types.ts';
+import { renderGateway, servicePorts, type RenderedGateway } from '../../../src/manager/gateway-proxies/render.ts';
+import { gatewayProxyName } from '../../../src/api/gateway/names.ts';
 import {
   ANNOTATION_SERVICE_TYPE,
   GATEWAY_CLUSTER_ROLE,
   GATEWAY_LEASE_ROLE,
   LABEL_GATEWAY,
-} from '../../src/manager/gateway-types.ts';
-import { renderProxy } from '../../src/manager/render.ts';
-import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY } from '../../src/manager/types.ts';
-import { API_VERSION, KIND } from '../../src/api/names.ts';
-import { named } from '../deploy/manifests.ts';
+} from '../../../src/manager/gateway-proxies/names.ts';
+import { renderProxy } from '../../../src/manager/render.ts';
+import { ANNOTATION_RENDERED, LABEL_MANAGED_BY, MANAGED_BY } from '../../../src/manager/names.ts';
+import { API_VERSION, KIND } from '../../../src/api/names.ts';
+import { named } from '../../deploy/manifests.ts';
 
 const IMAGE = 'registry.example/canary-l4:0.4.0';
 const TCP = (port: number, name = `tcp-${port}`): GatewayListener => ({ name, port, protocol: 'TCP' });
