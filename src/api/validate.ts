@@ -9,6 +9,7 @@
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import { labelProblems } from './labels.ts';
 import { checkPortSpec } from './spec.ts';
+import { formatStep } from './steps.ts';
 import type { AnalysisThresholds, CanaryReleaseSpec, WorkloadSpec } from './spec-types.ts';
 import type { Labels } from './names.ts';
 
@@ -89,6 +90,33 @@ export function releaseProblems(spec: CanaryReleaseSpec | undefined): string[] {
     workloadProblems(workload, `spec.workloads[${index}]`, all.slice(0, index), problems);
   });
   return problems;
+}
+
+/**
+ * What a valid spec sets that does nothing as written, one line each naming the field: with
+ * spec.steps, every listed port takes the step's weight, so a port's config.weight is ignored, and a
+ * step that sets `mirror` replaces the port's config.mirror.percent while it is in force.
+ */
+export function ignoredFieldNotes(spec: CanaryReleaseSpec | undefined): string[] {
+  const steps = spec?.steps ?? [];
+  if (steps.length === 0) return [];
+  const mirroring = steps.flatMap((step, index) => (step.mirror === undefined ? [] : [index]));
+  return (spec?.services ?? []).flatMap((entry, serviceIndex) =>
+    (entry.ports ?? []).flatMap((port, portIndex) => {
+      const at = `spec.services[${serviceIndex}].ports[${portIndex}].config`;
+      const notes: string[] = [];
+      if (port.config?.weight !== undefined)
+        notes.push(
+          `${at}.weight: ${port.config.weight} is ignored: with spec.steps every listed port takes the step's weight (${steps.map((step) => `${step.weight ?? 0}%`).join(' → ')}); remove it, or remove spec.steps to set weights by hand`,
+        );
+      const percent = port.config?.mirror?.percent;
+      if (percent !== undefined && mirroring.length > 0)
+        notes.push(
+          `${at}.mirror.percent: ${percent} holds only at the steps that set no mirror: ${mirroring.map((index) => `step ${formatStep(index, steps.length)}`).join(', ')} set their own`,
+        );
+      return notes;
+    }),
+  );
 }
 
 function servicesProblems(spec: CanaryReleaseSpec | undefined, problems: string[]): void {
@@ -231,6 +259,34 @@ function workloadProblems(
     problems.push(`${at}.name: Deployment ${workload.name} is listed twice`);
   const replicas = replicasProblem(workload.replicas ?? 1, `${at}.replicas`, 0);
   if (replicas !== undefined) problems.push(replicas);
+  addsProblems(workload.adds, `${at}.adds`, problems);
+}
+
+const ADDED_LISTS = ['containers', 'initContainers', 'volumes', 'containerPorts'] as const;
+
+/** spec.workloads[].adds: lists of names, and of ports. */
+function addsProblems(adds: unknown, at: string, problems: string[]): void {
+  if (adds === undefined) return;
+  if (!isMap(adds)) {
+    problems.push(`${at}: must be a map of ${ADDED_LISTS.join(', ')}, got ${show(adds)}`);
+    return;
+  }
+  for (const [list, items] of Object.entries(adds)) {
+    if (!(ADDED_LISTS as readonly string[]).includes(list)) {
+      problems.push(`${at}.${list}: no such list; the patch can add ${ADDED_LISTS.join(', ')}`);
+      continue;
+    }
+    const ports = list === 'containerPorts';
+    const what = ports ? 'a port number 1–65535' : 'a name';
+    if (!Array.isArray(items)) {
+      problems.push(`${at}.${list}: must be a list, each item ${what}, got ${show(items)}`);
+      continue;
+    }
+    items.forEach((item: unknown, index) => {
+      const ok = ports ? isInteger(item) && item >= 1 && item <= 65535 : typeof item === 'string' && item !== '';
+      if (!ok) problems.push(`${at}.${list}[${index}]: must be ${what}, got ${show(item)}`);
+    });
+  }
 }
 
 // An image reference as the container runtime parses one (distribution/reference): an optional

@@ -1,7 +1,7 @@
 // What a command line that does not parse gets told: an unknown command or flag named with the one it
 // most likely meant and the help to read. yargs says only "Unknown arguments: admin-prot, adminProt",
 // or, when the typo is of a required flag (`--confg`), "Missing required argument: config".
-import { closestKey } from '../config/fields.ts';
+import { closestKey } from '../util/closest.ts';
 
 /**
  * A failed parse of `args` (yargs's `message`), one line per problem: an unknown command or unknown

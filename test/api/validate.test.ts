@@ -497,6 +497,22 @@ const bounds: Bound[] = [
     'schema too',
   ],
   [
+    'the lowest port a workload patch adds on purpose',
+    (port) => ({ services, workloads: [{ name: 'web', adds: { containerPorts: [port] } }] }),
+    1,
+    0,
+    'spec.workloads[0].adds.containerPorts[0]: must be a port number 1–65535, got 0',
+    'schema too',
+  ],
+  [
+    'the name of a container a workload patch adds on purpose',
+    (name) => ({ services, workloads: [{ name: 'web', adds: { containers: [name] } }] }),
+    'debug',
+    '',
+    'spec.workloads[0].adds.containers[0]: must be a name, got ""',
+    'schema too',
+  ],
+  [
     'the fewest canary replicas',
     (replicas) => ({ services, workloads: [{ name: 'web', replicas }] }),
     0,

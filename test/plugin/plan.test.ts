@@ -193,6 +193,44 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     }
   });
 
+  it('plan refuses a patch that would add a container it meant to change (wbe for shop), lists every problem, and says config.weight is ignored with steps', async () => {
+    // The stable Deployment `shop` (one container, shop) is made by the test before.
+    const typo = release('typo-container', {
+      services: [{ service: 'shop', ports: [{ port: 443, config: { weight: 25 } }] }],
+      steps: [{ weight: 10, pause: { duration: '1m' } }, { weight: 50 }],
+      workloads: [
+        {
+          name: 'shop',
+          patch: { spec: { containers: [{ name: 'shpo', image: 'example/shop:5' }], volumes: [{ name: 'cache' }] } },
+        },
+      ],
+    });
+    const run = await plugin('plan', '-f', await kubectl.manifest('typo-container.yaml', typo));
+    assert.equal(run.code, 1, run.stdout);
+    for (const problem of [
+      'spec.workloads[0].patch.spec.containers[name=shpo]: the stable template has no container shpo (it has shop), so the patch would add one instead of changing one: did you mean shop? (to add shpo on purpose, list it in spec.workloads[0].adds.containers)',
+      'spec.workloads[0].patch.spec.volumes[name=cache]: the stable template has no volume cache (it has none), so the patch would add one instead of changing one (to add cache on purpose, list it in spec.workloads[0].adds.volumes)',
+    ])
+      assert.ok(run.stdout.includes(`  - ${problem}\n`), `${problem}\n---\n${run.stdout}`);
+    assert.ok(
+      run.stdout.includes(
+        "  - spec.services[0].ports[0].config.weight: 25 is ignored: with spec.steps every listed port takes the step's weight (10% → 50%)",
+      ),
+      run.stdout,
+    );
+    assert.doesNotMatch(run.stdout, /No problems|Deployments to create/);
+
+    // Added on purpose: the same patch with its additions listed has no problem (it waits only for the
+    // stable Deployment's ReplicaSet, which nothing makes in this fake).
+    const meant = release('typo-container', {
+      ...typo.spec,
+      workloads: [{ ...typo.spec.workloads![0]!, adds: { containers: ['shpo'], volumes: ['cache'] } }],
+    });
+    const planned = await plugin('plan', '-f', await kubectl.manifest('meant-container.yaml', meant));
+    assert.equal(planned.code, 0, planned.stdout);
+    assert.match(planned.stdout, /No problems, but applied now the release would wait/);
+  });
+
   it("plan refuses what kubectl apply would: an unknown field (protocl), by the API server's own schema; a good file passes it", async () => {
     const entry = {
       service: 'web',
