@@ -130,7 +130,7 @@ export interface CanaryReleaseSpec {
   readonly autoAdopt?: boolean;
   /** Hold the current step (a person's pause). */
   readonly paused?: boolean;
-  /** The step a person released: a pause at this step or an earlier one is over (`kubectl canary-l4 promote`). */
+  /** The step a person released, an index into steps (0 is the first step): a pause at this step or an earlier one is over (`kubectl canary-l4 promote`). */
   readonly promotedStep?: number;
   /** Why spec.transition was set, said in status (`kubectl canary-l4 abort --reason`). */
   readonly transitionReason?: string;

@@ -112,7 +112,7 @@ export function ignoredFieldNotes(spec: CanaryReleaseSpec | undefined): string[]
       const percent = port.config?.mirror?.percent;
       if (percent !== undefined && mirroring.length > 0)
         notes.push(
-          `${at}.mirror.percent: ${percent} holds only at the steps that set no mirror: ${mirroring.map((index) => `step ${formatStep(index, steps.length)}`).join(', ')} set their own`,
+          `${at}.mirror.percent: ${percent} holds only at the steps that set no mirror: ${mirroring.map((index) => `step ${formatStep(index, steps.length)}`).join(', ')} ${mirroring.length === 1 ? 'sets its' : 'set their'} own`,
         );
       return notes;
     }),
@@ -172,12 +172,14 @@ function stepsProblems(spec: CanaryReleaseSpec | undefined, problems: string[]):
   if (promoted === undefined) return;
   const count = steps?.length ?? 0;
   if (!isInteger(promoted) || promoted < 0)
-    problems.push(`spec.promotedStep: must be a step's index (an integer >= 0), got ${show(promoted)}`);
+    problems.push(
+      `spec.promotedStep: must be a step's index (an integer >= 0: 0 is the first step), got ${show(promoted)}`,
+    );
   else if (count === 0)
     problems.push(`spec.promotedStep: is ${promoted} but the release has no spec.steps to promote; remove it`);
   else if (promoted >= count) {
     problems.push(
-      `spec.promotedStep: ${promoted} is past the last step (there are ${count}, indexed 0–${count - 1}), so it would skip every pause and analysis gate; ` +
+      `spec.promotedStep: ${promoted} is past the last step (there are ${count}, indexed 0–${count - 1}: step ${formatStep(count - 1, count)} is the last), so it would skip every pause and analysis gate; ` +
         `set it to the step to release (kubectl canary-l4 promote does), or remove it`,
     );
   }

@@ -92,7 +92,7 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.equal(promoted.code, 0, promoted.stdout);
     assert.match(
       promoted.stdout,
-      /Steps \(every listed port takes each weight in turn; a pause holds it\):\n {2}10% 1h → 30% 1h → 60% until promoted → adopted\n {2}spec.promotedStep 1: the pause of step 1 \(1h\), step 2 \(1h\) are skipped/,
+      /Steps \(every listed port takes each weight in turn; a pause holds it\):\n {2}10% 1h → 30% 1h → 60% until promoted → adopted\n {2}spec.promotedStep 1 is step 2\/3 \(index 1\): the pause of step 1\/3 \(1h\), step 2\/3 \(1h\) are skipped/,
     );
     const stale = await plugin(
       'plan',
@@ -102,11 +102,11 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.equal(stale.code, 1, stale.stdout);
     assert.match(
       stale.stdout,
-      /spec.promotedStep 3 names no step: it would skip every pause and analysis gate \(see Problems\)/,
+      /spec.promotedStep 3 names no step \(indexes 0–2 name steps 1–3\): it would skip every pause and analysis gate \(see Problems\)/,
     );
     assert.match(
       stale.stdout,
-      /- spec.promotedStep: 3 is past the last step \(there are 3, indexed 0–2\), so it would skip every pause and analysis gate/,
+      /- spec.promotedStep: 3 is past the last step \(there are 3, indexed 0–2: step 3\/3 \(index 2\) is the last\), so it would skip every pause and analysis gate/,
     );
     assert.doesNotMatch(stale.stdout, /Services to create/, 'a release that would hold creates nothing');
   });

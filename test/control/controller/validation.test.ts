@@ -112,7 +112,7 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     const warned = await eventOf(
       'stale-v2',
       'InvalidRelease',
-      'spec.promotedStep: 3 is past the last step (there are 3, indexed 0–2)',
+      'spec.promotedStep: 3 is past the last step (there are 3, indexed 0–2: step 3/3 (index 2) is the last)',
     );
     assert.equal(warned?.type, 'Warning');
 
@@ -124,7 +124,9 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
       'stale-v2',
       'step 2 of 3, holding for its hour',
       (found) =>
-        serving(found) && found?.status?.step === '2/3' && /step 2 holds until/.test(found.status.pause?.reason ?? ''),
+        serving(found) &&
+        found?.status?.step === '2/3 (index 1)' &&
+        /step 2\/3 \(index 1\) holds until/.test(found.status.pause?.reason ?? ''),
     );
     assert.equal(running?.status?.phase, 'Running');
   });
