@@ -104,9 +104,11 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   }
   const analysis = status.analysis;
   if (analysis !== undefined) {
+    // One sample count: the one judged, which the message and the table give (every interval pooled
+    // since the last decisive one), never status.analysis.samples beside it (the last interval's alone).
     lines.push('');
     lines.push(
-      `Analysis: ${analysis.verdict} at ${analysis.at}, ${analysis.samples} canary samples, ${analysis.replicas} replica(s), ${analysis.failures} failed in a row${spec.analysis?.failureLimit === undefined ? '' : ` (limit ${spec.analysis.failureLimit})`}: ${analysis.message}`,
+      `Analysis: ${analysis.verdict} at ${analysis.at}, ${analysis.replicas} replica(s), ${analysis.failures} failed in a row${spec.analysis?.failureLimit === undefined ? '' : ` (limit ${spec.analysis.failureLimit})`}: ${analysis.message}`,
     );
     if (analysis.signals.length > 0) {
       // The counts judged (every interval since the last decisive one), then the rate they make.
