@@ -60,6 +60,9 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.ok(run.stdout.includes(`CanaryRelease default/multi-bad (document 3 of ${file}): a dry run`), run.stdout);
     const second = run.stdout.slice(run.stdout.indexOf('multi-bad (document 3'));
     assert.match(second, /- spec.services\[0\].ports\[0\].config.weight: must be an integer 0–100, got 150/);
+    // The API server refuses the same weight: said once, in canary-l4's words.
+    assert.equal(second.match(/config\.weight/g)?.length, 1, second);
+    assert.doesNotMatch(second, /kubectl apply would be refused/, second);
     assert.match(second, /- spec.services\[0\]: Service gone not found in the namespace/);
     assert.match(run.stdout, /2 CanaryReleases planned; with problems: multi-bad \(document 3\)\./);
 
@@ -231,7 +234,7 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.match(planned.stdout, /No problems, but applied now the release would wait/);
   });
 
-  it("plan refuses what kubectl apply would: an unknown field (protocl), by the API server's own schema; a good file passes it", async () => {
+  it('plan names a misspelt field with its path and what it meant, before any plan, each once; kubectl apply refuses it too', async () => {
     const entry = {
       service: 'web',
       canaryServiceOperations: { add: { version: 'v2' } },
@@ -239,15 +242,19 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     };
     const file = await kubectl.manifest(
       'typo.yaml',
-      release('typo', { services: [entry] } as unknown as CanaryReleaseSpec),
+      release('typo', { services: [entry], stpes: [] } as unknown as CanaryReleaseSpec),
     );
     const before = await versions(cluster);
     const run = await plugin('plan', '-f', file);
     assert.equal(await versions(cluster), before, 'a dry run writes nothing');
-    assert.equal(run.code, 1, run.stdout);
-    assert.match(
-      run.stdout,
-      /- kubectl apply would be refused: failed to create typed patch object .*\.spec\.services\[.*\]\.ports\[.*\]\.protocl: field not declared in schema/,
+    assert.deepEqual(
+      [run.code, run.stdout, run.stderr],
+      [
+        2,
+        '',
+        `kubectl canary-l4: -f ${file}: document 1: spec.services[0].ports[0].protocl: no such field; did you mean protocol?\n` +
+          `kubectl canary-l4: -f ${file}: document 1: spec.stpes: no such field; did you mean steps?\n`,
+      ],
     );
     await assert.rejects(kubectl('apply', '-f', file), /protocl/, 'kubectl apply refuses it too');
 
@@ -258,6 +265,25 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     const planned = await plugin('plan', '-f', good);
     assert.equal(planned.code, 0, planned.stdout);
     assert.doesNotMatch(planned.stdout, /would be refused|not checked against/);
+  });
+
+  it('an unknown command or flag is named with what it likely meant, as canary-l4 does; exit 2', async () => {
+    const command = await plugin('stauts', 'web-v4');
+    assert.deepEqual(
+      [command.code, command.stderr],
+      [
+        2,
+        'kubectl canary-l4: unknown command stauts, did you mean status? (the commands: status, promote, pause, resume, abort, set-weight, plan, dashboard)\n',
+      ],
+    );
+    const flag = await plugin('promote', 'web-v4', '--ful');
+    assert.deepEqual(
+      [flag.code, flag.stderr],
+      [
+        2,
+        'kubectl canary-l4 promote: unknown flag --ful, did you mean --full? (kubectl canary-l4 promote --help lists its flags)\n',
+      ],
+    );
   });
 
   it('plan of a file that is not YAML says where, without a dangling colon', async () => {
