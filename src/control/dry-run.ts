@@ -15,7 +15,7 @@ import { planSpec } from './reconcile.ts';
 import { checkSelectors, sidesReady } from './release/running.ts';
 import { planTakeover } from './release/takeover-plan.ts';
 import type { Labels } from '../api/names.ts';
-import { ignoredFieldNotes } from '../api/validate.ts';
+import { ignoredFieldNotes } from '../api/ignored-fields.ts';
 import type { TakeoverStatus } from '../api/status-types.ts';
 
 export interface PortChange {

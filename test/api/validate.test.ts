@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { V1CustomResourceDefinition, V1PodTemplateSpec } from '@kubernetes/client-node';
 import {
-  ignoredFieldNotes,
   isImageReference,
   parseDuration,
   podTemplateProblems,
@@ -17,6 +16,7 @@ import {
   SIGNAL_NAMES,
   SIGNAL_THRESHOLDS,
 } from '../../src/api/validate.ts';
+import { ignoredFieldNotes } from '../../src/api/ignored-fields.ts';
 import { KIND, VERSION } from '../../src/api/names.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 import { readProxySpec } from '../../src/manager/proxy-spec.ts';
