@@ -63,6 +63,22 @@ export interface WorkloadSpec {
   readonly replicas?: number;
   /** A strategic merge patch of the stable Deployment's spec.template (e.g. a new image). */
   readonly patch?: unknown;
+  /** What the patch adds on purpose (see {@link WorkloadAdds}). */
+  readonly adds?: WorkloadAdds;
+}
+
+/**
+ * The items a workload's patch adds on purpose. A strategic merge patch matches a container, init
+ * container or volume by name and a container's port by containerPort, and adds what matches
+ * nothing: a misspelt name gives the canary a second container and leaves the first unchanged. So
+ * a patch that adds one is refused unless it is listed here.
+ */
+export interface WorkloadAdds {
+  readonly containers?: readonly string[];
+  readonly initContainers?: readonly string[];
+  readonly volumes?: readonly string[];
+  /** A port (containerPort) added to any container. */
+  readonly containerPorts?: readonly number[];
 }
 
 /** A weight (and a mirror share) every listed port takes in turn, and how long it holds before the next. */
@@ -114,7 +130,7 @@ export interface CanaryReleaseSpec {
   readonly autoAdopt?: boolean;
   /** Hold the current step (a person's pause). */
   readonly paused?: boolean;
-  /** The step a person released: a pause at this step or an earlier one is over (`kubectl canary-l4 promote`). */
+  /** The step a person released, an index into steps (0 is the first step): a pause at this step or an earlier one is over (`kubectl canary-l4 promote`). */
   readonly promotedStep?: number;
   /** Why spec.transition was set, said in status (`kubectl canary-l4 abort --reason`). */
   readonly transitionReason?: string;

@@ -187,7 +187,7 @@ export interface CanaryReleaseStatus {
   readonly weights: string;
   /** One per spec.workloads entry the release has started; absent without workloads. */
   readonly workloads?: readonly WorkloadStatus[];
-  /** With steps: the current step's index (steps.length once every step is done), since when. */
+  /** With steps: the step in force as an index into spec.steps, 0 the first (steps.length once every step is done), since when. */
   readonly currentStep?: number;
   readonly stepStartedAt?: string;
   /** `2/3`: the STEP column. */

@@ -9,6 +9,7 @@
 import type { V1PodTemplateSpec } from '@kubernetes/client-node';
 import { labelProblems } from './labels.ts';
 import { checkPortSpec } from './spec.ts';
+import { formatStep } from './steps.ts';
 import type { AnalysisThresholds, CanaryReleaseSpec, WorkloadSpec } from './spec-types.ts';
 import type { Labels } from './names.ts';
 
@@ -144,12 +145,14 @@ function stepsProblems(spec: CanaryReleaseSpec | undefined, problems: string[]):
   if (promoted === undefined) return;
   const count = steps?.length ?? 0;
   if (!isInteger(promoted) || promoted < 0)
-    problems.push(`spec.promotedStep: must be a step's index (an integer >= 0), got ${show(promoted)}`);
+    problems.push(
+      `spec.promotedStep: must be a step's index (an integer >= 0: 0 is the first step), got ${show(promoted)}`,
+    );
   else if (count === 0)
     problems.push(`spec.promotedStep: is ${promoted} but the release has no spec.steps to promote; remove it`);
   else if (promoted >= count) {
     problems.push(
-      `spec.promotedStep: ${promoted} is past the last step (there are ${count}, indexed 0–${count - 1}), so it would skip every pause and analysis gate; ` +
+      `spec.promotedStep: ${promoted} is past the last step (there are ${count}, indexed 0–${count - 1}: step ${formatStep(count - 1, count)} is the last), so it would skip every pause and analysis gate; ` +
         `set it to the step to release (kubectl canary-l4 promote does), or remove it`,
     );
   }
@@ -231,6 +234,34 @@ function workloadProblems(
     problems.push(`${at}.name: Deployment ${workload.name} is listed twice`);
   const replicas = replicasProblem(workload.replicas ?? 1, `${at}.replicas`, 0);
   if (replicas !== undefined) problems.push(replicas);
+  addsProblems(workload.adds, `${at}.adds`, problems);
+}
+
+const ADDED_LISTS = ['containers', 'initContainers', 'volumes', 'containerPorts'] as const;
+
+/** spec.workloads[].adds: lists of names, and of ports. */
+function addsProblems(adds: unknown, at: string, problems: string[]): void {
+  if (adds === undefined) return;
+  if (!isMap(adds)) {
+    problems.push(`${at}: must be a map of ${ADDED_LISTS.join(', ')}, got ${show(adds)}`);
+    return;
+  }
+  for (const [list, items] of Object.entries(adds)) {
+    if (!(ADDED_LISTS as readonly string[]).includes(list)) {
+      problems.push(`${at}.${list}: no such list; the patch can add ${ADDED_LISTS.join(', ')}`);
+      continue;
+    }
+    const ports = list === 'containerPorts';
+    const what = ports ? 'a port number 1–65535' : 'a name';
+    if (!Array.isArray(items)) {
+      problems.push(`${at}.${list}: must be a list, each item ${what}, got ${show(items)}`);
+      continue;
+    }
+    items.forEach((item: unknown, index) => {
+      const ok = ports ? isInteger(item) && item >= 1 && item <= 65535 : typeof item === 'string' && item !== '';
+      if (!ok) problems.push(`${at}.${list}[${index}]: must be ${what}, got ${show(item)}`);
+    });
+  }
 }
 
 // An image reference as the container runtime parses one (distribution/reference): an optional

@@ -7,7 +7,7 @@ import '../runtime/hangups.ts';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError } from '../errors.ts';
-import { parseFailureMessage } from './parse-failures.ts';
+import { knownFlagsOf, parseFailureMessage } from '../util/parse-failures.ts';
 import { COMMAND_NAMES, canaryL4Program } from './program.ts';
 
 /** Startup failures a user can cause are one line per problem and a non-zero exit, no stack. */
@@ -17,11 +17,6 @@ function exitWith(err: unknown): never {
   process.exit(err instanceof ConfigError ? 2 : 1);
 }
 
-/** yargs's own parser state, which it has no type for: the flags of the command being parsed. */
-interface ParserState {
-  getOptions(): { key: Record<string, unknown> };
-}
-
 const args = hideBin(process.argv);
 const parser = yargs(args);
 try {
@@ -29,8 +24,7 @@ try {
     .wrap(Math.min(110, process.stdout.columns ?? 110))
     .fail((message, err) => {
       if (err) throw err;
-      const knownFlags = Object.keys((parser as unknown as ParserState).getOptions().key);
-      process.stderr.write(`${parseFailureMessage(args, COMMAND_NAMES, knownFlags, message)}\n`);
+      process.stderr.write(`${parseFailureMessage('canary-l4', args, COMMAND_NAMES, knownFlagsOf(parser), message)}\n`);
       process.exit(2);
     })
     .parseAsync();

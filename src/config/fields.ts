@@ -2,6 +2,8 @@
 // records a one-line problem (`<path>: <what is wrong>, got <value>`) and returns a placeholder,
 // so that a single pass over the document finds every problem.
 
+import { closestKey } from '../util/closest.ts';
+
 export const DOCUMENT_PATH = '(document)';
 
 export interface IntegerRule {
@@ -113,43 +115,4 @@ export function describe(value: unknown): string {
     }
   }
   return text.length <= 80 ? text : `${text.slice(0, 77)}...`;
-}
-
-/** The known key a typo most likely meant, ignoring case, "_" and "-" (idle_timeout_ms); also a flag's. */
-export function closestKey(key: string, knownKeys: readonly string[]): string | undefined {
-  const typed = looseForm(key);
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const known of knownKeys) {
-    const distance = editDistance(typed, looseForm(known));
-    if (distance < bestDistance && distance <= Math.max(1, Math.floor(known.length / 3))) {
-      best = known;
-      bestDistance = distance;
-    }
-  }
-  return best;
-}
-
-function looseForm(key: string): string {
-  return key.toLowerCase().replace(/[-_]/g, '');
-}
-
-/** Levenshtein distance where swapping two neighbours counts as one edit (optimal string alignment). */
-function editDistance(a: string, b: string): number {
-  let beforePrevious: number[] = [];
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      let best = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        best = Math.min(best, (beforePrevious[j - 2] ?? 0) + 1);
-      }
-      current.push(best);
-    }
-    beforePrevious = previous;
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
 }

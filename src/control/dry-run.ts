@@ -15,6 +15,7 @@ import { planSpec } from './reconcile.ts';
 import { checkSelectors, sidesReady } from './release/running.ts';
 import { planTakeover } from './release/takeover-plan.ts';
 import type { Labels } from '../api/names.ts';
+import { ignoredFieldNotes } from '../api/ignored-fields.ts';
 import type { TakeoverStatus } from '../api/status-types.ts';
 
 export interface PortChange {
@@ -44,7 +45,7 @@ export interface ReleasePlan {
   readonly problems: readonly string[];
   /** What it would wait for before it starts (another release on a Service, a workload not there yet). */
   readonly waiting: readonly string[];
-  /** What it would serve differently until it resolves (no Ready pod on a side). */
+  /** What it would serve differently until it resolves (no Ready pod on a side), and what the spec sets that does nothing. */
   readonly notes: readonly string[];
   /** Copies to create, and existing ones to update. */
   readonly creates: readonly V1Service[];
@@ -83,13 +84,15 @@ export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePl
   }
   const context = observe(observed, options);
   const planned = planSpec(context);
+  // What the spec sets that does nothing as written, said whether or not the release could start.
+  const ignored = ignoredFieldNotes(observed.release.spec);
   if (!planned.ok)
     return {
       ...NOTHING,
       inPod: options.inPod === true,
       problems: planned.problems,
       waiting: planned.waiting.map((item) => item.message),
-      notes: [],
+      notes: ignored,
     };
   const findings = checkSelectors(context, planned.plans, sidesReady(context, planned.plans));
   const copies = planned.plans.flatMap((plan) =>
@@ -117,7 +120,7 @@ export function dryRun(observed: Observed, options: ReconcileOptions): ReleasePl
   return {
     problems: findings.failures,
     waiting: [],
-    notes: findings.notes,
+    notes: [...ignored, ...findings.notes],
     creates: copies.filter((copy) => copy.live === undefined).map((copy) => copy.desired),
     updates: copies
       .filter((copy) => copy.live !== undefined && copyPatch(copy.live, copy.desired) !== undefined)

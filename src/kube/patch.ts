@@ -28,22 +28,34 @@ export interface ApiFailure {
   readonly code: number;
   readonly reason: string;
   readonly message: string;
+  /** An Invalid (422) Status's details.causes: each field refused, and why. */
+  readonly causes: readonly FieldCause[];
+}
+
+export interface FieldCause {
+  /** `spec.services[0].ports[0].config.weight`. */
+  readonly field: string;
+  /** `Invalid value: 150: … should be less than or equal to 100`. */
+  readonly message: string;
 }
 
 /** The Kubernetes Status behind an error, when there is one (ApiException.body is a JSON string). */
 export function apiFailure(err: unknown): ApiFailure | undefined {
   if (err instanceof ApiException) {
-    let status: { reason?: string; message?: string } = {};
+    let status: { reason?: string; message?: string; details?: { causes?: Partial<FieldCause>[] } } = {};
     try {
       status = typeof err.body === 'string' ? JSON.parse(err.body) : (err.body as typeof status);
     } catch {
       // not JSON: keep the HTTP code alone
     }
-    return { code: err.code, reason: status?.reason ?? '', message: status?.message ?? err.message };
+    const causes = (status?.details?.causes ?? []).flatMap((cause) =>
+      typeof cause.field === 'string' ? [{ field: cause.field, message: String(cause.message ?? '') }] : [],
+    );
+    return { code: err.code, reason: status?.reason ?? '', message: status?.message ?? err.message, causes };
   }
   const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;
   return typeof statusCode === 'number'
-    ? { code: statusCode, reason: '', message: String((err as Error).message) }
+    ? { code: statusCode, reason: '', message: String((err as Error).message), causes: [] }
     : undefined;
 }
 

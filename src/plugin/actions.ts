@@ -3,6 +3,7 @@
 // patch, or why the action makes no sense now (one line naming the fix).
 
 import type { CanaryRelease } from '../api/release-types.ts';
+import { formatStep } from '../api/steps.ts';
 
 export type PatchType = 'merge' | 'json';
 
@@ -50,12 +51,12 @@ export function promote(release: CanaryRelease, full: boolean): ActionResult {
   const current = release.status?.currentStep ?? 0;
   if (current >= steps.length)
     return refuse(
-      `CanaryRelease ${name} has done every step (${steps.length}/${steps.length}): promote --full adopts it`,
+      `CanaryRelease ${name} has done every step, step ${formatStep(current, steps.length)}: promote --full adopts it`,
     );
   const paused = release.spec?.paused === true ? '; it stays paused (spec.paused) until resume' : '';
   return merge(
     { promotedStep: current },
-    `step ${current + 1}/${steps.length} promoted: its pause and analysis gate are over${paused}`,
+    `step ${formatStep(current, steps.length)} promoted (spec.promotedStep: ${current}): its pause and analysis gate are over${paused}`,
   );
 }
 

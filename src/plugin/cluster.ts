@@ -7,6 +7,7 @@ import { loadKubeConfig, makeClients, type KubeClients } from '../kube/client.ts
 import {
   type ApiFailure,
   apiFailure,
+  type FieldCause,
   describeError,
   isNotFound,
   jsonPatch,
@@ -32,8 +33,15 @@ export interface Cluster {
   observe(release: CanaryRelease): Promise<Observed>;
 }
 
-/** `refused`: the API server's words; `unchecked`: why it could not be asked (e.g. no write access: plan needs none). */
-export type Admission = { readonly refused?: string; readonly unchecked?: string };
+/**
+ * `refused`: the API server's words, and the fields it named (`causes`, of an Invalid answer);
+ * `unchecked`: why it could not be asked (e.g. no write access: plan needs none).
+ */
+export type Admission = {
+  readonly refused?: string;
+  readonly causes?: readonly FieldCause[];
+  readonly unchecked?: string;
+};
 
 /**
  * The API server's answer to a release its schema refuses: 400 (undecodable), 422 (Invalid), or the
@@ -137,7 +145,8 @@ export function connectAs(kubeConfig: KubeConfig, namespace: string): Cluster {
         return {};
       } catch (err) {
         const failure = apiFailure(err);
-        if (failure !== undefined && isSchemaRefusal(failure)) return { refused: failure.message };
+        if (failure !== undefined && isSchemaRefusal(failure))
+          return { refused: failure.message, causes: failure.causes };
         return { unchecked: describeError(err) };
       }
     },

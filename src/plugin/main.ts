@@ -7,19 +7,25 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError } from '../errors.ts';
-import { NAME, UsageError, pluginProgram } from './program.ts';
+import { knownFlagsOf, parseFailureMessage } from '../util/parse-failures.ts';
+import { COMMAND_NAMES, NAME, UsageError, pluginProgram } from './program.ts';
 
+/** One line per problem, each saying whose it is; the exit code. */
 function fail(message: string, code = 1): never {
-  process.stderr.write(`${NAME}: ${message}\n`);
+  process.stderr.write(`${NAME}: ${message.split('\n').join(`\n${NAME}: `)}\n`);
   process.exit(code);
 }
 
+const args = hideBin(process.argv);
+const parser = yargs(args);
 try {
-  await pluginProgram(yargs(hideBin(process.argv)))
+  await pluginProgram(parser)
     .wrap(Math.min(110, process.stdout.columns ?? 110))
     .fail((message, err) => {
       if (err) throw err;
-      fail(`${message}\nRun ${NAME} --help for usage.`, 2);
+      // An unknown command or flag, with what it likely meant (as canary-l4's own command line says it).
+      process.stderr.write(`${parseFailureMessage(NAME, args, COMMAND_NAMES, knownFlagsOf(parser), message)}\n`);
+      process.exit(2);
     })
     .parseAsync();
 } catch (err) {

@@ -8,14 +8,19 @@ import type { Argv } from 'yargs';
 import { DEFAULT_ADMIN_PORT, DEFAULT_PORT_BASE } from '../defaults.ts';
 import { dryRun } from '../control/index.ts';
 import { checkPortBase, parseSelector } from '../api/proxy-flags.ts';
+import { unknownFieldProblems } from '../api/fields.ts';
 import type { CanaryRelease } from '../api/release-types.ts';
 import { defaultProxySelector, KIND } from '../api/names.ts';
 import { abort, parseWeightTarget, pause, promote, resume, setWeight, type ActionResult } from './actions.ts';
 import { connect, userKubeConfig, type Cluster } from './cluster.ts';
 import { isLoopback, startDashboard } from './dashboard/server.ts';
+import { planProblems } from './plan-problems.ts';
 import { formatPlan, formatStatus } from './view.ts';
 
 export const NAME = 'kubectl canary-l4';
+
+/** The plugin's commands, for the usage line and a misspelt one's "did you mean". */
+export const COMMAND_NAMES = ['status', 'promote', 'pause', 'resume', 'abort', 'set-weight', 'plan', 'dashboard'];
 
 /** A command line or input the user can fix: exit 2. */
 export class UsageError extends Error {}
@@ -43,13 +48,28 @@ interface FoundRelease {
 
 type Manifest = { kind?: string; metadata?: { name?: string }; items?: unknown } | null;
 
+/** Why a file cannot be read, in words (Node says `ENOENT: no such file or directory, open '…'`). */
+function unreadable(err: unknown): string {
+  switch ((err as NodeJS.ErrnoException).code) {
+    case 'ENOENT':
+      return 'no such file; give the path of a manifest file (as with kubectl apply -f)';
+    case 'EACCES':
+    case 'EPERM':
+      return 'you may not read this file (its permissions); check them with ls -l';
+    case 'EISDIR':
+      return 'is a directory; give one manifest file (plan reads one file, not a directory)';
+    default:
+      return `cannot be read: ${(err as Error).message}`;
+  }
+}
+
 /** Every CanaryRelease of a manifest file: each YAML document, and each item of a v1 List. */
 function releasesFromFile(file: string): FoundRelease[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new UsageError(`-f ${file}: ${(err as Error).message}`);
+    throw new UsageError(`-f ${file}: ${unreadable(err)}`);
   }
   const documents = parseAllDocuments(text);
   const found = (Array.isArray(documents) ? documents : [documents]).flatMap((document, index): FoundRelease[] => {
@@ -86,6 +106,11 @@ async function planFile(argv: {
   context?: string | undefined;
 }): Promise<void> {
   const found = releasesFromFile(argv.filename);
+  // A misspelt field is named, with what it likely meant, before any release is planned.
+  const typos = found.flatMap(({ where, release }) =>
+    unknownFieldProblems(release).map((problem) => `-f ${argv.filename}: ${where}: ${problem}`),
+  );
+  if (typos.length > 0) throw new UsageError(typos.join('\n'));
   const portBase = checkPortBase(argv.portBase);
   const held: string[] = [];
   for (const [index, { where, release }] of found.entries()) {
@@ -106,10 +131,7 @@ async function planFile(argv: {
     });
     const plan = {
       ...planned,
-      problems: [
-        ...(admission.refused === undefined ? [] : [`kubectl apply would be refused: ${admission.refused}`]),
-        ...planned.problems,
-      ],
+      problems: planProblems(admission, planned.problems),
       notes: [
         ...planned.notes,
         ...(admission.unchecked === undefined
@@ -289,10 +311,7 @@ export function pluginProgram(parser: Argv) {
           .conflicts('all-namespaces', 'namespace'),
       (argv) => serveDashboard(argv),
     )
-    .demandCommand(
-      1,
-      'name a command: status, promote, pause, resume, abort, set-weight, plan or dashboard (see --help)',
-    )
+    .demandCommand(1, `name a command: ${COMMAND_NAMES.join(', ')} (see --help)`)
     .strict()
     .help()
     .alias('h', 'help');

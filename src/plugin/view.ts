@@ -4,6 +4,7 @@ import type { V1Service } from '@kubernetes/client-node';
 import type { ReleasePlan } from '../control/index.ts';
 import { formatSelector } from '../api/labels.ts';
 import type { CanaryRelease } from '../api/release-types.ts';
+import { formatStep } from '../api/steps.ts';
 import type { CanaryReleaseSpec, StepSpec } from '../api/spec-types.ts';
 import type { SignalCounts, StepAchievedSplit } from '../api/status-types.ts';
 import { formatTable } from '../util/text-table.ts';
@@ -103,9 +104,11 @@ export function formatStatus(release: CanaryRelease, now: Date): string {
   }
   const analysis = status.analysis;
   if (analysis !== undefined) {
+    // One sample count: the one judged, which the message and the table give (every interval pooled
+    // since the last decisive one), never status.analysis.samples beside it (the last interval's alone).
     lines.push('');
     lines.push(
-      `Analysis: ${analysis.verdict} at ${analysis.at}, ${analysis.samples} canary samples, ${analysis.replicas} replica(s), ${analysis.failures} failed in a row${spec.analysis?.failureLimit === undefined ? '' : ` (limit ${spec.analysis.failureLimit})`}: ${analysis.message}`,
+      `Analysis: ${analysis.verdict} at ${analysis.at}, ${analysis.replicas} replica(s), ${analysis.failures} failed in a row${spec.analysis?.failureLimit === undefined ? '' : ` (limit ${spec.analysis.failureLimit})`}: ${analysis.message}`,
     );
     if (analysis.signals.length > 0) {
       // The counts judged (every interval since the last decisive one), then the rate they make.
@@ -158,15 +161,15 @@ function promotionLine(spec: CanaryReleaseSpec): string | undefined {
   const promoted = spec.promotedStep;
   if (promoted === undefined || steps.length === 0) return undefined;
   if (!Number.isInteger(promoted) || promoted < 0 || promoted >= steps.length)
-    return `spec.promotedStep ${promoted} names no step: it would skip every pause and analysis gate (see Problems)`;
+    return `spec.promotedStep ${promoted} names no step (indexes 0–${steps.length - 1} name steps 1–${steps.length}): it would skip every pause and analysis gate (see Problems)`;
   const gate = spec.analysis === undefined ? '' : ' and analysis gate';
   const skipped = steps
     .slice(0, promoted + 1)
     .map(
       (step, index) =>
-        `step ${index + 1} (${step.pause === undefined ? 'no pause' : (step.pause.duration ?? 'until promoted')})`,
+        `step ${index + 1}/${steps.length} (${step.pause === undefined ? 'no pause' : (step.pause.duration ?? 'until promoted')})`,
     );
-  return `spec.promotedStep ${promoted}: the pause${gate} of ${skipped.join(', ')} ${skipped.length === 1 ? 'is' : 'are'} skipped`;
+  return `spec.promotedStep ${promoted} is step ${formatStep(promoted, steps.length)}: the pause${gate} of ${skipped.join(', ')} ${skipped.length === 1 ? 'is' : 'are'} skipped`;
 }
 
 const portsOf = (service: V1Service) =>

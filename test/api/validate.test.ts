@@ -16,6 +16,7 @@ import {
   SIGNAL_NAMES,
   SIGNAL_THRESHOLDS,
 } from '../../src/api/validate.ts';
+import { ignoredFieldNotes } from '../../src/api/ignored-fields.ts';
 import { KIND, VERSION } from '../../src/api/names.ts';
 import type { CanaryReleaseSpec } from '../../src/api/spec-types.ts';
 import { readProxySpec } from '../../src/manager/proxy-spec.ts';
@@ -67,7 +68,7 @@ const refused: [string, unknown, string, 'schema refuses' | 'only the proxy'][] 
   [
     'promotedStep past the last step',
     steps(2),
-    'spec.promotedStep: 2 is past the last step (there are 2, indexed 0–1), so it would skip every pause and analysis gate',
+    'spec.promotedStep: 2 is past the last step (there are 2, indexed 0–1: step 2/2 (index 1) is the last), so it would skip every pause and analysis gate',
     'only the proxy',
   ],
   [
@@ -85,7 +86,7 @@ const refused: [string, unknown, string, 'schema refuses' | 'only the proxy'][] 
   [
     'a negative promotedStep',
     steps(-1),
-    "spec.promotedStep: must be a step's index (an integer >= 0), got -1",
+    "spec.promotedStep: must be a step's index (an integer >= 0: 0 is the first step), got -1",
     'schema refuses',
   ],
   [
@@ -339,7 +340,7 @@ const bounds: Bound[] = [
     steps,
     0,
     -1,
-    "spec.promotedStep: must be a step's index (an integer >= 0), got -1",
+    "spec.promotedStep: must be a step's index (an integer >= 0: 0 is the first step), got -1",
     'schema too',
   ],
   [
@@ -347,7 +348,7 @@ const bounds: Bound[] = [
     steps,
     1,
     2,
-    'spec.promotedStep: 2 is past the last step (there are 2, indexed 0–1)',
+    'spec.promotedStep: 2 is past the last step (there are 2, indexed 0–1: step 2/2 (index 1) is the last)',
     'only the proxy',
   ],
   [
@@ -355,7 +356,7 @@ const bounds: Bound[] = [
     (promoted) => manySteps(50, promoted),
     49,
     50,
-    'spec.promotedStep: 50 is past the last step (there are 50, indexed 0–49)',
+    'spec.promotedStep: 50 is past the last step (there are 50, indexed 0–49: step 50/50 (index 49) is the last)',
     'schema too',
   ],
   [
@@ -494,6 +495,22 @@ const bounds: Bound[] = [
     'w'.repeat(229),
     'w'.repeat(230),
     `spec.workloads[0].name: ${'w'.repeat(230)} is too long for its canary`,
+    'schema too',
+  ],
+  [
+    'the lowest port a workload patch adds on purpose',
+    (port) => ({ services, workloads: [{ name: 'web', adds: { containerPorts: [port] } }] }),
+    1,
+    0,
+    'spec.workloads[0].adds.containerPorts[0]: must be a port number 1–65535, got 0',
+    'schema too',
+  ],
+  [
+    'the name of a container a workload patch adds on purpose',
+    (name) => ({ services, workloads: [{ name: 'web', adds: { containers: [name] } }] }),
+    'debug',
+    '',
+    'spec.workloads[0].adds.containers[0]: must be a name, got ""',
     'schema too',
   ],
   [
@@ -696,5 +713,26 @@ describe('podTemplateProblems: the patched template must still make pods of that
     }
     for (const image of ['', 'Nginx', 'nginx:', 'nginx:-x', 'a b', 'nginx:1.27 ', '-nginx', 'app@sha256:short'])
       assert.ok(!isImageReference(image), image);
+  });
+});
+
+describe('ignoredFieldNotes: what a valid spec sets that does nothing as written', () => {
+  it("says config.weight is ignored once steps set the weights, and where a step's mirror replaces config.mirror.percent", () => {
+    assert.deepEqual(
+      ignoredFieldNotes({
+        services: [
+          { service: 'web', ports: [{ port: 80, config: { weight: 25, mirror: { percent: 10 } } }, { port: 81 }] },
+        ],
+        steps: [{ weight: 0, mirror: 50 }, { weight: 20 }],
+      }),
+      [
+        "spec.services[0].ports[0].config.weight: 25 is ignored: with spec.steps every listed port takes the step's weight (0% → 20%); remove it, or remove spec.steps to set weights by hand",
+        'spec.services[0].ports[0].config.mirror.percent: 10 holds only at the steps that set no mirror: step 1/2 (index 0) sets its own',
+      ],
+    );
+    assert.deepEqual(
+      ignoredFieldNotes({ services: [{ service: 'web', ports: [{ port: 80, config: { weight: 25 } }] }] }),
+      [],
+    );
   });
 });

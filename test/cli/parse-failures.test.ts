@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
-import { parseFailureMessage, unknownFlags } from '../../src/cli/parse-failures.ts';
+import { parseFailureMessage, unknownFlags } from '../../src/util/parse-failures.ts';
 import { MAIN } from '../support/process/serve-child.ts';
 
 const COMMANDS = ['serve', 'proxy', 'manager', 'demo'];
@@ -72,19 +72,25 @@ describe('unknownFlags', () => {
 describe('parseFailureMessage', () => {
   test('a misspelt command', () => {
     assert.equal(
-      parseFailureMessage(['sevre', '-c', 'x'], COMMANDS, ['help', 'version'], 'Unknown argument: sevre'),
+      parseFailureMessage('canary-l4', ['sevre', '-c', 'x'], COMMANDS, ['help', 'version'], 'Unknown argument: sevre'),
       'canary-l4: unknown command sevre, did you mean serve? (the commands: serve, proxy, manager, demo)',
     );
   });
   test('an unknown flag of a command names its help, whatever yargs said first', () => {
     assert.equal(
-      parseFailureMessage(['serve', '--confg', 'lb.yaml'], COMMANDS, SERVE_FLAGS, 'Missing required argument: config'),
+      parseFailureMessage(
+        'canary-l4',
+        ['serve', '--confg', 'lb.yaml'],
+        COMMANDS,
+        SERVE_FLAGS,
+        'Missing required argument: config',
+      ),
       'canary-l4 serve: unknown flag --confg, did you mean --config? (canary-l4 serve --help lists its flags)',
     );
   });
   test("any other failure keeps yargs's words and points at the command's help", () => {
     assert.equal(
-      parseFailureMessage(['serve'], COMMANDS, SERVE_FLAGS, 'Missing required argument: config'),
+      parseFailureMessage('canary-l4', ['serve'], COMMANDS, SERVE_FLAGS, 'Missing required argument: config'),
       'canary-l4 serve: Missing required argument: config\nRun canary-l4 serve --help for usage.',
     );
   });

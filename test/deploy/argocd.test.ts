@@ -131,7 +131,7 @@ describe('deploy/argocd on releases the reconcile made', LUA, () => {
 
   it('health: Progressing while a step runs or the Services are handed over, and while the controller has not seen a change', () => {
     assert.deepEqual(health(of('running')), { status: 'Progressing', message: of('running').status!.pause!.reason });
-    assert.match(health(of('running')).message, /step 1 holds until 2025-01-01T00:02:00/);
+    assert.match(health(of('running')).message, /step 1\/3 \(index 0\) holds until 2025-01-01T00:02:00/);
     assert.equal(health(of('adopting')).status, 'Progressing');
     assert.match(health(of('adopting')).message, /^adopting: /);
     assert.deepEqual(health(edited(worlds.waiting, { paused: true }).release!), {
@@ -144,7 +144,7 @@ describe('deploy/argocd on releases the reconcile made', LUA, () => {
   it('health: Suspended while a step waits for a promotion or a person paused it, and a release without steps waits to be adopted', () => {
     assert.deepEqual(health(of('waiting')), {
       status: 'Suspended',
-      message: 'step 2 waits for a promotion: kubectl canary-l4 promote',
+      message: 'step 2/3 (index 1) waits for a promotion: kubectl canary-l4 promote (it writes spec.promotedStep: 1)',
     });
     assert.deepEqual(health(of('paused')), {
       status: 'Suspended',

@@ -22,16 +22,21 @@ describe('kubectl canary-l4 actions', () => {
     const result = promote(release({ steps: STEPS }, { currentStep: 1 }), false);
     assert.ok(result.ok);
     assert.deepEqual(result.action.patch, { spec: { promotedStep: 1 } });
+    // The index it writes, beside the step it names: never "step 2/2" beside a bare 1.
+    assert.match(result.action.summary, /^step 2\/2 \(index 1\) promoted \(spec.promotedStep: 1\): /);
     const paused = promote(release({ steps: STEPS, paused: true }), false);
     assert.ok(paused.ok);
-    assert.match(paused.action.summary, /step 1\/2 promoted: .*; it stays paused \(spec.paused\) until resume/);
+    assert.match(
+      paused.action.summary,
+      /step 1\/2 \(index 0\) promoted \(spec.promotedStep: 0\): .*; it stays paused \(spec.paused\) until resume/,
+    );
   });
 
   it('refuses what cannot apply: every step done, a release handing back or over', () => {
     const refused = (result: ReturnType<typeof promote>) => (result.ok ? 'accepted' : result.error);
     assert.match(
       refused(promote(release({ steps: STEPS }, { currentStep: 2 }), false)),
-      /has done every step \(2\/2\): promote --full adopts it/,
+      /has done every step, step 2\/2 done \(index 2\): promote --full adopts it/,
     );
     assert.match(
       refused(promote(release({ steps: STEPS }, { phase: 'Deprecated' }), true)),

@@ -63,6 +63,9 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.ok(run.stdout.includes(`CanaryRelease default/multi-bad (document 3 of ${file}): a dry run`), run.stdout);
     const second = run.stdout.slice(run.stdout.indexOf('multi-bad (document 3'));
     assert.match(second, /- spec.services\[0\].ports\[0\].config.weight: must be an integer 0–100, got 150/);
+    // The API server refuses the same weight: said once, in canary-l4's words.
+    assert.equal(second.match(/config\.weight/g)?.length, 1, second);
+    assert.doesNotMatch(second, /kubectl apply would be refused/, second);
     assert.match(second, /- spec.services\[0\]: Service gone not found in the namespace/);
     assert.match(run.stdout, /2 CanaryReleases planned; with problems: multi-bad \(document 3\)\./);
 
@@ -95,7 +98,7 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.equal(promoted.code, 0, promoted.stdout);
     assert.match(
       promoted.stdout,
-      /Steps \(every listed port takes each weight in turn; a pause holds it\):\n {2}10% 1h → 30% 1h → 60% until promoted → adopted\n {2}spec.promotedStep 1: the pause of step 1 \(1h\), step 2 \(1h\) are skipped/,
+      /Steps \(every listed port takes each weight in turn; a pause holds it\):\n {2}10% 1h → 30% 1h → 60% until promoted → adopted\n {2}spec.promotedStep 1 is step 2\/3 \(index 1\): the pause of step 1\/3 \(1h\), step 2\/3 \(1h\) are skipped/,
     );
     const stale = await plugin(
       'plan',
@@ -105,11 +108,11 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     assert.equal(stale.code, 1, stale.stdout);
     assert.match(
       stale.stdout,
-      /spec.promotedStep 3 names no step: it would skip every pause and analysis gate \(see Problems\)/,
+      /spec.promotedStep 3 names no step \(indexes 0–2 name steps 1–3\): it would skip every pause and analysis gate \(see Problems\)/,
     );
     assert.match(
       stale.stdout,
-      /- spec.promotedStep: 3 is past the last step \(there are 3, indexed 0–2\), so it would skip every pause and analysis gate/,
+      /- spec.promotedStep: 3 is past the last step \(there are 3, indexed 0–2: step 3\/3 \(index 2\) is the last\), so it would skip every pause and analysis gate/,
     );
     assert.doesNotMatch(stale.stdout, /Services to create/, 'a release that would hold creates nothing');
   });
@@ -196,7 +199,45 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     }
   });
 
-  it("plan refuses what kubectl apply would: an unknown field (protocl), by the API server's own schema; a good file passes it", async () => {
+  it('plan refuses a patch that would add a container it meant to change (wbe for shop), lists every problem, and says config.weight is ignored with steps', async () => {
+    // The stable Deployment `shop` (one container, shop) is made by the test before.
+    const typo = release('typo-container', {
+      services: [{ service: 'shop', ports: [{ port: 443, config: { weight: 25 } }] }],
+      steps: [{ weight: 10, pause: { duration: '1m' } }, { weight: 50 }],
+      workloads: [
+        {
+          name: 'shop',
+          patch: { spec: { containers: [{ name: 'shpo', image: 'example/shop:5' }], volumes: [{ name: 'cache' }] } },
+        },
+      ],
+    });
+    const run = await plugin('plan', '-f', await kubectl.manifest('typo-container.yaml', typo));
+    assert.equal(run.code, 1, run.stdout);
+    for (const problem of [
+      'spec.workloads[0].patch.spec.containers[name=shpo]: the stable template has no container shpo (it has shop), so the patch would add one instead of changing one: did you mean shop? (to add shpo on purpose, list it in spec.workloads[0].adds.containers)',
+      'spec.workloads[0].patch.spec.volumes[name=cache]: the stable template has no volume cache (it has none), so the patch would add one instead of changing one (to add cache on purpose, list it in spec.workloads[0].adds.volumes)',
+    ])
+      assert.ok(run.stdout.includes(`  - ${problem}\n`), `${problem}\n---\n${run.stdout}`);
+    assert.ok(
+      run.stdout.includes(
+        "  - spec.services[0].ports[0].config.weight: 25 is ignored: with spec.steps every listed port takes the step's weight (10% → 50%)",
+      ),
+      run.stdout,
+    );
+    assert.doesNotMatch(run.stdout, /No problems|Deployments to create/);
+
+    // Added on purpose: the same patch with its additions listed has no problem (it waits only for the
+    // stable Deployment's ReplicaSet, which nothing makes in this fake).
+    const meant = release('typo-container', {
+      ...typo.spec,
+      workloads: [{ ...typo.spec.workloads![0]!, adds: { containers: ['shpo'], volumes: ['cache'] } }],
+    });
+    const planned = await plugin('plan', '-f', await kubectl.manifest('meant-container.yaml', meant));
+    assert.equal(planned.code, 0, planned.stdout);
+    assert.match(planned.stdout, /No problems, but applied now the release would wait/);
+  });
+
+  it('plan names a misspelt field with its path and what it meant, before any plan, each once; kubectl apply refuses it too', async () => {
     const entry = {
       service: 'web',
       canaryServiceOperations: { add: { version: 'v2' } },
@@ -204,15 +245,19 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     };
     const file = await kubectl.manifest(
       'typo.yaml',
-      release('typo', { services: [entry] } as unknown as CanaryReleaseSpec),
+      release('typo', { services: [entry], stpes: [] } as unknown as CanaryReleaseSpec),
     );
     const before = await versions(cluster);
     const run = await plugin('plan', '-f', file);
     assert.equal(await versions(cluster), before, 'a dry run writes nothing');
-    assert.equal(run.code, 1, run.stdout);
-    assert.match(
-      run.stdout,
-      /- kubectl apply would be refused: failed to create typed patch object .*\.spec\.services\[.*\]\.ports\[.*\]\.protocl: field not declared in schema/,
+    assert.deepEqual(
+      [run.code, run.stdout, run.stderr],
+      [
+        2,
+        '',
+        `kubectl canary-l4: -f ${file}: document 1: spec.services[0].ports[0].protocl: no such field; did you mean protocol?\n` +
+          `kubectl canary-l4: -f ${file}: document 1: spec.stpes: no such field; did you mean steps?\n`,
+      ],
     );
     await assert.rejects(kubectl('apply', '-f', file), /protocl/, 'kubectl apply refuses it too');
 
@@ -223,6 +268,25 @@ describe('kubectl canary-l4 plan: bad input', { timeout: suiteTimeout(180_000) }
     const planned = await plugin('plan', '-f', good);
     assert.equal(planned.code, 0, planned.stdout);
     assert.doesNotMatch(planned.stdout, /would be refused|not checked against/);
+  });
+
+  it('an unknown command or flag is named with what it likely meant, as canary-l4 does; exit 2', async () => {
+    const command = await plugin('stauts', 'web-v4');
+    assert.deepEqual(
+      [command.code, command.stderr],
+      [
+        2,
+        'kubectl canary-l4: unknown command stauts, did you mean status? (the commands: status, promote, pause, resume, abort, set-weight, plan, dashboard)\n',
+      ],
+    );
+    const flag = await plugin('promote', 'web-v4', '--ful');
+    assert.deepEqual(
+      [flag.code, flag.stderr],
+      [
+        2,
+        'kubectl canary-l4 promote: unknown flag --ful, did you mean --full? (kubectl canary-l4 promote --help lists its flags)\n',
+      ],
+    );
   });
 
   it('plan of a file that is not YAML says where, without a dangling colon', async () => {

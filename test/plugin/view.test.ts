@@ -142,3 +142,43 @@ describe("kubectl canary-l4 status: the analysis' signals", () => {
     assert.doesNotMatch(row(formatStatus(judged(undefined), NOW)), /held out/);
   });
 });
+
+describe('kubectl canary-l4 status: one sample count in the analysis', () => {
+  it("gives the count judged (4 intervals pooled), not the last interval's beside it", () => {
+    const base = release(undefined);
+    const text = formatStatus(
+      {
+        ...base,
+        status: {
+          ...base.status!,
+          analysis: {
+            at: '2026-12-01T11:59:50Z',
+            intervalMs: 10_000,
+            replicas: 1,
+            samples: 99,
+            verdict: 'Passed',
+            confidence: 0.99,
+            failures: 0,
+            message:
+              '394 canary connections/flows judged (4 interval(s) judged together), every threshold within at 99 % confidence',
+            signals: [
+              {
+                name: 'connectErrorRate',
+                canary: 0,
+                stable: 0,
+                threshold: 'max 0.01',
+                verdict: 'Passed',
+                counts: { canary: { count: 0, of: 394 }, stable: { count: 0, of: 3600 } },
+              },
+            ],
+          },
+        },
+      },
+      NOW,
+    );
+    const analysis = text.slice(text.indexOf('Analysis:'));
+    assert.match(analysis, /^Analysis: Passed at \S+, 1 replica\(s\), 0 failed in a row: 394 canary connections/);
+    assert.match(analysis, /connectErrorRate +0 of 394 \(0\)/);
+    assert.doesNotMatch(analysis, /\b99 canary/, "the last interval's count is not said beside the judged one");
+  });
+});

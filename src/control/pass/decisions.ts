@@ -2,6 +2,7 @@
 // ends the release, each change of a served weight, and each new failure or wait. Pure: the
 // controller sends them (the recorder drops repeats).
 
+import { readStep } from '../../api/steps.ts';
 import type { Desired, Step } from './desired.ts';
 import { askedWeight, servedWeight } from '../service/l4.ts';
 import { portKeyId } from '../service/ports.ts';
@@ -104,11 +105,11 @@ export function statusDecisions(before: CanaryReleaseStatus | undefined, after: 
     decisions.push({ type: 'Normal', reason: progressing.reason, message: progressing.message });
   }
   if (after.currentStep !== undefined && before !== undefined && after.currentStep > (before.currentStep ?? 0)) {
-    const complete = after.currentStep >= Number(after.step?.split('/')[1]);
+    const complete = after.currentStep >= (readStep(after.step)?.count ?? Number.POSITIVE_INFINITY);
     decisions.push({
       type: 'Normal',
       reason: 'StepAdvanced',
-      message: complete ? `every step is done (${after.step})` : `step ${after.step} begins`,
+      message: complete ? `every step is done: step ${after.step}` : `step ${after.step} begins`,
     });
   }
   if (after.pause != null && after.pause.reason !== before?.pause?.reason)

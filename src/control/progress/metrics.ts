@@ -5,6 +5,7 @@
 
 import { Gauge, type Registry } from 'prom-client';
 import { METRIC_PREFIX } from '../../defaults.ts';
+import { readStep } from '../../api/steps.ts';
 import type { CanaryReleaseStatus, Verdict } from '../../api/status-types.ts';
 
 const VERDICTS: readonly Verdict[] = ['Passed', 'Failed', 'Inconclusive'];
@@ -22,7 +23,7 @@ export class ProgressMetrics {
     const registers = [registry];
     this.#step = new Gauge({
       name: `${METRIC_PREFIX}release_step`,
-      help: 'The step in force, from 1 (the STEP column); equal to release_steps once every step is done.',
+      help: 'The step in force counted from 1, as the STEP column names it (2 in 2/3 (index 1): status.currentStep + 1); equal to release_steps once every step is done.',
       registers,
     });
     this.#steps = new Gauge({
@@ -62,10 +63,10 @@ export class ProgressMetrics {
 
   report(status: CanaryReleaseStatus): void {
     this.reset();
-    if (status.step !== undefined) {
-      const [step = 0, steps = 0] = status.step.split('/').map(Number);
-      this.#step.set(step);
-      this.#steps.set(steps);
+    const step = readStep(status.step);
+    if (step !== undefined) {
+      this.#step.set(step.number);
+      this.#steps.set(step.count);
       this.#paused.set(status.pause == null ? 0 : 1);
     }
     const analysis = status.analysis;

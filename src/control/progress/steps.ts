@@ -6,6 +6,7 @@
 
 import type { AnalysisStatus } from '../../api/status-types.ts';
 import type { CanaryReleaseSpec } from '../../api/spec-types.ts';
+import { formatStep, readStep } from '../../api/steps.ts';
 import { MAX_INTERVAL_MS, MIN_INTERVAL_MS, parseDuration } from '../../api/validate.ts';
 
 /** spec.analysis.interval in milliseconds; undefined when it is absent or out of bounds (validate.ts says why). */
@@ -45,14 +46,14 @@ export interface RecordedSteps {
   readonly pause?: Pause | null;
 }
 
-/** Every step is done: the step in force is past the last, and the steps are still the ones it went through. */
+/**
+ * Every step is done: the step in force is past the last, and the steps are still the ones it went
+ * through (status.step says every one of them done: `3/3 done (index 3)`, or 0.4's `3/3`).
+ */
 export function stepsComplete(spec: CanaryReleaseSpec | undefined, recorded: RecordedSteps): boolean {
-  const steps = spec?.steps ?? [];
-  return (
-    steps.length > 0 &&
-    (recorded.currentStep ?? 0) >= steps.length &&
-    recorded.step === `${steps.length}/${steps.length}`
-  );
+  const count = spec?.steps?.length ?? 0;
+  const said = readStep(recorded.step);
+  return count > 0 && (recorded.currentStep ?? 0) >= count && said?.number === count && said.count === count;
 }
 
 /** Why the steps stand still, since when. */
@@ -62,12 +63,13 @@ export interface Pause {
 }
 
 export interface StepPlan {
-  /** The step in force (steps.length once every step is done). */
+  /** The step in force, an index (0 the first step; steps.length once every step is done). */
   readonly currentStep: number;
   /** undefined until the release serves: the first step's clock starts then. */
   readonly stepStartedAt: string | undefined;
   /** The weight every listed port takes. */
   readonly weight: number;
+  /** status.step, the STEP column: `2/3 (index 1)` (api/steps.ts). */
   readonly step: string;
   readonly pause: Pause | null;
   /** Reconcile again after this long (a timed pause running out). */
@@ -93,7 +95,7 @@ export function planSteps(
   const current = cut ? steps.length - 1 : Math.min(recorded.currentStep ?? 0, steps.length);
   if (cut) recorded = { ...recorded, stepStartedAt: undefined };
   const weightOf = (index: number) => steps[Math.min(index, steps.length - 1)]!.weight ?? 0;
-  const shown = (index: number) => `${Math.min(index + 1, steps.length)}/${steps.length}`;
+  const shown = (index: number) => formatStep(index, steps.length);
   const held = (reason: string, startedAt: string | undefined, requeueAfterMs?: number): StepPlan => ({
     currentStep: current,
     stepStartedAt: startedAt,
@@ -119,12 +121,15 @@ export function planSteps(
   if (!promoted) {
     const duration = steps[current]!.pause?.duration;
     if (steps[current]!.pause !== undefined && duration === undefined) {
-      return held(`step ${current + 1} waits for a promotion: kubectl canary-l4 promote`, startedAt);
+      return held(
+        `step ${shown(current)} waits for a promotion: kubectl canary-l4 promote (it writes spec.promotedStep: ${current})`,
+        startedAt,
+      );
     }
     const remaining = Date.parse(startedAt) + (parseDuration(duration ?? '0s') ?? 0) - now.getTime();
     if (remaining > 0)
       return held(
-        `step ${current + 1} holds until ${new Date(now.getTime() + remaining).toISOString()}`,
+        `step ${shown(current)} holds until ${new Date(now.getTime() + remaining).toISOString()}`,
         startedAt,
         remaining,
       );
@@ -133,7 +138,7 @@ export function planSteps(
     if (spec.analysis !== undefined && judged?.verdict !== 'Passed') {
       // The verdict, not its message: the reason (and so pause.since, and the Event) stays put from one interval to the next.
       const last = judged === undefined ? 'none yet' : `${judged.verdict}; see status.analysis`;
-      return held(`step ${current + 1} waits for an analysis interval that passes (last: ${last})`, startedAt);
+      return held(`step ${shown(current)} waits for an analysis interval that passes (last: ${last})`, startedAt);
     }
   }
   const next = current + 1;

@@ -7,7 +7,8 @@ import type { V1Deployment, V1PodTemplateSpec, V1ReplicaSet } from '@kubernetes/
 import { canonicalDigest, sameJson } from '../../kube/canonical.ts';
 import { labelProblems } from '../../api/labels.ts';
 import { podTemplateProblems } from '../../api/validate.ts';
-import { patchTemplate, PatchProblem } from './strategic-merge.ts';
+import { addedItemProblems } from './added-items.ts';
+import { mergeTemplate, PatchProblem, type UnmatchedItem } from './strategic-merge.ts';
 import {
   ANNOTATION_SPEC_HASH,
   API_VERSION,
@@ -107,8 +108,9 @@ export function readyCount(deployment: V1Deployment | undefined): string {
 
 /**
  * The stable Deployment's pod template with the workload's patch applied, or undefined with the
- * problems (at `at`.patch) when the patch cannot apply or leaves no valid pod template for a
- * Deployment with the stable one's selector. What `kubectl canary-l4 plan` shows too.
+ * problems (at `at`.patch) when the patch cannot apply, adds or deletes an item it likely did not
+ * mean to (added-items.ts), or leaves no valid pod template for a Deployment with the stable one's
+ * selector. What `kubectl canary-l4 plan` shows too.
  */
 export function patchedTemplate(
   stable: V1Deployment,
@@ -116,15 +118,19 @@ export function patchedTemplate(
   at: string,
   problems: string[],
 ): V1PodTemplateSpec | undefined {
-  let template: V1PodTemplateSpec;
+  let merged: { template: V1PodTemplateSpec; unmatched: readonly UnmatchedItem[] };
   try {
-    template = patchTemplate(stable.spec?.template ?? {}, spec.patch ?? {});
+    merged = mergeTemplate(stable.spec?.template ?? {}, spec.patch ?? {});
   } catch (err) {
     if (!(err instanceof PatchProblem)) throw err;
     problems.push(`${at}.patch: ${err.message}`);
     return undefined;
   }
-  const found = podTemplateProblems(template, stable.spec?.selector?.matchLabels ?? {}, `${at}.patch`);
+  const { template, unmatched } = merged;
+  const found = [
+    ...addedItemProblems(unmatched, spec.adds, at),
+    ...podTemplateProblems(template, stable.spec?.selector?.matchLabels ?? {}, `${at}.patch`),
+  ];
   problems.push(...found);
   return found.length === 0 ? template : undefined;
 }

@@ -2,6 +2,7 @@
 // of the list and the model of its page. The page renders these as they are; it decides nothing.
 
 import { parseDuration } from '../../api/validate.ts';
+import { formatStep } from '../../api/steps.ts';
 import type { ManagedRelease } from '../../api/proxy-types.ts';
 import type { CanaryReleaseCondition, MirrorCounts, SignalResult, Verdict } from '../../api/status-types.ts';
 import { abort, pause, promote, resume, type ActionResult } from '../actions.ts';
@@ -28,7 +29,7 @@ export interface ReleaseRow {
   readonly namespace: string;
   readonly name: string;
   readonly phase: string;
-  /** `2/3`, or `-` without steps. */
+  /** `2/3 (index 1)` (api/steps.ts formatStep), or `-` without steps. */
   readonly step: string;
   readonly paused: boolean;
   readonly ports: readonly PortRow[];
@@ -106,7 +107,7 @@ export function attention(release: ManagedRelease, now: Date): string[] {
     const heldMs = now.getTime() - Date.parse(status.stepStartedAt);
     if (heldMs > pauseMs + HELD_SLACK_MS)
       reasons.push(
-        `step ${(current ?? 0) + 1}/${steps.length} held ${Math.round(heldMs / 1000)}s, longer than its pause of ${duration}${status.pause == null ? '' : ` (${status.pause.reason})`}`,
+        `step ${formatStep(current ?? 0, steps.length)} held ${Math.round(heldMs / 1000)}s, longer than its pause of ${duration}${status.pause == null ? '' : ` (${status.pause.reason})`}`,
       );
   }
   for (const condition of status.conditions ?? [])
@@ -128,10 +129,7 @@ export function releaseRow(release: ManagedRelease, now: Date): ReleaseRow {
     namespace: release.metadata.namespace ?? 'default',
     name: release.metadata.name,
     phase: status.phase || 'Pending',
-    step:
-      steps.length === 0
-        ? '-'
-        : (status.step ?? `${Math.min((status.currentStep ?? 0) + 1, steps.length)}/${steps.length}`),
+    step: steps.length === 0 ? '-' : formatStep(status.currentStep ?? 0, steps.length),
     paused: release.spec?.paused === true,
     ports: (status.ports ?? []).map((port) => ({
       service: port.service,

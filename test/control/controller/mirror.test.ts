@@ -217,7 +217,7 @@ describe('a dark canary: mirrored UDP flows judged against the stable, with real
       bed.cluster,
       'steps-v2',
       'the weight step',
-      (found) => found?.status?.step === '2/2',
+      (found) => found?.status?.step === '2/2 (index 1)',
       20_000,
     );
     t.diagnostic(`after the mirror step: ${JSON.stringify(stepped?.status?.ports?.[0]?.mirror)}`);

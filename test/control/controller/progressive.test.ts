@@ -204,7 +204,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     assert.equal(stepOf(held), 0, 'step 1 holds past its 2 s pause without samples');
     assert.match(
       held?.status?.pause?.reason ?? '',
-      /step 1 waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/,
+      /step 1\/4 \(index 0\) waits for an analysis interval that passes \(last: Inconclusive; see status.analysis\)/,
     );
     assert.match(
       held?.status?.analysis?.message ?? '',
@@ -264,10 +264,13 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
       10_000,
     );
     assert.equal(stepOf(waiting), 2);
-    assert.match(waiting?.status?.pause?.reason ?? '', /step 3 waits for a promotion: kubectl canary-l4 promote/);
+    assert.match(
+      waiting?.status?.pause?.reason ?? '',
+      /step 3\/4 \(index 2\) waits for a promotion: kubectl canary-l4 promote \(it writes spec.promotedStep: 2\)/,
+    );
     const promoted = await plugin('promote', 'db-v2');
     assert.equal(promoted.code, 0, promoted.stderr);
-    assert.match(promoted.stdout, /step 3\/4 promoted/);
+    assert.match(promoted.stdout, /step 3\/4 \(index 2\) promoted \(spec.promotedStep: 2\)/);
     assert.match(
       promoted.stdout,
       /kubectl patch canaryrelease db-v2 -n default --type=merge -p '\{"spec":\{"promotedStep":2\}\}'/,
@@ -318,7 +321,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     const status = await plugin('status', 'db-v2');
     assert.equal(status.code, 0, status.stderr);
     t.diagnostic(status.stdout);
-    assert.match(status.stdout, /Step: 4\/4, started .*, paused \(spec.paused\)/);
+    assert.match(status.stdout, /Step: 4\/4 \(index 3\), started .*, paused \(spec.paused\)/);
     assert.match(
       status.stdout,
       /db\s+9000\/TCP\s+\d+\s+80%\s+80%\s+\d+\s+\d+\s+[\d.]+%\s+([\d.]+% \(\d+ of \d+\)|none yet)\n/,

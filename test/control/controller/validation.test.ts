@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { V1Service } from '@kubernetes/client-node';
 import type { CanaryRelease } from '../../../src/api/release-types.ts';
 import type { CanaryReleaseSpec } from '../../../src/api/spec-types.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
@@ -115,7 +116,7 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     const warned = await eventOf(
       'stale-v2',
       'InvalidRelease',
-      'spec.promotedStep: 3 is past the last step (there are 3, indexed 0–2)',
+      'spec.promotedStep: 3 is past the last step (there are 3, indexed 0–2: step 3/3 (index 2) is the last)',
     );
     assert.equal(warned?.type, 'Warning');
 
@@ -127,7 +128,9 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
       'stale-v2',
       'step 2 of 3, holding for its hour',
       (found) =>
-        serving(found) && found?.status?.step === '2/3' && /step 2 holds until/.test(found.status.pause?.reason ?? ''),
+        serving(found) &&
+        found?.status?.step === '2/3 (index 1)' &&
+        /step 2\/3 \(index 1\) holds until/.test(found.status.pause?.reason ?? ''),
     );
     assert.equal(running?.status?.phase, 'Running');
   });
@@ -172,6 +175,17 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
     await eventOf('keep-v2', 'InvalidRelease', 'spec.steps[0].pause.duration');
   });
 
+  /** No canary Deployment was made of shop, and its Service is byte-for-byte as it was. */
+  const assertShopUntouched = async (service: V1Service | undefined) => {
+    const deployments = await cluster.apps.listNamespacedDeployment({ namespace: NAMESPACE });
+    assert.deepEqual(
+      deployments.items.map((item) => item.metadata?.name),
+      ['shop'],
+      'no canary Deployment',
+    );
+    assert.equal((await getService(cluster, 'shop'))?.metadata?.resourceVersion, service?.metadata?.resourceVersion);
+  };
+
   it('a workload patch that drops a label the Deployment selects by, or blanks the image, is refused by name; no canary Deployment is made', async () => {
     // Patches as stored: the apiserver drops a null (`app: null`), so the label goes by `$patch: replace`.
     await cluster.apps.createNamespacedDeployment({
@@ -213,13 +227,22 @@ describe('bad CanaryReleases, applied with kubectl, through a proxy', { timeout:
       'held on the image',
       invalid('spec.workloads[0].patch.spec.containers[name=shop].image: the container has no image'),
     );
-    const deployments = await cluster.apps.listNamespacedDeployment({ namespace: NAMESPACE });
-    assert.deepEqual(
-      deployments.items.map((item) => item.metadata?.name),
-      ['shop'],
-      'no canary Deployment',
-    );
-    assert.equal((await getService(cluster, 'shop'))?.metadata?.resourceVersion, service?.metadata?.resourceVersion);
+    await assertShopUntouched(service);
+  });
+
+  it('a workload patch that would add a container it meant to change (shpo for shop) is refused by name with an Event; nothing is made, the Service is untouched', async () => {
+    // The Deployment shop, Service shop and the proxy of shop-v2 are the test's before.
+    const service = await getService(cluster, 'shop');
+    await apply('shop-v2', {
+      services: [{ service: 'shop', ports: [{ port: 8620, config: { weight: 10 } }] }],
+      workloads: [{ name: 'shop', patch: { spec: { containers: [{ name: 'shpo', image: 'example/shop:2' }] } } }],
+    });
+    const problem =
+      'spec.workloads[0].patch.spec.containers[name=shpo]: the stable template has no container shpo (it has shop), so the patch would add one instead of changing one: did you mean shop?';
+    const held = await waitForRelease(cluster, 'shop-v2', 'held on the added container', invalid(problem));
+    assert.equal(conditionOf(held, 'Ready')?.status, 'False');
+    assert.equal((await eventOf('shop-v2', 'InvalidRelease', problem))?.type, 'Warning');
+    await assertShopUntouched(service);
   });
 
   it('a second transition is ignored as documented, but said: a condition message and a TransitionIgnored Event', async () => {

@@ -1,3 +1,4 @@
+import { formatStep } from '../../../src/api/steps.ts';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { statusDecisions, stepDecision } from '../../../src/control/pass/decisions.ts';
@@ -93,18 +94,20 @@ describe('decisions worth an Event', () => {
     const atStep = (currentStep: number, pause: string | null, extra: Partial<CanaryReleaseStatus> = {}) =>
       status([], {
         currentStep,
-        step: `${Math.min(currentStep + 1, 2)}/2`,
+        step: formatStep(currentStep, 2),
         pause: pause === null ? null : { reason: pause, since: 'then' },
         ...extra,
       });
     const reasons = (before: CanaryReleaseStatus, after: CanaryReleaseStatus) =>
       statusDecisions(before, after).map((decision) => `${decision.reason}: ${decision.message}`);
     assert.deepEqual(reasons(atStep(0, 'step 1 holds until noon'), atStep(1, 'step 2 waits for a promotion')), [
-      'StepAdvanced: step 2/2 begins',
+      'StepAdvanced: step 2/2 (index 1) begins',
       'StepHeld: step 2 waits for a promotion',
     ]);
     assert.deepEqual(reasons(atStep(1, 'held'), atStep(1, 'held')), [], 'the same pause again says nothing');
-    assert.deepEqual(reasons(atStep(1, null), atStep(2, null)), ['StepAdvanced: every step is done (2/2)']);
+    assert.deepEqual(reasons(atStep(1, null), atStep(2, null)), [
+      'StepAdvanced: every step is done: step 2/2 done (index 2)',
+    ]);
     const analysis = (at: string, failures: number) => ({
       at,
       intervalMs: 1000,

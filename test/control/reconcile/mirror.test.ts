@@ -143,7 +143,7 @@ describe("mirroring a release's ports to the canary", () => {
       'dark: the canary serves no client',
     );
     ({ world, last } = settle(world, 10 * MINUTE));
-    assert.equal(world.release?.status?.step, '2/2');
+    assert.equal(world.release?.status?.step, '2/2 (index 1)');
     assert.equal(listener()?.backends.find((backend) => backend.name === 'canary')?.weight, 10);
     assert.equal(listener()?.mirror, undefined, "the port's own percent (none) once the step sets no mirror");
   });

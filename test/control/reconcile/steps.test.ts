@@ -44,8 +44,8 @@ describe('steps', () => {
   it('a timed pause holds the step, and it advances once the pause is over, never before', () => {
     let { world, last } = settle(stepped(), 0);
     assert.equal(canaryWeight(last), 5);
-    assert.deepEqual([world.release?.status?.currentStep, world.release?.status?.step], [0, '1/3']);
-    assert.match(world.release?.status?.pause?.reason ?? '', /step 1 holds until/);
+    assert.deepEqual([world.release?.status?.currentStep, world.release?.status?.step], [0, '1/3 (index 0)']);
+    assert.match(world.release?.status?.pause?.reason ?? '', /step 1\/3 \(index 0\) holds until/);
     assert.equal(last.requeueAfterMs, 2 * MINUTE);
     ({ world, last } = settle(world, MINUTE));
     assert.equal(world.release?.status?.currentStep, 0, 'not before its pause is over');
@@ -56,7 +56,10 @@ describe('steps', () => {
     );
     ({ world, last } = settle(world, 2 * MINUTE));
     assert.deepEqual([world.release?.status?.currentStep, canaryWeight(last)], [1, 25]);
-    assert.match(world.release?.status?.pause?.reason ?? '', /step 2 waits for a promotion: kubectl canary-l4 promote/);
+    assert.match(
+      world.release?.status?.pause?.reason ?? '',
+      /step 2\/3 \(index 1\) waits for a promotion: kubectl canary-l4 promote \(it writes spec.promotedStep: 1\)/,
+    );
     ({ world } = settle(world, 10 * MINUTE));
     assert.equal(world.release?.status?.currentStep, 1, 'an untimed pause waits for a promotion however long');
   });
@@ -77,14 +80,24 @@ describe('steps', () => {
     let { world } = settle(stepped({ autoAdopt: false, steps: [{ weight: 30 }] }), 0);
     ({ world } = settle(world, 1000));
     assert.equal(world.release?.status?.phase, 'Running');
-    assert.equal(world.release?.status?.step, '1/1');
+    assert.equal(world.release?.status?.step, '1/1 done (index 1)');
     assert.equal(world.release?.status?.currentStep, 1);
+  });
+
+  it('every step done under 0.4 (status.step 1/1, without the index) stays done after an upgrade: never back to the last step', () => {
+    let { world } = settle(stepped({ autoAdopt: false, steps: [{ weight: 30, pause: { duration: '1m' } }] }), 0);
+    ({ world } = settle(world, MINUTE + 1000));
+    assert.equal(world.release?.status?.currentStep, 1);
+    world.release = { ...world.release!, status: { ...world.release!.status!, step: '1/1' } };
+    // Taken for steps cut below the one in force, the last step would start again and hold for its minute.
+    ({ world } = settle(world, MINUTE + 2000));
+    assert.deepEqual([world.release?.status?.currentStep, world.release?.status?.step], [1, '1/1 done (index 1)']);
   });
 
   it('steps cut below the one in force: the last one is in force, from its start; nothing is adopted', () => {
     let { world } = settle(stepped(), 0);
     ({ world } = settle(world, 2 * MINUTE));
-    assert.equal(world.release?.status?.step, '2/3');
+    assert.equal(world.release?.status?.step, '2/3 (index 1)');
     world.release = {
       ...world.release!,
       spec: { ...world.release!.spec, steps: [{ weight: 5, pause: { duration: '2m' } }] },
@@ -98,7 +111,7 @@ describe('steps', () => {
         world.release?.status?.step,
         canaryWeight(cut.last),
       ],
-      ['Running', 0, '1/1', 5],
+      ['Running', 0, '1/1 (index 0)', 5],
     );
     assert.equal(world.release?.status?.stepStartedAt, new Date(NOW.getTime() + 3 * MINUTE).toISOString());
     ({ world } = settle(world, 5 * MINUTE));
@@ -415,7 +428,7 @@ describe('steps gated by analysis, and the rollback', () => {
     );
     assert.match(
       world.release?.status?.pause?.reason ?? '',
-      /step 2 waits for an analysis interval that passes \(last: none yet\)/,
+      /step 2\/3 \(index 1\) waits for an analysis interval that passes \(last: none yet\)/,
     );
     world.evidence = healthy(85_000);
     ({ world } = settle(world, 85_000));
@@ -500,7 +513,7 @@ describe('steps gated by analysis, and the rollback', () => {
     );
     assert.deepEqual(
       [end.release?.status?.step, end.release?.status?.pause ?? null],
-      ['1/2', null],
+      ['1/2 (index 0)', null],
       'the step it ended at; no pause runs',
     );
   });

@@ -278,7 +278,10 @@ describe('kubectl canary-l4 dashboard in a browser', {
   it('Promote and Abort, each confirmed, do what they say', async () => {
     await page.getByRole('button', { name: 'Promote', exact: true }).click();
     const dialog = page.getByRole('dialog');
-    assert.match((await dialog.textContent()) ?? '', /step 2\/3 promoted: its pause and analysis gate are over/);
+    assert.match(
+      (await dialog.textContent()) ?? '',
+      /step 2\/3 \(index 1\) promoted \(spec.promotedStep: 1\): its pause and analysis gate are over/,
+    );
     await page.getByRole('button', { name: 'Confirm: Promote' }).click();
     await waitFor(async () => (await release('web-v2')).spec?.promotedStep === 1, 'promotedStep 1', 5_000);
     await page.getByRole('button', { name: 'Abort' }).click();

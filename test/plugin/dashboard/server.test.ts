@@ -139,7 +139,7 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
     const list = JSON.parse((await send(dashboard.url, 'GET', '/api/releases')).body) as { releases: ReleaseDetail[] };
     assert.deepEqual(
       list.releases.map((release) => [release.key, release.phase, release.step, release.ports[0]?.configured]),
-      [['default/web-v2', 'Running', '1/2', 10]],
+      [['default/web-v2', 'Running', '1/2 (index 0)', 10]],
     );
     for (const asset of ['/app.js', '/app.css']) assert.equal((await send(dashboard.url, 'GET', asset)).status, 200);
   });
@@ -189,7 +189,7 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
   it('a promote patches the release as the CLI does; a forbidden patch shows the API answer', async () => {
     const answer = await post('/api/releases/default/web-v2/promote', own());
     assert.equal(answer.status, 200, answer.body);
-    assert.match(answer.body, /step 1\/2 promoted/);
+    assert.match(answer.body, /step 1\/2 \(index 0\) promoted \(spec.promotedStep: 0\)/);
     assert.equal((await getRelease(cluster, 'web-v2'))?.spec?.promotedStep, 0);
     cluster.fake.faults.failNext({
       verb: 'patch',

@@ -37,7 +37,7 @@ describe('dashboard view model', () => {
           stepStartedAt: '2026-01-01T12:07:00Z',
           pause: { reason: 'AnalysisInconclusive', since: '2026-01-01T12:09:00Z' },
         }),
-        ['step 1/3 held 180s, longer than its pause of 2m (AnalysisInconclusive)'],
+        ['step 1/3 (index 0) held 180s, longer than its pause of 2m (AnalysisInconclusive)'],
       ],
       [
         'a step within its pause and slack',
@@ -79,19 +79,19 @@ describe('dashboard view model', () => {
 
   it('rows: the step, the split per port (an override wins), the verdict', () => {
     const cases: [string, ManagedRelease, object][] = [
-      ['no status yet', release(STEPS), { phase: 'Pending', step: '1/3', ports: [], verdict: null }],
+      ['no status yet', release(STEPS), { phase: 'Pending', step: '1/3 (index 0)', ports: [], verdict: null }],
       [
         'a running step, counted',
         release(STEPS, {
           phase: 'Running',
-          step: '2/3',
+          step: '2/3 (index 1)',
           currentStep: 1,
           ports: [{ ...PORT, served: 10, achieved: { stable: 90, canary: 10, canaryPercent: 10 } }],
           analysis: { verdict: 'Passed', failures: 0, message: '' },
         }),
         {
           phase: 'Running',
-          step: '2/3',
+          step: '2/3 (index 1)',
           ports: [{ service: 'web', port: 80, protocol: 'TCP', configured: 10, served: 10, achieved: 10 }],
           verdict: 'Passed',
         },

@@ -1,28 +1,40 @@
-// What a command line that does not parse gets told: an unknown command or flag named with the one it
-// most likely meant and the help to read. yargs says only "Unknown arguments: admin-prot, adminProt",
-// or, when the typo is of a required flag (`--confg`), "Missing required argument: config".
-import { closestKey } from '../config/fields.ts';
+// What a command line that does not parse gets told, by canary-l4 and by kubectl canary-l4 alike: an
+// unknown command or flag named with the one it most likely meant and the help to read. yargs says
+// only "Unknown arguments: admin-prot, adminProt", or, when the typo is of a required flag
+// (`--confg`), "Missing required argument: config".
+import { closestKey } from './closest.ts';
 
 /**
- * A failed parse of `args` (yargs's `message`), one line per problem: an unknown command or unknown
- * flags first, each with what it likely meant (of a misspelt required flag yargs says only that the
- * flag is missing).
+ * A failed parse of `args` (yargs's `message`) by `program` (`canary-l4`, `kubectl canary-l4`), one
+ * line per problem: an unknown command or unknown flags first, each with what it likely meant (of a
+ * misspelt required flag yargs says only that the flag is missing).
  */
 export function parseFailureMessage(
+  program: string,
   args: readonly string[],
   commands: readonly string[],
   knownFlags: readonly string[],
   message: string,
 ): string {
-  const command = ['canary-l4', ...args.filter((arg) => commands.includes(arg)).slice(0, 1)].join(' ');
+  const command = [program, ...args.filter((arg) => commands.includes(arg)).slice(0, 1)].join(' ');
   const first = args[0];
-  if (command === 'canary-l4' && first !== undefined && !first.startsWith('-')) {
+  if (command === program && first !== undefined && !first.startsWith('-')) {
     const meant = closestKey(first, commands);
-    return `canary-l4: unknown command ${first}${meant === undefined ? '' : `, did you mean ${meant}?`} (the commands: ${commands.join(', ')})`;
+    return `${program}: unknown command ${first}${meant === undefined ? '' : `, did you mean ${meant}?`} (the commands: ${commands.join(', ')})`;
   }
   const unknown = unknownFlags(args, knownFlags);
   if (unknown.length > 0) return unknownFlagsMessage(command, unknown);
   return `${command}: ${message}\nRun ${command} --help for usage.`;
+}
+
+/** yargs's own parser state, which it has no type for. */
+interface ParserState {
+  getOptions(): { key: Record<string, unknown> };
+}
+
+/** The flags and aliases yargs knows for the command being parsed (`admin-port`, `c`), from `parser` in its `.fail()`. */
+export function knownFlagsOf(parser: unknown): string[] {
+  return Object.keys((parser as ParserState).getOptions().key);
 }
 
 export interface UnknownFlag {
