@@ -9,7 +9,9 @@ import { after, before, describe, it } from 'node:test';
 import { readStep } from '../../../src/api/steps.ts';
 import { releaseRow } from '../../../src/plugin/dashboard/view-model.ts';
 import { suiteTimeout } from '../../support/cluster/api-under-test.ts';
-import { kubectlFor, waitFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
+import { kubectlFor, type Kubectl } from '../../support/cluster/api-fixtures.ts';
+import { loopbackRange } from '../../support/net/loopback-ranges.ts';
+import { waitFor } from '../../support/wait.ts';
 import { pluginFor, type Plugin } from '../../support/process/kubectl-plugin.ts';
 import {
   createService,
@@ -51,7 +53,7 @@ describe('one step numbering on every surface', { timeout: suiteTimeout(90_000) 
   let backends: Backends;
 
   before(async () => {
-    cluster = await startCluster('127.0.98.0/24');
+    cluster = await startCluster(loopbackRange(import.meta.url).cidr);
     kubectl = await kubectlFor(cluster.api);
     plugin = await pluginFor(cluster.api.kubeconfigPath);
     await createService(cluster, 'web', [{ name: 'http', port: 8700, targetPort: 9700 }]);

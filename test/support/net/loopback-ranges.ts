@@ -34,6 +34,7 @@ export const LOOPBACK_OWNERS: Readonly<Record<string, readonly number[]>> = {
   'test/cli/modules.test.ts': [19],
   'test/fake-apiserver/faults.test.ts': [20],
   'test/fake-apiserver/crud.test.ts': [21],
+  'test/control/controller/step-numbering.test.ts': [22],
   'test/fake-apiserver/cli.test.ts': [30, 75, 76, 77, 78, 84],
   'test/fake-apiserver/fault-routes.test.ts': [40],
   'test/fake-apiserver/events.test.ts': [41],
