@@ -117,8 +117,9 @@ export class WorkerPool implements ConfigTarget {
       const { field } = errors[0]!;
       throw field === undefined ? new Error(message) : new BindError(field, message);
     }
+    if (this.#config === undefined) this.#stats.recordFirstLoad();
+    else this.#stats.recordReload(true);
     this.#config = config;
-    this.#stats.recordReload(true);
     return true;
   }
 
