@@ -7,17 +7,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { HistoryMark, ReleaseHistory } from '../../../src/api/status-types.ts';
 import { extendHistory, HISTORY_INTERVALS, HISTORY_MARKS } from '../../../src/control/progress/history.ts';
-import { ANALYSIS, evidence, healthy, resetting, settle, stepped } from './steps-world.ts';
+import { analysed, evidence, healthy, resetting, settle } from './steps-world.ts';
 import type { World } from './world.ts';
 
-const analysed = () =>
-  stepped({
-    analysis: ANALYSIS,
-    steps: [
-      { weight: 10, pause: { duration: '30s' } },
-      { weight: 50, pause: {} },
-    ],
-  });
 const historyOf = (world: World): ReleaseHistory => {
   const history = world.release?.status?.history;
   assert.ok(history, 'status.history is written');
