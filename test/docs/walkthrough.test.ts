@@ -65,7 +65,10 @@ describe('docs/walkthroughs.md: Try it without a cluster, twice at once on one h
   ...(await requireTool('kubectl')),
   timeout: BUDGET_MS + 60_000,
 }, () => {
-  it('both runs finish, each on a loopback block, a directory and proxy addresses of its own', async () => {
+  // Its own timeout: npm test's --test-timeout (100 s) would apply to an it() without one.
+  it('both runs finish, each on a loopback block, a directory and proxy addresses of its own', {
+    timeout: BUDGET_MS + 30_000,
+  }, async () => {
     const script = walkthroughScript(readPage('walkthroughs.md'));
     assert.doesNotMatch(script, /Only if|delete crel web-v2 --timeout/, 'the "Only if" block is not pasted');
     const waits = script.match(/^kubectl wait /gm)?.length ?? 0;
