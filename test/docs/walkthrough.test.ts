@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { requireTool } from '../support/process/required-tool.ts';
 import { readPage } from './reference-page.ts';
@@ -30,6 +30,20 @@ function walkthroughScript(page: string): string {
     .join('');
 }
 
+/** The shells' process groups still running: stopped after the suite however it ends (a timeout cancels the test before its finally). */
+const running = new Set<number>();
+function stopAll(): void {
+  for (const group of running) {
+    try {
+      process.kill(-group, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  running.clear();
+}
+process.once('exit', stopAll);
+
 interface Run {
   readonly code: number | null;
   readonly output: string;
@@ -43,6 +57,7 @@ async function runWalkthrough(script: string): Promise<Run> {
     env: { ...process.env, KUBECONFIG: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(shell.pid!);
   let output = '';
   shell.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
   shell.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -58,6 +73,7 @@ async function runWalkthrough(script: string): Promise<Run> {
     } catch {
       // none left
     }
+    running.delete(shell.pid!);
   }
 }
 
@@ -65,6 +81,7 @@ describe('docs/walkthroughs.md: Try it without a cluster, twice at once on one h
   ...(await requireTool('kubectl')),
   timeout: BUDGET_MS + 60_000,
 }, () => {
+  after(stopAll);
   // Its own timeout: npm test's --test-timeout (100 s) would apply to an it() without one.
   it('both runs finish, each on a loopback block, a directory and proxy addresses of its own', {
     timeout: BUDGET_MS + 30_000,
