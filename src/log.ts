@@ -3,9 +3,14 @@ import pino, { type Logger } from 'pino';
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-/** JSON lines on stdout, one per event worth a human's attention. */
-export function createLogger(level: LogLevel): Logger {
-  return pino({ level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime });
+/** Where the JSON log lines go: stdout, or stderr for a command whose stdout is its answer (`demo`). */
+export type LogStream = 'stdout' | 'stderr';
+
+/** JSON lines on `stream`, one per event worth a human's attention. */
+export function createLogger(level: LogLevel, stream: LogStream = 'stdout'): Logger {
+  const options = { level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime };
+  // stderr written as pino writes stdout by default: asynchronously, flushed on exit.
+  return stream === 'stdout' ? pino(options) : pino(options, pino.destination({ dest: 2, sync: false }));
 }
 
 /**

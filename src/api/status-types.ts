@@ -199,6 +199,65 @@ export interface CanaryReleaseStatus {
   readonly countedAt?: string;
   /** While the release runs: the takeover's labels and ports (absent in statuses written before 0.3). */
   readonly takeover?: TakeoverStatus;
+  /** What the release went through since it began, for the dashboard's charts (absent before 0.5). */
+  readonly history?: ReleaseHistory;
+}
+
+/**
+ * status.history: the release's story, bounded. A mark at each change of the phase, the step in
+ * force, a port's served weight, the hold or the transition; an entry per interval counted. The
+ * oldest go first past HISTORY_MARKS and HISTORY_INTERVALS (control/progress/history.ts).
+ */
+export interface ReleaseHistory {
+  /** Oldest first. */
+  readonly marks: readonly HistoryMark[];
+  /** Oldest first. */
+  readonly intervals: readonly HistoryInterval[];
+}
+
+/** The served canary weight of one Service port: `web:80/TCP`. */
+export interface HistoryWeight {
+  readonly port: string;
+  readonly served: number;
+}
+
+/** The release as it stood from `at` until the next mark. */
+export interface HistoryMark {
+  /** RFC 3339 with milliseconds. */
+  readonly at: string;
+  readonly phase: Phase;
+  readonly weights: readonly HistoryWeight[];
+  /** status.currentStep (0 the first step); absent without steps. */
+  readonly step?: number;
+  /** This mark began the step by a promotion (spec.promotedStep), not by its pause running out. */
+  readonly promoted?: true;
+  /** status.pause.reason: why the steps stood still; absent when they could go on. */
+  readonly pause?: string;
+  /** The transition recorded (a rollback's cause is its message). */
+  readonly transition?: Pick<TransitionRecord, 'type' | 'reason' | 'message'>;
+}
+
+/** One interval's new connections (TCP) or flows (UDP) of a Service port. */
+export interface HistoryPortCounts {
+  readonly port: string;
+  readonly stable: number;
+  readonly canary: number;
+}
+
+/** A signal as judged at an interval (status.analysis.signals[], without the counts). */
+export type HistorySignal = Pick<SignalResult, 'name' | 'canary' | 'stable' | 'threshold' | 'verdict'>;
+
+/** An interval counted into ports[].achieved, and, with spec.analysis, judged. */
+export interface HistoryInterval {
+  /** When it ended (status.countedAt then). */
+  readonly at: string;
+  readonly intervalMs: number;
+  /** status.currentStep it was served at. */
+  readonly step?: number;
+  readonly ports: readonly HistoryPortCounts[];
+  /** With spec.analysis: the verdict and each signal (judged on this interval and any pooled before it). */
+  readonly verdict?: Verdict;
+  readonly signals?: readonly HistorySignal[];
 }
 
 /** A named targetPort the proxy container declares, so the taken-over Service keeps its name. */

@@ -1,7 +1,7 @@
 // Flags shared by every command. Each can also come from the environment as CANARY_L4_<FLAG>
 // (e.g. CANARY_L4_ADMIN_PORT=9100), which is how the container image sets them.
 import type { Argv } from 'yargs';
-import { LOG_LEVELS, createLogger, type LogLevel } from '../log.ts';
+import { LOG_LEVELS, createLogger, type LogLevel, type LogStream } from '../log.ts';
 import { DEFAULT_ADMIN_PORT, DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LISTENER_GRACE_MS } from '../defaults.ts';
 import type { RuntimeOptions } from '../runtime/runtime.ts';
 import { ConfigError } from '../errors.ts';
@@ -9,16 +9,17 @@ import { ConfigError } from '../errors.ts';
 /**
  * `adminAddress`: where the admin server listens unless told. Every address by default: in a pod
  * the kubelet's probes and Prometheus come from outside; `serve` and `demo` ask for loopback.
+ * `logs`: where the JSON logs go (runtimeOptions must be given the same).
  */
 export function withCommonOptions<T>(
   yargs: Argv<T>,
-  defaults: { adminAddress: string } = { adminAddress: EVERY_ADDRESS },
+  defaults: { adminAddress: string; logs?: LogStream } = { adminAddress: EVERY_ADDRESS },
 ) {
   return yargs
     .option('log-level', {
       choices: LOG_LEVELS,
       default: 'info' as LogLevel,
-      describe: 'Log level of the JSON logs on stdout',
+      describe: `Log level of the JSON logs on ${defaults.logs ?? 'stdout'}`,
     })
     .option('admin-port', {
       type: 'number',
@@ -123,9 +124,10 @@ export interface CommonArgs {
   tcpFastPath: boolean;
 }
 
-export function runtimeOptions(argv: CommonArgs): RuntimeOptions {
+/** `logs`: where withCommonOptions said the logs go. */
+export function runtimeOptions(argv: CommonArgs, logs: LogStream = 'stdout'): RuntimeOptions {
   return {
-    log: createLogger(argv.logLevel),
+    log: createLogger(argv.logLevel, logs),
     adminHost: adminHost(argv),
     adminPort: argv.adminPort,
     configEndpoint: argv.configEndpoint,

@@ -8,6 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { V1ObjectReference } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { configChanges } from '../config/changes.ts';
 import type { L4Config } from '../config/types.ts';
 import type { CounterSnapshot } from '../counters/snapshot.ts';
 import { boundedCall, type KubeClients } from '../kube/client.ts';
@@ -397,14 +398,18 @@ export class Controller {
    * the refusal's message, or undefined once it serves. */
   async #serve(config: L4Config): Promise<string | undefined> {
     const { runtime } = this.#options;
-    if (!isDeepStrictEqual(config, runtime.dataplane.config)) {
+    const before = runtime.dataplane.config;
+    if (!isDeepStrictEqual(config, before)) {
       try {
         await runtime.applyConfig(config);
       } catch (err) {
         return (err as Error).message;
       }
       this.#log.info(
-        { listeners: config.listeners.map((listener) => `${listener.name}@${listener.listen.port}`) },
+        {
+          listeners: config.listeners.map((listener) => `${listener.name}@${listener.listen.port}`),
+          ...configChanges(before, config),
+        },
         'data plane config applied',
       );
       this.#options.onServed?.(config);

@@ -4,6 +4,7 @@ import net from 'node:net';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { validateConfig } from '../config/validate.ts';
+import { BindError, ConfigError } from '../errors.ts';
 import type { Runtime } from '../runtime/runtime.ts';
 import { formatTable } from '../util/text-table.ts';
 
@@ -62,7 +63,9 @@ export async function runDemo(runtime: Runtime, options: DemoOptions): Promise<D
     },
     'demo config',
   );
-  await runtime.applyConfig(config);
+  await runtime.applyConfig(config).catch((err: unknown) => {
+    throw err instanceof BindError ? portClash(err, options) : err;
+  });
   runtime.setReady(true);
 
   const tcpCounts = await countReplies(options.tcpConnections, 20, () => askTcp(options.tcpPort));
@@ -71,6 +74,20 @@ export async function runDemo(runtime: Runtime, options: DemoOptions): Promise<D
     ...splitRows('demo-tcp', 'tcp', tcpCounts, options.tcpConnections),
     ...splitRows('demo-udp', 'udp', udpCounts, options.udpSessions),
   ];
+}
+
+/** The demo's listeners in the order of its config, each with the flag that moves it. */
+const PORT_FLAGS = ['--tcp-port', '--udp-port'] as const;
+
+/** A listener that cannot bind, said as the flag that moves it (the user wrote no config to name). */
+function portClash(err: BindError, options: DemoOptions): ConfigError {
+  const index = Number(/^listeners\[(\d+)\]/.exec(err.field)?.[1]);
+  const flag = PORT_FLAGS[index];
+  if (flag === undefined) return new ConfigError('demo', [err.message], { cause: err });
+  const port = flag === '--tcp-port' ? options.tcpPort : options.udpPort;
+  return new ConfigError(`${flag} ${port}`, [`${err.message}; the demo's port moves with ${flag} PORT`], {
+    cause: err,
+  });
 }
 
 export function formatSplit(rows: readonly DemoSplit[]): string {

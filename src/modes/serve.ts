@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { L4Config, WeightOverride } from '../config/types.ts';
 import { loadConfigFile } from '../config/load.ts';
+import { configChanges } from '../config/changes.ts';
 import { applyWeightOverrides } from '../config/overrides.ts';
 import { allZeroWeights, namedBackendHosts } from '../config/warnings.ts';
 import { BindError, ConfigError } from '../errors.ts';
@@ -39,6 +40,7 @@ export async function serveConfigFile(target: ConfigTarget, first: L4Config, opt
   target.log.info({ config: options.configPath, listeners: first.listeners.length }, 'serving');
   warnAboutMistakes(first, options.configPath, target.log);
 
+  let served = first;
   let reloading = Promise.resolve();
   const reload = (trigger: string) => {
     reloading = reloading.then(async () => {
@@ -48,7 +50,11 @@ export async function serveConfigFile(target: ConfigTarget, first: L4Config, opt
           throw err;
         });
         if (await applyFile(target, config, options.configPath)) {
-          target.log.info({ trigger, listeners: config.listeners.length }, 'config reloaded');
+          target.log.info(
+            { trigger, listeners: config.listeners.length, ...configChanges(served, config) },
+            'config reloaded',
+          );
+          served = config;
           warnAboutMistakes(config, options.configPath, target.log);
         } else {
           target.log.info({ trigger }, 'config unchanged; nothing to reload');

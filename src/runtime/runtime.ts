@@ -52,6 +52,8 @@ export class Runtime implements ConfigTarget {
   readonly metrics: MetricsEndpoint | undefined;
   #admin: AdminServer | undefined;
   #ready = false;
+  /** A config was applied: the next ones are reloads. */
+  #loaded = false;
   #stopping: Promise<void> | undefined;
 
   private constructor(options: RuntimeOptions) {
@@ -124,8 +126,11 @@ export class Runtime implements ConfigTarget {
 
   async applyConfig(config: L4Config): Promise<boolean> {
     try {
+      const first = !this.#loaded;
       const changed = await this.dataplane.apply(config);
-      this.stats.recordReload(changed);
+      this.#loaded = true;
+      if (first) this.stats.recordFirstLoad();
+      else this.stats.recordReload(changed);
       return changed;
     } catch (err) {
       this.stats.reloadsFailed++;

@@ -117,8 +117,9 @@ export class WorkerPool implements ConfigTarget {
       const { unbound } = errors[0]!;
       throw unbound === undefined ? new Error(message) : new BindError(unbound, message);
     }
+    if (this.#config === undefined) this.#stats.recordFirstLoad();
+    else this.#stats.recordReload(true);
     this.#config = config;
-    this.#stats.recordReload(true);
     return true;
   }
 

@@ -267,3 +267,39 @@ it("--simulate-network: a Service's cluster IP reaches its Ready pods, which ans
     assert.equal(await stop(), 0);
   }
 });
+
+it('without --service-cidr, two fakes on one host each take a loopback block of their own, say it, and free it on exit', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'fake-cli-'));
+  const env = (name: string) => join(dir, `${name}.env`);
+  const first = await serve(['--port', '0', '--env-out', env('first'), '--simulate-deployments'], 'kubeconfig:');
+  let second: Awaited<ReturnType<typeof serve>> | undefined;
+  try {
+    second = await serve(['--port', '0', '--env-out', env('second'), '--simulate-deployments'], 'kubeconfig:');
+    const claimed = [first, second].map(({ text }) => {
+      const match =
+        /^loopback block 127\.(\d+)\.0\.0\/16, this fake's alone: Services 127\.\1\.10\.0\/24, pods 127\.\1\.200\.0\/24; 127\.\1\.0\.1 for your proxies/m.exec(
+          text,
+        );
+      assert.ok(match, text);
+      return match[1];
+    });
+    assert.notEqual(claimed[0], claimed[1], 'two fakes, two blocks');
+    assert.equal(
+      await readFile(env('second'), 'utf8'),
+      `FAKE_SERVICE_CIDR=127.${claimed[1]}.10.0/24\nFAKE_POD_CIDR=127.${claimed[1]}.200.0/24\nFAKE_ADDRESS=127.${claimed[1]}.0.1\n`,
+    );
+    const service = await second.kubeConfig.makeApiClient(CoreV1Api).createNamespacedService({
+      namespace: 'default',
+      body: { metadata: { name: 'mine' }, spec: { ports: [{ port: 80 }] } },
+    });
+    assert.match(service.spec?.clusterIP ?? '', new RegExp(`^127\\.${claimed[1]}\\.10\\.\\d+$`));
+    assert.equal(await second.stop(), 0);
+    // Its block is free again: the next fake takes it.
+    second = await serve(['--port', '0', '--env-out', env('third')], 'kubeconfig:');
+    assert.match(second.text, new RegExp(`^loopback block 127\\.${claimed[1]}\\.0\\.0/16`, 'm'));
+  } finally {
+    assert.equal(await first.stop(), 0);
+    if (second !== undefined) await second.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -1,6 +1,9 @@
 // `canary-l4 demo --exit`: what `npm start` shows a new user. It must print the split it achieved,
-// and for TCP (smooth weighted round robin over 1000 connections) that split is exactly 90/10.
+// and for TCP (smooth weighted round robin over 1000 connections) that split is exactly 90/10; the
+// table alone on stdout (the logs on stderr); a port another process holds named by the flag that moves it.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import { test } from 'node:test';
 import { freePort } from '../support/net/free-ports.ts';
 import { runCli } from '../support/process/serve-child.ts';
@@ -21,10 +24,12 @@ test('demo --exit prints an exact 90/10 TCP split and a UDP split, then exits 0'
       '--udp-port',
       String(udpPort),
       '--log-level',
-      'warn',
+      'info',
     ],
     45_000,
   );
+  assert.doesNotMatch(stdout, /"level"/, 'a JSON log line on stdout, among the table');
+  assert.match(stderr, /"msg":"admin server listening"/, 'the logs go to stderr');
   assert.deepEqual(exit, { code: 0, signal: null }, stderr);
   const row = (listener: string, backend: string) =>
     new RegExp(`^${listener}\\s+\\w+\\s+${backend}\\s+(\\d+)%\\s+([\\d.]+)% \\((\\d+) of (\\d+)\\)$`, 'm').exec(stdout);
@@ -42,4 +47,29 @@ test('demo --exit prints an exact 90/10 TCP split and a UDP split, then exits 0'
   assert.ok(udpTotal >= 195 && udpTotal <= 200, `UDP answers: ${udpTotal} of 200`);
   assert.ok(Math.abs(Number(udpCanary[3]) - 20) <= 2, `UDP canary sessions: ${udpCanary[3]} of 200, expected 20`);
   assert.match(stdout, /Metrics: http:\/\/127\.0\.0\.1:\d+\/metrics/);
+});
+
+test('demo on a TCP port another process holds names --tcp-port, the flag that moves it, and exits 2', {
+  timeout: 30_000,
+}, async () => {
+  const taken = net.createServer();
+  taken.listen(await freePort('127.0.0.1', 'tcp'), '127.0.0.1');
+  await once(taken, 'listening');
+  try {
+    const tcpPort = (taken.address() as net.AddressInfo).port;
+    const udpPort = await freePort('127.0.0.1', 'udp');
+    const args = ['demo', '--exit', '--admin-port', '0', '--tcp-port', String(tcpPort), '--udp-port', String(udpPort)];
+    const { exit, stdout, stderr } = await runCli(args, 20_000);
+    assert.deepEqual(exit, { code: 2, signal: null }, stderr);
+    assert.equal(stdout, '');
+    assert.match(
+      stderr,
+      new RegExp(
+        `^canary-l4: --tcp-port ${tcpPort}: listener "demo-tcp" cannot listen on tcp 127\\.0\\.0\\.1:${tcpPort}: the address is in use.*the demo's port moves with --tcp-port PORT$`,
+        'm',
+      ),
+    );
+  } finally {
+    taken.close();
+  }
 });

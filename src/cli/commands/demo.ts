@@ -4,7 +4,8 @@ import { formatSplit, runDemo } from '../../modes/demo.ts';
 import { adminHost, runtimeOptions, withCommonOptions } from '../options.ts';
 
 function builder(yargs: Argv) {
-  return withCommonOptions(yargs, { adminAddress: '127.0.0.1' })
+  // The split table is the demo's answer: stdout holds it alone, the logs go to stderr.
+  return withCommonOptions(yargs, { adminAddress: '127.0.0.1', logs: 'stderr' })
     .option('tcp-port', { type: 'number', default: 10080, describe: 'Port of the demo TCP listener' })
     .option('udp-port', { type: 'number', default: 10053, describe: 'Port of the demo UDP listener' })
     .option('connections', { type: 'number', default: 1000, describe: 'TCP connections in the burst' })
@@ -24,7 +25,7 @@ export const demoCommand = {
     'Run the balancer on an embedded demo: local backends, a 90/10 split, a burst of traffic, the split achieved',
   builder,
   handler: async (argv: Args) => {
-    const options = runtimeOptions(argv);
+    const options = runtimeOptions(argv, 'stderr');
     const runtime = await Runtime.start(options);
     exitOnSignals(runtime.log, () => runtime.stop(argv.drainTimeout * 1000));
     const rows = await runDemo(runtime, {

@@ -8,6 +8,7 @@ import { achievedWith } from '../progress/achieved-split.ts';
 import { judge } from '../progress/analysis/verdict.ts';
 import type { Evidence } from '../progress/analysis/evidence.ts';
 import { achievedAtStep } from '../progress/step-split.ts';
+import { extendHistory } from '../progress/history.ts';
 import { mirrorCountsWith } from '../progress/mirror-counts.ts';
 import type { Observed, ReconcileOptions, Step } from './desired.ts';
 import { portKeyId } from '../service/ports.ts';
@@ -260,7 +261,7 @@ export function makeStatus(
       ...(mirror === undefined ? {} : { mirror }),
     };
   });
-  return {
+  const status = {
     phase,
     observedGeneration: context.generation,
     transition,
@@ -283,6 +284,16 @@ export function makeStatus(
           ...(steps.stepStartedAt === undefined ? {} : { stepStartedAt: steps.stepStartedAt }),
         }),
   };
+  const history = extendHistory({
+    recorded: context.observed.release.status?.history,
+    recordedPorts: context.recorded,
+    recordedStep,
+    promotedStep: context.observed.release.spec?.promotedStep,
+    status,
+    counted: judged.countedAt === undefined || evidence === undefined ? undefined : evidence,
+    now: context.options.now,
+  });
+  return { ...status, history };
 }
 
 /** Ready only while running as asked: retargeted, nothing failing, nothing waiting or held. */

@@ -188,6 +188,11 @@ export class StatsRegistry {
   reloadsUnchanged = 0;
   lastReloadSuccessSeconds = 0;
 
+  /** The first config applied is a load, not a reload: only its time is kept. */
+  recordFirstLoad(): void {
+    this.lastReloadSuccessSeconds = Date.now() / 1000;
+  }
+
   recordReload(changed: boolean): void {
     if (!changed) {
       this.reloadsUnchanged++;

@@ -1,5 +1,6 @@
-// `kubectl canary-l4 dashboard`'s web server (node:http): one page, its script and style (page.ts),
-// the releases as JSON, their changes as server-sent events, a release's Events, and the actions as
+// `kubectl canary-l4 dashboard`'s web server (node:http): one page, its scripts and style (page.ts,
+// app-script.ts, charts-script.ts), the releases as JSON, their changes as server-sent events, a
+// release's story (status.history, story.ts) and Events, and the actions as
 // POSTs. It acts with the user's kubeconfig, so the cluster's RBAC is the dashboard's: a refused
 // patch shows the API's answer. A POST needs the token the page got from the server and an Origin of
 // this very server (no other site can promote a release); every request needs a Host naming it (no
@@ -17,7 +18,10 @@ import type { CanaryRelease } from '../../api/release-types.ts';
 import { abort, parseWeightTarget, pause, promote, resume, setWeight, type ActionResult } from '../actions.ts';
 import { connectAs } from '../cluster.ts';
 import { watchReleases } from './live.ts';
-import { pageHtml, SCRIPT, STYLE } from './page.ts';
+import { SCRIPT } from './app-script.ts';
+import { CHARTS_SCRIPT } from './charts-script.ts';
+import { pageHtml, STYLE } from './page.ts';
+import { releaseStory } from './story.ts';
 import { releaseDetail, type ActionName } from './view-model.ts';
 
 export interface DashboardOptions {
@@ -185,6 +189,13 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     }
   };
 
+  /** The release's story from the watch's cache (no API call): what status.history kept. */
+  const story = (namespace: string, name: string) => {
+    const release = live.list().find((item) => item.metadata.namespace === namespace && item.metadata.name === name);
+    if (release === undefined) throw new Refusal(404, `no CanaryRelease ${namespace}/${name} here`);
+    return releaseStory(release, new Date());
+  };
+
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     if (hosts !== 'any' && !hosts.has(request.headers.host ?? ''))
       throw new Refusal(403, `Host ${request.headers.host ?? '(none)'} is not this dashboard's: refused`);
@@ -198,6 +209,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       return send(response, 200, 'text/html; charset=utf-8', pageHtml(token.toString(), options.readOnly));
     if (method === 'GET' && url.pathname === '/app.js')
       return send(response, 200, 'text/javascript; charset=utf-8', SCRIPT);
+    if (method === 'GET' && url.pathname === '/charts.js')
+      return send(response, 200, 'text/javascript; charset=utf-8', CHARTS_SCRIPT);
     if (method === 'GET' && url.pathname === '/app.css') return send(response, 200, 'text/css; charset=utf-8', STYLE);
     if (method === 'GET' && url.pathname === '/api/releases') return json(response, 200, snapshot());
     if (method === 'GET' && url.pathname === '/api/events') {
@@ -214,6 +227,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     if (parts[0] === 'api' && parts[1] === 'releases' && parts.length === 5) {
       const [, , namespace = '', name = '', what = ''] = parts;
       if (method === 'GET' && what === 'events') return json(response, 200, await events(namespace, name));
+      if (method === 'GET' && what === 'story') return json(response, 200, story(namespace, name));
       if (method === 'POST') return json(response, 200, await act(request, namespace, name, what));
     }
     throw new Refusal(method === 'GET' || method === 'POST' ? 404 : 405, `no ${method} ${url.pathname} here`);

@@ -1,14 +1,18 @@
 // What the dashboard shows of a CanaryRelease. Pure: the release as read (and the time) → the row
 // of the list and the model of its page. The page renders these as they are; it decides nothing.
+// Times stay RFC 3339 here: the page shows them in the browser's local time.
 
 import { parseDuration } from '../../api/validate.ts';
 import { formatStep } from '../../api/steps.ts';
 import type { ManagedRelease } from '../../api/proxy-types.ts';
 import type { CanaryReleaseCondition, MirrorCounts, SignalResult, Verdict } from '../../api/status-types.ts';
 import { abort, pause, promote, resume, type ActionResult } from '../actions.ts';
+import { stepLabel } from './step-label.ts';
 
-/** How long past its pause a step may stay before it needs attention: a pass or two of the proxy. */
+/** How long past its due a step may stay before it needs attention: a pass or two of the proxy. */
 export const HELD_SLACK_MS = 30_000;
+/** Intervals without a new one judged before the proxy counts as stuck (a pass may skip one). */
+const STALE_INTERVALS = 3;
 
 export type ActionName = 'promote' | 'promote-full' | 'pause' | 'resume' | 'abort' | 'set-weight';
 
@@ -21,6 +25,8 @@ export interface PortRow {
   readonly served: number | null;
   /** The canary's achieved share since the release began, or null before anything was counted. */
   readonly achieved: number | null;
+  /** With steps: the share since the step in force began (`49.6`, 251 of 506), or null before an interval of it counted. */
+  readonly thisStep: { readonly percent: number; readonly canary: number; readonly of: number } | null;
 }
 
 export interface ReleaseRow {
@@ -29,8 +35,10 @@ export interface ReleaseRow {
   readonly namespace: string;
   readonly name: string;
   readonly phase: string;
-  /** `2/3 (index 1)` (api/steps.ts formatStep), or `-` without steps. */
+  /** `2/3 (index 1)` (api/steps.ts formatStep, as status.step), or `-` without steps. */
   readonly step: string;
+  /** metadata.resourceVersion: the page fetches the story again when it changes. */
+  readonly version: string;
   readonly paused: boolean;
   readonly ports: readonly PortRow[];
   readonly verdict: Verdict | null;
@@ -75,7 +83,8 @@ export interface ActionModel {
 
 export interface ReleaseDetail extends ReleaseRow {
   readonly transition: string | null;
-  readonly pauseReason: string | null;
+  /** status.pause: why the steps stand still, since when. */
+  readonly pause: { readonly reason: string; readonly since: string } | null;
   readonly steps: readonly StepModel[];
   readonly analysis: {
     readonly verdict: Verdict;
@@ -92,24 +101,18 @@ export interface ReleaseDetail extends ReleaseRow {
 
 const keyOf = (release: ManagedRelease) => `${release.metadata.namespace ?? 'default'}/${release.metadata.name}`;
 
-/** What needs a person: a failing analysis, a step held past its pause, Failure True, a proxy not Ready. */
+/**
+ * What needs a person, one line each: Failure True (a refused config, a rollback, selectors that
+ * mix), a proxy not Ready, a proxy that stopped moving the release on (a timed step overdue, or no
+ * interval judged for several intervals). A step held longer than its pause while its analysis
+ * pools too few samples, a person's pause and a promotion awaited are the release working as
+ * written: no attention.
+ */
 export function attention(release: ManagedRelease, now: Date): string[] {
   const status = release.status ?? {};
   const reasons: string[] = [];
-  const analysis = status.analysis;
-  if (analysis?.verdict === 'Failed')
-    reasons.push(`analysis failing (${analysis.failures} in a row): ${analysis.message}`);
-  const steps = release.spec?.steps ?? [];
-  const current = status.currentStep;
-  const duration = current === undefined ? undefined : steps[current]?.pause?.duration;
-  const pauseMs = duration === undefined ? undefined : parseDuration(duration);
-  if (pauseMs !== undefined && status.stepStartedAt !== undefined && isRunning(status.phase)) {
-    const heldMs = now.getTime() - Date.parse(status.stepStartedAt);
-    if (heldMs > pauseMs + HELD_SLACK_MS)
-      reasons.push(
-        `step ${formatStep(current ?? 0, steps.length)} held ${Math.round(heldMs / 1000)}s, longer than its pause of ${duration}${status.pause == null ? '' : ` (${status.pause.reason})`}`,
-      );
-  }
+  const stuck = isRunning(status.phase) ? stuckProxy(release, now) : undefined;
+  if (stuck !== undefined) reasons.push(stuck);
   for (const condition of status.conditions ?? [])
     if (condition.type === 'Failure' && condition.status === 'True')
       reasons.push(`Failure: ${condition.reason}${condition.message === '' ? '' : `: ${condition.message}`}`);
@@ -117,6 +120,29 @@ export function attention(release: ManagedRelease, now: Date): string[] {
   if (proxy != null && proxy.readyReplicas < proxy.replicas)
     reasons.push(`proxy not Ready: ${proxy.readyReplicas}/${proxy.replicas} replicas Ready`);
   return reasons;
+}
+
+/** Why the proxy looks stuck: a step held past its pause that nothing explains, or an analysis gone quiet. */
+function stuckProxy(release: ManagedRelease, now: Date): string | undefined {
+  const spec = release.spec ?? {};
+  const status = release.status ?? {};
+  const steps = spec.steps ?? [];
+  const current = status.currentStep;
+  const { analysis } = status;
+  if (spec.analysis !== undefined && analysis !== undefined && status.transition == null) {
+    const quietMs = now.getTime() - Date.parse(analysis.at);
+    if (quietMs > STALE_INTERVALS * analysis.intervalMs + HELD_SLACK_MS)
+      return `no analysis interval judged for ${Math.round(quietMs / 1000)}s (every ${analysis.intervalMs / 1000}s before): is the proxy running?`;
+  }
+  if (current === undefined || current >= steps.length || spec.paused === true) return undefined;
+  const duration = steps[current]?.pause?.duration;
+  const pauseMs = duration === undefined ? undefined : parseDuration(duration);
+  if (pauseMs === undefined || status.stepStartedAt === undefined) return undefined;
+  const heldMs = now.getTime() - Date.parse(status.stepStartedAt);
+  if (heldMs <= pauseMs + HELD_SLACK_MS) return undefined;
+  // Past its pause, a gated step waits for an interval that passes: the analysis says why it holds.
+  if (spec.analysis !== undefined && status.analysis?.verdict !== 'Passed') return undefined;
+  return `${stepLabel(current, steps.length)} held ${Math.round(heldMs / 1000)}s, past its pause of ${duration}${spec.analysis === undefined ? '' : ' and a passing interval'}: the proxy has not moved it on (is it running?)`;
 }
 
 const isRunning = (phase: string | undefined) => phase === undefined || phase === '' || phase === 'Running';
@@ -130,6 +156,7 @@ export function releaseRow(release: ManagedRelease, now: Date): ReleaseRow {
     name: release.metadata.name,
     phase: status.phase || 'Pending',
     step: steps.length === 0 ? '-' : formatStep(status.currentStep ?? 0, steps.length),
+    version: release.metadata.resourceVersion ?? '',
     paused: release.spec?.paused === true,
     ports: (status.ports ?? []).map((port) => ({
       service: port.service,
@@ -141,6 +168,17 @@ export function releaseRow(release: ManagedRelease, now: Date): ReleaseRow {
         port.achieved === undefined || port.achieved.stable + port.achieved.canary === 0
           ? null
           : port.achieved.canaryPercent,
+      thisStep:
+        steps.length === 0 ||
+        port.achievedStep === undefined ||
+        port.achievedStep.step !== status.currentStep ||
+        port.achievedStep.stable + port.achievedStep.canary === 0
+          ? null
+          : {
+              percent: port.achievedStep.canaryPercent,
+              canary: port.achievedStep.canary,
+              of: port.achievedStep.stable + port.achievedStep.canary,
+            },
     })),
     verdict: status.analysis?.verdict ?? null,
     attention: attention(release, now),
@@ -192,7 +230,7 @@ export function releaseDetail(release: ManagedRelease, now: Date): ReleaseDetail
       status.transition == null
         ? null
         : `${status.transition.type} (${status.transition.reason}): ${status.transition.message}`,
-    pauseReason: status.pause == null ? null : `${status.pause.reason}, since ${status.pause.since}`,
+    pause: status.pause == null ? null : { reason: status.pause.reason, since: status.pause.since },
     steps: steps.map((step, index) => ({
       number: index + 1,
       weight: step.weight ?? 0,

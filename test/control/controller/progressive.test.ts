@@ -40,6 +40,8 @@ import { sleep, waitFor } from '../../support/wait.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);
+import { releaseStory } from '../../../src/plugin/dashboard/story.ts';
+import { metricValue } from '../../support/dataplane/test-plane.ts';
 
 const REPLICAS_BASE = await freePortBlock(10);
 const RESETS_BASE = await freePortBlock(10);
@@ -317,6 +319,26 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     assert.match(
       scraped,
       /^canary_l4_achieved_connections\{service="db",port="9000",protocol="TCP",side="canary"\} [1-9]\d*$/m,
+    );
+    // The dashboard's story of it (status.history, as the page charts it) against status and the metrics.
+    const story = releaseStory(paused!, new Date());
+    assert.ok(story, 'status.history is written');
+    assert.deepEqual(
+      story.steps.map((step) => `${step.label}${step.promoted ? ' promoted' : ''}`),
+      ['step 1/4', 'step 2/4', 'step 3/4', 'step 4/4 promoted'],
+      'each step where it began, as canary_l4_release_step counts them',
+    );
+    assert.equal(story.weights[0]?.points.at(-1)?.value, 80, 'the weight served now, as canary_l4_backend_weight says');
+    assert.equal(metricValue(scraped, 'canary_l4_backend_weight', { backend: 'canary' }), 80);
+    assert.equal(story.holds.at(-1)?.kind, 'paused', "the person's pause");
+    const counted = paused!.status!.history!.intervals.reduce(
+      (sum, interval) => sum + (interval.ports[0]?.stable ?? 0) + (interval.ports[0]?.canary ?? 0),
+      0,
+    );
+    assert.equal(
+      counted,
+      (achieved?.stable ?? 0) + (achieved?.canary ?? 0),
+      'the intervals add up to the achieved split',
     );
     const status = await plugin('status', 'db-v2');
     assert.equal(status.code, 0, status.stderr);

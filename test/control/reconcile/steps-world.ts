@@ -70,6 +70,15 @@ export const ANALYSIS: AnalysisSpec = {
     connectLatencyP99: { maxMs: 250, maxRatioToStable: 2 },
   },
 };
+/** Two steps, 10 % for 30 s then 50 % until promoted, each gated by ANALYSIS. */
+export const analysed = () =>
+  stepped({
+    analysis: ANALYSIS,
+    steps: [
+      { weight: 10, pause: { duration: '30s' } },
+      { weight: 50, pause: {} },
+    ],
+  });
 // Enough samples to show every threshold within at 99 %: no reset in 1 000 canary connections.
 export const healthy = (ms: number) =>
   evidence(

@@ -13,6 +13,7 @@ import type { PortStatus } from '../../../src/api/status-types.ts';
 import type { CounterSnapshot } from '../../../src/counters/snapshot.ts';
 import { clone, conditionOf, converge, NOW, options, run, type World } from './world.ts';
 import {
+  analysed,
   ANALYSIS,
   at,
   BUCKETS_MS,
@@ -368,15 +369,6 @@ describe('analysis', () => {
 });
 
 describe('steps gated by analysis, and the rollback', () => {
-  const analysed = () =>
-    stepped({
-      analysis: ANALYSIS,
-      steps: [
-        { weight: 10, pause: { duration: '30s' } },
-        { weight: 50, pause: {} },
-      ],
-    });
-
   it('a step advances only after an interval that passed; too few samples never promote', () => {
     let { world } = settle(analysed(), 0);
     world.evidence = evidence(40_000, { connections: 90 }, { connections: 10 });

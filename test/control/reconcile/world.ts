@@ -411,7 +411,8 @@ export function takenOverByOldProxy(running: World, name: string): World {
   return world;
 }
 
-/** What a comparison of end states may look at: nothing that depends on when things were created. */
+/** What a comparison of end states may look at: nothing that depends on when things were created,
+ * or on which passes ran. */
 export function snapshot(world: World): unknown {
   const services = [...world.services.values()]
     .map((item) => {
@@ -424,8 +425,15 @@ export function snapshot(world: World): unknown {
       };
     })
     .sort((a, b) => String(a.name).localeCompare(String(b.name)));
+  // status.history records the standings that passes wrote: a crash may skip one (Adopting, written
+  // by the pass it cut short), so only where the history ends must match.
+  const status = world.release?.status;
+  const history = status?.history && { ...status.history, marks: status.history.marks.slice(-1) };
   return {
-    release: world.release && { finalizers: world.release.metadata.finalizers, status: world.release.status },
+    release: world.release && {
+      finalizers: world.release.metadata.finalizers,
+      status: history === undefined ? status : { ...status, history },
+    },
     services,
   };
 }

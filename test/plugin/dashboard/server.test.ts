@@ -141,7 +141,21 @@ describe('kubectl canary-l4 dashboard: the server', { timeout: suiteTimeout(60_0
       list.releases.map((release) => [release.key, release.phase, release.step, release.ports[0]?.configured]),
       [['default/web-v2', 'Running', '1/2 (index 0)', 10]],
     );
-    for (const asset of ['/app.js', '/app.css']) assert.equal((await send(dashboard.url, 'GET', asset)).status, 200);
+    for (const asset of ['/app.js', '/charts.js', '/app.css'])
+      assert.equal((await send(dashboard.url, 'GET', asset)).status, 200);
+  });
+
+  it("serves a release's story from its status.history: null before there is one, 404 for no such release", async () => {
+    const path = '/api/releases/default/web-v2/story';
+    assert.deepEqual(await send(dashboard.url, 'GET', path), { status: 200, body: 'null' });
+    const at = new Date().toISOString();
+    const mark = { at, phase: 'Running', weights: [{ port: 'web:80/TCP', served: 10 }], step: 0 };
+    await writeStatus(cluster, 'web-v2', { history: { marks: [mark], intervals: [] } });
+    await waitFor(async () => (await send(dashboard.url, 'GET', path)).body !== 'null', 'the story', 5_000);
+    const story = JSON.parse((await send(dashboard.url, 'GET', path)).body) as { from: string; weights: unknown };
+    assert.equal(story.from, at);
+    assert.deepEqual(story.weights, [{ port: 'web:80/TCP', points: [{ at, value: 10 }] }]);
+    assert.equal((await send(dashboard.url, 'GET', '/api/releases/default/nope/story')).status, 404);
   });
 
   it('streams a change made elsewhere within a second', async () => {

@@ -14,7 +14,15 @@ const release = (spec: object, status: object = {}): ManagedRelease =>
 const STEPS = { steps: [{ weight: 10, pause: { duration: '2m' } }, { weight: 50, pause: {} }, { weight: 100 }] };
 
 describe('dashboard view model', () => {
-  it('needs attention for exactly what a person must look at', () => {
+  it('needs attention for exactly what a person must look at, and not for a release working as written', () => {
+    const ANALYSED = { ...STEPS, analysis: { interval: '10s' } };
+    const analysis = (verdict: string, at: string) => ({
+      verdict,
+      at,
+      intervalMs: 10_000,
+      failures: verdict === 'Failed' ? 1 : 0,
+      message: '',
+    });
     const cases: [string, ManagedRelease, string[]][] = [
       [
         'a quiet running release',
@@ -22,26 +30,58 @@ describe('dashboard view model', () => {
         [],
       ],
       [
-        'a failing analysis',
-        release(
-          {},
-          { phase: 'Running', analysis: { verdict: 'Failed', failures: 2, message: 'resetRate 0.2 > max 0.05' } },
-        ),
-        ['analysis failing (2 in a row): resetRate 0.2 > max 0.05'],
+        'a failed interval below the failure limit: the proxy rolls back by itself if it must',
+        release(ANALYSED, { phase: 'Running', analysis: analysis('Failed', '2026-01-01T12:09:55Z') }),
+        [],
       ],
       [
-        'a step held longer than its pause (and the slack)',
-        release(STEPS, {
+        'a gated step held past its pause while its analysis pools too few samples',
+        release(ANALYSED, {
           phase: 'Running',
           currentStep: 0,
           stepStartedAt: '2026-01-01T12:07:00Z',
-          pause: { reason: 'AnalysisInconclusive', since: '2026-01-01T12:09:00Z' },
+          analysis: analysis('Inconclusive', '2026-01-01T12:09:55Z'),
         }),
-        ['step 1/3 (index 0) held 180s, longer than its pause of 2m (AnalysisInconclusive)'],
+        [],
+      ],
+      [
+        'a gated step whose interval passed, still held past its pause: the proxy did not move it on',
+        release(ANALYSED, {
+          phase: 'Running',
+          currentStep: 0,
+          stepStartedAt: '2026-01-01T12:07:00Z',
+          analysis: analysis('Passed', '2026-01-01T12:09:55Z'),
+        }),
+        [
+          'step 1/3 (index 0) held 180s, past its pause of 2m and a passing interval: the proxy has not moved it on (is it running?)',
+        ],
+      ],
+      [
+        'a step without analysis held past its pause (and the slack)',
+        release(STEPS, { phase: 'Running', currentStep: 0, stepStartedAt: '2026-01-01T12:07:00Z' }),
+        ['step 1/3 (index 0) held 180s, past its pause of 2m: the proxy has not moved it on (is it running?)'],
+      ],
+      [
+        'an analysis gone quiet for more than three intervals',
+        release(ANALYSED, {
+          phase: 'Running',
+          currentStep: 0,
+          stepStartedAt: '2026-01-01T12:09:00Z',
+          analysis: analysis('Inconclusive', '2026-01-01T12:08:00Z'),
+        }),
+        ['no analysis interval judged for 120s (every 10s before): is the proxy running?'],
       ],
       [
         'a step within its pause and slack',
         release(STEPS, { phase: 'Running', currentStep: 0, stepStartedAt: '2026-01-01T12:07:31Z' }),
+        [],
+      ],
+      [
+        'a step a person paused, however long',
+        release(
+          { ...STEPS, paused: true },
+          { phase: 'Running', currentStep: 0, stepStartedAt: '2025-12-01T00:00:00Z' },
+        ),
         [],
       ],
       [
@@ -86,13 +126,30 @@ describe('dashboard view model', () => {
           phase: 'Running',
           step: '2/3 (index 1)',
           currentStep: 1,
-          ports: [{ ...PORT, served: 10, achieved: { stable: 90, canary: 10, canaryPercent: 10 } }],
+          ports: [
+            {
+              ...PORT,
+              served: 10,
+              achieved: { stable: 90, canary: 10, canaryPercent: 10 },
+              achievedStep: { step: 1, stable: 40, canary: 10, canaryPercent: 20 },
+            },
+          ],
           analysis: { verdict: 'Passed', failures: 0, message: '' },
         }),
         {
           phase: 'Running',
           step: '2/3 (index 1)',
-          ports: [{ service: 'web', port: 80, protocol: 'TCP', configured: 10, served: 10, achieved: 10 }],
+          ports: [
+            {
+              service: 'web',
+              port: 80,
+              protocol: 'TCP',
+              configured: 10,
+              served: 10,
+              achieved: 10,
+              thisStep: { percent: 20, canary: 10, of: 50 },
+            },
+          ],
           verdict: 'Passed',
         },
       ],
@@ -105,7 +162,9 @@ describe('dashboard view model', () => {
         {
           phase: 'Running',
           step: '-',
-          ports: [{ service: 'web', port: 80, protocol: 'TCP', configured: 0, served: null, achieved: null }],
+          ports: [
+            { service: 'web', port: 80, protocol: 'TCP', configured: 0, served: null, achieved: null, thisStep: null },
+          ],
           verdict: null,
         },
       ],

@@ -1,34 +1,39 @@
 /**
- * `npm run fake-apiserver -- --port 6443 [--service-cidr CIDR] [--kubeconfig-out FILE]
- * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr CIDR] [--pod-termination-ms 1000]
+ * `npm run fake-apiserver -- --port 6443 [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--env-out FILE]
+ * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr 127.0.200.0/24] [--pod-termination-ms 1000]
  * [--simulate-network [--namespace default]]]`
  * Serves the fake kube-apiserver until Ctrl-C and writes (and prints the path of) a kubeconfig.
+ * Without --service-cidr it claims a loopback block of its own (loopback-block.ts) and prints it.
  */
+import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startKubeProxy } from '../cluster/kube-proxy.ts';
 import { startPodServers } from '../cluster/pod-servers.ts';
+import { claimLoopbackBlock } from './loopback-block.ts';
 import {
   DEFAULT_POD_CIDR,
   DEFAULT_POD_READY_DELAY_MS,
   DEFAULT_POD_TERMINATION_MS,
-  DEFAULT_SERVICE_CIDR,
   startFakeApiServer,
 } from './index.ts';
 
-const usage = `usage: fake-apiserver [--port 6443] [--service-cidr ${DEFAULT_SERVICE_CIDR}] [--kubeconfig-out FILE] [--no-gc]
+const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--env-out FILE] [--no-gc]
                       [--simulate-deployments [--pod-ready-delay-ms ${DEFAULT_POD_READY_DELAY_MS}] [--pod-cidr ${DEFAULT_POD_CIDR}]
                                               [--pod-termination-ms ${DEFAULT_POD_TERMINATION_MS}]
                                               [--simulate-network [--namespace default]]]
   --port                  TCP port on 127.0.0.1 (default 6443; 0 = ephemeral)
-  --service-cidr          Service cluster-IP range (default ${DEFAULT_SERVICE_CIDR})
+  --service-cidr          Service cluster-IP range (default: 127.N.10.0/24 of a loopback block 127.N.0.0/16 no
+                          other fake-apiserver of this host holds, printed at start; its pods then 127.N.200.0/24)
   --kubeconfig-out        where to write the kubeconfig (default: a temp file, removed on exit)
+  --env-out               where to write FAKE_SERVICE_CIDR, FAKE_POD_CIDR and FAKE_ADDRESS (an address of the
+                          block no Service or pod takes, for your proxies' --listen-address) as shell lines
   --no-gc                 do not simulate the garbage collector / namespace controller
   --simulate-deployments  simulate the Deployment/ReplicaSet controllers and the kubelet: ReplicaSets,
                           Pods (Running, then Ready), rollouts and statuses for every Deployment
   --pod-ready-delay-ms    with --simulate-deployments: from Running to Ready (default ${DEFAULT_POD_READY_DELAY_MS})
-  --pod-cidr              with --simulate-deployments: pod IP range (default ${DEFAULT_POD_CIDR})
+  --pod-cidr              with --simulate-deployments: pod IP range (default: the block's, or ${DEFAULT_POD_CIDR} with --service-cidr)
   --pod-termination-ms    with --simulate-deployments: a deleted pod terminates (not Ready, still served)
                           for its grace period or this long, whichever is shorter (default ${DEFAULT_POD_TERMINATION_MS})
   --simulate-network      with --simulate-deployments: in --namespace, serve every Service's cluster IP as
@@ -42,8 +47,9 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       port: { type: 'string', default: '6443' },
-      'service-cidr': { type: 'string', default: DEFAULT_SERVICE_CIDR },
+      'service-cidr': { type: 'string' },
       'kubeconfig-out': { type: 'string' },
+      'env-out': { type: 'string' },
       'no-gc': { type: 'boolean', default: false },
       'simulate-deployments': { type: 'boolean', default: false },
       'pod-ready-delay-ms': { type: 'string' },
@@ -75,19 +81,33 @@ async function main(): Promise<void> {
     );
   const podReadyDelayMs = milliseconds(values, 'pod-ready-delay-ms');
   const podTerminationMs = milliseconds(values, 'pod-termination-ms');
+  // Another user's fake on this host must not serve the same cluster IPs, nor its pods the same addresses.
+  const block = values['service-cidr'] === undefined ? claimLoopbackBlock() : undefined;
+  const serviceCidr = values['service-cidr'] ?? block!.serviceCidr;
+  const podCidr = values['pod-cidr'] ?? block?.podCidr ?? DEFAULT_POD_CIDR;
   const api = await startFakeApiServer({
     port,
-    serviceCidr: values['service-cidr'],
+    serviceCidr,
     gc: !values['no-gc'],
     kubeconfigPath: out ? resolve(out) : undefined,
-    simulateDeployments: simulate ? { podReadyDelayMs, podCidr: values['pod-cidr'], podTerminationMs } : undefined,
+    simulateDeployments: simulate ? { podReadyDelayMs, podCidr, podTerminationMs } : undefined,
   });
   console.log(`fake-apiserver listening on ${api.url}`);
+  if (block !== undefined)
+    console.log(
+      `loopback block ${block.block}, this fake's alone: Services ${serviceCidr}, pods ${podCidr}; ${block.hostAddress} for your proxies (--listen-address)`,
+    );
+  const envOut = values['env-out'];
+  if (envOut !== undefined)
+    writeFileSync(
+      resolve(envOut),
+      `FAKE_SERVICE_CIDR=${serviceCidr}\nFAKE_POD_CIDR=${podCidr}\nFAKE_ADDRESS=${block?.hostAddress ?? '127.0.0.1'}\n`,
+    );
   console.log(`fault injection: curl -XPOST ${api.url}/_fake/faults/latency -d '{"ms":200}'  (all of it: README.md)`);
   console.log(`kubeconfig: ${api.kubeconfigPath}`);
   if (simulate) {
     console.log(
-      `simulating Deployments: pods in ${values['pod-cidr'] ?? DEFAULT_POD_CIDR}, Ready ${podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS} ms after they run, ` +
+      `simulating Deployments: pods in ${podCidr}, Ready ${podReadyDelayMs ?? DEFAULT_POD_READY_DELAY_MS} ms after they run, ` +
         `terminating for up to ${podTerminationMs ?? DEFAULT_POD_TERMINATION_MS} ms when deleted`,
     );
   }
