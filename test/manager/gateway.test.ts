@@ -309,7 +309,7 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
     assert.equal(classWrites.length, 1, 'one status write over many resyncs');
   });
 
-  it('deleting the Gateway: the garbage collector takes what it owns, even with no manager running; the manager, back, removes the ClusterRoleBinding (which a namespaced Gateway cannot own)', async () => {
+  it("deleting the Gateway: the garbage collector takes what it owns, even with no manager running; the proxy's identity (owned by no one, so no pod outlives it) waits for the manager, which removes it once no pod is left", async () => {
     await stopManager();
     await cluster.custom.deleteNamespacedCustomObject({
       ...gatewayApi,
@@ -317,8 +317,8 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
       plural: 'gateways',
       name: 'edge',
     });
-    await waitFor(async () => (await managed()).length === 1, 'the owned objects collected', 15_000);
-    assert.deepEqual(await managed(), [`ClusterRoleBinding/${BINDING}`]);
+    await waitFor(async () => (await managed()).length === 3, 'the owned objects collected', 15_000);
+    assert.deepEqual(await managed(), [`ClusterRoleBinding/${BINDING}`, `RoleBinding/${PROXY}`, `ServiceAccount/${PROXY}`]);
     startManager();
     await waitFor(async () => (await managed()).length === 0, 'nothing left of the proxy', 15_000);
   });

@@ -204,7 +204,7 @@ export const SCRIPT = `'use strict';
     var parts = [
       el('p', {}, el('a', { href: '#/', text: '← all releases' })),
       el('h1', {}, 'CanaryRelease ' + release.key + ' ', badge(release.phase), release.paused ? el('span', { class: 'badge', id: 'paused-badge', text: 'paused' }) : null),
-      el('p', { id: 'standing' }, release.step === '-' ? 'No steps' : release.step.charAt(0).toUpperCase() + release.step.slice(1),
+      el('p', { id: 'standing' }, release.step === '-' ? 'No steps' : 'Step ' + release.step,
         release.pause ? [' · held: ' + localText(release.pause.reason) + ', since ', timeEl(release.pause.since)] : null,
         release.transition ? ' · transition ' + localText(release.transition) : null),
     ];

@@ -325,7 +325,7 @@ describe('progressive delivery: steps, promotion, pauses and analysis, with real
     assert.ok(story, 'status.history is written');
     assert.deepEqual(
       story.steps.map((step) => `${step.label}${step.promoted ? ' promoted' : ''}`),
-      ['step 1/4', 'step 2/4', 'step 3/4', 'step 4/4 promoted'],
+      ['step 1/4 (index 0)', 'step 2/4 (index 1)', 'step 3/4 (index 2)', 'step 4/4 (index 3) promoted'],
       'each step where it began, as canary_l4_release_step counts them',
     );
     assert.equal(story.weights[0]?.points.at(-1)?.value, 80, 'the weight served now, as canary_l4_backend_weight says');

@@ -203,8 +203,8 @@ describe('kubectl canary-l4 dashboard in a browser', {
       kept.marks.map((mark) => [mark.at, mark.weights[0]?.served ?? 0]),
     );
     assert.deepEqual(await dataOf('svg[data-chart="weights"] line.step-mark', 'data-step'), [
-      '1/3 (index 0)',
-      '2/3 (index 1)',
+      'step 1/3 (index 0)',
+      'step 2/3 (index 1)',
     ]);
     // Each interval's achieved share, its verdict, and each signal's canary figure against its threshold.
     assert.deepEqual(
@@ -250,12 +250,12 @@ describe('kubectl canary-l4 dashboard in a browser', {
     // Every time in the browser's local time, one format; no RFC 3339 left in any message.
     assert.doesNotMatch(main, /\d{4}-\d\d-\d\dT\d\d:\d\d/);
     assert.ok(
-      main.includes(`Step 2/3 · held: ${status.pause!.reason}, since ${local(status.pause!.since)}`),
+      main.includes(`Step 2/3 (index 1) · held: ${status.pause!.reason}, since ${local(status.pause!.since)}`),
       'status.pause, its time in local time',
     );
     const timed = history('web-v2').marks[1]!.pause!;
     assert.ok(
-      main.includes(`step 1 holds until ${local(timed.slice(timed.lastIndexOf(' ') + 1))}`),
+      main.includes(`step 1/3 (index 0) holds until ${local(timed.slice(timed.lastIndexOf(' ') + 1))}`),
       'a time in a message',
     );
     assert.match((await page.locator('#zone').textContent()) ?? '', /times in Asia\/(Kolkata|Calcutta), UTC\+05:30/);

@@ -56,7 +56,7 @@ describe("a release's story", () => {
     );
     assert.match(
       drawn.events.map((event) => event.text).join('\n'),
-      /step 1 waits for an analysis interval that passes.*\nstep 2\/3 began: web:80\/TCP 25% \(an analysis interval passed\)/,
+      /step 1\/3 \(index 0\) waits for an analysis interval that passes.*\nstep 2\/3 \(index 1\) began: web:80\/TCP 25% \(an analysis interval passed\)/,
     );
   });
 

@@ -1,6 +1,6 @@
 /**
- * `npm run fake-apiserver -- --port 6443 [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--env-out FILE]
- * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr 127.0.200.0/24] [--pod-termination-ms 1000]
+ * `npm run fake-apiserver -- --port 6443 [--service-cidr CIDR] [--kubeconfig-out FILE] [--env-out FILE]
+ * [--simulate-deployments [--pod-ready-delay-ms 1000] [--pod-cidr CIDR] [--pod-termination-ms 1000]
  * [--simulate-network [--namespace default]]]`
  * Serves the fake kube-apiserver until Ctrl-C and writes (and prints the path of) a kubeconfig.
  * Without --service-cidr it claims a loopback block of its own (loopback-block.ts) and prints it.
@@ -19,7 +19,7 @@ import {
   startFakeApiServer,
 } from './index.ts';
 
-const usage = `usage: fake-apiserver [--port 6443] [--service-cidr 127.0.10.0/24] [--kubeconfig-out FILE] [--env-out FILE] [--no-gc]
+const usage = `usage: fake-apiserver [--port 6443] [--service-cidr CIDR] [--kubeconfig-out FILE] [--env-out FILE] [--no-gc]
                       [--simulate-deployments [--pod-ready-delay-ms ${DEFAULT_POD_READY_DELAY_MS}] [--pod-cidr ${DEFAULT_POD_CIDR}]
                                               [--pod-termination-ms ${DEFAULT_POD_TERMINATION_MS}]
                                               [--simulate-network [--namespace default]]]
