@@ -21,7 +21,7 @@ import {
 } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { startFakeApiServer, type FakeApiServer } from '../test/support/fake-apiserver/index.ts';
-import { PROJECT_NODE, PROJECT_ROOT } from './paths.ts';
+import { PROJECT_ROOT } from './paths.ts';
 import { httpOk, startChild, waitFor, type Child } from './processes.ts';
 import { treeRssKiB } from './proc-usage.ts';
 import type { MetricSpec, StandaloneWorkload } from './workloads.ts';
@@ -100,6 +100,7 @@ interface Runner {
   readonly root: string;
   /** SOURCE_ENTRY or BUNDLE_ENTRY, relative to root. */
   readonly entry: string;
+  readonly node: string;
   readonly nodeFlags: readonly string[];
   readonly env: NodeJS.ProcessEnv;
 }
@@ -107,7 +108,7 @@ interface Runner {
 async function startMode(runner: Runner, name: string, args: readonly string[]): Promise<Child> {
   const child = startChild(
     `canary-l4 ${name}`,
-    PROJECT_NODE,
+    runner.node,
     [...runner.nodeFlags, runner.entry, ...args],
     runner.root,
     runner.env,
@@ -386,9 +387,10 @@ async function createUnrelatedPods(core: CoreV1Api): Promise<void> {
 export async function measureFootprint(root: string, settings: CanarySettings): Promise<Record<string, number>> {
   const dir = mkdtempSync(join(tmpdir(), 'canary-l4-footprint-'));
   const { nodeFlags } = settings;
+  const node = settings.node.path;
   const runners = (entry: string, cache: string) => ({
-    plain: { root, entry, nodeFlags, env: { ...settings.env, NODE_COMPILE_CACHE: undefined } },
-    cached: { root, entry, nodeFlags, env: { ...settings.env, NODE_COMPILE_CACHE: join(dir, cache) } },
+    plain: { root, entry, node, nodeFlags, env: { ...settings.env, NODE_COMPILE_CACHE: undefined } },
+    cached: { root, entry, node, nodeFlags, env: { ...settings.env, NODE_COMPILE_CACHE: join(dir, cache) } },
   });
   const { plain, cached } = runners(SOURCE_ENTRY, 'compile-cache');
   // A checkout without a bundle (one from before it, not built) has no bundle figures.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { BACKEND_PORTS } from './backends.ts';
 import { NGINX_STREAM_MODULE } from './install.ts';
 import { CHILD_FD_LIMIT, startChild, waitFor, tcpPortOpen, httpOk, type Child } from './processes.ts';
-import { PROJECT_NODE, PROJECT_ROOT } from './paths.ts';
+import { PROJECT_ROOT } from './paths.ts';
 import type { CanarySettings } from './image-settings.ts';
 
 export const PROXY_NAMES = ['direct', 'nginx', 'haproxy', 'canary-l4', 'baseline'] as const;
@@ -307,7 +307,7 @@ export async function startProxy(
         String(workers),
       ];
       if (name === CANARY_NO_METRICS) args.push('--no-metrics');
-      const child = startChild(name, PROJECT_NODE, args, root, settings.env);
+      const child = startChild(name, settings.node.path, args, root, settings.env);
       return whenReady(name, ports, child, () =>
         waitFor(`${name} /readyz`, () => httpOk(`http://127.0.0.1:${adminPort}/readyz`), child, READY_TIMEOUT_MS),
       );

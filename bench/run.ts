@@ -1,5 +1,6 @@
 // `npm run bench [-- --quick] [--workers N] [--repeats N] [--seconds N] [--only a,b] [--proxies a,b]
-//   [--baseline DIR] [--node-flags "..."] [--env "A=1 …"] [--baseline-node-flags "..."] [--baseline-env "..."]`; `--only analysis [--releases N] [--seed N]`
+//   [--baseline DIR] [--node PATH] [--node-flags "..."] [--env "A=1 …"] [--baseline-node PATH] [--baseline-node-flags "..."]
+//   [--baseline-env "..."]`; `--only analysis [--releases N] [--seed N]`
 //   is the analysis' operating characteristics instead (analysis.ts).
 // Side-by-side benchmark of canary-l4 against nginx's stream module and HAProxy on loopback.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -35,8 +36,8 @@ import { writeQueryFile } from './dns-server.ts';
 import { EXTRA_WORKLOADS } from './extras.ts';
 import { runAnalysisBench } from './analysis.ts';
 import { footprint } from './footprint.ts';
-import { PROJECT_ROOT } from './paths.ts';
-import { imageSettings, parseEnv, type CanarySettings } from './image-settings.ts';
+import { PROJECT_NODE, PROJECT_ROOT } from './paths.ts';
+import { imageSettings, nodeBinary, parseEnv, type CanarySettings } from './image-settings.ts';
 import { markdownTable, metricsOf, summarize, writeResultsJson, type Measurement } from './report.ts';
 
 const ALL_WORKLOADS: readonly AnyWorkload[] = [...MAIN_WORKLOADS, ...EXTRA_WORKLOADS, footprint];
@@ -86,18 +87,24 @@ function parseOptions(argv: readonly string[]): Options {
       only: { type: 'string' },
       proxies: { type: 'string' },
       baseline: { type: 'string' },
+      node: { type: 'string' },
+      'baseline-node': { type: 'string' },
       'node-flags': { type: 'string' },
       'baseline-node-flags': { type: 'string' },
       env: { type: 'string' },
       'baseline-env': { type: 'string' },
     },
   });
-  // Each left out is as the image runs it (deploy/Dockerfile).
+  // Each left out is as the image runs it (deploy/Dockerfile), on the project's Node.
   const image = imageSettings();
-  const settings = (flags: string | undefined, envFlag: string, env: string | undefined): CanarySettings => ({
-    nodeFlags: flags === undefined ? image.nodeFlags : flags.split(/\s+/).filter((flag) => flag !== ''),
-    env: env === undefined ? image.env : parseEnv(envFlag, env),
-  });
+  const settings = (prefix: '' | 'baseline-'): CanarySettings => {
+    const [node, flags, env] = [values[`${prefix}node`], values[`${prefix}node-flags`], values[`${prefix}env`]];
+    return {
+      node: nodeBinary(`${prefix}node`, node === undefined ? PROJECT_NODE : resolve(node)),
+      nodeFlags: flags === undefined ? image.nodeFlags : flags.split(/\s+/).filter((flag) => flag !== ''),
+      env: env === undefined ? image.env : parseEnv(`${prefix}env`, env),
+    };
+  };
   const baselineRoot = values.baseline === undefined ? undefined : resolve(values.baseline);
   const defaultProxies = PROXY_NAMES.filter((name) => name !== 'baseline' || baselineRoot !== undefined);
   return {
@@ -114,9 +121,9 @@ function parseOptions(argv: readonly string[]): Options {
     ),
     proxies: pickByName('proxies', values.proxies, defaultProxies, (name) => name),
     canary: {
-      settings: settings(values['node-flags'], 'env', values.env),
+      settings: settings(''),
       baselineRoot,
-      baselineSettings: settings(values['baseline-node-flags'], 'baseline-env', values['baseline-env']),
+      baselineSettings: settings('baseline-'),
     },
   };
 }
@@ -285,7 +292,9 @@ async function main(): Promise<void> {
 
   const columns = options.proxies.filter((name) => measurements.some((m) => m.proxy === name));
   const summary = summarize(options.workloads, columns, measurements);
-  const heading = `## canary-l4 vs nginx stream vs HAProxy — ${startedAt.toISOString()}, ${cpus().length} CPUs, ${options.workers} worker(s) each, ${options.repeats} repetition(s) of ${options.seconds} s`;
+  const { settings, baselineRoot, baselineSettings } = options.canary;
+  const runtimes = `canary-l4 on Node ${settings.node.version}${baselineRoot === undefined ? '' : `, baseline on Node ${baselineSettings.node.version}`}`;
+  const heading = `## canary-l4 vs nginx stream vs HAProxy — ${startedAt.toISOString()}, ${cpus().length} CPUs, ${options.workers} worker(s) each, ${options.repeats} repetition(s) of ${options.seconds} s, ${runtimes}`;
   console.log(`\n${markdownTable(heading, columns, summary, measurements)}\n`);
   const file = writeResultsJson(
     {

@@ -16,6 +16,8 @@ import { join } from 'node:path';
 
 /** The Node.js major version the TypeScript sources need (type stripping, package.json engines). */
 const NEEDED_MAJOR = 24;
+/** The Node.js major version the project pins (the `node` dev dependency) and the image runs. */
+const PINNED_MAJOR = 26;
 
 /**
  * Runs `bundle` (a URL of its bundled .js), or `entry` (a URL of the .ts module) when the bundle is
@@ -29,7 +31,7 @@ export async function launch(name, entry, bundle) {
   const major = Number(process.versions.node.split('.')[0]);
   if (major < NEEDED_MAJOR) {
     process.stderr.write(
-      `${name}: needs Node.js ${NEEDED_MAJOR} or later, but this is Node.js ${process.versions.node} (${process.execPath}); put Node 24 first on PATH (in the project: export PATH=$PWD/node_modules/.bin:$PATH)\n`,
+      `${name}: needs Node.js ${NEEDED_MAJOR} or later, but this is Node.js ${process.versions.node} (${process.execPath}); put Node ${PINNED_MAJOR} first on PATH (in the project: export PATH=$PWD/node_modules/.bin:$PATH)\n`,
     );
     process.exit(1);
   }

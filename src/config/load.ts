@@ -53,8 +53,13 @@ export function parseOffThread(text: string, source: string): Promise<L4Config> 
       for (const listener of reply.listeners) listeners.push(deepFreeze(listener));
       thread.postMessage('next');
     });
+    // A thread may throw anything, not only an Error (@types/node 26 says so).
     thread.once('error', (error) =>
-      reject(new ConfigError(source, [`could not be parsed: ${error.message}`], { cause: error })),
+      reject(
+        new ConfigError(source, [`could not be parsed: ${error instanceof Error ? error.message : String(error)}`], {
+          cause: error,
+        }),
+      ),
     );
     thread.once('exit', (code) =>
       reject(new ConfigError(source, [`could not be parsed: the parsing thread exited (${code})`])),

@@ -1,4 +1,4 @@
-// The package's bins (package.json `bin`) as npm installs them: on Node 24 they run the bundle of
+// The package's bins (package.json `bin`) as npm installs them: on Node 24 or later they run the bundle of
 // `npm run build` while it is current, else the TypeScript entries; on an older Node they say in one
 // line which Node they need (the .ts entries themselves would fail there with
 // ERR_UNKNOWN_FILE_EXTENSION before any of their code ran).
@@ -26,9 +26,16 @@ import { setTimeout } from 'node:timers/promises';
 import { TYPE_STRIPPER_PROBE } from '../support/process/type-stripper-probe.ts';
 
 const projectDir = fileURLToPath(new URL('../../', import.meta.url));
-const bins = (
-  JSON.parse(readFileSync(new URL('package.json', `file://${projectDir}`), 'utf8')) as { bin: Record<string, string> }
-).bin;
+const packageJson = JSON.parse(readFileSync(new URL('package.json', `file://${projectDir}`), 'utf8')) as {
+  bin: Record<string, string>;
+  engines: { node: string };
+  devDependencies: { node: string };
+};
+const bins = packageJson.bin;
+/** The lowest Node major the package accepts (engines) and the one it pins (the `node` dev dependency). */
+const [floorMajor, pinnedMajor] = [packageJson.engines.node, packageJson.devDependencies.node].map(
+  (range) => /\d+/.exec(range)?.[0],
+);
 
 /** A preload that makes this Node report another version, as an older Node would. */
 const pretendNode = (version: string) =>
@@ -53,7 +60,7 @@ describe('the package bins', { timeout: 60_000 }, () => {
   ] as const) {
     const bin = bins[name];
 
-    it(`${name} runs on this Node (24): the bundle while it is current, else its TypeScript entry`, async () => {
+    it(`${name} runs on this Node (the pinned ${pinnedMajor}): the bundle while it is current, else its TypeScript entry`, async () => {
       assert.ok(bin !== undefined, `package.json has no bin ${name}`);
       const result = await run([bin, '--help']);
       assert.equal(result.code, 0, result.stderr);
@@ -68,7 +75,9 @@ describe('the package bins', { timeout: 60_000 }, () => {
       assert.equal(lines.length, 1, result.stderr);
       assert.match(
         lines[0]!,
-        /^(kubectl )?canary-l4: needs Node\.js 24 or later, but this is Node\.js 20\.11\.1 \(.+\); put Node 24 first on PATH/,
+        new RegExp(
+          `^(kubectl )?canary-l4: needs Node\\.js ${floorMajor} or later, but this is Node\\.js 20\\.11\\.1 \\(.+\\); put Node ${pinnedMajor} first on PATH`,
+        ),
       );
     });
   }

@@ -1,6 +1,6 @@
 // deploy/Dockerfile without a Docker engine: its stages are read from the file itself and replayed
 // on this machine — the build stage's commands (`npm ci`, the bundle) in a temporary folder holding
-// what the build context lets through, then the final stage's copies and entrypoint on Node 24 —
+// what the build context lets through, then the final stage's copies and entrypoint on Node 26 —
 // so the image's command, and the command the Deployment gives it, are proven to start from the
 // bundle alone.
 import assert from 'node:assert/strict';
@@ -64,9 +64,13 @@ const { entrypoint, env: imageEnv } = runtimeOf(finalStage);
 const nodeCommand = entrypoint.slice(entrypoint.indexOf('--') + 1);
 
 describe('deploy/Dockerfile', () => {
-  it('builds on the official Node 24 image, in stages', () => {
+  it('builds on the official image of the Node the project pins and tests on (the `node` dev dependency), in stages', () => {
     assert.ok(stages.length >= 2, 'a build stage and a final stage');
-    assert.match(globalArgs.get('NODE_IMAGE') ?? '', /^node:24[-.]/);
+    const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8')) as {
+      devDependencies: { node: string };
+    };
+    const pinnedMajor = /\d+/.exec(packageJson.devDependencies.node)?.[0];
+    assert.match(globalArgs.get('NODE_IMAGE') ?? '', new RegExp(`^node:${pinnedMajor}[-.]`));
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's ARG reference, as written
     for (const stage of stages) assert.equal(stage.from, '${NODE_IMAGE}');
   });

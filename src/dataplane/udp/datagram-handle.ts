@@ -53,7 +53,7 @@ function findInternals(): RuntimeInternals | Error {
     const state = (probe as unknown as Record<symbol, Partial<SocketState> | undefined>)[stateSymbol];
     if (typeof state?.handle?.send !== 'function')
       return new Error("a dgram.Socket's state has no handle with a send method");
-    // process.binding is deprecated (DEP0111) but udp_wrap stays on its allow list in Node 24.
+    // process.binding is deprecated (DEP0111) but udp_wrap stays on its allow list in Node 24 and 26.
     const binding = (process as unknown as { binding(name: string): { SendWrap?: unknown } }).binding('udp_wrap');
     if (typeof binding.SendWrap !== 'function') return new Error("process.binding('udp_wrap') has no SendWrap");
     return { stateSymbol, SendWrap: binding.SendWrap as new () => object };

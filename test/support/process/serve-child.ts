@@ -1,4 +1,4 @@
-// Runs `canary-l4 serve` as a child process, as a user would: the project's Node 24
+// Runs `canary-l4 serve` as a child process, as a user would: the project's Node
 // (process.execPath is the Node running the tests), a config file in a temporary directory, the
 // admin server on a free loopback port (learned from the "admin server listening" log line), and
 // stdout/stderr collected for assertions.
