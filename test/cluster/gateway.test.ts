@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { CustomObjectsApi, RbacAuthorizationV1Api, AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { GATEWAY_CONTROLLER_NAME, GATEWAY_GROUP, GATEWAY_VERSION } from '../../src/api/gateway/names.ts';
 import type { GatewayClass } from '../../src/api/gateway/types.ts';
-import { REAL_API } from '../support/cluster/api-under-test.ts';
+import { REAL_API, REAL_NODE } from '../support/cluster/api-under-test.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { MANAGER_GATEWAY_ONLY_GRANTS } from '../support/cluster/release-cluster.ts';
 import { waitFor } from '../support/net/backends.ts';
@@ -74,7 +74,7 @@ describe('the manager and a Gateway on a real control plane, installed with kube
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-gateway-'));
-    cluster = await startRealCluster({ dir, serviceCidr: '127.0.152.0/24', podSubnet: 152 });
+    cluster = await startRealCluster({ dir, serviceCidr: '127.0.152.0/24', podSubnet: 152, realNode: REAL_NODE });
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);

@@ -4,7 +4,9 @@
 // exactly deploy/'s RBAC. An app Deployment (2 pods) behind a Service gets a CanaryRelease with a
 // managed canary workload; the manager makes its proxy Deployment; the real Deployment controller
 // and scheduler make every pod; the simulated node runs them; clients reach the Service through the
-// kube-proxy simulation, which routes by the EndpointSlices the real EndpointSlice controller writes.
+// kube-proxy simulation, which routes by the EndpointSlices the real EndpointSlice controller writes
+// (with CANARY_TEST_NODE=real: two real nodes run them, and clients connect from node 1's network
+// namespace through the real kube-proxy's rules).
 // Then: the split, `kubectl canary-l4 status`, a leader proxy deleted mid-release, proxies restarted
 // while the API is frozen (their --state-dir config), Adopted (the stable Deployment rolled by the
 // real controller), a release rolled back by its analysis on its own, and one deleted mid-release
@@ -18,11 +20,12 @@ import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Service } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../src/api/names.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
-import { REAL_API } from '../support/cluster/api-under-test.ts';
+import { REAL_API, REAL_NODE } from '../support/cluster/api-under-test.ts';
 import { sleep, waitFor } from '../support/net/backends.ts';
 import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { startTraffic, type Traffic } from '../support/cluster/testbed.ts';
+import { startTrafficIn } from '../support/net/netns-traffic.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
 import { APP_IMAGE_REGISTRY } from './node/images.ts';
 
@@ -134,7 +137,13 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-release-'));
-    cluster = await startRealCluster({ dir, serviceCidr: '127.0.150.0/24', podSubnet: 150, kubeProxy: true });
+    cluster = await startRealCluster({
+      dir,
+      serviceCidr: '127.0.150.0/24',
+      podSubnet: 150,
+      kubeProxy: true,
+      realNode: REAL_NODE,
+    });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
@@ -194,7 +203,12 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     original = await core.readNamespacedService({ name: 'web', namespace: NS });
     serviceIp = original.spec!.clusterIP!;
     await waitFor(async () => (await core.listNamespacedEndpoints({ namespace: NS })).items.length > 0, 'endpoints');
-    clients = startTraffic(() => serviceIp, 80, 'TCP', { pauseMs: 10, maxMs: 540_000 });
+    // On real nodes, from node 1's namespace, through its kube-proxy's rules.
+    const options = { pauseMs: 10, maxMs: 540_000 };
+    clients =
+      cluster.nodes === undefined
+        ? startTraffic(() => serviceIp, 80, 'TCP', options)
+        : await startTrafficIn(cluster.nodes[0]!.netns, serviceIp, 80, 'TCP', options);
     await waitFor(() => (clients.counts()[IMAGE('1.0')] ?? 0) >= 20, 'the app to answer through its Service', 20_000);
     assert.deepEqual(clients.failures(), []);
   });
