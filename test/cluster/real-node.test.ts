@@ -157,68 +157,74 @@ describe('npm run cluster -- --real-node', {
     assert.doesNotMatch(hostTables, /kube-proxy/, "the host's own ruleset has no kube-proxy table");
   });
 
-  it("a UDP flow from one source port stays on its endpoint (conntrack) until the Service's selector moves off it, as a takeover moves it; then its next datagram goes to the new pods, none lost", async (t) => {
-    for (const [name, version] of [
-      ['dns-a', 'a'],
-      ['dns-b', 'b'],
-    ] as const)
-      await kubectl(
-        'create',
-        'deployment',
-        name,
-        // No tag: a UDP answer is `<image>:<datagram>`, read up to its first colon.
-        `--image=app.canary-l4.test/dns-${version}`,
-        '--replicas=1',
-        '--port=5353',
-        '--dry-run=client',
-        '-o',
-        'json',
-      ).then(async (json) => {
-        const deployment = JSON.parse(json);
-        deployment.spec.template.spec.containers[0].ports[0].protocol = 'UDP';
-        await kubectl('apply', '-f', await kubectl.manifest(`${name}.yaml`, deployment));
-      });
+  it("a UDP flow from one source port stays on its endpoint (conntrack) while new flows spread; when the Service's selector moves off that endpoint, as a takeover does, the flow's next datagrams go to the new pods, none lost", async (t) => {
+    const answerOf = (name: string) => `app.canary-l4.test/${name}`;
+    for (const name of ['dns-a', 'dns-b']) {
+      const deployment = JSON.parse(
+        await kubectl(
+          'create',
+          'deployment',
+          name,
+          // No tag: a UDP answer is `<image>:<datagram>`, read up to its first colon.
+          `--image=${answerOf(name)}`,
+          '--port=5353',
+          '--dry-run=client',
+          '-o',
+          'json',
+        ),
+      );
+      deployment.spec.template.spec.containers[0].ports[0].protocol = 'UDP';
+      deployment.spec.template.metadata.labels.role = 'dns';
+      await kubectl('apply', '-f', await kubectl.manifest(`${name}.yaml`, deployment));
+    }
     const service = {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { name: 'dns' },
-      spec: { selector: { app: 'dns-a' }, ports: [{ port: 53, targetPort: 5353, protocol: 'UDP' }] },
+      spec: { selector: { role: 'dns' }, ports: [{ port: 53, targetPort: 5353, protocol: 'UDP' }] },
     };
     await kubectl('apply', '-f', await kubectl.manifest('dns.yaml', service));
     await kubectl('rollout', 'status', 'deployment/dns-a', '--timeout=60s');
     await kubectl('rollout', 'status', 'deployment/dns-b', '--timeout=60s');
     const clusterIp = (await kubectl('get', 'service', 'dns', '-o', 'jsonpath={.spec.clusterIP}')).trim();
+    const udp = { pauseMs: 50, maxMs: 60_000, udpTimeoutMs: 1000 };
+    // Until kube-proxy's rules have both endpoints: new flows (a fresh socket each) reach both pods.
+    const fresh = await startTrafficIn(env.CLUSTER_NODE_NETNS_2!, clusterIp, 53, 'UDP', udp);
+    await waitFor(
+      () => (fresh.counts()[answerOf('dns-a')] ?? 0) >= 5 && (fresh.counts()[answerOf('dns-b')] ?? 0) >= 5,
+      'new flows answered by both pods',
+      30_000,
+    );
+    await fresh.stop();
     const flow = await startTrafficIn(env.CLUSTER_NODE_NETNS_2!, clusterIp, 53, 'UDP', {
+      ...udp,
       udpSourcePort: 40053,
-      pauseMs: 50,
-      maxMs: 60_000,
-      udpTimeoutMs: 1000,
     });
-    await waitFor(() => (flow.counts()['app.canary-l4.test/dns-a'] ?? 0) >= 20, 'the flow answered by dns-a', 20_000);
+    await waitFor(() => flow.attempts.length >= 30, '30 datagrams of one flow', 20_000);
+    const [sticky, ...others] = Object.keys(flow.counts());
+    assert.deepEqual(others, [], `one flow, one endpoint: ${JSON.stringify(flow.counts())}`);
+    const other = sticky === answerOf('dns-a') ? 'dns-b' : 'dns-a';
     const moved = flow.now();
+    const before = flow.counts();
     await kubectl(
       'patch',
       'service',
       'dns',
       '--type=merge',
       '-p',
-      JSON.stringify({ spec: { selector: { app: 'dns-b' } } }),
+      JSON.stringify({ spec: { selector: { app: other } } }),
     );
-    await waitFor(
-      () => (flow.counts(moved)['app.canary-l4.test/dns-b'] ?? 0) >= 20,
-      'the flow answered by dns-b',
-      20_000,
-    );
+    await waitFor(() => (flow.counts(moved)[answerOf(other)] ?? 0) >= 20, `the flow answered by ${other}`, 20_000);
     await flow.stop();
-    const after = flow.counts(moved);
     t.diagnostic(
-      `one UDP flow (source port 40053): before the move ${JSON.stringify(flow.counts())}; since ${JSON.stringify(after)}`,
+      `new flows: ${JSON.stringify(fresh.counts())}; one flow (source port 40053): before the selector moved ` +
+        `${JSON.stringify(before)}, since ${JSON.stringify(flow.counts(moved))}`,
     );
     assert.deepEqual(flow.failures(), [], 'no datagram of the flow went unanswered');
-    // Once dns-b answered, dns-a never did again: kube-proxy cleared the flow's entry, it was not re-made to dns-a.
-    const firstB = flow.attempts.findIndex((attempt) => attempt.answer === 'app.canary-l4.test/dns-b');
+    // Once the new pod answered, the old one never did again: kube-proxy cleared the flow's entry.
+    const firstNew = flow.attempts.findIndex((attempt) => attempt.answer === answerOf(other));
     assert.deepEqual(
-      flow.attempts.slice(firstB).filter((attempt) => attempt.answer !== 'app.canary-l4.test/dns-b'),
+      flow.attempts.slice(firstNew).filter((attempt) => attempt.answer !== answerOf(other)),
       [],
     );
   });
