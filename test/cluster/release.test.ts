@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Service } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../src/api/names.ts';
+import { isTakeoverSelector } from '../../src/control/service/takeover-selector.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
 import { REAL_API, REAL_NODE } from '../support/cluster/api-under-test.ts';
 import { sleep, waitFor } from '../support/net/backends.ts';
@@ -246,6 +247,32 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /web:80\/TCP/);
     assert.match(status.stdout, /20 ?%/);
+  });
+
+  it('GitOps syncs mid-release: the Service as its owner wrote it, written back with kubectl apply, apply --server-side --force-conflicts and replace, is taken back each time; no connection fails', async (t) => {
+    const path = await kubectl.manifest('web-service.yaml', service);
+    const from = clients.now();
+    for (const command of [
+      ['apply', '-f', path],
+      ['apply', '--server-side', '--force-conflicts', '--field-manager', 'argocd-controller', '-f', path],
+      ['replace', '-f', path],
+    ]) {
+      await kubectl(...command);
+      await waitFor(
+        async () =>
+          isTakeoverSelector(
+            (await core.readNamespacedService({ name: 'web', namespace: NS })).spec?.selector,
+            'web-v2',
+          ),
+        `the Service taken back after kubectl ${command.slice(0, 2).join(' ')}`,
+        30_000,
+      );
+      // Past kube-proxy's next sync, so that the next write starts from the proxies again.
+      await sleep(1500);
+    }
+    t.diagnostic(`through the three syncs: ${JSON.stringify(clients.counts(from))}`);
+    assert.ok((clients.counts(from)[IMAGE('2.0')] ?? 0) > 0, 'the canary answered through the proxies');
+    assert.deepEqual(clients.failures(from), [], 'no connection failed');
   });
 
   it('the leading proxy pod deleted: the other takes the Lease and applies a weight change; no connection fails', async (t) => {
