@@ -83,7 +83,7 @@ describe('npm run cluster -- --real-node', {
 
   after(async () => {
     cluster?.child.kill('SIGTERM');
-    if (cluster !== undefined && cluster.child.exitCode === null)
+    if (cluster !== undefined && cluster.child.exitCode === null && cluster.child.signalCode === null)
       await new Promise((resolve) => cluster.child.once('exit', resolve));
     await kubectl?.cleanup();
     rmSync(dir, { recursive: true, force: true });
