@@ -111,6 +111,10 @@ async function claimSlot(prefix: string): Promise<number> {
 }
 
 export async function createRealNetwork(dir: string): Promise<RealNetwork> {
+  if (process.getuid?.() !== 0)
+    throw new Error(
+      '--real-node makes network namespaces, links and routes: run it as root (CAP_NET_ADMIN, CAP_SYS_ADMIN)',
+    );
   const stateFile = join(dir, STATE_FILE);
   // What a killed run of this DIR left: its namespaces, link and slot.
   try {
