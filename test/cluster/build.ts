@@ -1,10 +1,12 @@
 /**
- * Builds the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), and
- * the kubectl of the same release that the kubectl suites and .ci/run use, from the Go module in
+ * Builds the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), the
+ * kube-proxy its real nodes run, and the kubectl of the same release that the kubectl suites and
+ * .ci/run use, from the Go module in
  * `go/` (its go.mod and go.sum pin every module; nothing else is downloaded) into a cache directory
  * keyed by those versions and the Go toolchain:
  * `$XDG_CACHE_HOME/canary-l4/cluster/k8s-<v>-etcd-<v>-<go>-<go.sum hash>/`. A second call finds
- * the binaries there and builds nothing; two processes building at once build once (a lock directory).
+ * the binaries there and builds nothing, and a cache made before a binary was added here gets only
+ * that one built; two processes building at once build once (a lock directory).
  *
  * ```sh
  * node test/cluster/build.ts          # prints the directory, building first if needed
@@ -28,6 +30,7 @@ const PACKAGES = {
   'kube-apiserver': 'k8s.io/kubernetes/cmd/kube-apiserver',
   'kube-controller-manager': 'k8s.io/kubernetes/cmd/kube-controller-manager',
   'kube-scheduler': 'k8s.io/kubernetes/cmd/kube-scheduler',
+  'kube-proxy': 'k8s.io/kubernetes/cmd/kube-proxy',
   kubectl: 'k8s.io/kubernetes/cmd/kubectl',
 } as const;
 
@@ -95,19 +98,21 @@ export async function ensureBinaries(log: (line: string) => void = () => {}): Pr
     if (complete(dir)) return binaries;
   }
   try {
-    if (complete(dir)) return binaries;
+    const missing = (Object.keys(PACKAGES) as Component[]).filter((name) => !existsSync(join(dir, name)));
+    if (missing.length === 0) return binaries;
     const started = Date.now();
-    const built = 'kube-apiserver, kube-controller-manager, kube-scheduler, kubectl';
     log(
-      `building etcd ${versions.etcd} and Kubernetes ${versions.kubernetes} (${built}) with ${go} into ${dir}; ` +
-        'the first build takes 10-20 minutes',
+      `building ${missing.join(', ')} (etcd ${versions.etcd}, Kubernetes ${versions.kubernetes}) with ${go} into ${dir}; ` +
+        'a build of them all takes 10-20 minutes',
     );
     const staging = `${dir}.building`;
     rmSync(staging, { recursive: true, force: true });
     mkdirSync(staging, { recursive: true });
-    await goBuild(staging, versions, log);
-    renameSync(join(staging, 'server'), join(staging, 'etcd'));
-    renameSync(staging, dir);
+    await goBuild(staging, missing, versions, log);
+    mkdirSync(dir, { recursive: true });
+    // go build names a binary after its package's path (a major version's /vN left out): etcd's is `server`.
+    for (const name of missing) renameSync(join(staging, name === 'etcd' ? 'server' : name), join(dir, name));
+    rmSync(staging, { recursive: true, force: true });
     log(`built in ${Math.round((Date.now() - started) / 1000)} s`);
     return binaries;
   } finally {
@@ -134,9 +139,10 @@ function tryLock(lock: string): boolean {
   }
 }
 
-/** One `go build` of them all (the toolchain links them in parallel), stamped with their versions. */
+/** One `go build` of the components (the toolchain links them in parallel), stamped with their versions. */
 async function goBuild(
   out: string,
+  components: readonly Component[],
   versions: { kubernetes: string; etcd: string },
   log: (line: string) => void,
 ): Promise<void> {
@@ -156,7 +162,14 @@ async function goBuild(
     ...stamp('k8s.io/component-base/version'),
     ...stamp('k8s.io/client-go/pkg/version'),
   ].join(' ');
-  const args = ['build', '-trimpath', `-ldflags=${ldflags}`, '-o', `${out}/`, ...Object.values(PACKAGES)];
+  const args = [
+    'build',
+    '-trimpath',
+    `-ldflags=${ldflags}`,
+    '-o',
+    `${out}/`,
+    ...components.map((name) => PACKAGES[name]),
+  ];
   const child = spawn('go', args, {
     cwd: MODULE_DIR,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,7 +2,9 @@
  * A whole real cluster on this host: the control plane (control-plane.ts), the pod network
  * (pod-network.ts), one node whose kubelet simulation runs the pods bound to it (node/kubelet.ts,
  * with node/images.ts), and, if asked, a kube-proxy simulation that routes every namespace's cluster
- * IPs by the real EndpointSlices. Identities are real: `serviceAccountKubeConfig` asks the
+ * IPs by the real EndpointSlices. With `realNode`, two real nodes instead (real-nodes.ts): network
+ * namespaces on a network of their own (network/), pods in namespaces of their own, the real
+ * kube-proxy on each. Identities are real: `serviceAccountKubeConfig` asks the
  * TokenRequest API for a ServiceAccount's token, so RBAC judges what a client may do.
  */
 import { mkdirSync, rmSync } from 'node:fs';
@@ -10,9 +12,13 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { startKubeProxy, type KubeProxy } from '../support/cluster/kube-proxy.ts';
 import { kubeconfigYaml, startControlPlane, type ControlPlane } from './control-plane.ts';
+import { REAL_SERVICE_CIDR } from './network/plan.ts';
+import { createRealNetwork } from './network/real-network.ts';
 import { images } from './node/images.ts';
 import { startNodeKubelet, type NodeKubelet } from './node/kubelet.ts';
 import { holdPodNetwork, POD_NETWORK_PREFIX } from './pod-network.ts';
+import { killLeftoversOf } from './processes.ts';
+import { startRealNodes, type RealNode, type RealNodes } from './real-nodes.ts';
 
 export const NODE_NAME = 'canary-l4-node';
 
@@ -24,6 +30,8 @@ export interface RealClusterOptions {
   readonly podSubnet: number;
   /** Route every namespace's cluster IPs here (the tests that route one namespace start their own). */
   readonly kubeProxy?: boolean;
+  /** Two real nodes (network namespaces, the real kube-proxy) instead of the simulated one: `serviceCidr`, `podSubnet` and `kubeProxy` are then unused. */
+  readonly realNode?: boolean;
   /** Delete `dir` on stop. */
   readonly removeDir?: boolean;
   readonly log?: (line: string) => void;
@@ -35,6 +43,8 @@ export interface RealCluster {
   readonly kubeConfig: KubeConfig;
   readonly kubelet: NodeKubelet;
   readonly kubeProxy: KubeProxy | undefined;
+  /** The real nodes, with `realNode`. */
+  readonly nodes: readonly RealNode[] | undefined;
   /** `198.18.<n>`: the node's pod network (the node is `.1`). */
   readonly podNet: string;
   /** A kubeconfig whose user is the ServiceAccount, with a token the API issued (one hour). */
@@ -50,27 +60,58 @@ export function kubeConfigFromYaml(yaml: string): KubeConfig {
 
 export async function startRealCluster(options: RealClusterOptions): Promise<RealCluster> {
   mkdirSync(options.dir, { recursive: true });
-  const network = await holdPodNetwork();
+  // A real-node cluster restarted after a crash in the same DIR: its old etcd would hold the data dir.
+  if (options.realNode === true) await killLeftoversOf(options.dir);
+  const realNetwork = options.realNode === true ? await createRealNetwork(options.dir) : undefined;
+  const podNetwork = realNetwork === undefined ? await holdPodNetwork() : undefined;
+  const releaseNetwork = async () => {
+    await podNetwork?.release();
+    await realNetwork?.remove();
+  };
   let plane: ControlPlane | undefined;
   let kubelet: NodeKubelet | undefined;
+  let realNodes: RealNodes | undefined;
   try {
+    const log = options.log === undefined ? {} : { log: options.log };
     plane = await startControlPlane({
       dir: options.dir,
-      serviceCidr: options.serviceCidr,
-      ...(options.log === undefined ? {} : { log: options.log }),
+      ...log,
+      ...(realNetwork === undefined
+        ? { serviceCidr: options.serviceCidr }
+        : {
+            serviceCidr: REAL_SERVICE_CIDR,
+            bindAddress: realNetwork.plan.hostAddress,
+            clusterCidr: realNetwork.plan.clusterCidr,
+          }),
     });
     const admin = kubeConfigFromYaml(kubeconfigYaml(plane.url, plane.caPem, 'canary-l4-admin', plane.adminToken));
+    const logDir = join(options.dir, 'logs', 'pods');
     const podNet = `${POD_NETWORK_PREFIX}.${options.podSubnet}`;
-    kubelet = await startNodeKubelet({
-      kubeConfig: admin,
-      server: { url: plane.url, caPem: plane.caPem },
-      nodeName: NODE_NAME,
-      podNet,
-      images,
-      logDir: join(options.dir, 'logs', 'pods'),
-    });
+    if (realNetwork === undefined) {
+      kubelet = await startNodeKubelet({
+        kubeConfig: admin,
+        server: { url: plane.url, caPem: plane.caPem },
+        nodeName: NODE_NAME,
+        podNet,
+        images,
+        logDir,
+      });
+    } else {
+      realNodes = await startRealNodes({
+        dir: options.dir,
+        network: realNetwork,
+        plane,
+        kubeConfig: admin,
+        images,
+        logDir,
+        ...log,
+      });
+      kubelet = realNodes.kubelet;
+    }
     const kubeProxy =
-      options.kubeProxy === true ? await startKubeProxy({ kubeConfig: admin, endpoints: 'endpointslices' }) : undefined;
+      options.kubeProxy === true && realNetwork === undefined
+        ? await startKubeProxy({ kubeConfig: admin, endpoints: 'endpointslices' })
+        : undefined;
     const core = admin.makeApiClient(CoreV1Api);
     const started = { plane, kubelet };
     return {
@@ -78,6 +119,7 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
       kubeConfig: admin,
       kubelet,
       kubeProxy,
+      nodes: realNodes?.nodes,
       podNet,
       async serviceAccountKubeConfig(namespace, name) {
         const request = await core.createNamespacedServiceAccountToken({
@@ -97,16 +139,16 @@ export async function startRealCluster(options: RealClusterOptions): Promise<Rea
       },
       async stop() {
         await kubeProxy?.stop();
-        await started.kubelet.stop();
+        await (realNodes ?? started.kubelet).stop();
         await started.plane.stop();
-        await network.release();
+        await releaseNetwork();
         if (options.removeDir === true) rmSync(options.dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
-    await kubelet?.stop();
+    await (realNodes ?? kubelet)?.stop();
     await plane?.stop();
-    await network.release();
+    await releaseNetwork();
     throw err;
   }
 }

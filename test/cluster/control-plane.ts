@@ -13,26 +13,34 @@
  * await plane.stop();
  * ```
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { get as httpsGet } from 'node:https';
 import { freePort } from '../support/net/free-ports.ts';
-import { ensureBinaries, type Binaries, type Component } from './build.ts';
+import { ensureBinaries, type Component } from './build.ts';
+import { NODE_CIDR_MASK } from './network/plan.ts';
 import { makePki, type Pki } from './pki.ts';
+import { Processes } from './processes.ts';
 
 export interface ControlPlaneOptions {
   /** Where the data, credentials, logs and kubeconfig go (made if missing). */
   readonly dir: string;
-  /** The Service CIDR: loopback, so that the kube-proxy simulation can listen on every cluster IP. */
+  /** The Service CIDR: loopback, so that the kube-proxy simulation can listen on every cluster IP (a real node's: any). */
   readonly serviceCidr: string;
+  /**
+   * Where kube-apiserver listens (127.0.0.1 by default): a real node's network namespaces reach it on
+   * the host's address in their node network, which is then also the `kubernetes` Service's endpoint.
+   */
+  readonly bindAddress?: string;
+  /** The pods' addresses: the controller-manager then gives each Node a podCIDR of it (a /24). */
+  readonly clusterCidr?: string;
   /** A line per step (building, starting, ready). */
   readonly log?: (line: string) => void;
 }
 
 export interface ControlPlane {
-  /** `https://127.0.0.1:<port>`. */
+  /** `https://<bind address>:<port>`. */
   readonly url: string;
   readonly kubeconfigPath: string;
   /** Cluster-admin (system:masters). */
@@ -80,7 +88,6 @@ const AUDIT_POLICY = JSON.stringify({
 });
 
 const READY_TIMEOUT_MS = 120_000;
-const STOP_GRACE_MS = 10_000;
 
 /** The first address of an IPv4 CIDR (the `kubernetes` Service's cluster IP). */
 function firstAddress(cidr: string): string {
@@ -115,9 +122,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const log = options.log ?? (() => {});
   const binaries = await ensureBinaries(log);
   mkdirSync(join(options.dir, 'logs'), { recursive: true });
-  const pki = await makePki(join(options.dir, 'pki'), [firstAddress(options.serviceCidr)]);
-  const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
-  const url = `https://127.0.0.1:${apiPort}`;
+  const bindAddress = options.bindAddress ?? '127.0.0.1';
+  const pki = await makePki(join(options.dir, 'pki'), [firstAddress(options.serviceCidr), bindAddress]);
+  const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort(bindAddress)];
+  const url = `https://${bindAddress}:${apiPort}`;
   const kubeconfigPath = join(options.dir, 'kubeconfig');
   writeFileSync(kubeconfigPath, kubeconfigYaml(url, pki.caPem, 'canary-l4-admin', pki.adminToken), { mode: 0o600 });
   const audit = { policy: join(options.dir, 'audit-policy.json'), log: join(options.dir, 'logs', 'audit.log') };
@@ -127,7 +135,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     processes.start('etcd', etcdArgs(options.dir, etcdClient, etcdPeer));
     await waitUntil('etcd', processes, async () => (await fetch(`http://127.0.0.1:${etcdClient}/health`)).ok);
     processes.start('kube-apiserver', [
-      ...apiserverArgs(pki, etcdClient, apiPort, options.serviceCidr),
+      ...apiserverArgs(pki, etcdClient, bindAddress, apiPort, options.serviceCidr),
       '--audit-policy-file',
       audit.policy,
       '--audit-log-path',
@@ -139,7 +147,18 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     ]);
     const ok = (path: string) => answersOk(`${url}${path}`, pki.caPem, pki.adminToken);
     await waitUntil('kube-apiserver', processes, () => ok('/readyz'));
-    processes.start('kube-controller-manager', controllerManagerArgs(pki, kubeconfigPath, options.serviceCidr));
+    processes.start('kube-controller-manager', [
+      ...controllerManagerArgs(pki, kubeconfigPath, options.serviceCidr),
+      ...(options.clusterCidr === undefined
+        ? []
+        : [
+            '--allocate-node-cidrs',
+            '--cluster-cidr',
+            options.clusterCidr,
+            '--node-cidr-mask-size',
+            String(NODE_CIDR_MASK),
+          ]),
+    ]);
     processes.start('kube-scheduler', ['--kubeconfig', kubeconfigPath, '--secure-port', '0', '--leader-elect=false']);
     // Pods can be made once the ServiceAccount controller has made `default` (ServiceAccount admission needs it).
     await waitUntil('kube-controller-manager', processes, () =>
@@ -189,20 +208,19 @@ function etcdArgs(dir: string, client: number, peer: number): string[] {
   ];
 }
 
-function apiserverArgs(pki: Pki, etcdClient: number, port: number, serviceCidr: string): string[] {
+function apiserverArgs(pki: Pki, etcdClient: number, bindAddress: string, port: number, serviceCidr: string): string[] {
   const issuer = 'https://kubernetes.default.svc.cluster.local';
   return [
     '--etcd-servers',
     `http://127.0.0.1:${etcdClient}`,
     '--bind-address',
-    '127.0.0.1',
+    bindAddress,
     '--advertise-address',
-    '127.0.0.1',
+    bindAddress,
     '--secure-port',
     String(port),
-    // The `kubernetes` Service's endpoint would be 127.0.0.1, which EndpointSlices refuse; nothing here reaches the API through it.
-    '--endpoint-reconciler-type',
-    'none',
+    // On loopback, the `kubernetes` Service's endpoint would be 127.0.0.1, which EndpointSlices refuse.
+    ...(bindAddress === '127.0.0.1' ? ['--endpoint-reconciler-type', 'none'] : []),
     '--tls-cert-file',
     pki.servingCert,
     '--tls-private-key-file',
@@ -298,69 +316,5 @@ async function waitUntil(component: Component, processes: Processes, check: () =
         `${component} was not ready within ${READY_TIMEOUT_MS / 1000} s:\n${processes.tail(component, 3000)}`,
       );
     await sleep(200);
-  }
-}
-
-/** The component processes: started with their logs in files (and the last 64 KiB kept), stopped in reverse order. */
-class Processes {
-  readonly #binaries: Binaries;
-  readonly #logs: string;
-  readonly #started: { component: Component; child: ChildProcess; tail: string; exit: string | undefined }[] = [];
-  readonly #killOnExit = () => {
-    for (const { child } of this.#started) child.kill('SIGKILL');
-  };
-
-  constructor(binaries: Binaries, dir: string) {
-    this.#binaries = binaries;
-    this.#logs = join(dir, 'logs');
-    process.once('exit', this.#killOnExit);
-  }
-
-  start(component: Component, args: string[]): void {
-    const child = spawn(this.#binaries.path(component), args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const file = createWriteStream(join(this.#logs, `${component}.log`));
-    const entry = { component, child, tail: '', exit: undefined as string | undefined };
-    const keep = (chunk: Buffer) => {
-      file.write(chunk);
-      entry.tail = (entry.tail + chunk.toString('utf8')).slice(-65_536);
-    };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
-    child.once('exit', (code, signal) => {
-      entry.exit = signal ?? `exit ${code}`;
-      file.end();
-    });
-    this.#started.push(entry);
-  }
-
-  async freeze(component: Component, ms: number): Promise<void> {
-    const entry = this.#started.find((item) => item.component === component);
-    if (entry === undefined || entry.exit !== undefined) throw new Error(`${component} is not running`);
-    entry.child.kill('SIGSTOP');
-    try {
-      await sleep(ms);
-    } finally {
-      entry.child.kill('SIGCONT');
-    }
-  }
-
-  exited(component: Component): string | undefined {
-    return this.#started.find((entry) => entry.component === component)?.exit;
-  }
-
-  tail(component: Component, bytes = 8192): string {
-    return (this.#started.find((entry) => entry.component === component)?.tail ?? '').slice(-bytes);
-  }
-
-  async stopAll(): Promise<void> {
-    for (const entry of [...this.#started].reverse()) {
-      if (entry.exit !== undefined) continue;
-      const exited = new Promise((resolve) => entry.child.once('exit', resolve));
-      entry.child.kill('SIGTERM');
-      const timer = setTimeout(() => entry.child.kill('SIGKILL'), STOP_GRACE_MS);
-      await exited;
-      clearTimeout(timer);
-    }
-    process.off('exit', this.#killOnExit);
   }
 }

@@ -4,7 +4,7 @@
 // exactly deploy/'s RBAC. A Gateway of canary-l4's class gets its objects (their pods crash-loop
 // until the gateway command exists: the objects are what is checked), its class is Accepted, and
 // deleting it leaves nothing: the real garbage collector takes what the Gateway owns, the manager
-// the cluster-scoped ClusterRoleBinding. kube-apiserver's audit log shows the manager was refused
+// the proxy's identity (its ServiceAccount and bindings, owned by no one so that no pod outlives it). kube-apiserver's audit log shows the manager was refused
 // nothing, and used every grant only Gateways need.
 
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { CustomObjectsApi, RbacAuthorizationV1Api, AppsV1Api, type V1Deployment } from '@kubernetes/client-node';
 import { GATEWAY_CONTROLLER_NAME, GATEWAY_GROUP, GATEWAY_VERSION } from '../../src/api/gateway/names.ts';
 import type { GatewayClass } from '../../src/api/gateway/types.ts';
-import { REAL_API } from '../support/cluster/api-under-test.ts';
+import { REAL_API, REAL_NODE } from '../support/cluster/api-under-test.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { MANAGER_GATEWAY_ONLY_GRANTS } from '../support/cluster/release-cluster.ts';
 
@@ -78,7 +78,12 @@ describe('the manager and a Gateway on a real control plane, installed with kube
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-gateway-'));
-    cluster = await startRealCluster({ dir, serviceCidr: addresses.cidr, podSubnet: addresses.octet });
+    cluster = await startRealCluster({
+      dir,
+      serviceCidr: addresses.cidr,
+      podSubnet: addresses.octet,
+      realNode: REAL_NODE,
+    });
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
     rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
@@ -160,7 +165,7 @@ describe('the manager and a Gateway on a real control plane, installed with kube
     );
   });
 
-  it('deleting the Gateway leaves nothing: the garbage collector takes what it owns, the manager its ClusterRoleBinding', async () => {
+  it("deleting the Gateway leaves nothing: the garbage collector takes what it owns, the manager the proxy's identity", async () => {
     await kubectl('delete', 'gateways.gateway.networking.k8s.io', 'public', '-n', NS);
     await waitFor(
       async () =>

@@ -14,6 +14,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { processAlive } from './processes.ts';
 
 export const POD_NETWORK = '198.18.0.0/16';
 /** The first two octets: a pod network `198.18.<n>` holds the pods of one test file. */
@@ -26,15 +27,6 @@ const ADDED_MARK = join(HOLDERS, 'route-added');
 async function routeExists(): Promise<boolean> {
   const { stdout } = await run('ip', ['-4', 'route', 'show', 'table', 'local', POD_NETWORK]);
   return stdout.trim() !== '';
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Makes the pod network local (adding the route if it is missing) and holds it until `release`. */
@@ -60,7 +52,7 @@ export async function holdPodNetwork(): Promise<{ release(): Promise<void> }> {
   return {
     async release() {
       rmSync(mine, { force: true });
-      const others = readdirSync(HOLDERS).filter((name) => /^\d+$/.test(name) && alive(Number(name)));
+      const others = readdirSync(HOLDERS).filter((name) => /^\d+$/.test(name) && processAlive(Number(name)));
       if (others.length > 0 || !existsSync(ADDED_MARK)) return;
       rmSync(ADDED_MARK, { force: true });
       await run('ip', ['route', 'del', 'local', POD_NETWORK, 'dev', 'lo']).catch(() => undefined);

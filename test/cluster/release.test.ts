@@ -4,7 +4,9 @@
 // exactly deploy/'s RBAC. An app Deployment (2 pods) behind a Service gets a CanaryRelease with a
 // managed canary workload; the manager makes its proxy Deployment; the real Deployment controller
 // and scheduler make every pod; the simulated node runs them; clients reach the Service through the
-// kube-proxy simulation, which routes by the EndpointSlices the real EndpointSlice controller writes.
+// kube-proxy simulation, which routes by the EndpointSlices the real EndpointSlice controller writes
+// (with CANARY_TEST_NODE=real: two real nodes run them, and clients connect from node 1's network
+// namespace through the real kube-proxy's rules).
 // Then: the split, `kubectl canary-l4 status`, a leader proxy deleted mid-release, proxies restarted
 // while the API is frozen (their --state-dir config), Adopted (the stable Deployment rolled by the
 // real controller), a release rolled back by its analysis on its own, and one deleted mid-release
@@ -17,12 +19,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, type V1Service } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../../src/api/names.ts';
+import { isTakeoverSelector } from '../../src/control/service/takeover-selector.ts';
 import type { CanaryRelease } from '../../src/api/release-types.ts';
-import { REAL_API } from '../support/cluster/api-under-test.ts';
-
+import { REAL_API, REAL_NODE } from '../support/cluster/api-under-test.ts';
 import { pluginFor, type Plugin } from '../support/process/kubectl-plugin.ts';
 import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { startTraffic, type Traffic } from '../support/cluster/testbed.ts';
+import { startTrafficIn } from '../support/net/netns-traffic.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
 import { APP_IMAGE_REGISTRY } from './node/images.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
@@ -142,7 +145,13 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-release-'));
-    cluster = await startRealCluster({ dir, serviceCidr: addresses.cidr, podSubnet: addresses.octet, kubeProxy: true });
+    cluster = await startRealCluster({
+      dir,
+      serviceCidr: addresses.cidr,
+      podSubnet: addresses.octet,
+      kubeProxy: true,
+      realNode: REAL_NODE,
+    });
     core = cluster.kubeConfig.makeApiClient(CoreV1Api);
     apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
     custom = cluster.kubeConfig.makeApiClient(CustomObjectsApi);
@@ -202,7 +211,12 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     original = await core.readNamespacedService({ name: 'web', namespace: NS });
     serviceIp = original.spec!.clusterIP!;
     await waitFor(async () => (await core.listNamespacedEndpoints({ namespace: NS })).items.length > 0, 'endpoints');
-    clients = startTraffic(() => serviceIp, 80, 'TCP', { pauseMs: 10, maxMs: 540_000 });
+    // On real nodes, from node 1's namespace, through its kube-proxy's rules.
+    const options = { pauseMs: 10, maxMs: 540_000 };
+    clients =
+      cluster.nodes === undefined
+        ? startTraffic(() => serviceIp, 80, 'TCP', options)
+        : await startTrafficIn(cluster.nodes[0]!.netns, serviceIp, 80, 'TCP', options);
     await waitFor(() => (clients.counts()[IMAGE('1.0')] ?? 0) >= 20, 'the app to answer through its Service', 20_000);
     assert.deepEqual(clients.failures(), []);
   });
@@ -240,6 +254,32 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /web:80\/TCP/);
     assert.match(status.stdout, /20 ?%/);
+  });
+
+  it('GitOps syncs mid-release: the Service as its owner wrote it, written back with kubectl apply, apply --server-side --force-conflicts and replace, is taken back each time; no connection fails', async (t) => {
+    const path = await kubectl.manifest('web-service.yaml', service);
+    const from = clients.now();
+    for (const command of [
+      ['apply', '-f', path],
+      ['apply', '--server-side', '--force-conflicts', '--field-manager', 'argocd-controller', '-f', path],
+      ['replace', '-f', path],
+    ]) {
+      await kubectl(...command);
+      await waitFor(
+        async () =>
+          isTakeoverSelector(
+            (await core.readNamespacedService({ name: 'web', namespace: NS })).spec?.selector,
+            'web-v2',
+          ),
+        `the Service taken back after kubectl ${command.slice(0, 2).join(' ')}`,
+        30_000,
+      );
+      // Past kube-proxy's next sync, so that the next write starts from the proxies again.
+      await sleep(1500);
+    }
+    t.diagnostic(`through the three syncs: ${JSON.stringify(clients.counts(from))}`);
+    assert.ok((clients.counts(from)[IMAGE('2.0')] ?? 0) > 0, 'the canary answered through the proxies');
+    assert.deepEqual(clients.failures(from), [], 'no connection failed');
   });
 
   it('the leading proxy pod deleted: the other takes the Lease and applies a weight change; no connection fails', async (t) => {

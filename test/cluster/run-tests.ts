@@ -5,7 +5,8 @@
  * that are e2e tests against the fake too run unchanged on both (test/support/cluster/api-under-test.ts);
  * those under test/cluster/ need what only a real control plane has (its controllers, RBAC).
  * Extra arguments are passed to `node --test` (e.g. `--test-name-pattern`); test files among them
- * run instead of the suite.
+ * run instead of the suite. `--real-node` runs REAL_NODE_SUITE instead, whose clusters get two real
+ * nodes (network namespaces, pods in namespaces of their own, the real kube-proxy; CANARY_TEST_NODE=real).
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +16,8 @@ import { ensureBinaries } from './build.ts';
 export const SUITE = [
   // npm run cluster itself: the ready line, kubectl version, the API groups, RBAC, pods on the node, a clean stop
   'test/cluster/cluster.test.ts',
+  // npm run cluster -- --real-node: two nodes, pods in namespaces of their own, the real kube-proxy, a clean stop
+  'test/cluster/real-node.test.ts',
   // the takeover and hand-back of a NodePort Service: Adopted, then Deprecated; the proxy's requests as its ClusterRole grants
   'test/control/controller/lifecycle.test.ts',
   // kubectl apply, apply --server-side --force-conflicts and replace of the Service mid-release, with traffic
@@ -46,13 +49,25 @@ export const SUITE = [
   'test/cluster/gateway.test.ts',
 ];
 
+/** What runs on real nodes so far: the files whose clusters are their own (the e2e files' testbed plays its pods on the host). */
+export const REAL_NODE_SUITE = [
+  'test/cluster/real-node.test.ts',
+  'test/cluster/release.test.ts',
+  'test/cluster/gateway.test.ts',
+];
+
 const root = fileURLToPath(new URL('../../', import.meta.url));
 await ensureBinaries((line) => console.error(`canary-l4 cluster: ${line}`));
-const args = process.argv.slice(2);
-const files = args.some((arg) => arg.endsWith('.test.ts')) ? [] : SUITE;
+const realNode = process.argv.includes('--real-node');
+const args = process.argv.slice(2).filter((arg) => arg !== '--real-node');
+const files = args.some((arg) => arg.endsWith('.test.ts')) ? [] : realNode ? REAL_NODE_SUITE : SUITE;
 const child = spawn(
   process.execPath,
   ['--test', '--test-concurrency=1', '--test-timeout=600000', '--test-force-exit', ...args, ...files],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, CANARY_TEST_API: 'real' } },
+  {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, CANARY_TEST_API: 'real', ...(realNode ? { CANARY_TEST_NODE: 'real' } : {}) },
+  },
 );
 child.once('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 128)));

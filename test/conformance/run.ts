@@ -10,6 +10,8 @@
  * ```sh
  * npm run test:conformance [-- --out DIR] [-- --keep]   # --out: where the two files go (docs/); --keep: leave the
  *                                                       # cluster's directory (logs, kubeconfig) in place
+ * npm run test:conformance -- --real-node               # on two real nodes (test/cluster/README.md), the suite
+ *                                                       # dialling from node 1's network namespace
  * ```
  */
 import { execFile, spawn } from 'node:child_process';
@@ -55,7 +57,9 @@ const SUITE_TIMEOUT = `${BUDGET_MINUTES + 10}m`;
 const ESTIMATE = `about 5 min when the claimed tests pass; at most ${BUDGET_MINUTES + 2} min (the suite's budget) when they fail`;
 const log = (line: string) => console.error(`canary-l4 conformance: ${line}`);
 
-const { values } = parseArgs({ options: { out: { type: 'string' }, keep: { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: { out: { type: 'string' }, keep: { type: 'boolean' }, 'real-node': { type: 'boolean' } },
+});
 const outDir = resolve(values.out ?? join(ROOT, 'docs'));
 const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -85,6 +89,7 @@ try {
     serviceCidr: addresses.cidr,
     podSubnet: addresses.octet,
     kubeProxy: true,
+    realNode: values['real-node'] === true,
     log,
   });
   kubectl = await kubectlFor(cluster.plane);
@@ -96,7 +101,11 @@ try {
   );
   await installCanaryL4(kubectl, cluster.plane.kubeconfigPath);
   const runStart = Date.now();
-  const { events, report, reportPath, budgetSpent } = await runSuite(suite.path, cluster.plane.kubeconfigPath);
+  const { events, report, reportPath, budgetSpent } = await runSuite(
+    suite.path,
+    cluster.plane.kubeconfigPath,
+    cluster.nodes?.[0]?.netns,
+  );
   const runSeconds = seconds(runStart);
   const results = readResults(events, report);
   const failures = claimedFailures(results);
@@ -163,6 +172,8 @@ async function installCanaryL4(kubectl: Kubectl, kubeconfig: string): Promise<vo
 async function runSuite(
   binary: string,
   kubeconfig: string,
+  /** A real node's network namespace, where the suite then dials the Gateways' cluster IPs from. */
+  netns: string | undefined,
 ): Promise<{ events: string; report: string | undefined; reportPath: string; budgetSpent: boolean }> {
   const reportPath = join(dir, 'conformance-report.yaml');
   const args = [
@@ -183,7 +194,8 @@ async function runSuite(
   ];
   log(`running the suite: go ${args.join(' ')}`);
   // Its own process group, so that the budget stops the suite binary too, not only `go tool test2json`.
-  const child = spawn('go', args, {
+  const command = netns === undefined ? ['go', ...args] : ['ip', 'netns', 'exec', netns, 'go', ...args];
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: MODULE_DIR,
     env: { ...process.env, KUBECONFIG: kubeconfig },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -318,7 +318,11 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
       name: 'edge',
     });
     await waitFor(async () => (await managed()).length === 3, 'the owned objects collected', 15_000);
-    assert.deepEqual(await managed(), [`ClusterRoleBinding/${BINDING}`, `RoleBinding/${PROXY}`, `ServiceAccount/${PROXY}`]);
+    assert.deepEqual(await managed(), [
+      `ClusterRoleBinding/${BINDING}`,
+      `RoleBinding/${PROXY}`,
+      `ServiceAccount/${PROXY}`,
+    ]);
     startManager();
     await waitFor(async () => (await managed()).length === 0, 'nothing left of the proxy', 15_000);
   });

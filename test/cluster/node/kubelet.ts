@@ -4,9 +4,10 @@
  *   - the command its image stands for here (`images`), with the container's command/args and env
  *     (`value`, and the `fieldRef`s metadata.name/namespace/uid, spec.nodeName,
  *     spec.serviceAccountName, status.podIP/hostIP);
- *   - an address of its own in the pod network (`podNet`: `<podNet>.2`, `.3`, …, reused once free),
- *     as a pod's own network namespace gives it: the image's `env(podIP)` tells its process to bind
- *     there (a process cannot be given a namespace here);
+ *   - an address of its own in the pod network (`podNet`: `<podNet>.2`, `.3`, …, reused once free):
+ *     on a real node (`netns`) in a network namespace of the pod's own, where its processes run and
+ *     bind every address (`0.0.0.0`) as in a cluster; on the host otherwise, where the image's
+ *     `env(podIP)` tells its process to bind the pod's address;
  *   - the pod's ServiceAccount identity: a token from the TokenRequest API, bound to the pod, in a
  *     kubeconfig (`KUBECONFIG`) for the API, so RBAC sees the pod's ServiceAccount;
  *   - an emptyDir is a fresh directory, a secret or configMap volume a directory of its files
@@ -53,8 +54,18 @@ const VOLUME_RETRY_MS = 2000;
 
 export interface Image {
   readonly command: readonly string[];
-  /** What stands in for the pod's own network namespace: env that makes the process bind `podIP`. */
-  readonly env?: (podIP: string, container: V1Container) => Readonly<Record<string, string>>;
+  /** Env that makes the process bind `bindAddress` (its pod's address on the host, `0.0.0.0` in a namespace of its own). */
+  readonly env?: (bindAddress: string, container: V1Container) => Readonly<Record<string, string>>;
+}
+
+/** A real node's network (test/cluster/network/real-network.ts), as its kubelet uses it. */
+export interface NodeNetns {
+  /** The node's address: the Node's InternalIP and its pods' hostIP. */
+  readonly nodeIP: string;
+  /** Waits for the Node's podCIDR (the controller-manager allocates it) and routes it to the node: its /24's three octets. */
+  podNet(): Promise<string>;
+  /** A network namespace of the pod's own with `ip`: its name, and how to remove it once its processes have ended. */
+  openPod(ip: string): Promise<{ readonly netns: string; close(): Promise<void> }>;
 }
 
 export interface NodeKubeletOptions {
@@ -63,8 +74,10 @@ export interface NodeKubeletOptions {
   /** The API as pods reach it, for their kubeconfigs. */
   readonly server: { readonly url: string; readonly caPem: string };
   readonly nodeName: string;
-  /** Three octets in the pod network; the node is `.1`, pods `.2` onwards. */
+  /** Three octets in the pod network; the node is `.1`, pods `.2` onwards. Unused with `netns` (the Node's podCIDR's). */
   readonly podNet: string;
+  /** Pods in network namespaces of their own on this real node's network, instead of addresses on the host. */
+  readonly netns?: NodeNetns;
   /** By image; `undefined`: it cannot be pulled. */
   readonly images: (image: string) => Image | undefined;
   /** Where each container's output also goes, as `<namespace>_<pod>_<container>.log` (kubectl logs needs a kubelet's API, which this has not). */
@@ -106,6 +119,8 @@ interface PodRun {
   readonly uid: string;
   pod: V1Pod;
   readonly podIP: string;
+  /** The pod's network namespace, on a real node, once made. */
+  sandbox: { readonly netns: string; close(): Promise<void> } | undefined;
   readonly containers: Container[];
   readonly dirs: string[];
   /** The secret and configMap volumes, by name: the directories holding their files. */
@@ -129,6 +144,7 @@ class Kubelet implements NodeKubelet {
     () => this.#stopped,
   );
   #node: RegisteredNode | undefined;
+  #podNet: string;
   #stopped = false;
   readonly #killAllOnExit = () => {
     for (const run of this.#runs.values()) for (const container of run.containers) container.child?.kill('SIGKILL');
@@ -137,6 +153,7 @@ class Kubelet implements NodeKubelet {
   constructor(options: NodeKubeletOptions) {
     this.#options = options;
     this.nodeName = options.nodeName;
+    this.#podNet = options.podNet;
     if (options.logDir !== undefined) mkdirSync(options.logDir, { recursive: true });
     this.#core = options.kubeConfig.makeApiClient(CoreV1Api);
     process.once('exit', this.#killAllOnExit);
@@ -154,6 +171,7 @@ class Kubelet implements NodeKubelet {
 
   async started(): Promise<void> {
     this.#node = await registerNode(this.#options.kubeConfig, this.nodeName, this.#nodeIP);
+    if (this.#options.netns !== undefined) this.#podNet = await this.#options.netns.podNet();
     await this.#synced;
     this.#sync.request();
     await this.#sync.idle;
@@ -193,7 +211,7 @@ class Kubelet implements NodeKubelet {
   }
 
   get #nodeIP(): string {
-    return `${this.#options.podNet}.1`;
+    return this.#options.netns?.nodeIP ?? `${this.#options.podNet}.1`;
   }
 
   // ----------------------------------------------------------------------------- pods
@@ -232,9 +250,8 @@ class Kubelet implements NodeKubelet {
     // EndpointSlices may still name a terminating pod's address.
     const used = new Set([...this.#runs.values()].map((run) => run.podIP));
     for (const pod of this.#pods.list()) if (pod.status?.podIP !== undefined) used.add(pod.status.podIP);
-    for (let host = 2; host <= 250; host++)
-      if (!used.has(`${this.#options.podNet}.${host}`)) return `${this.#options.podNet}.${host}`;
-    throw new Error(`pod network ${this.#options.podNet}.0/24 is full`);
+    for (let host = 2; host <= 250; host++) if (!used.has(`${this.#podNet}.${host}`)) return `${this.#podNet}.${host}`;
+    throw new Error(`pod network ${this.#podNet}.0/24 is full`);
   }
 
   #startPod(pod: V1Pod, key: string): void {
@@ -243,6 +260,7 @@ class Kubelet implements NodeKubelet {
       uid: pod.metadata!.uid!,
       pod,
       podIP: this.#freeIp(),
+      sandbox: undefined,
       dirs: [],
       volumes: {},
       terminating: undefined,
@@ -271,6 +289,18 @@ class Kubelet implements NodeKubelet {
         return;
       }
       if (!(await this.#mountVolumes(run))) return;
+      if (this.#options.netns !== undefined) {
+        try {
+          run.sandbox = await this.#options.netns.openPod(run.podIP);
+        } catch (err) {
+          for (const container of run.containers)
+            container.state = { waiting: { reason: 'ContainerCreating', message: (err as Error).message } };
+          this.#writeStatus(run);
+          return;
+        }
+        // Stopped while its namespace was being made: nothing else will remove it.
+        if (run.stopped) await run.sandbox.close();
+      }
       for (const container of run.containers) this.#startContainer(run, container, env);
       this.#writeStatus(run);
     })();
@@ -356,7 +386,8 @@ class Kubelet implements NodeKubelet {
     }
     let env: NodeJS.ProcessEnv;
     try {
-      env = { ...this.#containerEnv(run, container.spec, podEnv), ...image.env?.(run.podIP, container.spec) };
+      const bindAddress = run.sandbox === undefined ? run.podIP : '0.0.0.0';
+      env = { ...this.#containerEnv(run, container.spec, podEnv), ...image.env?.(bindAddress, container.spec) };
     } catch (err) {
       container.state = { waiting: { reason: 'CreateContainerConfigError', message: (err as Error).message } };
       return;
@@ -364,7 +395,7 @@ class Kubelet implements NodeKubelet {
     const start = () => {
       if (run.stopped || this.#stopped) return;
       // The image's entrypoint, unless the container's command replaces it; args after either.
-      const argv = [...(container.spec.command ?? image.command), ...(container.spec.args ?? [])];
+      const argv = this.#inPod(run, [...(container.spec.command ?? image.command), ...(container.spec.args ?? [])]);
       const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
       container.child = child;
       container.started = true;
@@ -589,7 +620,8 @@ class Kubelet implements NodeKubelet {
       run.containers.map(async (container) => {
         const command = container.spec.lifecycle?.preStop?.exec?.command;
         if (command === undefined || container.child === undefined) return;
-        const hook = spawn(command[0]!, command.slice(1), { stdio: 'ignore' });
+        const argv = this.#inPod(run, command);
+        const hook = spawn(argv[0]!, argv.slice(1), { stdio: 'ignore' });
         const timer = setTimeout(() => hook.kill('SIGKILL'), Math.max(0, deadline - Date.now()));
         await new Promise((resolve) => hook.once('exit', resolve).once('error', resolve));
         clearTimeout(timer);
@@ -631,7 +663,13 @@ class Kubelet implements NodeKubelet {
       }),
     );
     for (const dir of run.dirs) rmSync(dir, { recursive: true, force: true });
+    await run.sandbox?.close();
     if (this.#runs.get(run.key) === run) this.#runs.delete(run.key);
+  }
+
+  /** `argv` run in the pod's network namespace, if it has one (`ip netns exec` execs it in place: the pid is the process's). */
+  #inPod(run: PodRun, argv: readonly string[]): string[] {
+    return run.sandbox === undefined ? [...argv] : ['ip', 'netns', 'exec', run.sandbox.netns, ...argv];
   }
 }
 

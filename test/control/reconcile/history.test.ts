@@ -38,12 +38,18 @@ describe('status.history', () => {
         step: 0,
         pause: 'the Services are not taken over yet; the first step starts once they are',
       },
-      { phase: 'Running', weights: 'web:80/TCP=10', step: 0, pause: 'step 1/2 (index 0) holds until 2025-01-01T00:00:30.250Z' },
       {
         phase: 'Running',
         weights: 'web:80/TCP=10',
         step: 0,
-        pause: 'step 1/2 (index 0) waits for an analysis interval that passes (last: Inconclusive; see status.analysis)',
+        pause: 'step 1/2 (index 0) holds until 2025-01-01T00:00:30.250Z',
+      },
+      {
+        phase: 'Running',
+        weights: 'web:80/TCP=10',
+        step: 0,
+        pause:
+          'step 1/2 (index 0) waits for an analysis interval that passes (last: Inconclusive; see status.analysis)',
       },
       { phase: 'Running', weights: 'web:80/TCP=50', step: 1 },
       {

@@ -29,6 +29,13 @@ import {
  * the commands read those as flags, and refuse one they do not know.) */
 export const REAL_API = process.env.CANARY_TEST_API === 'real';
 
+/**
+ * Whether the tests that start a cluster of their own on a real control plane (test/cluster/*.test.ts)
+ * give it two real nodes (network namespaces, the real kube-proxy: `npm run test:cluster -- --real-node`)
+ * instead of the simulated node and kube-proxy.
+ */
+export const REAL_NODE = process.env.CANARY_TEST_NODE === 'real';
+
 /** `{ skip }` for a test that only the fake can run (its faults, its request log), with the reason. */
 export function onlyOnFake(reason: string): { skip: string | false } {
   return { skip: REAL_API ? `fake apiserver only: ${reason}` : false };

@@ -6,6 +6,7 @@
 // kubectl, and clients that keep connecting to a Service and count what answered. Used by the
 // never-strand tests and the soak.
 
+import dgram from 'node:dgram';
 import type { V1Container, V1ContainerPort, V1Service } from '@kubernetes/client-node';
 import { API_VERSION, defaultProxySelector, KIND, type Labels } from '../../../src/api/names.ts';
 import { renderProxy } from '../../../src/manager/render.ts';
@@ -258,21 +259,31 @@ export interface Traffic {
   stop(): Promise<void>;
 }
 
+export interface TrafficOptions {
+  readonly pauseMs?: number;
+  readonly maxAttempts?: number;
+  readonly maxMs?: number;
+  readonly udpTimeoutMs?: number;
+  /** UDP: every datagram from this one source port, so all are one flow (one conntrack entry), as a long-lived client's are. */
+  readonly udpSourcePort?: number;
+}
+
 /**
  * A client that keeps opening new connections (TCP) or new flows (UDP, one datagram from a fresh
- * socket; no reply within `udpTimeoutMs` fails it) to `host:port`, one at a time with `pauseMs`
- * between them, until stopped, `maxAttempts` or `maxMs` (bounded, so a test that fails before
- * stopping it cannot keep the process alive).
+ * socket, or from the one `udpSourcePort` socket; no reply within `udpTimeoutMs` fails it) to
+ * `host:port`, one at a time with `pauseMs` between them, until stopped, `maxAttempts` or `maxMs`
+ * (bounded, so a test that fails before stopping it cannot keep the process alive).
  */
 export function startTraffic(
   host: () => string,
   port: number,
   protocol: Protocol,
-  options: { pauseMs?: number; maxAttempts?: number; maxMs?: number; udpTimeoutMs?: number } = {},
+  options: TrafficOptions = {},
 ): Traffic {
   const attempts: Attempt[] = [];
   const started = Date.now();
   let stopped = false;
+  const flow = options.udpSourcePort === undefined ? undefined : dgram.createSocket('udp4').bind(options.udpSourcePort);
   const ask = async (): Promise<string> => {
     if (protocol === 'TCP') {
       // A connection closed before any answer (a process that died with it accepted) failed too.
@@ -281,7 +292,11 @@ export function startTraffic(
       return answer;
     }
     const timeoutMs = options.udpTimeoutMs ?? 1000;
-    const [reply] = await udpAsk(port, 'ping', { host: host(), timeoutMs });
+    const [reply] = await udpAsk(port, 'ping', {
+      host: host(),
+      timeoutMs,
+      ...(flow === undefined ? {} : { socket: flow }),
+    });
     if (reply === undefined) throw new Error(`no UDP reply within ${timeoutMs} ms`);
     return reply.slice(0, reply.indexOf(':'));
   };
@@ -297,7 +312,20 @@ export function startTraffic(
       }
       await sleep(options.pauseMs ?? 5);
     }
+    flow?.close();
   })();
+  return trafficOf(
+    attempts,
+    () => Date.now() - started,
+    async () => {
+      stopped = true;
+      await loop;
+    },
+  );
+}
+
+/** A Traffic over `attempts` as they are made (here, or reported by a client elsewhere). */
+export function trafficOf(attempts: Attempt[], now: () => number, stop: () => Promise<void>): Traffic {
   return {
     attempts,
     counts: (from = 0) => {
@@ -310,10 +338,7 @@ export function startTraffic(
       return counts;
     },
     failures: (from = 0) => attempts.filter((attempt) => attempt.at >= from && attempt.answer === undefined),
-    now: () => Date.now() - started,
-    stop: async () => {
-      stopped = true;
-      await loop;
-    },
+    now,
+    stop,
   };
 }
