@@ -343,23 +343,24 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     const proxies = (
       await core.listNamespacedPod({ namespace: NS, labelSelector: 'canary-l4.io/release=web-v2' })
     ).items.filter((pod) => pod.metadata?.deletionTimestamp == null);
-    const frozen = cluster.plane.freezeApiServer(15_000);
+    const frozenFor = 15_000;
+    const frozen = cluster.plane.freezeApiServer(frozenFor);
+    const thawAt = clients.now() + frozenFor;
     await sleep(500);
     const from = clients.now();
     for (const pod of proxies) cluster.kubelet.crash(NS, pod.metadata!.name!);
     await frozen;
-    const during = clients.attempts.filter((attempt) => attempt.at >= from);
+    const during = clients.attempts.filter((attempt) => attempt.at >= from && attempt.at < thawAt);
     const failed = during.filter((attempt) => attempt.answer === undefined);
     const lastFailure = failed.at(-1)?.at ?? from;
     t.diagnostic(
-      `during the outage: ${during.length} connections, ${failed.length} failed, the last ${lastFailure - from} ms after the crash`,
+      `during the outage: ${during.length} connections, ${failed.length} failed, the last ${lastFailure - from} ms after the crash; the API thawed ${thawAt - from} ms after it`,
     );
-    // The restart itself is the one window: the kubelet restarts a crashed container after 1 s.
-    assert.ok(lastFailure - from < 8000, 'served again within seconds of the crash, the API still frozen');
-    assert.ok(
-      during.filter((attempt) => attempt.at > lastFailure && attempt.answer !== undefined).length > 20,
-      'and kept serving while the API was frozen',
-    );
+    // The restart itself is the one window (the kubelet restarts a crashed container after 1 s, then
+    // Node starts): how long it takes is the machine's, and is printed above. What the user relies on is
+    // that the restarted proxies serve from --state-dir without the API: answers well before it thaws.
+    const servedFrozen = during.filter((attempt) => attempt.at > lastFailure && attempt.answer !== undefined);
+    assert.ok(servedFrozen.length > 20, `served again with the API still frozen (${servedFrozen.length} answers)`);
   });
 
   it("Adopted: the real Deployment controller rolls the stable Deployment to the canary's image, then the Service is handed back", async (t) => {
