@@ -76,13 +76,15 @@ export async function runDemo(runtime: Runtime, options: DemoOptions): Promise<D
   ];
 }
 
-/** The demo's listeners in the order of its config, each with the flag that moves it. */
-const PORT_FLAGS = ['--tcp-port', '--udp-port'] as const;
+/** The flag that moves each of the demo's listeners. */
+const PORT_FLAGS: Readonly<Record<string, '--tcp-port' | '--udp-port'>> = {
+  'demo-tcp': '--tcp-port',
+  'demo-udp': '--udp-port',
+};
 
 /** A listener that cannot bind, said as the flag that moves it (the user wrote no config to name). */
 function portClash(err: BindError, options: DemoOptions): ConfigError {
-  const index = Number(/^listeners\[(\d+)\]/.exec(err.field)?.[1]);
-  const flag = PORT_FLAGS[index];
+  const flag = PORT_FLAGS[err.listener];
   if (flag === undefined) return new ConfigError('demo', [err.message], { cause: err });
   const port = flag === '--tcp-port' ? options.tcpPort : options.udpPort;
   return new ConfigError(`${flag} ${port}`, [`${err.message}; the demo's port moves with ${flag} PORT`], {
