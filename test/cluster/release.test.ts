@@ -476,7 +476,7 @@ describe('a release on a real control plane, installed with kubectl apply -k dep
     await waitFor(() => (clients.counts(from)[IMAGE('4.0')] ?? 0) > 5, 'the canary answering', 30_000);
     await kubectl('delete', 'crel', '-n', NS, 'web-v4', '--wait=true', '--timeout=120s');
     assert.equal(await getRelease('web-v4'), undefined);
-    // Its last Events are sent before the finalizer goes: after it, the proxy's RoleBinding is collected with the release.
+    // Its last Events are sent before the finalizer goes: the finalizer patch is the proxy's last write to it.
     const events = await core.listNamespacedEvent({ namespace: NS, fieldSelector: 'involvedObject.name=web-v4' });
     assert.ok(
       events.items.some((event) => event.reason === 'Restored'),
