@@ -5,7 +5,7 @@ import dgram from 'node:dgram';
 import { once } from 'node:events';
 import net from 'node:net';
 import { describe, it } from 'node:test';
-import { freePort, freePortBlock } from './free-ports.ts';
+import { allBind, freePort, freePortBlock } from './free-ports.ts';
 
 async function bindBoth(port: number): Promise<void> {
   const server = net.createServer().listen({ host: '0.0.0.0', port, exclusive: true });
@@ -36,5 +36,22 @@ describe('free ports', () => {
     }
     const [a, b] = blocks as [number, number];
     assert.ok(a + 20 <= b || b + 20 <= a, `blocks at ${a} and ${b} do not overlap`);
+  });
+
+  it("a probe that meets a port another process holds says it is taken, so the search moves on (it crashed a test file's load)", async () => {
+    const base = await freePortBlock(2, { udp: true });
+    const held = net.createServer().listen({ host: '0.0.0.0', port: base + 1, exclusive: true });
+    await once(held, 'listening');
+    const socket = dgram.createSocket('udp4');
+    socket.bind({ address: '0.0.0.0', port: base + 1 });
+    await once(socket, 'listening');
+    try {
+      assert.equal(await allBind('0.0.0.0', base, 2, { tcp: true, udp: false }), false, 'TCP taken');
+      assert.equal(await allBind('0.0.0.0', base, 2, { tcp: false, udp: true }), false, 'UDP taken');
+      assert.equal(await allBind('0.0.0.0', base, 1, { tcp: true, udp: true }), true, 'the free one binds');
+    } finally {
+      held.close();
+      socket.close();
+    }
   });
 });

@@ -63,8 +63,11 @@ export async function freePortBlock(
   throw new Error(`no ${count} contiguous free ports between ${BLOCK_LOW} and ${BLOCK_HIGH} in ${BLOCK_TRIES} tries`);
 }
 
-/** Whether every port of base..base+count-1 binds for each protocol asked; closes what it bound either way. */
-async function allBind(
+/**
+ * Whether every port of base..base+count-1 binds for each protocol asked; closes what it bound either
+ * way. A port in use is a false, never a throw (events.once rejects on 'error': the search moves on).
+ */
+export async function allBind(
   host: string,
   base: number,
   count: number,
@@ -76,18 +79,13 @@ async function allBind(
       if (protocols.tcp) {
         const server = net.createServer();
         server.listen({ host, port, exclusive: true });
-        await Promise.race([once(server, 'listening'), once(server, 'error')]);
-        if (!server.listening) return false;
+        if (!(await bound(server))) return false;
         opened.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
       }
       if (!protocols.udp) continue;
       const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
       socket.bind({ address: host, port });
-      const bound = await Promise.race([
-        once(socket, 'listening').then(() => true),
-        once(socket, 'error').then(() => false),
-      ]);
-      if (!bound) {
+      if (!(await bound(socket))) {
         socket.close();
         return false;
       }
@@ -97,4 +95,12 @@ async function allBind(
   } finally {
     await Promise.all(opened.map((close) => close()));
   }
+}
+
+/** 'listening' → true, 'error' → false (once() rejects with the error, which is the answer here). */
+async function bound(socket: net.Server | dgram.Socket): Promise<boolean> {
+  return await once(socket, 'listening').then(
+    () => true,
+    () => false,
+  );
 }
