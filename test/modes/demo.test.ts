@@ -1,6 +1,7 @@
 // `canary-l4 demo --exit`: what `npm start` shows a new user. It must print the split it achieved,
 // and for TCP (smooth weighted round robin over 1000 connections) that split is exactly 90/10; the
 // table alone on stdout (the logs on stderr); a port another process holds named by the flag that moves it.
+import dgram from 'node:dgram';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
@@ -66,6 +67,30 @@ test('demo on a TCP port another process holds names --tcp-port, the flag that m
       stderr,
       new RegExp(
         `^canary-l4: --tcp-port ${tcpPort}: listener "demo-tcp" cannot listen on tcp 127\\.0\\.0\\.1:${tcpPort}: the address is in use.*the demo's port moves with --tcp-port PORT$`,
+        'm',
+      ),
+    );
+  } finally {
+    taken.close();
+  }
+});
+
+test('demo on a UDP port another process holds names --udp-port, the flag that moves it, and exits 2', {
+  timeout: 30_000,
+}, async () => {
+  const taken = dgram.createSocket('udp4');
+  taken.bind(await freePort('127.0.0.1', 'udp'), '127.0.0.1');
+  await once(taken, 'listening');
+  try {
+    const udpPort = taken.address().port;
+    const tcpPort = await freePort('127.0.0.1', 'tcp');
+    const args = ['demo', '--exit', '--admin-port', '0', '--tcp-port', String(tcpPort), '--udp-port', String(udpPort)];
+    const { exit, stderr } = await runCli(args, 20_000);
+    assert.deepEqual(exit, { code: 2, signal: null }, stderr);
+    assert.match(
+      stderr,
+      new RegExp(
+        `^canary-l4: --udp-port ${udpPort}: listener "demo-udp" .*the demo's port moves with --udp-port PORT$`,
         'm',
       ),
     );
