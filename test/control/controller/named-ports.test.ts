@@ -27,7 +27,7 @@ import {
   waitForService,
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
-import { startTestbed, startTraffic, type Testbed } from '../../support/cluster/testbed.ts';
+import { startTestbed, startTraffic, waitForAnswer, type Testbed } from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
 import { sleep, waitFor } from '../../support/wait.ts';
@@ -76,6 +76,7 @@ describe("named targetPorts: taken over only onto proxy pods that declare them, 
       labels: { ...takenOver(release), ...defaultProxySelector(release) },
       podIP,
     });
+    await Promise.all([waitForAnswer(web, 9000, 'TCP'), waitForAnswer(web, 9053, 'UDP')]);
     const tcp = startTraffic(() => web, 9000, 'TCP', { maxMs: 30_000 });
     const udp = startTraffic(() => web, 9053, 'UDP', { maxMs: 30_000, udpTimeoutMs: 500 });
     await createRelease(bed.cluster, release, {

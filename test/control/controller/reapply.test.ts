@@ -24,7 +24,13 @@ import {
   waitForService,
   type InProcessProxy,
 } from '../../support/cluster/release-cluster.ts';
-import { startTestbed, startTraffic, type Testbed, type Traffic } from '../../support/cluster/testbed.ts';
+import {
+  startTestbed,
+  startTraffic,
+  waitForAnswer,
+  type Testbed,
+  type Traffic,
+} from '../../support/cluster/testbed.ts';
 import { freePortBlock } from '../../support/net/free-ports.ts';
 import { loopbackRange } from '../../support/net/loopback-ranges.ts';
 import { sleep } from '../../support/wait.ts';
@@ -67,6 +73,8 @@ describe('a GitOps sync during a release fails no connection', { timeout: suiteT
     const web = await bed.clusterIp('web');
     await bed.startPod('web-v1', { app: 'web', version: 'v1' }, POD_PORTS, 'stable');
     await bed.startPod('web-v2', { app: 'web', version: 'v2' }, POD_PORTS, 'canary');
+    // The app serves before the release: every connection from here on must be answered.
+    await Promise.all([waitForAnswer(web, 9000, 'TCP'), waitForAnswer(web, 9100, 'TCP')]);
     tcp = startTraffic(() => web, 9000, 'TCP', { maxMs: 170_000 });
     alt = startTraffic(() => web, 9100, 'TCP', { maxMs: 170_000 });
     await sleep(300);

@@ -19,7 +19,7 @@ import { Pods } from './pods.ts';
 import { getRelease, getService, NAMESPACE, startCluster, startUdpNamed, type Cluster } from './release-cluster.ts';
 import { takeoverValue } from '../../../src/control/service/takeover-selector.ts';
 import { takeoverLabels } from '../../../src/api/labels.ts';
-import { sleep } from '../wait.ts';
+import { sleep, waitFor } from '../wait.ts';
 
 export type Protocol = 'TCP' | 'UDP';
 
@@ -268,6 +268,48 @@ export interface TrafficOptions {
   readonly udpSourcePort?: number;
 }
 
+/** One connection (TCP) or flow (UDP) to `host:port`: the name of who answered; rejects when none did. */
+async function askOnce(
+  host: string,
+  port: number,
+  protocol: Protocol,
+  options: { udpTimeoutMs?: number | undefined; socket?: dgram.Socket | undefined } = {},
+): Promise<string> {
+  if (protocol === 'TCP') {
+    // A connection closed before any answer (a process that died with it accepted) failed too.
+    const answer = await askName(port, host);
+    if (answer === '') throw new Error('closed without an answer');
+    return answer;
+  }
+  const timeoutMs = options.udpTimeoutMs ?? 1000;
+  const [reply] = await udpAsk(port, 'ping', {
+    host,
+    timeoutMs,
+    ...(options.socket === undefined ? {} : { socket: options.socket }),
+  });
+  if (reply === undefined) throw new Error(`no UDP reply within ${timeoutMs} ms`);
+  return reply.slice(0, reply.indexOf(':'));
+}
+
+/**
+ * Waits until `host:port` answers, as a client sees a Service come up: the kube-proxy routes it only
+ * once its endpoints are published (on a real API the EndpointSlice controller's write, which a
+ * loaded machine delays by seconds). Traffic whose every failure counts starts after this.
+ */
+export async function waitForAnswer(
+  host: string,
+  port: number,
+  protocol: Protocol,
+  timeoutMs = 20_000,
+): Promise<string> {
+  // waitFor returns only a truthy value: a name.
+  return (await waitFor(
+    () => askOnce(host, port, protocol).catch(() => undefined),
+    `${host}:${port}/${protocol} to answer`,
+    timeoutMs,
+  ))!;
+}
+
 /**
  * A client that keeps opening new connections (TCP) or new flows (UDP, one datagram from a fresh
  * socket, or from the one `udpSourcePort` socket; no reply within `udpTimeoutMs` fails it) to
@@ -284,22 +326,7 @@ export function startTraffic(
   const started = Date.now();
   let stopped = false;
   const flow = options.udpSourcePort === undefined ? undefined : dgram.createSocket('udp4').bind(options.udpSourcePort);
-  const ask = async (): Promise<string> => {
-    if (protocol === 'TCP') {
-      // A connection closed before any answer (a process that died with it accepted) failed too.
-      const answer = await askName(port, host());
-      if (answer === '') throw new Error('closed without an answer');
-      return answer;
-    }
-    const timeoutMs = options.udpTimeoutMs ?? 1000;
-    const [reply] = await udpAsk(port, 'ping', {
-      host: host(),
-      timeoutMs,
-      ...(flow === undefined ? {} : { socket: flow }),
-    });
-    if (reply === undefined) throw new Error(`no UDP reply within ${timeoutMs} ms`);
-    return reply.slice(0, reply.indexOf(':'));
-  };
+  const ask = () => askOnce(host(), port, protocol, { udpTimeoutMs: options.udpTimeoutMs, socket: flow });
   const loop = (async () => {
     const deadline = started + (options.maxMs ?? 60_000);
     while (!stopped && attempts.length < (options.maxAttempts ?? 100_000) && Date.now() < deadline) {
