@@ -145,7 +145,10 @@ describe('two replicas, one leader', { timeout: suiteTimeout(90_000) }, () => {
 
       // A graceful stop hands the lease over (released, not left to expire).
       follower.child.kill('SIGTERM');
-      assert.equal(await follower.exited, 0);
+      assert.equal(
+        await Promise.race([follower.exited, sleep(20_000).then(() => 'still running 20 s after SIGTERM')]),
+        0,
+      );
       await sleep(100);
 
       assert.deepEqual(
