@@ -11,6 +11,7 @@ import {
   type ObservableMiddleware,
   type RequestContext,
 } from '@kubernetes/client-node';
+import { type Dispatcher, getGlobalDispatcher } from 'undici';
 import { ConfigError } from '../errors.ts';
 
 /** Per-call options of the generated API clients (headers, deadlines), as client-node types them. */
@@ -24,8 +25,27 @@ export interface KubeClients {
   readonly coordination: CoordinationV1Api;
 }
 
+/** Every request dispatched with HTTP/2 refused: undici's Agent then offers only http/1.1 in TLS's ALPN. */
+const http1Only: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) =>
+  dispatch({ ...options, allowH2: false } as Dispatcher.DispatchOptions, handler);
+
+/**
+ * A KubeConfig whose requests (API calls, watches) speak HTTP/1.1 to the API server. client-node 2
+ * (undici 8) offers HTTP/2 by default; on Node 26.10 a client HTTP/2 session was seen looping in its
+ * native send (Http2Session::SendPendingData) at full CPU until the process ran out of memory
+ * (8 GiB in 100 s), in 3 of 7 runs of a test whose proxy stopped beside a stopping API server.
+ * HTTP/1.1 costs a connection per watch, which the API server expects of any client.
+ */
+export class Http1KubeConfig extends KubeConfig {
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    // Without TLS settings of its own (a CA the system trusts) client-node leaves undici's global one.
+    context.setDispatcher((context.getDispatcher() ?? getGlobalDispatcher()).compose(http1Only));
+  }
+}
+
 export function loadKubeConfig(file: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new Http1KubeConfig();
   if (file !== undefined) {
     try {
       kc.loadFromFile(file);

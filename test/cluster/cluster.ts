@@ -9,7 +9,7 @@
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startKubeProxy, type KubeProxy } from '../support/cluster/kube-proxy.ts';
 import { kubeconfigYaml, startControlPlane, type ControlPlane } from './control-plane.ts';
 import { REAL_SERVICE_CIDR } from './network/plan.ts';
@@ -19,6 +19,7 @@ import { startNodeKubelet, type NodeKubelet } from './node/kubelet.ts';
 import { holdPodNetwork, POD_NETWORK_PREFIX } from './pod-network.ts';
 import { killLeftoversOf } from './processes.ts';
 import { startRealNodes, type RealNode, type RealNodes } from './real-nodes.ts';
+import { Http1KubeConfig } from '../../src/kube/client.ts';
 
 export const NODE_NAME = 'canary-l4-node';
 
@@ -53,7 +54,7 @@ export interface RealCluster {
 }
 
 export function kubeConfigFromYaml(yaml: string): KubeConfig {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new Http1KubeConfig();
   kubeConfig.loadFromString(yaml);
   return kubeConfig;
 }

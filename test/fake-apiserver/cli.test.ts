@@ -7,11 +7,12 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { tcpAnswer } from '../support/cluster/api-fixtures.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
 import { waitFor } from '../support/wait.ts';
+import { Http1KubeConfig } from '../../src/kube/client.ts';
 
 const servedNet = loopbackRange(import.meta.url);
 const simulatedPodNet = loopbackRange(import.meta.url, 1);
@@ -42,7 +43,7 @@ async function serve(args: string[], ready: string) {
   const file = parse(await readFile(/kubeconfig: (\S+)/.exec(text)![1]!, 'utf8'));
   const server: string = file.clusters[0].cluster.server;
   // client-node needs skipTLSVerify for plain http; kubectl (the file's user) does not.
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new Http1KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'c', server, skipTLSVerify: true }],
     users: [{ name: 'u', token: file.users[0].user.token }],

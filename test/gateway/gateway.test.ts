@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import type { Gateway, L4Route } from '../../src/api/gateway/types.ts';
 import { type ApiUnderTest, startApiUnderTest, suiteTimeout } from '../support/cluster/api-under-test.ts';
 import { type Kubectl, kubectlFor } from '../support/cluster/api-fixtures.ts';
@@ -31,6 +31,7 @@ import {
 import { type ServeChild, startGateway } from '../support/process/serve-child.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
 import { waitFor } from '../support/wait.ts';
+import { Http1KubeConfig } from '../../src/kube/client.ts';
 
 const addresses = loopbackRange(import.meta.url);
 
@@ -45,7 +46,7 @@ const GATEWAY_USER = 'canary-l4-gateway-l4';
 async function gatewayKubeconfig(api: ApiUnderTest, kubectl: Kubectl): Promise<string> {
   const path = join(kubectl.home, 'gateway-kubeconfig');
   if (api.real === undefined) {
-    const kubeConfig = new KubeConfig();
+    const kubeConfig = new Http1KubeConfig();
     kubeConfig.loadFromOptions({
       clusters: [{ name: 'fake', server: api.url, skipTLSVerify: true }],
       users: [{ name: GATEWAY_USER, token: GATEWAY_USER }],

@@ -1,12 +1,13 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CoordinationV1Api, KubeConfig, V1MicroTime } from '@kubernetes/client-node';
+import { CoordinationV1Api, type KubeConfig, V1MicroTime } from '@kubernetes/client-node';
 import pino from 'pino';
 import { startFakeApiServer, type FakeApiServer } from '../support/fake-apiserver/index.ts';
 import { LeaderElector } from '../../src/kube/lease.ts';
 import { mergePatch } from '../../src/kube/patch.ts';
 import { waitFor } from '../support/wait.ts';
+import { Http1KubeConfig } from '../../src/kube/client.ts';
 
 const log = pino({ level: 'silent' });
 let api: FakeApiServer;
@@ -24,7 +25,7 @@ after(() => api.stop());
 
 /** The fake as `user`, its bearer token, which the request log records: one candidate's requests from another's. */
 function kubeConfigAs(user: string): KubeConfig {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new Http1KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'fake', server: api.url, skipTLSVerify: true }],
     users: [{ name: user, token: user }],

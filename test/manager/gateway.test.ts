@@ -16,7 +16,6 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   AppsV1Api,
-  KubeConfig,
   PolicyV1Api,
   RbacAuthorizationV1Api,
   type KubernetesObject,
@@ -38,6 +37,7 @@ import {
 import { MAIN } from '../support/process/serve-child.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
 import { waitFor } from '../support/wait.ts';
+import { Http1KubeConfig } from '../../src/kube/client.ts';
 
 const addresses = loopbackRange(import.meta.url);
 
@@ -120,7 +120,7 @@ describe('canary-l4 manager: a proxy per Gateway of its class', {
     kubectl = await kubectlFor(cluster.api);
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-gateway-manager-'));
     kubeconfig = join(dir, 'kubeconfig');
-    const config = new KubeConfig();
+    const config = new Http1KubeConfig();
     config.loadFromOptions({
       clusters: [{ name: 'fake', server: cluster.api.url, skipTLSVerify: true }],
       users: [{ name: MANAGER_USER, token: MANAGER_USER }],

@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   AppsV1Api,
-  KubeConfig,
   PatchStrategy,
   PolicyV1Api,
   RbacAuthorizationV1Api,
@@ -56,6 +55,7 @@ import {
 import { freePortBlock } from '../support/net/free-ports.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
 import { waitFor } from '../support/wait.ts';
+import { Http1KubeConfig } from '../../src/kube/client.ts';
 
 const serviceNet = loopbackRange(import.meta.url);
 const podNet = loopbackRange(import.meta.url, 1);
@@ -175,7 +175,7 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
     kubectl = await kubectlFor(cluster.api);
     dir = mkdtempSync(join(tmpdir(), 'canary-l4-manager-'));
     kubeconfig = join(dir, 'kubeconfig');
-    const config = new KubeConfig();
+    const config = new Http1KubeConfig();
     config.loadFromOptions({
       clusters: [{ name: 'fake', server: cluster.api.url, skipTLSVerify: true }],
       users: [{ name: MANAGER_USER, token: MANAGER_USER }],

@@ -32,7 +32,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AppsV1Api,
   CoreV1Api,
-  KubeConfig,
+  type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
   type KubernetesListObject,
@@ -46,6 +46,7 @@ import {
 import { resolveContainerEnv } from './container-env.ts';
 import { podTemplateHash } from '../fake-apiserver/simulation/template-hash.ts';
 import { keepWatching, OnePassAtATime } from './watching.ts';
+import { Http1KubeConfig } from '../../../src/kube/client.ts';
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const PROBE_INTERVAL_MS = 150;
@@ -425,7 +426,7 @@ function keyOf(pod: V1Pod): string {
 }
 
 function podKubeconfig(server: string, user: string): string {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new Http1KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'fake', server, skipTLSVerify: true }],
     users: [{ name: user, token: user }],

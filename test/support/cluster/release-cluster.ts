@@ -15,7 +15,7 @@ import {
   AppsV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
+  type KubeConfig,
   loadYaml,
   PatchStrategy,
   RbacAuthorizationV1Api,
@@ -40,6 +40,7 @@ import { askName, startTcpBackend, type TcpBackend } from '../net/backends.ts';
 import type { FakeApiServer, FakeApiServerOptions } from '../fake-apiserver/index.ts';
 import { startApiUnderTest, type ApiUnderTest } from './api-under-test.ts';
 import { waitFor } from '../wait.ts';
+import { Http1KubeConfig } from '../../../src/kube/client.ts';
 
 export const NAMESPACE = 'default';
 /** The proxy's ServiceAccount (real API), and its bearer token on the fake, which records it as the user: it tells the proxy's requests from the test's. */
@@ -106,7 +107,7 @@ export async function startCluster(
 
 /** On the fake: its server, the proxy's own token (any token is accepted, and names the user). */
 function fakeProxyKubeConfig(url: string): KubeConfig {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new Http1KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [{ name: 'fake', server: url, skipTLSVerify: true }],
     users: [{ name: PROXY_USER, token: PROXY_USER }],

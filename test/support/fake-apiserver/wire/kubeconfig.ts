@@ -1,14 +1,15 @@
 /** Kubeconfigs for the fake: a client-node `KubeConfig` object and a file for kubectl. */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
+import { Http1KubeConfig } from '../../../../src/kube/client.ts';
 
 export const CONTEXT = 'fake-apiserver';
 
 /** http + skipTLSVerify (client-node refuses plain http without it), namespace `default`. */
 export function makeKubeConfig(server: string): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = new Http1KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: CONTEXT, server, skipTLSVerify: true }],
     users: [{ name: CONTEXT, token: 'fake-token' }],
