@@ -24,6 +24,7 @@ import { decisions } from './pass/decisions.ts';
 import { listenersStillTargeted } from './service/l4.ts';
 import { ReleaseCaches } from './loop/caches.ts';
 import { PassReporter } from './loop/reporting.ts';
+import { UpstreamReach } from './loop/upstream-reach.ts';
 import { proxyOwnWrites } from './loop/own-writes.ts';
 import { reconcile, type Desired, type Observed, type ReconcileOptions, type Step } from './reconcile.ts';
 import { withRefusedConfig } from './pass/refused.ts';
@@ -82,6 +83,8 @@ const MAX_REPLANS = 2;
 const COUNT_INTERVAL_MS = 10_000;
 /** How long the finalizer's removal waits for the pass's Events to be sent. */
 const EVENTS_BEFORE_FINALIZER_MS = 3_000;
+/** While an upstream is not answering as it will serve, it is asked again this often. */
+const UPSTREAM_RETRY_MS = 1_000;
 
 /** Starts on construction: informers at once, the work loop once every cache is filled. */
 export class Controller {
@@ -109,6 +112,9 @@ export class Controller {
   /** The uid of the release this proxy handed back as it was deleted: its finalizer patch was the
    * last write to it, whatever a lagging cache still shows of it afterwards. */
   #handedBack: string | undefined;
+  readonly #upstreams = new UpstreamReach();
+  /** The unready upstreams last logged, so a wait is said once. */
+  #saidUnready = '';
 
   constructor(options: ControllerOptions) {
     this.#options = options;
@@ -334,7 +340,7 @@ export class Controller {
     });
     // Readiness is never withdrawn by a refused update: that would take the endpoints of the
     // ports that do work away too.
-    if (refusal === undefined) this.#options.runtime.setReady(true);
+    const waitingForUpstreams = refusal === undefined ? await this.#upstreamsUnready() : false;
     const desired =
       refusal === undefined ? planned : withRefusedConfig(planned, release, refusal, now, this.#listening());
     this.#reporter.report(desired, refusal === undefined ? this.#options.runtime.dataplane.config : undefined);
@@ -377,7 +383,33 @@ export class Controller {
       this.#options.onReleaseFinished?.(phase);
     // Still moving after the replans: go again at once.
     if (!isDeepStrictEqual(this.#listening(), listening)) return { requeueAfterMs: 0 };
-    if (desired.requeueAfterMs !== undefined) return { requeueAfterMs: desired.requeueAfterMs };
+    const requeues = [desired.requeueAfterMs, waitingForUpstreams ? UPSTREAM_RETRY_MS : undefined];
+    const requeueAfterMs = Math.min(...requeues.filter((ms) => ms !== undefined));
+    if (Number.isFinite(requeueAfterMs)) return { requeueAfterMs };
+  }
+
+  /**
+   * Ready once a Service sends this pod traffic; before that, once it serves a listener and every
+   * upstream of its config answers from here as it will serve (loop/upstream-reach.ts), so that the
+   * takeover, which waits for a Ready proxy pod, never sends traffic to a pod that cannot pass it on.
+   * Once a Service targets it, readiness is never withdrawn, whatever a new upstream does. Whether
+   * it is still waiting.
+   */
+  async #upstreamsUnready(): Promise<boolean> {
+    const { runtime, release, reconcile } = this.#options;
+    const config = runtime.dataplane.config;
+    const targeted =
+      listenersStillTargeted(config, this.#caches.services(), release, reconcile.proxySelector).listeners.length > 0;
+    const unready = targeted ? [] : await this.#upstreams.unready(config);
+    runtime.setReady(targeted || (config.listeners.length > 0 && unready.length === 0));
+    const said = unready.join(', ');
+    if (said !== this.#saidUnready && unready.length > 0)
+      this.#log.info(
+        { upstreams: unready },
+        "not Ready yet: these upstreams do not answer from this pod as they will serve (kube-proxy on its node has not written their Services' rules or endpoints yet?)",
+      );
+    this.#saidUnready = said;
+    return unready.length > 0;
   }
 
   /** Events for what this pass decided (once per change: the recorder drops repeats). */

@@ -3,7 +3,6 @@
 // counted as its reset), and a slow reader whose proxy (a `serve` child) must not buffer what the
 // backend pushes.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
@@ -18,6 +17,7 @@ import {
   type EchoBackend,
   type TcpBackend,
 } from '../../support/net/backends.ts';
+import { startBlackhole } from '../../support/net/blackhole.ts';
 import { freePort } from '../../support/net/free-ports.ts';
 import { applyOnFreePort, createPlane, metricValue, type TestPlane } from '../../support/dataplane/test-plane.ts';
 import { rssBytes, startServe, type ServeChild } from '../../support/process/serve-child.ts';
@@ -25,42 +25,6 @@ import { snapshotCounters } from '../../../src/dataplane/stats/counters.ts';
 import { sleep, waitFor } from '../../support/wait.ts';
 
 const MiB = 1024 * 1024;
-
-/**
- * A loopback listener that never accepts, its queue already full: a SYN to it gets no answer, so a
- * connect hangs until the caller's timeout — a backend that "accepts nothing". Node's net.Server
- * always accepts, so this is a python3 child with backlog 0 and no accept() call.
- */
-async function startBlackhole(): Promise<{ port: number; close: () => Promise<void> }> {
-  const script = [
-    'import socket, sys',
-    's = socket.socket(socket.AF_INET, socket.SOCK_STREAM)',
-    "s.bind(('127.0.0.1', 0))",
-    's.listen(0)',
-    'print(s.getsockname()[1], flush=True)',
-    'sys.stdin.read()', // until the test closes our stdin
-  ].join('\n');
-  const child: ChildProcess = spawn('python3', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const [line] = (await once(child.stdout!, 'data')) as [Buffer];
-  const port = Number(line.toString().trim());
-  // Fill the accept queue: these connections are never accepted, later SYNs are dropped.
-  const fillers: net.Socket[] = [];
-  for (let i = 0; i < 3; i++) {
-    const socket = net.connect({ host: '127.0.0.1', port });
-    socket.on('error', () => {});
-    fillers.push(socket);
-  }
-  await sleep(200);
-  return {
-    port,
-    close: async () => {
-      for (const socket of fillers) socket.destroy();
-      child.stdin!.end();
-      child.kill();
-      if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
-    },
-  };
-}
 
 function backendsOf(entries: [string, number, number][]) {
   return entries.map(([name, port, weight]) => ({ name, host: '127.0.0.1', port, weight }));
