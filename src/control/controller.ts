@@ -22,6 +22,7 @@ import { EvidenceCollector, replicaStatsUrls } from './progress/collector.ts';
 import { EvidenceQueue } from './progress/evidence-queue.ts';
 import { decisions } from './pass/decisions.ts';
 import { listenersStillTargeted } from './service/l4.ts';
+import { readyPods, selectorMatches } from './service/selectors.ts';
 import { ReleaseCaches } from './loop/caches.ts';
 import { PassReporter } from './loop/reporting.ts';
 import { UpstreamReach } from './loop/upstream-reach.ts';
@@ -400,7 +401,12 @@ export class Controller {
     const config = runtime.dataplane.config;
     const targeted =
       listenersStillTargeted(config, this.#caches.services(), release, reconcile.proxySelector).listeners.length > 0;
-    const unready = targeted ? [] : await this.#upstreams.unready(config);
+    const ready = readyPods(this.#caches.pods());
+    const hasReadyPods = (host: string) => {
+      const selector = [...this.#caches.services()].find((service) => service.spec?.clusterIP === host)?.spec?.selector;
+      return selector !== undefined && ready.some((pod) => selectorMatches(selector, pod.metadata?.labels));
+    };
+    const unready = targeted ? [] : await this.#upstreams.unready(config, hasReadyPods);
     runtime.setReady(targeted || (config.listeners.length > 0 && unready.length === 0));
     const said = unready.join(', ');
     if (said !== this.#saidUnready && unready.length > 0)

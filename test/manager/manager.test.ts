@@ -236,6 +236,9 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
       ...{ proxy: { replicas: 1 } },
     };
     await createRelease(cluster, 'api-v2', withProxy);
+    // The app answers on the copies' cluster IPs (a pod Ready in the API answers): a proxy pod turns
+    // Ready only once the copies it sends traffic to accept its connections.
+    backends = await startBackends(cluster, 'web', [{ port: 8000 }]);
     // The proxy's status writes can briefly carry an older ProxyAvailable (its cache lags the
     // manager's write by a watch event); the manager puts it right at once.
     // The first pods know no Service: once the proxy has written status.takeover the manager rolls
@@ -305,7 +308,6 @@ describe('canary-l4 manager', { timeout: 180_000 }, () => {
     assert.deepEqual(header.split(/\s+/), ['NAME', 'PHASE', 'WEIGHTS', 'STEP', 'PROXY', 'READY', 'AGE']);
     assert.deepEqual(cells.slice(0, 5), ['web-v2', 'Running', 'web:8000=20%', '', '2/2']);
 
-    backends = await startBackends(cluster, 'web', [{ port: 8000 }]);
     // Two replicas, each with its own smooth WRR: 80/20 of 50, give or take one per replica.
     const counts = await split(WEB_TARGET_PORT, 50);
     assert.ok(

@@ -5,8 +5,8 @@
 // endpoints yet), then passed them to its pods. A proxy taken over meanwhile would fail or reset its
 // first clients. So a proxy pod that no Service sends traffic to yet becomes Ready (and may be taken
 // over) only once each TCP upstream of its config has answered from here as it will serve: accepted
-// where the config sends it traffic, accepted or refused where its weight is 0 (no Ready pod behind
-// it yet). UDP gives no such answer; an address with UDP ports only is not waited for.
+// where a Ready pod is behind it, accepted or refused where none is (its endpoints are empty). UDP
+// gives no such answer; an address with UDP ports only is not waited for.
 
 import net from 'node:net';
 import type { L4Config } from '../../config/types.ts';
@@ -30,25 +30,22 @@ export class UpstreamReach {
 
   /**
    * The TCP upstreams of `config` not yet answering from here as they will serve, each asked once
-   * more now: `host:port silent` or `host:port refused` (one port per address, one with traffic if any).
+   * more now (one port per address): `host:port silent`, or `host:port refused` where
+   * `hasReadyPods(host)` says a Ready pod is behind it.
    */
-  async unready(config: L4Config): Promise<string[]> {
-    const asked = new Map<string, { port: number; carries: boolean }>();
+  async unready(config: L4Config, hasReadyPods: (host: string) => boolean): Promise<string[]> {
+    const asked = new Map<string, number>();
     for (const listener of config.listeners) {
       if (listener.protocol !== 'tcp') continue;
       for (const backend of listener.backends) {
-        if (this.#accepted.has(backend.host)) continue;
-        const carries = backend.weight > 0 && backend.refuse !== true;
-        const known = asked.get(backend.host);
-        if (known === undefined || (carries && !known.carries))
-          asked.set(backend.host, { port: backend.port, carries });
+        if (!this.#accepted.has(backend.host) && !asked.has(backend.host)) asked.set(backend.host, backend.port);
       }
     }
     const results = await Promise.all(
-      [...asked].map(async ([host, { port, carries }]) => {
+      [...asked].map(async ([host, port]) => {
         const answer = await this.#probe(host, port, PROBE_TIMEOUT_MS);
         if (answer === 'accepted') this.#accepted.add(host);
-        const enough = answer === 'accepted' || (answer === 'refused' && !carries);
+        const enough = answer === 'accepted' || (answer === 'refused' && !hasReadyPods(host));
         return enough ? undefined : `${host}:${port} ${answer}`;
       }),
     );

@@ -1,5 +1,5 @@
 // A proxy pod becomes Ready for a takeover only once its upstreams answer from it as it will serve:
-// which upstreams it asks, how often, and what is enough (accepted; refused where no traffic goes).
+// which upstreams it asks, how often, and what is enough (accepted; refused where no Ready pod is behind).
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, describe, test } from 'node:test';
@@ -17,7 +17,9 @@ const listener = (protocol: 'tcp' | 'udp', port: number, backends: [string, numb
   }) as unknown as ListenerConfig;
 
 describe('UpstreamReach', () => {
-  test('asks each TCP upstream address once per pass, a port it carries traffic on, and one that accepted never again', async () => {
+  const readyBehind = (hosts: string[]) => (host: string) => hosts.includes(host);
+
+  test('asks each TCP upstream address once per pass, one port each, and one that accepted never again', async () => {
     const asked: string[] = [];
     const answers = new Map<string, Answer>([['10.0.0.1', 'accepted']]);
     const reach = new UpstreamReach(async (host, port) => {
@@ -28,34 +30,35 @@ describe('UpstreamReach', () => {
       listeners: [
         listener('tcp', 80, [
           ['10.0.0.1', 80],
-          ['10.0.0.2', 0],
+          ['10.0.0.2', 20],
         ]),
         listener('tcp', 443, [
           ['10.0.0.1', 100],
-          ['10.0.0.2', 20],
+          ['10.0.0.2', 0],
         ]),
         listener('udp', 53, [['10.0.0.3', 100]]),
       ],
     };
-    assert.deepEqual(await reach.unready(config), ['10.0.0.2:1443 silent']);
-    assert.deepEqual(asked, ['10.0.0.1:1080', '10.0.0.2:1443'], 'one probe per address; UDP-only addresses not asked');
+    const behind = readyBehind(['10.0.0.1', '10.0.0.2']);
+    assert.deepEqual(await reach.unready(config, behind), ['10.0.0.2:1080 silent']);
+    assert.deepEqual(asked, ['10.0.0.1:1080', '10.0.0.2:1080'], 'one probe per address; UDP-only addresses not asked');
     answers.set('10.0.0.2', 'refused');
     assert.deepEqual(
-      await reach.unready(config),
-      ['10.0.0.2:1443 refused'],
-      'refused where it carries traffic: not yet',
+      await reach.unready(config, behind),
+      ['10.0.0.2:1080 refused'],
+      'refused with Ready pods behind: not yet',
     );
     answers.set('10.0.0.2', 'accepted');
-    assert.deepEqual(await reach.unready(config), []);
-    assert.deepEqual(await reach.unready(config), []);
+    assert.deepEqual(await reach.unready(config, behind), []);
+    assert.deepEqual(await reach.unready(config, behind), []);
     assert.deepEqual(
       asked,
-      ['10.0.0.1:1080', '10.0.0.2:1443', '10.0.0.2:1443', '10.0.0.2:1443'],
+      ['10.0.0.1:1080', '10.0.0.2:1080', '10.0.0.2:1080', '10.0.0.2:1080'],
       'accepted addresses are not asked again',
     );
   });
 
-  test('a refusal is enough where the weight is 0 (no Ready pod behind it yet), silence never', async () => {
+  test('a refusal is enough where no Ready pod is behind the address (its endpoints are empty), silence never', async () => {
     const answers = new Map<string, Answer>([
       ['10.0.0.1', 'accepted'],
       ['10.0.0.2', 'refused'],
@@ -71,13 +74,14 @@ describe('UpstreamReach', () => {
         ]),
       ],
     };
-    assert.deepEqual(await reach.unready(config), ['10.0.0.3:1080 silent']);
+    assert.deepEqual(await reach.unready(config, readyBehind(['10.0.0.1'])), ['10.0.0.3:1080 silent']);
   });
 
   test('no TCP upstream: nothing to wait for', async () => {
     const reach = new UpstreamReach(async () => assert.fail('nothing to ask'));
-    assert.deepEqual(await reach.unready({ listeners: [listener('udp', 53, [['10.0.0.3', 100]])] }), []);
-    assert.deepEqual(await reach.unready({ listeners: [] }), []);
+    const behind = readyBehind([]);
+    assert.deepEqual(await reach.unready({ listeners: [listener('udp', 53, [['10.0.0.3', 100]])] }, behind), []);
+    assert.deepEqual(await reach.unready({ listeners: [] }, behind), []);
   });
 });
 

@@ -166,6 +166,8 @@ export interface Kubectl {
   (...args: string[]): Promise<string>;
   /** The same, resolving with stdout and stderr (where kubectl prints the server's warnings). */
   run(...args: string[]): Promise<{ stdout: string; stderr: string }>;
+  /** Resolves with stdout, for a command that waits longer than the usual 30 s (kubectl drain). */
+  within(timeoutMs: number, ...args: string[]): Promise<string>;
   /** kubectl's HOME, a fresh temp dir; manifests go here too. */
   readonly home: string;
   /** Writes `objects` as a YAML manifest into home and returns its path. */
@@ -177,14 +179,16 @@ export interface Kubectl {
 /** kubectl bound to an API server (its admin kubeconfig), with its own HOME and discovery cache so runs never share state. */
 export async function kubectlFor(api: { readonly kubeconfigPath: string }): Promise<Kubectl> {
   const home = await mkdtemp(join(tmpdir(), 'kubectl-home-'));
-  const run = (...args: string[]) =>
+  const bounded = (timeout: number, args: string[]) =>
     execFileAsync('kubectl', ['--kubeconfig', api.kubeconfigPath, '--cache-dir', join(home, 'cache'), ...args], {
       env: { ...process.env, HOME: home, KUBECONFIG: api.kubeconfigPath },
-      timeout: 30_000,
+      timeout,
     });
+  const run = (...args: string[]) => bounded(30_000, args);
   const kubectl = async (...args: string[]) => (await run(...args)).stdout;
   return Object.assign(kubectl, {
     run,
+    within: async (timeoutMs: number, ...args: string[]) => (await bounded(timeoutMs, args)).stdout,
     home,
     manifest: async (file: string, ...objects: unknown[]) => {
       const path = join(home, file);

@@ -76,6 +76,7 @@ export const LOOPBACK_OWNERS: Readonly<Record<string, readonly number[]>> = {
   'test/control/controller/mirror.test.ts': [146, 147],
   'test/cluster/release.test.ts': [150],
   'test/cluster/gateway.test.ts': [152],
+  'test/cluster/disruption.test.ts': [154],
   'test/cluster/cluster.test.ts': [160],
   'test/conformance/run.ts': [170],
   'test/conformance/echo-basic.test.ts': [171],
