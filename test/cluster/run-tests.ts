@@ -54,6 +54,8 @@ export const REAL_NODE_SUITE = [
   'test/cluster/real-node.test.ts',
   'test/cluster/release.test.ts',
   'test/cluster/gateway.test.ts',
+  // a running release's proxy pod evicted, deleted, its node drained, its process killed: what each costs
+  'test/cluster/disruption.test.ts',
 ];
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
