@@ -12,6 +12,7 @@ import { Watch } from '@kubernetes/client-node';
 import { ConfigError } from '../../src/errors.ts';
 import { loadKubeConfig, makeClients } from '../../src/kube/client.ts';
 import { makePki } from '../cluster/pki.ts';
+import { requireTool } from '../support/process/required-tool.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'canary-l4-kubeconfig-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -80,7 +81,7 @@ describe('loadKubeConfig', () => {
 
 // client-node 2's undici offers HTTP/2 to a TLS API server unless told not to; canary-l4 speaks
 // HTTP/1.1 (src/kube/client.ts says why: a client HTTP/2 session looping at full CPU on Node 26).
-describe('the wire to the API server', () => {
+describe('the wire to the API server', await requireTool('openssl'), () => {
   let server: Http2SecureServer;
   let url: string;
   let caPem: string;
