@@ -25,42 +25,19 @@ import { startTrafficIn } from '../support/net/netns-traffic.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
-import { APP_IMAGE_REGISTRY } from './node/images.ts';
+import { webDeployment, webImage } from './web-app.ts';
 
 const addresses = loopbackRange(import.meta.url);
 const NS = 'shop';
-const IMAGE = (version: string) => `${APP_IMAGE_REGISTRY}/web:${version}`;
+const IMAGE = webImage;
 const PROXY_PODS = 'canary-l4.io/release=web-v2';
 /** The UDP clients' one source port. */
 const UDP_SOURCE_PORT = 40_053;
 
-const app = {
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: { name: 'web', namespace: NS },
-  spec: {
-    replicas: 2,
-    selector: { matchLabels: { app: 'web' } },
-    template: {
-      metadata: { labels: { app: 'web' } },
-      spec: {
-        terminationGracePeriodSeconds: 10,
-        containers: [
-          {
-            name: 'web',
-            image: IMAGE('1.0'),
-            ports: [
-              { name: 'http', containerPort: 8080 },
-              { name: 'dns', containerPort: 5353, protocol: 'UDP' },
-            ],
-            readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-            lifecycle: { preStop: { exec: { command: ['sleep', '3'] } } },
-          },
-        ],
-      },
-    },
-  },
-};
+const app = webDeployment(NS, [
+  { name: 'http', containerPort: 8080 },
+  { name: 'dns', containerPort: 5353, protocol: 'UDP' },
+]);
 const service = {
   apiVersion: 'v1',
   kind: 'Service',

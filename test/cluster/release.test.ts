@@ -27,42 +27,16 @@ import { kubectlFor, type Kubectl } from '../support/cluster/api-fixtures.ts';
 import { startTraffic, type Traffic } from '../support/cluster/testbed.ts';
 import { startTrafficIn } from '../support/net/netns-traffic.ts';
 import { startRealCluster, type RealCluster } from './cluster.ts';
-import { APP_IMAGE_REGISTRY } from './node/images.ts';
+import { webDeployment, webImage } from './web-app.ts';
 import { loopbackRange } from '../support/net/loopback-ranges.ts';
 import { sleep, waitFor } from '../support/wait.ts';
 
 const addresses = loopbackRange(import.meta.url);
 
 const NS = 'shop';
-const IMAGE = (version: string) => `${APP_IMAGE_REGISTRY}/web:${version}`;
+const IMAGE = webImage;
 
-const app = {
-  apiVersion: 'apps/v1',
-  kind: 'Deployment',
-  metadata: { name: 'web', namespace: NS },
-  spec: {
-    replicas: 2,
-    selector: { matchLabels: { app: 'web' } },
-    template: {
-      metadata: { labels: { app: 'web' } },
-      spec: {
-        terminationGracePeriodSeconds: 10,
-        containers: [
-          {
-            name: 'web',
-            image: IMAGE('1.0'),
-            ports: [{ name: 'http', containerPort: 8080 }],
-            readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-            // Its server stops accepting at SIGTERM (as nginx does); kube-proxy learns of a terminating
-            // pod a moment after the kubelet signals it, so a rollout that must lose no connection
-            // waits first, on any cluster. (The proxy's own pods do the same.)
-            lifecycle: { preStop: { exec: { command: ['sleep', '3'] } } },
-          },
-        ],
-      },
-    },
-  },
-};
+const app = webDeployment(NS, [{ name: 'http', containerPort: 8080 }]);
 const service = {
   apiVersion: 'v1',
   kind: 'Service',
