@@ -399,15 +399,19 @@ export class Controller {
   async #upstreamsUnready(): Promise<boolean> {
     const { runtime, release, reconcile } = this.#options;
     const config = runtime.dataplane.config;
-    const targeted =
-      listenersStillTargeted(config, this.#caches.services(), release, reconcile.proxySelector).listeners.length > 0;
+    if (
+      listenersStillTargeted(config, this.#caches.services(), release, reconcile.proxySelector).listeners.length > 0
+    ) {
+      runtime.setReady(true);
+      return false;
+    }
     const ready = readyPods(this.#caches.pods());
     const hasReadyPods = (host: string) => {
       const selector = [...this.#caches.services()].find((service) => service.spec?.clusterIP === host)?.spec?.selector;
       return selector !== undefined && ready.some((pod) => selectorMatches(selector, pod.metadata?.labels));
     };
-    const unready = targeted ? [] : await this.#upstreams.unready(config, hasReadyPods);
-    runtime.setReady(targeted || (config.listeners.length > 0 && unready.length === 0));
+    const unready = await this.#upstreams.unready(config, hasReadyPods);
+    runtime.setReady(config.listeners.length > 0 && unready.length === 0);
     const said = unready.join(', ');
     if (said !== this.#saidUnready && unready.length > 0)
       this.#log.info(

@@ -74,6 +74,7 @@ export const LOOPBACK_OWNERS: Readonly<Record<string, readonly number[]>> = {
   'test/plugin/dashboard/server.test.ts': [136],
   'test/plugin/dashboard/browser.test.ts': [137],
   'test/control/controller/mirror.test.ts': [146, 147],
+  'test/control/controller/upstream-gate.test.ts': [148],
   'test/cluster/release.test.ts': [150],
   'test/cluster/gateway.test.ts': [152],
   'test/cluster/disruption.test.ts': [154],
